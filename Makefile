@@ -1,0 +1,64 @@
+# tensorflow-ignite: one entry point for set-up, the main job, tests and benchmarks.
+#
+#   make demo    the main job: a local Ignite node, data in, a model trained on it
+#   make test    everything a fresh machine needs, then the whole test suite
+#   make bench   benchmarks (writes BENCHMARKS.md)
+#
+# `setup` is idempotent and quick when nothing changed: each step is a file
+# target that depends on the inputs it was built from.
+
+PYTHON      ?= python3
+VENV        := .venv
+PY          := $(VENV)/bin/python
+STAMPS      := .stamps
+JAVA_SRC    := $(shell find java/src -name '*.java' 2>/dev/null) java/pom.xml java/sql-runtime/pom.xml
+NATIVE_SRC  := $(wildcard src/tensorflow_ignite/native/*.cc) $(wildcard src/tensorflow_ignite/native/build.py)
+PYTEST_ARGS ?=
+
+.PHONY: setup system-deps venv java native demo test bench clean help
+
+help:
+	@sed -n '2,9p' Makefile
+
+setup: system-deps venv java native
+
+# Java 17, Maven and a C++ compiler from Debian's packages when missing.
+system-deps: $(STAMPS)/system-deps
+$(STAMPS)/system-deps: scripts/install-system-deps.sh
+	@mkdir -p $(STAMPS)
+	bash scripts/install-system-deps.sh
+	@touch $@
+
+venv: $(STAMPS)/venv
+$(STAMPS)/venv: pyproject.toml $(STAMPS)/system-deps
+	@mkdir -p $(STAMPS)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[tf-cpu,test]'
+	@touch $@
+
+java: $(STAMPS)/java
+$(STAMPS)/java: $(JAVA_SRC) $(STAMPS)/system-deps
+	@mkdir -p $(STAMPS)
+	cd java && mvn -B -q package -DskipTests
+	cd java/sql-runtime && mvn -B -q package
+	@touch java/target/tensorflow-ignite-node.jar
+	@touch $@
+
+native: $(STAMPS)/native
+$(STAMPS)/native: $(NATIVE_SRC) $(STAMPS)/venv
+	@mkdir -p $(STAMPS)
+	@if [ -f src/tensorflow_ignite/native/build.py ]; then $(PY) -m tensorflow_ignite.native.build; fi
+	@touch $@
+
+demo: setup
+	$(VENV)/bin/ignite-tf demo $(DEMO_ARGS)
+
+test: setup
+	bash scripts/run-tests.sh $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) -m bench.run $(BENCH_ARGS)
+
+clean:
+	rm -rf $(STAMPS) java/target build dist src/*.egg-info

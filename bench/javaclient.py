@@ -1,0 +1,222 @@
+"""Run the Java thin-client reference programs of ``bench/java/`` from Python.
+
+Two programs built on Apache Ignite's own Java thin client (``IgniteClient`` from
+ignite-core 2.18.0) serve as references for our Python client:
+
+* ``ScanBench`` -- the benchmark reference: a ScanQuery over a cache (or one
+  partition), every field of every value touched, one JSON line per repetition;
+* ``TypeWriter`` -- an independent writer of values of every Ignite type (or, with
+  ``sql=True``, of a table with a column of every SQL type) that prints the values it
+  wrote as JSON, for the decoder tests.
+
+The JSON formats are documented in the Java sources (``ScanBench``, ``ExpectedJson``,
+``TypeWriter``).  The JVM gets the project's ``--add-opens`` list (``JVM_OPENS``):
+the thin client itself needs ``java.base/java.nio`` and ``java.base/java.util`` on
+Java 17, and reading an SQL ``DATE`` column (stored by the server as an
+OptimizedMarshaller blob of ``java.sql.Date``) also needs ``java.sql/java.sql``.
+
+Usage::
+
+    from javaclient import build_java_tools, run_scan_bench, run_type_writer
+    build_java_tools()                      # mvn package when sources changed
+    rows = run_type_writer("127.0.0.1", 10800, "my_cache", 5)
+    runs = run_scan_bench("127.0.0.1", 10800, "my_cache", page_size=1024, repeat=3)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tensorflow_ignite.local.java import JVM_OPENS, java_runtime
+
+__all__ = [
+    "JavaToolError",
+    "JAVA_MODULE",
+    "build_java_tools",
+    "java_tools_classpath",
+    "run_scan_bench",
+    "run_type_writer",
+]
+
+JAVA_MODULE = Path(__file__).resolve().parent / "java"
+JAR = JAVA_MODULE / "target" / "tensorflow-ignite-bench.jar"
+LIB = JAVA_MODULE / "target" / "lib"
+PACKAGE = "org.tensorflow.ignite.bench"
+
+_build_lock = threading.Lock()
+
+
+class JavaToolError(RuntimeError):
+    """A Java reference program could not be built or failed; the message has its stderr tail."""
+
+
+def _sources_mtime() -> float:
+    paths = [JAVA_MODULE / "pom.xml", *JAVA_MODULE.glob("src/**/*.java")]
+    return max((p.stat().st_mtime for p in paths if p.is_file()), default=0.0)
+
+
+def _needs_build() -> bool:
+    if not JAR.exists() or not any(LIB.glob("ignite-core-*.jar")):
+        return True
+    return JAR.stat().st_mtime < _sources_mtime()
+
+
+def build_java_tools(*, quiet: bool = True) -> Path:
+    """Build ``bench/java`` with Maven when its sources are newer than the jar; return the jar.
+
+    Safe to call from several threads and processes at once (a file lock serializes
+    the Maven runs).  Raises :class:`JavaToolError` when Maven is missing or fails.
+    """
+    with _build_lock:
+        if not _needs_build():
+            return JAR
+        (JAVA_MODULE / "target").mkdir(exist_ok=True)
+        with open(JAVA_MODULE / "target" / ".build.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if not _needs_build():  # another process built it while we waited
+                return JAR
+            mvn = shutil.which("mvn")
+            if mvn is None:
+                raise JavaToolError(
+                    f"Maven (`mvn`) was not found, and the Java reference programs in {JAVA_MODULE} "
+                    "are not built (or older than their sources). Install Maven "
+                    "(`apt-get install maven`, or `make setup`) and retry."
+                )
+            flags = ["-B", "-q"] if quiet else ["-B"]
+            proc = subprocess.run(
+                [mvn, *flags, "package", "-DskipTests"],
+                cwd=JAVA_MODULE, capture_output=True, text=True, check=False,
+            )
+            if proc.returncode != 0:
+                raise JavaToolError(
+                    f"`mvn package` failed in {JAVA_MODULE} (exit {proc.returncode}):\n"
+                    + _tail(proc.stdout + proc.stderr, 40)
+                )
+            # Maven leaves an unchanged jar's mtime alone; touch it so the check above settles.
+            JAR.touch()
+    return JAR
+
+
+def java_tools_classpath() -> str:
+    """The classpath of the reference programs (building them first when needed)."""
+    build_java_tools()
+    return os.pathsep.join([str(JAR), str(LIB / "*")])
+
+
+def _tail(text: str, lines: int = 30) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _connection_args(
+    host: str, port: int, addresses: Sequence[str | tuple[str, int]] | None, partition_awareness: bool
+) -> list[str]:
+    if addresses:
+        joined = ",".join(a if isinstance(a, str) else f"{a[0]}:{a[1]}" for a in addresses)
+        args = ["--addresses", joined]
+    else:
+        args = ["--host", host, "--port", str(port)]
+    if not partition_awareness:
+        args.append("--no-partition-awareness")
+    return args
+
+
+def _run(main: str, args: list[str], *, jvm_options: Sequence[str], timeout: float) -> list[dict[str, Any]]:
+    cmd = [
+        java_runtime().executable, *JVM_OPENS, "-Djava.net.preferIPv4Stack=true", *jvm_options,
+        "-cp", java_tools_classpath(), f"{PACKAGE}.{main}", *args,
+    ]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as e:
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        raise JavaToolError(f"{main} {' '.join(args)} did not finish in {timeout:.0f}s:\n{_tail(err)}") from None
+    if proc.returncode != 0:
+        raise JavaToolError(
+            f"{main} {' '.join(args)} failed (exit {proc.returncode}):\n{_tail(proc.stderr)}"
+        )
+    records = []
+    for line in proc.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            records.append(json.loads(line))
+    return records
+
+
+def run_scan_bench(
+    host: str,
+    port: int,
+    cache: str,
+    page_size: int,
+    *,
+    partition: int | None = None,
+    repeat: int = 1,
+    warmup: int = 0,
+    mode: str = "binary",
+    addresses: Sequence[str | tuple[str, int]] | None = None,
+    partition_awareness: bool = True,
+    jvm_options: Sequence[str] = (),
+    timeout: float = 1800.0,
+) -> list[dict[str, Any]]:
+    """Scan ``cache`` with Ignite's Java thin client; one dict per measured repetition.
+
+    Each dict has ``rep, rows, bytes, key_bytes, wire_bytes, seconds, rows_per_s,
+    mb_per_s, checksum, cache, page_size, partition, mode, addresses`` (``seconds`` is
+    the scan alone, after connecting and after ``warmup`` unmeasured scans;
+    ``mb_per_s = bytes / 1e6 / seconds``).  ``addresses`` (several ``"h:p"`` or
+    ``(h, p)``) replaces ``host``/``port``; ``mode="deserialize"`` lets the client
+    build Java objects, which works only for values of standard types.
+    """
+    args = [
+        *_connection_args(host, port, addresses, partition_awareness),
+        "--cache", cache, "--page-size", str(page_size),
+        "--repeat", str(repeat), "--warmup", str(warmup), "--mode", mode,
+    ]
+    if partition is not None:
+        args += ["--partition", str(partition)]
+    return _run("ScanBench", args, jvm_options=jvm_options, timeout=timeout)
+
+
+def run_type_writer(
+    host: str,
+    port: int,
+    cache: str,
+    n: int,
+    sql: bool = False,
+    *,
+    table: str | None = None,
+    value_type: str | None = None,
+    verify: bool = True,
+    addresses: Sequence[str | tuple[str, int]] | None = None,
+    timeout: float = 300.0,
+) -> list[dict[str, Any]]:
+    """Write ``n`` entries with Ignite's Java thin client; return the expected records.
+
+    Cache mode: keys ``0..n-1`` of cache ``cache`` (created if missing) get binary
+    objects of type ``AllTypes`` with a field of every Ignite type.  SQL mode: a table
+    (default name: ``cache``) with a column of every SQL type, stored in cache
+    ``cache``, rows ``ID = 0..n-1`` with rotating NULLs.  One dict per key::
+
+        {"key": k, "type_name": ..., "fields": {...}, "types": {field: Ignite type name}}
+
+    plus ``"table"`` and ``"sql_types"`` in SQL mode.  Every entry is read back through
+    the Java client and must match (unless ``verify=False``).
+    """
+    args = [*_connection_args(host, port, addresses, True), "--cache", cache, "--count", str(n)]
+    if sql:
+        args.append("--sql")
+        if table is not None:
+            args += ["--table", table]
+        if value_type is not None:
+            args += ["--value-type", value_type]
+    if not verify:
+        args.append("--no-verify")
+    # C1 only: the writer does little work, so JIT warm-up would cost more than it saves.
+    return _run("TypeWriter", args, jvm_options=["-XX:TieredStopAtLevel=1"], timeout=timeout)

@@ -1,0 +1,33 @@
+"""TensorFlow on Apache Ignite.
+
+* :class:`IgniteDataset` -- a ``tf.data`` source over Ignite caches and SQL tables.
+* ``ignite://`` (alias ``igfs://``) -- a TensorFlow filesystem stored in Ignite.
+* ``ignite-tf`` -- local nodes, data loading and distributed training.
+
+The package imports lazily: ``import tensorflow_ignite`` does not import
+TensorFlow until something that needs it is used, so the command line stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import *  # noqa: F401,F403  (the error hierarchy is public API)
+
+__version__ = "0.1.0.dev0"
+
+_LAZY = {
+    "IgniteClient": ("tensorflow_ignite.client", "IgniteClient"),
+    "LocalCluster": ("tensorflow_ignite.local.cluster", "LocalCluster"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'tensorflow_ignite' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value
+    return value

@@ -1,0 +1,168 @@
+"""``ignite-tf node start|stop|status``: real Ignite nodes on this machine."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import threading
+from pathlib import Path
+
+from ..errors import NodeError
+from ..local.cluster import DEFAULT_PASSWORD, DEFAULT_USER, LocalCluster
+
+__all__ = ["register", "default_work_dir"]
+
+
+def default_work_dir() -> Path:
+    """``$IGNITE_TF_HOME/nodes``, else ``$XDG_STATE_HOME/tensorflow-ignite/nodes``."""
+    home = os.environ.get("IGNITE_TF_HOME")
+    if home:
+        return Path(home) / "nodes"
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "tensorflow-ignite" / "nodes"
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the ``node`` command group."""
+    p = sub.add_parser(
+        "node",
+        help="start, stop and inspect local Apache Ignite nodes",
+        description=(
+            "Run real Apache Ignite 2.18 server nodes on this machine (loopback only). "
+            "Logs, status and data live under --work-dir; `stop` stops exactly the nodes "
+            "`start` started there."
+        ),
+    )
+    nsub = p.add_subparsers(dest="node_command", metavar="ACTION", required=True)
+
+    start = nsub.add_parser(
+        "start",
+        help="start N nodes and wait until they form a cluster",
+        description="Start nodes in the background, wait until every node sees the whole "
+        "topology and answers a thin-client handshake, then return.",
+    )
+    _work_dir_arg(start)
+    start.add_argument("--nodes", type=int, default=1, metavar="N", help="number of server nodes (default 1)")
+    start.add_argument("--client-port", type=int, default=10800, metavar="PORT",
+                       help="thin-client port of the first node; node i uses PORT+i (default 10800; "
+                       "0 picks free ports)")
+    start.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    start.add_argument("--persistence", action="store_true", help="enable native persistence (data survives restarts)")
+    start.add_argument("--auth", action="store_true",
+                       help=f"require username/password (implies --persistence; user {DEFAULT_USER}/{DEFAULT_PASSWORD})")
+    start.add_argument("--tls", action="store_true",
+                       help="TLS on the client connector with a private CA generated under WORK_DIR/tls")
+    start.add_argument("--tls-client-auth", action="store_true", help="with --tls: require client certificates")
+    start.add_argument("--sql", action="store_true",
+                       help="enable the H2 SQL engine (runs Ignite 2.17.0: no SQL engine of 2.18.0 is on Maven Central)")
+    start.add_argument("--region-mb", type=int, default=1024, help="max size of the default data region in MiB (default 1024)")
+    start.add_argument("--heap-mb", type=int, default=1024, help="JVM heap per node in MiB (default 1024)")
+    start.add_argument("--classpath", action="append", default=[], metavar="PATH",
+                       help="extra classpath entry for the nodes (repeatable)")
+    start.add_argument("--timeout", type=float, default=180, help="seconds to wait for readiness (default 180)")
+    start.add_argument("--foreground", action="store_true",
+                       help="stay attached; stop the nodes on Ctrl+C or SIGTERM")
+    start.set_defaults(handler=_start)
+
+    stop = nsub.add_parser("stop", help="stop the nodes started from WORK_DIR",
+                           description="Stop exactly the nodes recorded in WORK_DIR (SIGTERM, then SIGKILL).")
+    _work_dir_arg(stop)
+    stop.set_defaults(handler=_stop)
+
+    status = nsub.add_parser("status", help="show nodes, ports and topology size",
+                             description="Exit code 0 when every recorded node is running, 1 otherwise.")
+    _work_dir_arg(status)
+    status.set_defaults(handler=_status)
+
+
+def _work_dir_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--work-dir", type=Path, default=None,
+                   help="where node logs, status and data live (default: $IGNITE_TF_HOME/nodes or "
+                   "~/.local/state/tensorflow-ignite/nodes)")
+
+
+def _start(args: argparse.Namespace) -> int:
+    work_dir = args.work_dir or default_work_dir()
+    cluster = LocalCluster(
+        work_dir=work_dir,
+        nodes=args.nodes,
+        host=args.host,
+        client_port=args.client_port or None,
+        persistence=args.persistence,
+        auth=args.auth,
+        tls=args.tls or args.tls_client_auth,
+        tls_client_auth=args.tls_client_auth,
+        sql=args.sql,
+        region_mb=args.region_mb,
+        heap_mb=args.heap_mb,
+        extra_classpath=tuple(args.classpath),
+    )
+    print(f"Starting {args.nodes} Ignite node(s) in {cluster.work_dir} ...", flush=True)
+    cluster.start(timeout=args.timeout)
+    _print_status(cluster)
+    if cluster.tls_material is not None:
+        print(f"TLS: CA certificate {cluster.tls_material.ca_cert}")
+    if not args.foreground:
+        print(f"Stop them with: ignite-tf node stop --work-dir {cluster.work_dir}")
+        return 0
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print("Running in the foreground; Ctrl+C stops the nodes.", flush=True)
+    try:
+        while not stop.wait(1.0):
+            if not any(m.alive() for m in cluster.members):
+                print("all nodes exited", flush=True)
+                return 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()
+        print("nodes stopped", flush=True)
+    return 0
+
+
+def _load(args: argparse.Namespace) -> LocalCluster:
+    work_dir = args.work_dir or default_work_dir()
+    cluster = LocalCluster.load_state(work_dir)
+    if cluster is None:
+        raise NodeError(f"no nodes were started from {work_dir} (no cluster.json there)")
+    return cluster
+
+
+def _stop(args: argparse.Namespace) -> int:
+    cluster = _load(args)
+    running = [m for m in cluster.members if m.alive()]
+    cluster.stop()
+    left = cluster.java_pids()
+    if left:
+        raise NodeError(f"processes still running after stop: {left}")
+    print(f"stopped {len(running)} node(s) from {cluster.work_dir}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    cluster = _load(args)
+    return 0 if _print_status(cluster) else 1
+
+
+def _print_status(cluster: LocalCluster) -> bool:
+    rows = [("NODE", "PID", "STATE", "CLIENT", "DISCOVERY", "SERVERS", "CLUSTER")]
+    all_up = True
+    for m in cluster.members:
+        st = m.status()
+        alive = m.alive()
+        all_up &= alive
+        rows.append((
+            m.name, str(m.pid), "running" if alive else "stopped",
+            f"{m.host}:{m.client_port}", str(m.discovery_port),
+            str(len(st.get("servers", []))) if alive else "-",
+            st.get("cluster_state", "-") if alive else "-",
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    up = [m for m in cluster.members if m.alive()]
+    topo = max((len(m.status().get("servers", [])) for m in up), default=0)
+    print(f"topology: {topo} server node(s); {len(up)}/{len(cluster.members)} recorded node(s) running")
+    return all_up and bool(cluster.members)

@@ -1,0 +1,318 @@
+"""One thin-client connection to one Ignite node: socket, TLS, handshake, framing.
+
+Requests from many threads share a connection.  Writes are serialized by a lock;
+responses are matched to requests by id: whichever thread holds the read lock
+reads frames until its own answer arrives and parks the others' answers for them.
+That lets a reader *send* the request for the next page, decode the current one,
+and only then *receive* (prefetch without a background thread).
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import struct
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import (
+    AuthenticationError,
+    ConnectionTimeoutError,
+    HandshakeError,
+    IgniteConnectionError,
+    ProtocolError,
+    TLSError,
+)
+from ..protocol import framing
+from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, ProtocolVersion
+from .tls import TLSConfig
+
+__all__ = ["Connection", "ConnectionSettings", "probe"]
+
+_INT = struct.Struct("<i")
+
+#: Encodes a complete request frame given the request id (``protocol.requests``).
+FrameEncoder = Callable[[int], bytes]
+
+#: The largest frame we accept from a server (a page of 1 GiB is already absurd).
+MAX_FRAME = 1 << 30
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """Everything needed to open a connection, minus the address."""
+
+    tls: TLSConfig | None = None
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    timeout: float = 30.0
+    connect_timeout: float = 10.0
+
+
+class Connection:
+    """A handshaken, thread-safe connection to one node.
+
+    ``on_topology_change(major, minor)`` is called (outside the locks) when a
+    response carries the "affinity topology changed" flag.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        settings: ConnectionSettings | None = None,
+        *,
+        on_topology_change: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.settings = settings or ConnectionSettings()
+        self.on_topology_change = on_topology_change
+        self.address = f"{host}:{port}"
+        self._sock: socket.socket | ssl.SSLSocket | None = None
+        self._send_lock = threading.Lock()
+        self._recv_lock = threading.Lock()
+        self._parked: dict[int, memoryview] = {}
+        self._parked_cv = threading.Condition(threading.Lock())
+        self._next_id = 0
+        self._id_lock = threading.Lock()
+        self.handshake: framing.HandshakeResponse | None = None
+        self.version: ProtocolVersion = V1_7_0
+        #: Features both sides support (decides request layouts).
+        self.features: frozenset[int] = frozenset()
+        self.requests_sent = 0
+        self.bytes_received = 0
+        self._connect()
+
+    # ------------------------------------------------------------------ connect
+    def _connect(self) -> None:
+        s = self.settings
+        try:
+            raw = socket.create_connection((self.host, self.port), timeout=s.connect_timeout)
+        except socket.timeout:
+            raise ConnectionTimeoutError(
+                f"connecting to Ignite at {self.address} timed out after {s.connect_timeout}s",
+                address=self.address,
+            ) from None
+        except OSError as exc:
+            raise IgniteConnectionError(
+                f"cannot connect to Ignite at {self.address}: {exc.strerror or exc}. "
+                "Is a node running there with its client connector on this port?",
+                address=self.address,
+            ) from None
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        except OSError:
+            pass
+        sock: socket.socket | ssl.SSLSocket = raw
+        if s.tls is not None:
+            try:
+                sock = s.tls.context().wrap_socket(
+                    raw, server_hostname=s.tls.server_hostname or self.host
+                )
+            except ssl.SSLCertVerificationError as exc:
+                raw.close()
+                raise TLSError(
+                    f"TLS: the certificate of {self.address} was not accepted: {exc.verify_message}. "
+                    "Pass the CA that signed the node's certificate as cafile=...",
+                    address=self.address,
+                ) from None
+            except ssl.SSLError as exc:
+                raw.close()
+                hint = ""
+                if "WRONG_VERSION_NUMBER" in str(exc) or "record layer" in str(exc):
+                    hint = " The node does not seem to speak TLS on this port (plaintext connector?)."
+                raise TLSError(f"TLS handshake with {self.address} failed: {exc.reason or exc}.{hint}",
+                               address=self.address) from None
+            except (socket.timeout, OSError) as exc:
+                raw.close()
+                raise TLSError(f"TLS handshake with {self.address} failed: {exc}",
+                               address=self.address) from None
+        sock.settimeout(s.timeout)
+        self._sock = sock
+        try:
+            self._handshake()
+        except BaseException:
+            self.close()
+            raise
+
+    def _handshake(self) -> None:
+        s = self.settings
+        version: ProtocolVersion | None = max(SUPPORTED_VERSIONS)
+        while version is not None:
+            frame = framing.encode_handshake(version, username=s.username, password=s.password)
+            try:
+                self._sendall(frame)
+                payload = self._read_frame()
+            except IgniteConnectionError as exc:
+                raise HandshakeError(
+                    f"{self.address} closed the connection during the thin-client handshake ({exc}). "
+                    "If the node's client connector uses TLS, pass cafile=... (or certfile) to enable TLS.",
+                    address=self.address,
+                ) from None
+            result = framing.decode_handshake_response(payload, version)
+            if result.success:
+                self.handshake = result
+                self.version = version
+                self.features = result.negotiated()
+                return
+            if result.status == ClientStatus.AUTH_FAILED:
+                raise AuthenticationError(
+                    f"{self.address} rejected the credentials of user {s.username!r}: {result.message}",
+                    address=self.address,
+                )
+            retry = result.should_retry_with()
+            if retry is None:
+                result.raise_for_failure(self.address)
+            version = retry
+        raise HandshakeError(f"handshake with {self.address} failed", address=self.address)
+
+    # ------------------------------------------------------------------ framing
+    def _sendall(self, data: bytes | bytearray | memoryview) -> None:
+        assert self._sock is not None
+        try:
+            self._sock.sendall(data)
+        except socket.timeout:
+            raise ConnectionTimeoutError(f"sending to {self.address} timed out", address=self.address) from None
+        except OSError as exc:
+            raise IgniteConnectionError(f"connection to {self.address} lost while sending: {exc}",
+                                        address=self.address) from None
+
+    def _read_exact(self, n: int) -> memoryview:
+        sock = self._sock
+        if sock is None:
+            raise IgniteConnectionError(f"connection to {self.address} is closed", address=self.address)
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        try:
+            while got < n:
+                k = sock.recv_into(view[got:], n - got)
+                if k == 0:
+                    raise IgniteConnectionError(
+                        f"{self.address} closed the connection", address=self.address
+                    )
+                got += k
+        except socket.timeout:
+            raise ConnectionTimeoutError(
+                f"no answer from {self.address} within {self.settings.timeout}s", address=self.address
+            ) from None
+        except ssl.SSLError as exc:
+            raise TLSError(f"TLS error on {self.address}: {exc}", address=self.address) from None
+        except OSError as exc:
+            if isinstance(exc, IgniteConnectionError):
+                raise
+            raise IgniteConnectionError(f"connection to {self.address} lost: {exc}",
+                                        address=self.address) from None
+        self.bytes_received += n
+        return view
+
+    def _read_frame(self) -> memoryview:
+        (length,) = _INT.unpack(self._read_exact(4))
+        if length < 0 or length > MAX_FRAME:
+            self.close()
+            raise ProtocolError(f"{self.address} sent a frame of {length} bytes; not an Ignite thin-client peer?")
+        return self._read_exact(length)
+
+    # ----------------------------------------------------------------- requests
+    def send(self, encode: FrameEncoder) -> int:
+        """Send one request built by ``encode(request_id)``; returns the id for :meth:`receive`."""
+        with self._id_lock:
+            self._next_id += 1
+            rid = self._next_id
+        frame = encode(rid)
+        with self._send_lock:
+            self._sendall(frame)
+            self.requests_sent += 1
+        return rid
+
+    def receive(self, request_id: int, op: int | None = None) -> memoryview:
+        """Wait for the answer to ``request_id``; returns the body after the header.
+
+        Raises :class:`~tensorflow_ignite.errors.ServerError` (or a subclass) when
+        the node answered with an error status.
+        """
+        aware = self.version >= (1, 4, 0)
+        while True:
+            with self._parked_cv:
+                frame = self._parked.pop(request_id, None)
+            if frame is None:
+                if not self._recv_lock.acquire(timeout=0.05):
+                    with self._parked_cv:
+                        if request_id not in self._parked:
+                            self._parked_cv.wait(timeout=0.05)
+                    continue
+                try:
+                    with self._parked_cv:
+                        frame = self._parked.pop(request_id, None)
+                    while frame is None:
+                        incoming = self._read_frame()
+                        header = framing.decode_response_header(incoming, aware)
+                        if header.request_id == request_id:
+                            frame = incoming
+                            break
+                        with self._parked_cv:
+                            self._parked[header.request_id] = incoming
+                            self._parked_cv.notify_all()
+                finally:
+                    self._recv_lock.release()
+            header = framing.decode_response_header(frame, aware)
+            if header.topology_version is not None and self.on_topology_change is not None:
+                self.on_topology_change(*header.topology_version)
+            if header.status != 0:
+                error = framing.server_error(header.status, header.message, op)
+                error.args = (f"{error.args[0]} [node {self.address}]",)
+                raise error
+            return frame[header.body_offset:]
+
+    def request(self, encode: FrameEncoder, op: int | None = None) -> memoryview:
+        """Send a request built by ``encode(request_id)`` and wait for its answer body."""
+        return self.receive(self.send(encode), op)
+
+    # ------------------------------------------------------------------ closing
+    @property
+    def closed(self) -> bool:
+        return self._sock is None
+
+    def close(self) -> None:
+        """Close the socket (idempotent)."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.address}{' closed' if self.closed else ''}>"
+
+
+def probe(
+    host: str,
+    port: int,
+    *,
+    username: str | None = None,
+    password: str | None = None,
+    cafile: str | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    cert_password: str | None = None,
+    timeout: float = 5.0,
+) -> framing.HandshakeResponse:
+    """Connect, handshake and disconnect: raises a typed error when that fails."""
+    tls = None
+    if cafile or certfile:
+        tls = TLSConfig(cafile=cafile, certfile=certfile, keyfile=keyfile, cert_password=cert_password)
+    settings = ConnectionSettings(tls=tls, username=username, password=password,
+                                  timeout=timeout, connect_timeout=timeout)
+    with Connection(host, port, settings) as conn:
+        assert conn.handshake is not None
+        return conn.handshake

@@ -1,0 +1,105 @@
+"""Errors raised by tensorflow-ignite.
+
+Every error the library raises derives from :class:`IgniteError`.  Errors are
+split by origin, the way asyncpg splits them:
+
+* :class:`ClientError` -- something went wrong on our side (bad arguments,
+  a frame we could not decode, a cache whose data does not fit the schema).
+* :class:`ConnectionError_` family -- the network or the peer (refused, closed,
+  timed out, TLS failure, handshake rejected).
+* :class:`ServerError` -- the Ignite node answered a request with an error
+  status; the numeric status code is kept on ``.status``.
+
+Messages name the cache, field, type or node involved and say what to do.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "IgniteError",
+    "ClientError",
+    "ProtocolError",
+    "SchemaError",
+    "ConfigurationError",
+    "IgniteConnectionError",
+    "ConnectionTimeoutError",
+    "TLSError",
+    "HandshakeError",
+    "AuthenticationError",
+    "ServerError",
+    "CacheNotFoundError",
+    "NodeError",
+    "FileSystemError",
+]
+
+
+class IgniteError(Exception):
+    """Base class of every error raised by tensorflow-ignite."""
+
+
+# --------------------------------------------------------------------- client side
+class ClientError(IgniteError):
+    """An error detected on the client side, before or after talking to Ignite."""
+
+
+class ProtocolError(ClientError):
+    """A frame or binary object could not be decoded (malformed, truncated, hostile)."""
+
+
+class SchemaError(ClientError):
+    """Data in a cache does not match the schema a dataset expects."""
+
+
+class ConfigurationError(ClientError, ValueError):
+    """An argument, environment variable or setting is invalid."""
+
+
+# ----------------------------------------------------------------- network / peer
+class IgniteConnectionError(IgniteError, ConnectionError):
+    """The connection to an Ignite node failed or was lost."""
+
+    def __init__(self, message: str, *, address: str | None = None) -> None:
+        super().__init__(message)
+        self.address = address
+
+
+class ConnectionTimeoutError(IgniteConnectionError, TimeoutError):
+    """Connecting to, or waiting for an answer from, a node took too long."""
+
+
+class TLSError(IgniteConnectionError):
+    """The TLS handshake failed (wrong CA, hostname mismatch, plaintext peer...)."""
+
+
+class HandshakeError(IgniteConnectionError):
+    """The node rejected the thin-client handshake, or is not an Ignite node."""
+
+
+class AuthenticationError(HandshakeError):
+    """The node rejected the username or password."""
+
+
+# -------------------------------------------------------------------- server side
+class ServerError(IgniteError):
+    """An Ignite node answered a request with an error status.
+
+    ``status`` is the server's numeric status code (``ClientStatus`` in Ignite's
+    sources), ``op`` the operation that failed.
+    """
+
+    def __init__(self, message: str, *, status: int, op: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.op = op
+
+
+class CacheNotFoundError(ServerError):
+    """The named cache does not exist on the cluster."""
+
+
+class NodeError(IgniteError):
+    """A local Ignite node managed by ``ignite-tf node`` failed to start or stop."""
+
+
+class FileSystemError(IgniteError, OSError):
+    """An ``ignite://`` filesystem operation failed."""

@@ -1,0 +1,441 @@
+"""Real Apache Ignite server nodes on this machine, started and stopped by us.
+
+:class:`LocalCluster` is the one mechanism behind ``ignite-tf node start|stop|status``,
+the pytest fixtures, the demo and the benchmarks.  Each node is a JVM running the
+project's ``NodeLauncher`` with loopback-only discovery over a port range that no
+other cluster uses, a log file and a JSON status file under the work directory.
+
+Readiness is observed, never assumed: a node is ready when its status file reports
+the expected number of server nodes (and an active cluster) and a thin-client
+handshake on its client port succeeds.  Stopping is exact: only the PIDs recorded
+in the cluster's state file, and only while their command line still carries that
+work directory, are signalled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import IgniteError, NodeError
+from .java import JVM_OPENS, java_runtime, launcher_classpath
+from .tls import TLSMaterial, make_tls_material
+
+__all__ = ["LocalCluster", "NodeInfo", "DEFAULT_USER", "DEFAULT_PASSWORD", "find_free_port_block"]
+
+DEFAULT_USER = "ignite"
+DEFAULT_PASSWORD = "ignite"
+STATE_FILE = "cluster.json"
+#: Discovery slots reserved per cluster: nodes added later find the others.
+DISCOVERY_SLOTS = 10
+
+
+@dataclass
+class NodeInfo:
+    """One node of a local cluster, as recorded in the cluster's state file."""
+
+    index: int
+    name: str
+    host: str
+    client_port: int
+    discovery_port: int
+    communication_port: int
+    pid: int = 0
+    log: str = ""
+    status_file: str = ""
+
+    def status(self) -> dict[str, Any]:
+        """The node's last published status (``{}`` before it wrote any)."""
+        try:
+            return json.loads(Path(self.status_file).read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def alive(self) -> bool:
+        """True while our JVM for this node is running."""
+        return _is_our_process(self.pid, self.status_file)
+
+
+def _is_our_process(pid: int, marker: str) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+    # Guard against PID reuse: the command line must carry this node's status file.
+    if marker and marker not in cmdline:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def find_free_port_block(host: str, size: int, *, start: int = 20000, stop: int = 60000) -> int:
+    """First port ``p`` (from a per-process random start) with ``p .. p+size-1`` all free."""
+    span = stop - start - size
+    offset = (os.getpid() * 7919 + time.monotonic_ns() // 1000) % span
+    for i in range(0, span, size):
+        base = start + (offset + i) % span
+        if all(_port_free(host, base + k) for k in range(size)):
+            return base
+    raise NodeError(f"no block of {size} free ports found on {host}")
+
+
+def _log_tail(path: str, lines: int = 30) -> str:
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log written)"
+    return "\n".join(text[-lines:])
+
+
+@dataclass
+class LocalCluster:
+    """A cluster of real Ignite server nodes on loopback, owned by this process or CLI.
+
+    Typical use::
+
+        with LocalCluster(work_dir, nodes=3) as cluster:
+            host, port = cluster.address()
+
+    ``client_port=None`` picks free ports; an explicit port that is taken is an
+    error naming the port.  ``sql=True`` runs nodes with the H2 SQL engine
+    (Ignite 2.17.0, the newest release publishing one).  ``auth=True`` needs and
+    implies persistence; the user is ``ignite``/``ignite``.  ``tls=True``
+    generates a private CA under the work directory.
+    """
+
+    work_dir: Path
+    nodes: int = 1
+    host: str = "127.0.0.1"
+    client_port: int | None = None
+    persistence: bool = False
+    auth: bool = False
+    tls: bool = False
+    tls_client_auth: bool = False
+    sql: bool = False
+    region_mb: int = 512
+    heap_mb: int = 512
+    extra_classpath: tuple[str, ...] = ()
+    jvm_options: tuple[str, ...] = ()
+    name: str = "tf-ignite"
+    members: list[NodeInfo] = field(default_factory=list)
+    tls_material: TLSMaterial | None = None
+    _discovery_base: int = 0
+    _communication_base: int = 0
+    _procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.work_dir = Path(self.work_dir).resolve()
+        if self.nodes < 1:
+            raise NodeError("a cluster needs at least one node (--nodes >= 1)")
+        if self.nodes > DISCOVERY_SLOTS:
+            raise NodeError(f"at most {DISCOVERY_SLOTS} local nodes are supported")
+        if self.auth:
+            self.persistence = True
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> "LocalCluster":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self, timeout: float = 180.0) -> "LocalCluster":
+        """Start every node and return once the cluster is ready (or raise NodeError)."""
+        existing = self.load_state(self.work_dir)
+        if existing is not None and any(n.alive() for n in existing.members):
+            raise NodeError(
+                f"nodes recorded in {self.work_dir / STATE_FILE} are still running; "
+                "stop them first (`ignite-tf node stop`) or use another --work-dir"
+            )
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        java_runtime()  # fail early and clearly when Java is missing
+        if self.tls and self.tls_material is None:
+            self.tls_material = make_tls_material(self.work_dir / "tls")
+        self._choose_ports()
+        try:
+            for i in range(self.nodes):
+                self._spawn(i)
+            self.wait_ready(timeout=timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _choose_ports(self) -> None:
+        if self.client_port is not None:
+            taken = [p for p in range(self.client_port, self.client_port + self.nodes)
+                     if not _port_free(self.host, p)]
+            if taken:
+                raise NodeError(
+                    f"client port {taken[0]} on {self.host} is already in use (another Ignite "
+                    "node?). Stop it, or pick other ports with --client-port."
+                )
+            client_base = self.client_port
+        else:
+            client_base = find_free_port_block(self.host, self.nodes)
+        self.client_port = client_base
+        self._discovery_base = find_free_port_block(self.host, DISCOVERY_SLOTS)
+        self._communication_base = find_free_port_block(self.host, DISCOVERY_SLOTS)
+
+    def _spawn(self, index: int, *, client_port: int | None = None) -> NodeInfo:
+        assert self.client_port is not None
+        node_dir = self.work_dir / f"node-{index}"
+        node_dir.mkdir(parents=True, exist_ok=True)
+        info = NodeInfo(
+            index=index,
+            name=f"{self.name}-{index}",
+            host=self.host,
+            client_port=client_port if client_port is not None else self.client_port + index,
+            discovery_port=self._discovery_base + index,
+            communication_port=self._communication_base + index,
+            log=str(node_dir / "node.log"),
+            status_file=str(node_dir / "status.json"),
+        )
+        for port in (info.client_port, info.discovery_port, info.communication_port):
+            if not _port_free(self.host, port):
+                raise NodeError(f"port {port} on {self.host} is already in use; cannot start {info.name}")
+        Path(info.status_file).unlink(missing_ok=True)
+        java = java_runtime().executable
+        cmd = [
+            java, *JVM_OPENS,
+            f"-Xms{min(self.heap_mb, 256)}m", f"-Xmx{self.heap_mb}m",
+            "-XX:+UseG1GC", "-Djava.net.preferIPv4Stack=true",
+            "-DIGNITE_UPDATE_NOTIFIER=false", "-DIGNITE_NO_ASCII=true",
+            "-DIGNITE_QUIET=true", "-DIGNITE_PERFORMANCE_SUGGESTIONS_DISABLED=true",
+            *self.jvm_options,
+            "-cp", launcher_classpath(sql=self.sql, extra=self.extra_classpath),
+            "org.tensorflow.ignite.NodeLauncher",
+            "--host", self.host,
+            "--name", info.name,
+            "--client-port", str(info.client_port),
+            "--discovery-port", str(info.discovery_port),
+            "--discovery-base", str(self._discovery_base),
+            "--discovery-port-count", str(DISCOVERY_SLOTS),
+            "--communication-port", str(info.communication_port),
+            "--work-dir", str(node_dir / "ignite"),
+            "--status-file", info.status_file,
+            "--region-mb", str(self.region_mb),
+        ]
+        env = dict(os.environ)
+        if self.persistence:
+            cmd += ["--persistence", "--activate-at", str(self.nodes)]
+        if self.auth:
+            cmd.append("--auth")
+        if self.tls_material is not None:
+            cmd += ["--tls-keystore", str(self.tls_material.server_keystore)]
+            env["TF_IGNITE_KEYSTORE_PASSWORD"] = self.tls_material.keystore_password
+            if self.tls_client_auth:
+                cmd += ["--tls-truststore", str(self.tls_material.server_truststore), "--tls-client-auth"]
+                env["TF_IGNITE_TRUSTSTORE_PASSWORD"] = self.tls_material.keystore_password
+        with open(info.log, "ab") as log:
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, cwd=node_dir, start_new_session=True,
+            )
+        info.pid = proc.pid
+        self._procs[info.pid] = proc  # keep the handle: liveness without /proc races, reaping
+        self.members = [m for m in self.members if m.index != index] + [info]
+        self.members.sort(key=lambda m: m.index)
+        self.save_state()
+        return info
+
+    def add_node(self, timeout: float = 180.0) -> NodeInfo:
+        """Start one more node that joins this cluster (for rebalancing tests)."""
+        index = max((m.index for m in self.members), default=-1) + 1
+        if index >= DISCOVERY_SLOTS:
+            raise NodeError(f"at most {DISCOVERY_SLOTS} local nodes are supported")
+        assert self.client_port is not None
+        port = find_free_port_block(self.host, 1)
+        info = self._spawn(index, client_port=port)
+        self.nodes += 1
+        self.save_state()
+        self.wait_ready(timeout=timeout)
+        return info
+
+    def wait_ready(self, timeout: float = 180.0) -> None:
+        """Block until every live member sees the whole topology and accepts a handshake."""
+        deadline = time.monotonic() + timeout
+        expected = len([m for m in self.members if m.pid])
+        pending = {m.index for m in self.members}
+        delay = 0.05
+        while pending:
+            for m in list(self.members):
+                if m.index not in pending:
+                    continue
+                if not self._alive(m):
+                    raise NodeError(
+                        f"Ignite node {m.name} (pid {m.pid}) exited during start-up. "
+                        f"Last lines of {m.log}:\n{_log_tail(m.log)}"
+                    )
+                st = m.status()
+                if st.get("state") != "running" or len(st.get("servers", ())) < expected:
+                    continue
+                if self.persistence and st.get("cluster_state") != "ACTIVE":
+                    continue
+                if self._handshake_ok(m):
+                    pending.discard(m.index)
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                m = next(m for m in self.members if m.index in pending)
+                raise NodeError(
+                    f"Ignite node {m.name} was not ready after {timeout:.0f}s "
+                    f"(status: {m.status() or 'none yet'}). Last lines of {m.log}:\n{_log_tail(m.log)}"
+                )
+            time.sleep(delay)  # poll interval, bounded by the deadline above
+            delay = min(delay * 1.5, 0.5)
+
+    def _handshake_ok(self, node: NodeInfo) -> bool:
+        from ..client.connection import probe  # local import: client imports are heavier
+
+        try:
+            probe(node.host, node.client_port, **self.client_settings(), timeout=5.0)
+        except IgniteError:
+            return False
+        return True
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop every node this cluster started; SIGKILL what ignores SIGTERM."""
+        live = [m for m in self.members if self._alive(m)]
+        for m in live:
+            try:
+                os.kill(m.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout
+        for m in live:
+            self._wait_gone(m, deadline)
+        for m in live:
+            if self._alive(m):
+                try:
+                    os.kill(m.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self._wait_gone(m, time.monotonic() + 10)
+        self.save_state()
+
+    def _alive(self, m: NodeInfo) -> bool:
+        # Our own child: ask the handle. Right after fork, /proc/PID/cmdline still
+        # shows the parent's command line, so the marker check would say "gone".
+        proc = self._procs.get(m.pid)
+        if proc is not None:
+            return proc.poll() is None
+        return m.alive()
+
+    def _wait_gone(self, m: NodeInfo, deadline: float) -> None:
+        proc = self._procs.get(m.pid)
+        while self._alive(m) and time.monotonic() < deadline:
+            if proc is not None:
+                try:
+                    proc.wait(timeout=0.1)
+                except subprocess.TimeoutExpired:
+                    pass
+            else:
+                time.sleep(0.05)
+
+    def kill_node(self, index: int, sig: int = signal.SIGKILL) -> NodeInfo:
+        """Send ``sig`` to one node (fault tests) and wait until it is gone."""
+        m = next(m for m in self.members if m.index == index)
+        os.kill(m.pid, sig)
+        self._wait_gone(m, time.monotonic() + 30)
+        return m
+
+    # -------------------------------------------------------------------- queries
+    def address(self, index: int = 0) -> tuple[str, int]:
+        """``(host, client_port)`` of one node."""
+        m = next(m for m in self.members if m.index == index)
+        return m.host, m.client_port
+
+    def addresses(self) -> list[tuple[str, int]]:
+        """``(host, client_port)`` of every live node."""
+        return [(m.host, m.client_port) for m in self.members if self._alive(m)]
+
+    def client_settings(self) -> dict[str, Any]:
+        """Keyword arguments for our client: TLS files and credentials of this cluster."""
+        out: dict[str, Any] = {}
+        if self.auth:
+            out.update(username=DEFAULT_USER, password=DEFAULT_PASSWORD)
+        if self.tls_material is not None:
+            out.update(cafile=str(self.tls_material.ca_cert))
+            if self.tls_client_auth:
+                out.update(
+                    certfile=str(self.tls_material.client_cert),
+                    keyfile=str(self.tls_material.client_key),
+                    cert_password=self.tls_material.client_key_password,
+                )
+        return out
+
+    def java_pids(self) -> list[int]:
+        """PIDs of every running JVM whose command line names this work directory."""
+        pids = []
+        marker = str(self.work_dir)
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmd = (entry / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if "NodeLauncher" in cmd and marker in cmd and _is_our_process(int(entry.name), marker):
+                pids.append(int(entry.name))
+        return pids
+
+    # ---------------------------------------------------------------- state file
+    def save_state(self) -> None:
+        """Record the members (no secrets) so another process can find and stop them."""
+        state = {
+            "name": self.name,
+            "host": self.host,
+            "nodes": self.nodes,
+            "persistence": self.persistence,
+            "auth": self.auth,
+            "tls": self.tls,
+            "tls_client_auth": self.tls_client_auth,
+            "sql": self.sql,
+            "tls_dir": str(self.tls_material.directory) if self.tls_material else None,
+            "members": [asdict(m) for m in self.members],
+        }
+        path = self.work_dir / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        os.replace(tmp, path)
+
+    @classmethod
+    def load_state(cls, work_dir: str | os.PathLike[str]) -> "LocalCluster | None":
+        """The cluster recorded in ``work_dir`` by a previous ``start`` (or None)."""
+        path = Path(work_dir).resolve() / STATE_FILE
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        cluster = cls(
+            work_dir=Path(work_dir), nodes=state["nodes"], host=state["host"],
+            persistence=state["persistence"], auth=state["auth"], tls=state["tls"],
+            tls_client_auth=state.get("tls_client_auth", False), sql=state.get("sql", False),
+            name=state["name"],
+        )
+        cluster.members = [NodeInfo(**m) for m in state["members"]]
+        if cluster.members:
+            cluster.client_port = cluster.members[0].client_port
+        return cluster

@@ -1,0 +1,192 @@
+"""Java-compatible hash functions Ignite uses for ids.
+
+* cache id  = ``String.hashCode`` of the cache name as is (``ClientUtils.cacheId``);
+* type id / field id = ``String.hashCode`` of the lower-cased name
+  (``BinaryBasicIdMapper`` with its default ``isLowerCase = true``);
+* schema id = Ignite's FNV-1 variant over the field ids, one byte at a time,
+  least significant byte first (``BinaryUtils.updateSchemaId``);
+* object hash code = ``Arrays.hashCode(byte[])`` over the object's data bytes
+  (``BinaryArrayIdentityResolver``), which the server uses to find keys.
+
+Java strings are UTF-16, so hashes run over UTF-16 code units (a character
+outside the BMP contributes its two surrogates), and Java ``int`` arithmetic
+wraps at 32 bits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+import numpy as np
+
+__all__ = [
+    "to_int32",
+    "java_string_hash",
+    "java_lower",
+    "cache_id",
+    "type_id",
+    "field_id",
+    "schema_id",
+    "update_schema_id",
+    "SCHEMA_INITIAL_ID",
+    "FNV1_PRIME",
+    "binary_object_hash",
+]
+
+#: FNV-1 offset basis as a signed Java int (``0x811C9DC5``).
+SCHEMA_INITIAL_ID = 0x811C9DC5 - (1 << 32)
+#: FNV-1 prime.
+FNV1_PRIME = 0x01000193
+
+_MASK32 = 0xFFFFFFFF
+
+
+def to_int32(value: int) -> int:
+    """Wrap an arbitrary Python int to a signed 32-bit Java ``int``."""
+    value &= _MASK32
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+def _code_units(text: str) -> Iterable[int]:
+    """UTF-16 code units of ``text`` (what Java's ``charAt`` iterates over)."""
+    if text.isascii():
+        return text.encode("ascii")
+    raw = text.encode("utf-16-le", "surrogatepass")
+    return memoryview(raw).cast("H")
+
+
+def java_string_hash(text: str) -> int:
+    """``java.lang.String.hashCode()``: ``h = 31 * h + c`` over UTF-16 code units."""
+    h = 0
+    for unit in _code_units(text):
+        h = (31 * h + unit) & _MASK32
+    return to_int32(h)
+
+
+def _java_lower_unit(unit: int) -> int:
+    """``Character.toLowerCase(char)`` for one UTF-16 code unit.
+
+    Python's ``str.lower`` applies full case mapping; Java's ``char`` version
+    applies the simple one.  They differ only where the full mapping expands to
+    several characters (U+0130 'İ' -> "i̇"); Java's simple mapping is the first
+    of them, so taking ``[0]`` matches.  Surrogates are left alone, as in Java.
+    """
+    if unit < 0x80:
+        return unit + 32 if 0x41 <= unit <= 0x5A else unit
+    if 0xD800 <= unit <= 0xDFFF:
+        return unit
+    lowered = chr(unit).lower()
+    return ord(lowered[0]) if lowered else unit
+
+
+def java_lower(text: str) -> str:
+    """Lower-case ``text`` exactly as ``BinaryBasicIdMapper`` does (per code unit)."""
+    if text.isascii():
+        return text.lower()
+    units = [_java_lower_unit(u) for u in _code_units(text)]
+    return b"".join(u.to_bytes(2, "little") for u in units).decode("utf-16-le", "surrogatepass")
+
+
+def _lower_case_hash(text: str) -> int:
+    h = 0
+    if text.isascii():
+        for unit in text.lower().encode("ascii"):
+            h = (31 * h + unit) & _MASK32
+    else:
+        for unit in _code_units(text):
+            h = (31 * h + _java_lower_unit(unit)) & _MASK32
+    return to_int32(h)
+
+
+def cache_id(name: str) -> int:
+    """Cache id of a cache name: ``name.hashCode()`` (case-sensitive)."""
+    return java_string_hash(name)
+
+
+@lru_cache(maxsize=4096)
+def type_id(type_name: str) -> int:
+    """Type id under Ignite's default id mapper: hash of the lower-cased type name.
+
+    Raises ``ValueError`` when the id is 0, which Ignite reserves for
+    "unregistered type" and rejects as well.
+    """
+    result = _lower_case_hash(type_name)
+    if result == 0:
+        raise ValueError(f"type name {type_name!r} hashes to type id 0, which Ignite rejects; rename the type")
+    return result
+
+
+@lru_cache(maxsize=16384)
+def field_id(field_name: str) -> int:
+    """Field id under Ignite's default id mapper: hash of the lower-cased field name."""
+    result = _lower_case_hash(field_name)
+    if result == 0:
+        raise ValueError(f"field name {field_name!r} hashes to field id 0, which Ignite rejects; rename the field")
+    return result
+
+
+def update_schema_id(schema: int, fid: int) -> int:
+    """Fold one field id into a schema id (``BinaryUtils.updateSchemaId``)."""
+    s = schema & _MASK32
+    f = fid & _MASK32
+    s = ((s ^ (f & 0xFF)) * FNV1_PRIME) & _MASK32
+    s = ((s ^ ((f >> 8) & 0xFF)) * FNV1_PRIME) & _MASK32
+    s = ((s ^ ((f >> 16) & 0xFF)) * FNV1_PRIME) & _MASK32
+    s = ((s ^ ((f >> 24) & 0xFF)) * FNV1_PRIME) & _MASK32
+    return to_int32(s)
+
+
+def schema_id(field_ids: Iterable[int]) -> int:
+    """Schema id of an ordered list of field ids; 0 for an object without fields.
+
+    The writer starts from the FNV-1 offset basis and folds every field id in,
+    but ``BinaryWriterExImpl.postWrite`` writes 0 when no field was written.
+    """
+    s = SCHEMA_INITIAL_ID
+    count = 0
+    for fid in field_ids:
+        s = update_schema_id(s, fid)
+        count += 1
+    return s if count else 0
+
+
+def binary_object_hash(data: bytes | bytearray | memoryview) -> int:
+    """``Arrays.hashCode(byte[])`` over signed bytes: the hash of an object's data section.
+
+    ``BinaryArrayIdentityResolver`` hashes the bytes between the end of the header
+    (plus the class name of an unregistered type) and the start of the footer;
+    the server trusts the hash in the header when it looks a key up, so a wrong
+    hash makes ``get`` miss.
+    """
+    n = len(data)
+    if n <= _SMALL_HASH:
+        h = 1
+        for b in bytes(data):
+            h = (31 * h + (b - 256 if b > 127 else b)) & _MASK32
+        return to_int32(h)
+    # Closed form: 31**n + sum(b[i] * 31**(n-1-i)).  uint64 arithmetic wraps
+    # modulo 2**64, a multiple of 2**32, so the low 32 bits come out exact.
+    powers = _powers_of_31(n + 1)
+    signed = np.frombuffer(data, dtype=np.int8).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        total = int(np.dot(signed, powers[n - 1 :: -1][:n])) + int(powers[n])
+    return to_int32(total)
+
+
+_SMALL_HASH = 48
+_POW31: np.ndarray = np.ones(1, dtype=np.uint64)
+
+
+def _powers_of_31(count: int) -> np.ndarray:
+    """``31**k mod 2**64`` for ``k < count`` (grown on demand, cached)."""
+    global _POW31
+    if len(_POW31) < count:
+        size = max(count, 2 * len(_POW31), 1024)
+        out = np.empty(size, dtype=np.uint64)
+        acc = 1
+        for k in range(size):
+            out[k] = acc
+            acc = (acc * 31) & 0xFFFFFFFFFFFFFFFF
+        _POW31 = out
+    return _POW31

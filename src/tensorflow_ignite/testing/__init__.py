@@ -1,0 +1,1 @@
+"""Helpers for testing code that uses tensorflow-ignite against real Ignite nodes."""

@@ -1,0 +1,106 @@
+"""pytest fixtures that start real Apache Ignite nodes (never mocks).
+
+Enable with ``pytest_plugins = ["tensorflow_ignite.testing.pytest_plugin"]``.
+
+Session-scoped clusters are started the first time a test asks for them and
+stopped when the session ends -- also when tests fail, and on SIGTERM.  Ports
+are picked free per run, so parallel runs on one machine do not collide, and
+``cache_name`` gives every test a cache name of its own.
+"""
+
+from __future__ import annotations
+
+import atexit
+import re
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..local.cluster import LocalCluster
+
+_started: list[LocalCluster] = []
+_lock = threading.Lock()
+
+
+def _stop_all() -> None:
+    with _lock:
+        clusters = list(_started)
+        _started.clear()
+    for c in clusters:
+        c.stop()
+
+
+atexit.register(_stop_all)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:  # pragma: no cover - signal path
+    _stop_all()
+    raise SystemExit(128 + signum)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _stop_all()
+
+
+def _start(tmp_path_factory: pytest.TempPathFactory, label: str, **kwargs: Any) -> LocalCluster:
+    work = tmp_path_factory.mktemp(f"ignite-{label}")
+    cluster = LocalCluster(work_dir=Path(work), name=f"tfi-{label}", heap_mb=512, region_mb=512, **kwargs)
+    with _lock:
+        _started.append(cluster)
+    cluster.start()
+    return cluster
+
+
+def _finish(cluster: LocalCluster) -> None:
+    cluster.stop()
+    with _lock:
+        if cluster in _started:
+            _started.remove(cluster)
+
+
+@pytest.fixture(scope="session")
+def ignite_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One Ignite 2.18 server node (in-memory)."""
+    cluster = _start(tmp_path_factory, "single", nodes=1)
+    yield cluster
+    _finish(cluster)
+
+
+@pytest.fixture(scope="session")
+def ignite_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """Three Ignite 2.18 server nodes on loopback forming one cluster."""
+    cluster = _start(tmp_path_factory, "three", nodes=3)
+    yield cluster
+    _finish(cluster)
+
+
+@pytest.fixture(scope="session")
+def ignite_sql_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One node with the H2 SQL engine (Ignite 2.17.0; see ARCHITECTURE.md)."""
+    cluster = _start(tmp_path_factory, "sql", nodes=1, sql=True)
+    yield cluster
+    _finish(cluster)
+
+
+@pytest.fixture(scope="session")
+def ignite_secure_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One node with TLS (private CA made here), client certificates and authentication."""
+    cluster = _start(tmp_path_factory, "secure", nodes=1, tls=True, tls_client_auth=True, auth=True)
+    yield cluster
+    _finish(cluster)
+
+
+@pytest.fixture
+def cache_name(request: pytest.FixtureRequest) -> str:
+    """A cache name unique to this test."""
+    base = re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:60]
+    return f"t_{base}_{id(request) & 0xFFFF:x}"

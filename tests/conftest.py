@@ -1,0 +1,1 @@
+pytest_plugins = ["tensorflow_ignite.testing.pytest_plugin"]

@@ -1,0 +1,115 @@
+"""Real Ignite nodes started and stopped by the project's own tooling."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tensorflow_ignite.client.connection import probe
+from tensorflow_ignite.errors import (
+    AuthenticationError,
+    HandshakeError,
+    IgniteConnectionError,
+    NodeError,
+    TLSError,
+)
+from tensorflow_ignite.local.cluster import LocalCluster
+
+
+def test_single_node_answers_handshake(ignite_node: LocalCluster) -> None:
+    host, port = ignite_node.address()
+    result = probe(host, port)
+    assert result.success
+    # The handshake names the node we reached: the one in its status file.
+    assert ignite_node.members[0].status()["servers"] == [str(result.node_id)]
+
+
+def test_three_node_cluster_sees_three_servers(ignite_cluster: LocalCluster) -> None:
+    assert len(ignite_cluster.members) == 3
+    node_ids = set()
+    for m in ignite_cluster.members:
+        st = m.status()
+        assert len(st["servers"]) == 3, st
+        node_ids.add(st["node_id"])
+        assert probe(m.host, m.client_port).success
+    assert node_ids == set(ignite_cluster.members[0].status()["servers"])
+
+
+def test_taken_client_port_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        cluster = LocalCluster(tmp_path, nodes=1, client_port=port)
+        with pytest.raises(NodeError, match=rf"client port {port} .* already in use"):
+            cluster.start()
+    assert cluster.java_pids() == []
+
+
+def test_node_that_fails_to_start_shows_its_log(tmp_path: Path) -> None:
+    # An impossible heap makes the JVM exit at once; the error carries the log tail.
+    cluster = LocalCluster(tmp_path, nodes=1, jvm_options=("-Xmx1m", "-Xms1m"))
+    cluster.heap_mb = 1
+    with pytest.raises(NodeError, match=r"exited during start-up.*node\.log"):
+        cluster.start(timeout=60)
+    assert cluster.java_pids() == []
+
+
+def test_cli_start_status_stop_three_nodes(tmp_path: Path) -> None:
+    work = tmp_path / "cli"
+    cli = [sys.executable, "-m", "tensorflow_ignite.cli.main"]
+    start = subprocess.run(
+        [*cli, "node", "start", "--nodes", "3", "--client-port", "0", "--work-dir", str(work),
+         "--heap-mb", "384", "--region-mb", "256"],
+        capture_output=True, text=True, timeout=300,
+    )
+    try:
+        assert start.returncode == 0, start.stderr + start.stdout
+        status = subprocess.run([*cli, "node", "status", "--work-dir", str(work)],
+                                capture_output=True, text=True, timeout=60)
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert "topology: 3 server node(s); 3/3 recorded node(s) running" in status.stdout
+        cluster = LocalCluster.load_state(work)
+        assert cluster is not None and len(cluster.java_pids()) == 3
+    finally:
+        stop = subprocess.run([*cli, "node", "stop", "--work-dir", str(work)],
+                              capture_output=True, text=True, timeout=120)
+    assert stop.returncode == 0, stop.stderr
+    assert "stopped 3 node(s)" in stop.stdout
+    assert LocalCluster.load_state(work).java_pids() == []  # type: ignore[union-attr]
+    after = subprocess.run([*cli, "node", "status", "--work-dir", str(work)],
+                           capture_output=True, text=True, timeout=60)
+    assert after.returncode == 1
+
+
+def test_secure_node_accepts_right_settings(ignite_secure_node: LocalCluster) -> None:
+    host, port = ignite_secure_node.address()
+    result = probe(host, port, **ignite_secure_node.client_settings())
+    assert result.success
+
+
+def test_secure_node_rejects_wrong_password(ignite_secure_node: LocalCluster) -> None:
+    host, port = ignite_secure_node.address()
+    settings = {**ignite_secure_node.client_settings(), "password": "not-the-password"}
+    with pytest.raises(AuthenticationError, match="rejected the credentials of user 'ignite'"):
+        probe(host, port, **settings)
+
+
+def test_secure_node_rejects_plaintext(ignite_secure_node: LocalCluster) -> None:
+    host, port = ignite_secure_node.address()
+    with pytest.raises((HandshakeError, IgniteConnectionError)):
+        probe(host, port, username="ignite", password="ignite", timeout=5)
+
+
+def test_secure_node_rejects_unknown_ca(ignite_secure_node: LocalCluster, tmp_path: Path) -> None:
+    from tensorflow_ignite.local.tls import make_tls_material
+
+    other = make_tls_material(tmp_path / "other-ca")
+    host, port = ignite_secure_node.address()
+    settings = {**ignite_secure_node.client_settings(), "cafile": str(other.ca_cert)}
+    with pytest.raises(TLSError, match="certificate"):
+        probe(host, port, **settings)
