@@ -1,0 +1,411 @@
+"""``IgniteClient``: connections to a cluster, partition map, routing, failover.
+
+One connection per node, opened on demand.  The client starts from the seed
+addresses it is given, learns the other server nodes' client endpoints from the
+cluster (``CLUSTER_GROUP_GET_NODE_ENDPOINTS``) and each cache's partition ->
+primary node map (``CACHE_PARTITIONS``), so a single-partition request goes
+straight to the node that owns the partition.  Any response flagged "affinity
+topology changed" makes the cached maps stale; they are fetched again on next
+use.  A request that fails because its connection died is retried once on
+another node when it is safe to repeat.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid as _uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CacheNotFoundError, ConfigurationError, IgniteConnectionError, ServerError
+from ..protocol import requests, responses
+from ..protocol.binary import BinaryDecoder, BinaryEncoder
+from ..protocol.buffer import ByteReader
+from ..protocol.cache_config import CacheConfiguration
+from ..protocol.codes import Feature, Op
+from ..protocol.framing import finish_request, start_request
+from ..protocol.hashing import cache_id as _cache_id
+from ..protocol.values import BinaryType
+from .connection import Connection, ConnectionSettings, FrameEncoder
+from .metadata import MetadataCache
+from .tls import TLSConfig
+
+if TYPE_CHECKING:
+    from .cache import Cache
+    from .sql import SqlCursor
+
+__all__ = ["IgniteClient", "PartitionMap", "parse_addresses"]
+
+log = logging.getLogger(__name__)
+
+Address = tuple[str, int]
+
+
+def parse_addresses(addresses: str | Address | Sequence[str | Address], default_port: int = 10800) -> list[Address]:
+    """``"h1:p1,h2"`` / ``("h", p)`` / a list of either -> ``[(host, port), ...]``."""
+    if isinstance(addresses, tuple) and len(addresses) == 2 and isinstance(addresses[1], int):
+        items: list[str | Address] = [addresses]  # type: ignore[list-item]
+    elif isinstance(addresses, str):
+        items = [a for a in addresses.split(",") if a.strip()]
+    else:
+        items = list(addresses)  # type: ignore[arg-type]
+    out: list[Address] = []
+    for item in items:
+        if isinstance(item, tuple):
+            out.append((str(item[0]), int(item[1])))
+            continue
+        text = item.strip()
+        if text.startswith("["):  # [ipv6]:port
+            host, _, rest = text[1:].partition("]")
+            port = int(rest[1:]) if rest.startswith(":") else default_port
+        elif text.count(":") == 1:
+            host, p = text.split(":")
+            try:
+                port = int(p)
+            except ValueError:
+                raise ConfigurationError(f"bad port in address {text!r}") from None
+        else:
+            host, port = text, default_port
+        out.append((host, port))
+    if not out:
+        raise ConfigurationError("no Ignite address given")
+    return out
+
+
+@dataclass(frozen=True)
+class PartitionMap:
+    """Primary node of every partition of one cache, at one topology version.
+
+    ``nodes[p]`` is the primary of partition ``p`` (None when unknown);
+    ``applicable`` is False for caches where the server does not allow
+    partition awareness (replicated caches, custom affinity).
+    """
+
+    cache_id: int
+    partitions: int
+    nodes: tuple[_uuid.UUID | None, ...]
+    topology_version: tuple[int, int]
+    applicable: bool = True
+
+    def primary(self, partition: int) -> _uuid.UUID | None:
+        if 0 <= partition < len(self.nodes):
+            return self.nodes[partition]
+        return None
+
+    def partitions_of(self, node_id: _uuid.UUID) -> tuple[int, ...]:
+        """The partitions whose primary is ``node_id``."""
+        return tuple(p for p, n in enumerate(self.nodes) if n == node_id)
+
+
+class IgniteClient:
+    """A thin client for an Ignite cluster.
+
+    ``addresses`` -- one or more ``host:port`` seeds (a string with commas, a
+    list, or a ``(host, port)`` tuple).  ``username``/``password`` for clusters
+    with authentication; ``tls`` (or ``cafile``/``certfile``/``keyfile``/
+    ``cert_password``) for TLS, with the server certificate verified unless
+    ``insecure_skip_verify=True``.
+    """
+
+    def __init__(
+        self,
+        addresses: str | Address | Sequence[str | Address] = "127.0.0.1:10800",
+        *,
+        username: str | None = None,
+        password: str | None = None,
+        tls: TLSConfig | None = None,
+        cafile: str | None = None,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        cert_password: str | None = None,
+        insecure_skip_verify: bool = False,
+        timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        partition_awareness: bool = True,
+    ) -> None:
+        if tls is None and (cafile or certfile or insecure_skip_verify):
+            tls = TLSConfig(cafile=cafile, certfile=certfile, keyfile=keyfile,
+                            cert_password=cert_password, insecure_skip_verify=insecure_skip_verify)
+        if (username is None) != (password is None):
+            raise ConfigurationError("username and password go together: give both or neither")
+        self.settings = ConnectionSettings(tls=tls, username=username, password=password,
+                                           timeout=timeout, connect_timeout=connect_timeout)
+        self.seeds = parse_addresses(addresses)
+        self.partition_awareness = partition_awareness
+        self._lock = threading.RLock()
+        self._by_node: dict[_uuid.UUID, Connection] = {}
+        self._by_address: dict[Address, Connection] = {}
+        self._endpoints: dict[_uuid.UUID, list[Address]] = {}
+        self._endpoint_version = -1
+        self._partition_maps: dict[int, PartitionMap] = {}
+        self._affinity_version: tuple[int, int] = (0, 0)
+        self._closed = False
+        self.metadata = MetadataCache(self)
+        self._default = self._connect_any()
+
+    # ------------------------------------------------------------- connections
+    def _on_topology_change(self, major: int, minor: int) -> None:
+        with self._lock:
+            if (major, minor) > self._affinity_version:
+                self._affinity_version = (major, minor)
+
+    def _open(self, address: Address) -> Connection:
+        conn = Connection(address[0], address[1], self.settings, on_topology_change=self._on_topology_change)
+        with self._lock:
+            self._by_address[address] = conn
+            if conn.handshake is not None and conn.handshake.node_id is not None:
+                self._by_node[conn.handshake.node_id] = conn
+        return conn
+
+    def _connect_any(self, exclude: Iterable[Address] = ()) -> Connection:
+        skip = set(exclude)
+        errors: list[str] = []
+        candidates = [a for a in self.seeds if a not in skip]
+        candidates += [a for eps in self._endpoints.values() for a in eps if a not in skip and a not in candidates]
+        auth_or_tls: Exception | None = None
+        for address in candidates:
+            existing = self._by_address.get(address)
+            if existing is not None and not existing.closed:
+                return existing
+            try:
+                return self._open(address)
+            except IgniteConnectionError as exc:
+                errors.append(f"{address[0]}:{address[1]}: {exc}")
+                # A TLS or credentials problem will not get better on the next node.
+                if exc.__class__.__name__ in ("AuthenticationError", "TLSError"):
+                    auth_or_tls = exc
+                    break
+        if auth_or_tls is not None:
+            raise auth_or_tls
+        raise IgniteConnectionError(
+            "could not connect to any Ignite node:\n  " + "\n  ".join(errors or ["no addresses"]),
+            address=",".join(f"{h}:{p}" for h, p in candidates),
+        )
+
+    @property
+    def default_connection(self) -> Connection:
+        """The connection used when no node is preferred (reconnecting if it died)."""
+        conn = self._default
+        if conn.closed:
+            with self._lock:
+                if self._default.closed:
+                    self._default = self._connect_any()
+                conn = self._default
+        return conn
+
+    def _drop(self, conn: Connection) -> None:
+        conn.close()
+        with self._lock:
+            for k, v in list(self._by_node.items()):
+                if v is conn:
+                    del self._by_node[k]
+            for a, v in list(self._by_address.items()):
+                if v is conn:
+                    del self._by_address[a]
+            self._partition_maps.clear()
+
+    def connection_for_node(self, node_id: _uuid.UUID | None) -> Connection:
+        """A live connection to ``node_id`` (opened on demand), else the default one."""
+        if node_id is None or not self.partition_awareness:
+            return self.default_connection
+        conn = self._by_node.get(node_id)
+        if conn is not None and not conn.closed:
+            return conn
+        endpoints = self.node_endpoints().get(node_id, [])
+        for address in endpoints:
+            try:
+                conn = self._open(address)
+            except IgniteConnectionError as exc:
+                log.debug("cannot reach node %s at %s: %s", node_id, address, exc)
+                continue
+            if conn.handshake is not None and conn.handshake.node_id == node_id:
+                return conn
+        return self.default_connection
+
+    def node_endpoints(self, refresh: bool = False) -> dict[_uuid.UUID, list[Address]]:
+        """Client-connector addresses of every server node (cached until the topology changes)."""
+        conn = self.default_connection
+        if not refresh and self._endpoints and self._endpoint_version >= self._affinity_version[0]:
+            return self._endpoints
+        if Feature.CLUSTER_GROUP_GET_NODES_ENDPOINTS not in conn.features:
+            return self._endpoints
+
+        def encode(rid: int) -> bytes:
+            w = start_request(Op.CLUSTER_GROUP_GET_NODE_ENDPOINTS, rid)
+            w.i64(-1)  # start topology version: everything
+            w.i64(-1)  # end topology version: the current one
+            return finish_request(w)
+
+        body = self.request(encode, Op.CLUSTER_GROUP_GET_NODE_ENDPOINTS)
+        r = ByteReader(body)
+        version = r.i64("endpoints topology version")
+        endpoints: dict[_uuid.UUID, list[Address]] = {}
+        for _ in range(r.length("endpoint node count", 20)):
+            node = r.raw_uuid("endpoint node id")
+            port = r.i32("client port")
+            hosts = [r.typed_string("node address") or "" for _ in range(r.length("address count", 1))]
+            # Prefer the address we already reach the cluster by (loopback in tests).
+            seed_hosts = {h for h, _ in self.seeds}
+            ordered = sorted(set(hosts), key=lambda h: (h not in seed_hosts, ":" in h, h))
+            endpoints[node] = [(h, port) for h in ordered if h]
+        with self._lock:
+            self._endpoints = endpoints
+            self._endpoint_version = version
+        return endpoints
+
+    # ---------------------------------------------------------------- requests
+    def request(
+        self, encode: FrameEncoder, op: int | None = None, *, node_id: _uuid.UUID | None = None,
+        retry: bool = True,
+    ) -> memoryview:
+        """Send one request (to ``node_id`` when given) and return its answer body.
+
+        With ``retry`` (safe for idempotent requests), a connection that dies is
+        dropped and the request is sent once more to another node.
+        """
+        conn = self.connection_for_node(node_id) if node_id is not None else self.default_connection
+        try:
+            return conn.request(encode, op)
+        except IgniteConnectionError:
+            self._drop(conn)
+            if not retry:
+                raise
+            return self.default_connection.request(encode, op)
+
+    # ------------------------------------------------------------------ caches
+    def cache(self, name: str) -> "Cache":
+        """A handle on an existing cache (no round trip)."""
+        from .cache import Cache
+
+        return Cache(self, name)
+
+    def cache_names(self) -> list[str]:
+        return responses.decode_cache_names(self.request(requests.cache_get_names, Op.CACHE_GET_NAMES))
+
+    def create_cache(self, config: str | CacheConfiguration) -> "Cache":
+        """Create a cache (error if it exists)."""
+        if isinstance(config, str):
+            name = config
+            self.request(lambda rid: requests.cache_create_with_name(rid, name), Op.CACHE_CREATE_WITH_NAME,
+                         retry=False)
+        else:
+            name = config.name
+            version = self.default_connection.version
+            self.request(lambda rid: requests.cache_create_with_configuration(rid, config, version),
+                         Op.CACHE_CREATE_WITH_CONFIGURATION, retry=False)
+        return self.cache(name)
+
+    def get_or_create_cache(self, config: str | CacheConfiguration) -> "Cache":
+        """Create a cache unless it exists; return it."""
+        if isinstance(config, str):
+            name = config
+            self.request(lambda rid: requests.cache_get_or_create_with_name(rid, name),
+                         Op.CACHE_GET_OR_CREATE_WITH_NAME)
+        else:
+            name = config.name
+            version = self.default_connection.version
+            self.request(lambda rid: requests.cache_get_or_create_with_configuration(rid, config, version),
+                         Op.CACHE_GET_OR_CREATE_WITH_CONFIGURATION)
+        return self.cache(name)
+
+    def destroy_cache(self, name: str) -> None:
+        cid = _cache_id(name)
+        try:
+            self.request(lambda rid: requests.cache_destroy(rid, cid), Op.CACHE_DESTROY)
+        except ServerError as exc:
+            raise CacheNotFoundError(f"cannot destroy cache {name!r}: {exc}", status=exc.status,
+                                     op=exc.op) from None
+
+    # -------------------------------------------------------------- partitions
+    def partition_map(self, cache_name: str, *, refresh: bool = False) -> PartitionMap:
+        """The partition -> primary node map of a cache (cached per topology version)."""
+        cid = _cache_id(cache_name)
+        cached = self._partition_maps.get(cid)
+        if cached is not None and not refresh and cached.topology_version >= self._affinity_version:
+            return cached
+        conn = self.default_connection
+        features = conn.features
+        try:
+            body = self.request(lambda rid: requests.cache_partitions(rid, [cid], features=features),
+                                Op.CACHE_PARTITIONS)
+        except ServerError as exc:
+            raise CacheNotFoundError(
+                f"cannot read the partitions of cache {cache_name!r}: {exc}", status=exc.status, op=exc.op
+            ) from None
+        answer = responses.decode_cache_partitions(body, features=features)
+        group = answer.group_for(cid)
+        if group is None or not group.applicable:
+            pmap = PartitionMap(cid, 0, (), answer.topology_version, applicable=False)
+        else:
+            nodes = tuple(group.partition_to_node())
+            pmap = PartitionMap(cid, len(nodes), nodes, answer.topology_version)
+        with self._lock:
+            if answer.topology_version > self._affinity_version:
+                self._affinity_version = answer.topology_version
+            self._partition_maps[cid] = pmap
+        return pmap
+
+    # -------------------------------------------------------------- metadata
+    def binary_type(self, type_id_or_name: int | str) -> BinaryType | None:
+        """Binary type metadata from the cluster (cached)."""
+        return self.metadata.get(type_id_or_name)
+
+    def put_binary_type(self, binary_type: BinaryType) -> None:
+        """Register binary type metadata on the cluster."""
+        self.metadata.put(binary_type)
+
+    def decoder(self) -> BinaryDecoder:
+        """A fresh decoder that resolves schemas through this client's metadata."""
+        return BinaryDecoder(self.metadata)
+
+    def encoder(self) -> BinaryEncoder:
+        """A fresh encoder that knows the cluster's field types."""
+        return BinaryEncoder(self.metadata.registry)
+
+    def register_types(self, encoder: BinaryEncoder) -> None:
+        """Register every type ``encoder`` wrote that the cluster does not know yet."""
+        for t in encoder.types.values():
+            known = self.metadata.registry.get(t.type_id)
+            if known is not None and set(t.schemas) <= set(known.schemas) and set(t.fields) <= set(known.fields):
+                continue
+            self.put_binary_type(t)
+
+    # -------------------------------------------------------------------- SQL
+    def sql(self, query: str, args: Sequence[Any] = (), **kwargs: Any) -> "SqlCursor":
+        """Run an SQL fields query; see :class:`~tensorflow_ignite.client.sql.SqlCursor`."""
+        from .sql import SqlCursor
+
+        return SqlCursor(self, query, args, **kwargs)
+
+    # ---------------------------------------------------------------- cluster
+    @property
+    def node_ids(self) -> list[_uuid.UUID]:
+        """Server nodes with a client connector, as last learned."""
+        return list(self.node_endpoints())
+
+    def connections(self) -> list[Connection]:
+        with self._lock:
+            return [c for c in self._by_address.values() if not c.closed]
+
+    def close(self) -> None:
+        """Close every connection (idempotent)."""
+        with self._lock:
+            conns = list(self._by_address.values())
+            self._by_address.clear()
+            self._by_node.clear()
+            self._closed = True
+        for c in conns:
+            c.close()
+
+    def __enter__(self) -> "IgniteClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        seeds = ",".join(f"{h}:{p}" for h, p in self.seeds)
+        return f"<IgniteClient {seeds} connections={len(self.connections())}>"
+

@@ -1,0 +1,119 @@
+"""SQL fields queries: pages of rows, streamed with one page requested ahead."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import IgniteConnectionError, ServerError
+from ..protocol import requests, responses
+from ..protocol.codes import Op
+from ..protocol.hashing import cache_id as _cache_id
+from ..protocol.responses import SqlPage
+
+if TYPE_CHECKING:
+    from .client import IgniteClient
+
+__all__ = ["SqlCursor"]
+
+
+class SqlCursor:
+    """An SQL fields query, executed when first iterated.
+
+    ``schema`` defaults to ``PUBLIC`` (tables made by ``CREATE TABLE``);
+    ``cache`` runs the query in a cache's context instead.  Iterate
+    :meth:`pages` for raw pages (the dataset decodes them into columns) or the
+    cursor itself for decoded rows (lists of Python values).
+    """
+
+    def __init__(
+        self,
+        client: "IgniteClient",
+        query: str,
+        args: Sequence[Any] = (),
+        *,
+        schema: str | None = "PUBLIC",
+        cache: str | None = None,
+        page_size: int = 1024,
+        max_rows: int = -1,
+        local: bool = False,
+        distributed_joins: bool = False,
+        lazy: bool = False,
+        timeout_ms: int = 0,
+        partitions: Sequence[int] | None = None,
+    ) -> None:
+        self.client = client
+        self.query = query
+        self.args = tuple(args)
+        self.schema = schema
+        self.cache_id = _cache_id(cache) if cache else 0
+        self.page_size = page_size
+        self.max_rows = max_rows
+        self.local = local
+        self.distributed_joins = distributed_joins
+        self.lazy = lazy
+        self.timeout_ms = timeout_ms
+        self.partitions = partitions
+        self.column_names: tuple[str, ...] | None = None
+
+    def pages(self) -> Iterator[SqlPage]:
+        """Stream raw pages; ``column_names`` is set once the first page arrived."""
+        conn = self.client.default_connection
+        features = conn.features
+
+        def first(rid: int) -> bytes:
+            return requests.query_sql_fields(
+                rid, self.cache_id, self.query, self.args, schema=self.schema, page_size=self.page_size,
+                max_rows=self.max_rows, local=self.local, distributed_joins=self.distributed_joins,
+                lazy=self.lazy, timeout_ms=self.timeout_ms, include_field_names=True,
+                partitions=self.partitions, features=features,
+            )
+
+        body = conn.request(first, Op.QUERY_SQL_FIELDS)
+        page = responses.decode_sql_fields_page(body, first=True, include_field_names=True)
+        self.column_names = page.column_names
+        columns = page.column_count
+        cursor = page.cursor_id
+        pending: int | None = None
+        open_cursor = page.has_more
+        try:
+            while True:
+                if page.has_more:
+                    cid = cursor
+                    pending = conn.send(lambda rid: requests.query_sql_fields_cursor_get_page(rid, cid))
+                yield page
+                if pending is None:
+                    open_cursor = False
+                    return
+                body = conn.receive(pending, Op.QUERY_SQL_FIELDS_CURSOR_GET_PAGE)
+                pending = None
+                page = responses.decode_sql_fields_page(body, first=False, column_count=columns)
+                open_cursor = page.has_more
+        finally:
+            if pending is not None and not conn.closed:
+                try:
+                    conn.receive(pending, Op.QUERY_SQL_FIELDS_CURSOR_GET_PAGE)
+                except (ServerError, IgniteConnectionError):
+                    pass
+            if open_cursor and cursor is not None and not conn.closed:
+                cid2 = cursor
+                try:
+                    conn.request(lambda rid: requests.resource_close(rid, cid2), Op.RESOURCE_CLOSE)
+                except (ServerError, IgniteConnectionError):
+                    pass
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        dec = self.client.decoder()
+        for page in self.pages():
+            yield from responses.decode_sql_rows(page, dec)
+
+    def fetchall(self) -> list[list[Any]]:
+        """Every row, decoded."""
+        return list(self)
+
+    def execute(self) -> int:
+        """Run a statement (DDL/DML); returns the update count when there is one, else the row count."""
+        rows = self.fetchall()
+        if self.column_names == ("UPDATED",) and len(rows) == 1:
+            return int(rows[0][0])
+        return len(rows)
