@@ -17,6 +17,7 @@ from .errors import *  # noqa: F401,F403  (the error hierarchy is public API)
 __version__ = "0.1.0.dev0"
 
 _LAZY = {
+    "IgniteDataset": ("tensorflow_ignite.data.dataset", "IgniteDataset"),
     "IgniteClient": ("tensorflow_ignite.client", "IgniteClient"),
     "LocalCluster": ("tensorflow_ignite.local.cluster", "LocalCluster"),
 }

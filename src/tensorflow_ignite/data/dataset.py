@@ -1,0 +1,405 @@
+"""``IgniteDataset``: a ``tf.data`` source over an Ignite cache or an SQL query.
+
+Shape of the pipeline ("describe ranges, read a chunk"):
+
+1. When the dataset is built (eagerly, in Python) the client connects, the
+   schema is resolved from metadata (:mod:`.schema`) and a
+   :class:`~.plan.PartitionPlan` lists the scans (one per partition, or one
+   ``local`` scan).
+2. ``tf.data`` interleaves one generator per scan, ``num_parallel_reads`` at a
+   time.  Each generator streams pages of its partition *from that partition's
+   primary node* (one page requested ahead) and decodes every page at once into
+   columnar NumPy batches (:func:`tensorflow_ignite.protocol.columns.decode_page`).
+3. Batches are re-cut to ``batch_size`` with ``rebatch`` (or unbatched to
+   single elements when no ``batch_size`` is given), so the per-element cost of
+   ``from_generator`` is paid per page, not per row.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from ..client import IgniteClient
+from ..errors import CacheNotFoundError, ConfigurationError, SchemaError
+from ..protocol import columns as C
+from ..protocol.codes import TypeCode
+from .env import apply_env_overrides
+from .plan import PartitionPlan, ScanTask
+from .schema import DatasetSchema, FieldSchema, leaf_from_type_code, resolve_schema
+from .tensor_schema import load_schema
+
+__all__ = ["IgniteDataset", "ConnectionOptions"]
+
+log = logging.getLogger(__name__)
+
+#: Default target size of one scan page when ``page_size`` is not given.
+DEFAULT_PAGE_BYTES = 4 << 20
+_MIN_PAGE_ROWS = 16
+_MAX_PAGE_ROWS = 65536
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """Where and how to connect; secrets are kept out of ``repr``."""
+
+    host: str = "localhost"
+    port: int = 10800
+    username: str | None = None
+    password: str | None = None
+    cafile: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+    cert_password: str | None = None
+    insecure_skip_verify: bool = False
+    timeout: float = 30.0
+
+    def __repr__(self) -> str:
+        return (f"ConnectionOptions(host={self.host!r}, port={self.port}, username={self.username!r}, "
+                f"tls={bool(self.cafile or self.certfile or self.insecure_skip_verify)})")
+
+    def connect(self) -> IgniteClient:
+        return IgniteClient(
+            f"{self.host}:{self.port}", username=self.username, password=self.password,
+            cafile=self.cafile, certfile=self.certfile, keyfile=self.keyfile,
+            cert_password=self.cert_password, insecure_skip_verify=self.insecure_skip_verify,
+            timeout=self.timeout,
+        )
+
+
+class _PageSizer:
+    """Chooses scan page sizes (rows) from a byte target and observed row sizes."""
+
+    def __init__(self, page_rows: int | None, page_bytes: int) -> None:
+        self.fixed = page_rows
+        self.page_bytes = page_bytes
+        self._bytes = 0
+        self._rows = 0
+        self._lock = threading.Lock()
+
+    @property
+    def known(self) -> bool:
+        return self.fixed is not None or self._rows > 0
+
+    def observe(self, nbytes: int, rows: int) -> None:
+        with self._lock:
+            self._bytes += nbytes
+            self._rows += rows
+
+    def rows(self) -> int:
+        if self.fixed is not None:
+            return self.fixed
+        with self._lock:
+            if not self._rows:
+                return 64
+            per_row = max(1.0, self._bytes / self._rows)
+        return int(min(_MAX_PAGE_ROWS, max(_MIN_PAGE_ROWS, self.page_bytes / per_row)))
+
+
+class _ScanReader:
+    """State shared by the generators of one dataset: client, schema, plan, sizing."""
+
+    def __init__(self, client: IgniteClient, cache_name: str, schema: DatasetSchema,
+                 tasks: Sequence[ScanTask], sizer: _PageSizer) -> None:
+        self.client = client
+        self.cache_name = cache_name
+        self.schema = schema
+        self.plan = schema.page_plan()
+        self.tasks = tuple(tasks)
+        self.sizer = sizer
+        #: Rows read per scan task index during the current process (tests and launcher stats).
+        self.rows_read: dict[int, int] = {}
+
+    def _measure(self) -> None:
+        # One entry of the cache tells how big rows are, so the first real
+        # scan already gets pages of about `page_bytes`.
+        cache = self.client.cache(self.cache_name)
+        for page in cache.scan_pages(page_size=1):
+            if page.row_count:
+                self.sizer.observe(len(page.rows), page.row_count)
+            break
+
+    def batches(self, index: int) -> Iterator[dict[str, Any]]:
+        task = self.tasks[int(index)]
+        if not self.sizer.known:
+            self._measure()
+        cache = self.client.cache(self.cache_name)
+        resolver = self.client.metadata.schema_field_ids
+        count = 0
+        for page in cache.scan_pages(page_size=self.sizer.rows(), partition=task.partition, local=task.local):
+            n = page.row_count
+            if not n:
+                continue
+            self.sizer.observe(len(page.rows), n)
+            try:
+                columns = C.decode_page(page.rows, n, self.plan, schema_resolver=resolver)
+            except SchemaError as exc:
+                raise SchemaError(f"cache {self.cache_name!r}, partition {task.partition}: {exc}") from None
+            count += n
+            yield self.schema.to_batch(columns, n)
+        self.rows_read[int(index)] = self.rows_read.get(int(index), 0) + count
+
+
+class _SqlReader:
+    def __init__(self, client: IgniteClient, query: str, args: Sequence[Any], schema: DatasetSchema,
+                 sql_kwargs: Mapping[str, Any]) -> None:
+        self.client = client
+        self.query = query
+        self.args = tuple(args)
+        self.schema = schema
+        self.plan = schema.page_plan()
+        self.sql_kwargs = dict(sql_kwargs)
+
+    def batches(self) -> Iterator[dict[str, Any]]:
+        cursor = self.client.sql(self.query, self.args, **self.sql_kwargs)
+        for page in cursor.pages():
+            if not page.row_count:
+                continue
+            columns = C.decode_page(page.rows, page.row_count, self.plan)
+            yield self.schema.to_batch(columns, page.row_count)
+
+
+class IgniteDataset(tf.data.Dataset):
+    """A ``tf.data.Dataset`` over an Apache Ignite cache.
+
+    Elements look like ``{'key': 1, 'val': {'NAME': b'WARM KITTY'}}``: ``key`` and
+    ``val`` are tensors for scalar keys/values and (nested) dicts of tensors for
+    binary objects; see :mod:`tensorflow_ignite.data.schema` for the type mapping.
+
+    The positional parameters are those of the original
+    ``tf.contrib.ignite.IgniteDataset``; every one of them can be overridden by
+    an ``IGNITE_DATASET_*`` environment variable (:mod:`.env`).
+
+    Args:
+      cache_name: the cache to read.
+      host, port: a node's thin-client endpoint; the other nodes are discovered.
+      local: scan only the entries stored on the connected node.
+      part: scan only this partition (``-1``: all).
+      page_size: rows per page; ``None`` sizes pages to about ``page_bytes``.
+      username, password: credentials for clusters with authentication.
+      certfile, keyfile, cert_password: client certificate for TLS.
+      cafile: CA that signed the nodes' certificates (TLS is on when this or
+        ``certfile`` is given; the server certificate is always verified unless
+        ``insecure_skip_verify=True``).
+      batch_size: yield batches of this many rows instead of single elements.
+      parts: scan exactly these partitions (``IGNITE_DATASET_PARTS``).
+      num_parallel_reads: partitions read concurrently (default: up to 4).
+      value_type: binary type name of the values, when the cache declares none.
+      fields: only these value fields (default: all).
+      schema: an explicit :class:`~.schema.DatasetSchema`.
+      null_masks: add ``<field>_present`` booleans next to nullable fields.
+      decimal_as: ``"float64"`` (default) or ``"string"``.
+      client: an existing :class:`IgniteClient` to use (then ``host``/``port`` and
+        the credential arguments are ignored).
+    """
+
+    def __init__(
+        self,
+        cache_name: str,
+        host: str = "localhost",
+        port: int = 10800,
+        local: bool = False,
+        part: int = -1,
+        page_size: int | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        cert_password: str | None = None,
+        *,
+        cafile: str | None = None,
+        insecure_skip_verify: bool = False,
+        batch_size: int | None = None,
+        drop_remainder: bool = False,
+        parts: Sequence[int] | None = None,
+        num_parallel_reads: int | None = None,
+        page_bytes: int = DEFAULT_PAGE_BYTES,
+        value_type: str | None = None,
+        fields: Sequence[str] | None = None,
+        schema: DatasetSchema | None = None,
+        null_masks: bool = False,
+        decimal_as: str = "float64",
+        client: IgniteClient | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        params = apply_env_overrides(dict(
+            host=host, port=port, local=local, part=part, page_size=page_size, username=username,
+            password=password, certfile=certfile, keyfile=keyfile, cert_password=cert_password,
+            cafile=cafile, parts=parts,
+        ))
+        if params["page_size"] is not None and params["page_size"] <= 0:
+            raise ConfigurationError(f"page_size must be positive, got {params['page_size']}")
+        if batch_size is not None and batch_size <= 0:
+            raise ConfigurationError(f"batch_size must be positive, got {batch_size}")
+        if decimal_as not in ("float64", "string"):
+            raise ConfigurationError("decimal_as is 'float64' or 'string'")
+        self.cache_name = cache_name
+        self.connection = ConnectionOptions(
+            host=params["host"], port=int(params["port"]), username=params["username"],
+            password=params["password"], cafile=params["cafile"], certfile=params["certfile"],
+            keyfile=params["keyfile"], cert_password=params["cert_password"],
+            insecure_skip_verify=insecure_skip_verify, timeout=timeout,
+        )
+        self.client = client if client is not None else self.connection.connect()
+
+        if cache_name not in self.client.cache_names():
+            raise CacheNotFoundError(
+                f"cache {cache_name!r} does not exist on the cluster at {self.connection.host}:"
+                f"{self.connection.port}; existing caches: {sorted(self.client.cache_names())[:20]}",
+                status=1000,
+            )
+        self.schema = schema or self._resolve_schema(value_type, fields, null_masks, decimal_as)
+        pmap = self.client.partition_map(cache_name)
+        if params.get("parts") is None and params["part"] < 0 and not params["local"] and not pmap.applicable:
+            self.plan = PartitionPlan((ScanTask(-1),))  # replicated cache: one scan
+        else:
+            self.plan = PartitionPlan.build(
+                partitions=pmap.partitions or 1024, part=params["part"], parts=params.get("parts"),
+                local=bool(params["local"]), cache_name=cache_name,
+            )
+        self.batch_size = batch_size
+        self._reader = _ScanReader(self.client, cache_name, self.schema, self.plan.tasks,
+                                   _PageSizer(params["page_size"], page_bytes))
+        reads = num_parallel_reads or min(len(self.plan), 4)
+        self._dataset = _assemble(self._reader.batches, len(self.plan), self.schema, reads,
+                                  batch_size, drop_remainder)
+        super().__init__(self._dataset._variant_tensor)
+
+    # ---------------------------------------------------------------- schema
+    def _resolve_schema(self, value_type: str | None, fields: Sequence[str] | None, null_masks: bool,
+                        decimal_as: str) -> DatasetSchema:
+        record = load_schema(self.client, self.cache_name)
+        entity = None
+        if record is None:
+            config = self.client.cache(self.cache_name).configuration()
+            entity = config.query_entities[0] if config.query_entities else None
+        # Entries are sampled only where metadata cannot tell: untyped caches, and
+        # fields Ignite records as plain "object" (nested objects, first-null fields).
+        type_name = value_type or (record.type_name if record else None) or (entity.value_type if entity else None)
+        samples: list[tuple[Any, Any]] = []
+        if type_name is None or _has_object_fields(self.client, type_name):
+            samples = _sample_entries(self.client, self.cache_name, 32)
+        return resolve_schema(
+            self.client, self.cache_name, value_type=value_type, fields=list(fields) if fields else None,
+            null_masks=null_masks, decimal_as=decimal_as, record=record, samples=samples, query_entity=entity,
+        )
+
+    # ---------------------------------------------------------------- tf.data
+    def _inputs(self) -> list[tf.data.Dataset]:
+        return []
+
+    @property
+    def element_spec(self) -> Any:
+        return self._dataset.element_spec
+
+    # ---------------------------------------------------------------- SQL
+    @staticmethod
+    def from_sql(
+        query: str,
+        args: Sequence[Any] = (),
+        host: str = "localhost",
+        port: int = 10800,
+        *,
+        batch_size: int | None = None,
+        drop_remainder: bool = False,
+        page_size: int = 1024,
+        schema: str = "PUBLIC",
+        column_types: Mapping[str, int] | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        cafile: str | None = None,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        cert_password: str | None = None,
+        insecure_skip_verify: bool = False,
+        client: IgniteClient | None = None,
+        lazy: bool = True,
+    ) -> tf.data.Dataset:
+        """A dataset of the rows of an SQL query: ``{COLUMN: tensor}`` per row (or batch).
+
+        Projection and filtering run in Ignite.  Column types come from one
+        sampled row; for a query that may return nothing pass ``column_types``
+        (column name -> :class:`~tensorflow_ignite.protocol.codes.TypeCode`).
+        """
+        params = apply_env_overrides(dict(host=host, port=port, username=username, password=password,
+                                          cafile=cafile, certfile=certfile, keyfile=keyfile,
+                                          cert_password=cert_password))
+        options = ConnectionOptions(host=params["host"], port=int(params["port"]), username=params["username"],
+                                    password=params["password"], cafile=params["cafile"],
+                                    certfile=params["certfile"], keyfile=params["keyfile"],
+                                    cert_password=params["cert_password"],
+                                    insecure_skip_verify=insecure_skip_verify)
+        cl = client if client is not None else options.connect()
+        sql_kwargs = dict(schema=schema, page_size=page_size, lazy=lazy)
+        ds_schema = _sql_schema(cl, query, args, sql_kwargs, column_types or {})
+        reader = _SqlReader(cl, query, args, ds_schema, sql_kwargs)
+        return _assemble(lambda _i: reader.batches(), 1, ds_schema, 1, batch_size, drop_remainder)
+
+
+def _sample_entries(client: IgniteClient, cache_name: str, n: int) -> list[tuple[Any, Any]]:
+    out: list[tuple[Any, Any]] = []
+    for page in client.cache(cache_name).scan_pages(page_size=n):
+        from ..protocol.responses import decode_scan_rows
+
+        out.extend(decode_scan_rows(page, client.decoder()))
+        break  # closing the generator frees the server cursor
+    return out
+
+
+def _has_object_fields(client: IgniteClient, type_name: str) -> bool:
+    bt = client.binary_type(type_name)
+    return bt is not None and any(int(f.type_code) == TypeCode.OBJ for f in bt.fields.values())
+
+
+def _sql_schema(client: IgniteClient, query: str, args: Sequence[Any], sql_kwargs: Mapping[str, Any],
+                column_types: Mapping[str, int]) -> DatasetSchema:
+    cursor = client.sql(query, args, **{**sql_kwargs, "page_size": 1})
+    first: list[Any] | None = None
+    for row in cursor:
+        first = row
+        break
+    names = cursor.column_names or ()
+    cols: list[FieldSchema] = []
+    for i, name in enumerate(names):
+        if name in column_types:
+            code = int(column_types[name])
+        elif first is not None and first[i] is not None:
+            from ..protocol.binary import BinaryEncoder
+
+            code = int(BinaryEncoder.infer_type_code(first[i]))
+        else:
+            raise SchemaError(
+                f"cannot tell the type of SQL column {name!r} (no row, or NULL in the first row); "
+                f"pass column_types={{'{name}': TypeCode.X}}"
+            )
+        cols.append(replace(leaf_from_type_code(name, code), name=name))
+    return DatasetSchema(None, None, columns=tuple(cols))
+
+
+def _to_numpy_structure(batch: Any) -> Any:
+    return batch
+
+
+def _assemble(batches: Any, n_tasks: int, schema: DatasetSchema, parallel: int, batch_size: int | None,
+              drop_remainder: bool) -> tf.data.Dataset:
+    """Interleave one generator per scan task, then cut batches or unbatch."""
+    signature = schema.element_spec(batched=True)
+
+    def make(index: Any) -> tf.data.Dataset:
+        return tf.data.Dataset.from_generator(batches, args=(index,), output_signature=signature)
+
+    if n_tasks == 1:
+        ds = make(np.int64(0))
+    else:
+        ds = tf.data.Dataset.range(n_tasks).interleave(
+            make, cycle_length=max(1, parallel), num_parallel_calls=max(1, parallel), deterministic=False,
+        )
+    if batch_size is None:
+        return ds.unbatch()
+    return ds.rebatch(batch_size, drop_remainder=drop_remainder)

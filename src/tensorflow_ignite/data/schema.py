@@ -1,0 +1,418 @@
+"""What a dataset yields: Ignite fields as tensors, decided from metadata.
+
+A :class:`DatasetSchema` is a tree mirroring the element structure
+(``{'key': ..., 'val': {...}}``); each :class:`FieldSchema` leaf knows its
+Ignite type code, TensorFlow dtype and per-element shape.  It is resolved once,
+when the dataset is built, from (in order): an explicit ``schema=`` argument,
+the tensor schema recorded by :func:`tensorflow_ignite.write`, the cache's SQL
+query entity, binary type metadata of a named value type, and only as a last
+resort one sampled entry (documented; an empty cache then needs a type).
+
+Type mapping (``dtype`` / per-element ``shape``):
+
+==============================  =================================================
+Ignite                          TensorFlow
+==============================  =================================================
+byte/short/int/long             int8/int16/int32/int64
+float/double                    float32/float64
+char                            uint16 (UTF-16 code unit)
+boolean                         bool
+String                          string (UTF-8)
+UUID                            string (canonical ``xxxxxxxx-xxxx-...``)
+Date                            int64, milliseconds since the Unix epoch (UTC)
+Timestamp                       int64, nanoseconds since the Unix epoch (UTC)
+Time                            int64, milliseconds since midnight
+BigDecimal                      float64 (``decimal_as="string"``: exact text)
+enum                            int32 ordinal
+primitive arrays                ragged ``[None]`` of the element dtype, or dense
+                                when the shape is known (``byte[]`` -> uint8)
+nested object                   nested dict
+==============================  =================================================
+
+Nulls: a null becomes the field's default (0, empty string, empty array); with
+``null_masks=True`` each nullable leaf ``x`` also yields ``x_present`` (bool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import SchemaError
+from ..protocol import columns as C
+from ..protocol.codes import TypeCode as T
+from ..protocol.hashing import field_id as _field_id
+from ..protocol.values import BinaryObject, BinaryType, EnumValue
+from .tensor_schema import TensorSchemaRecord
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+    from ..client import IgniteClient
+
+__all__ = ["FieldSchema", "DatasetSchema", "resolve_schema", "JAVA_CLASS_TYPE_CODES"]
+
+# Ignite type code -> (numpy dtype of the decoded column, TF dtype name).
+_SCALARS: dict[int, tuple[str, str]] = {
+    T.BYTE: ("int8", "int8"),
+    T.SHORT: ("int16", "int16"),
+    T.INT: ("int32", "int32"),
+    T.LONG: ("int64", "int64"),
+    T.FLOAT: ("float32", "float32"),
+    T.DOUBLE: ("float64", "float64"),
+    T.CHAR: ("uint16", "uint16"),
+    T.BOOL: ("bool", "bool"),
+    T.STRING: ("object", "string"),
+    T.UUID: ("object", "string"),
+    T.DATE: ("int64", "int64"),
+    T.TIMESTAMP: ("int64", "int64"),
+    T.TIME: ("int64", "int64"),
+    T.DECIMAL: ("float64", "float64"),
+    T.ENUM: ("int32", "int32"),
+    T.BINARY_ENUM: ("int32", "int32"),
+}
+_ARRAYS: dict[int, str] = {
+    T.BYTE_ARR: "uint8",  # raw bytes / pixels: unsigned, as the original contrib dataset did
+    T.SHORT_ARR: "int16",
+    T.INT_ARR: "int32",
+    T.LONG_ARR: "int64",
+    T.FLOAT_ARR: "float32",
+    T.DOUBLE_ARR: "float64",
+    T.CHAR_ARR: "uint16",
+    T.BOOL_ARR: "bool",
+}
+
+#: Java class names (query entities, SQL) -> type codes.
+JAVA_CLASS_TYPE_CODES: dict[str, int] = {
+    "java.lang.Byte": T.BYTE, "byte": T.BYTE,
+    "java.lang.Short": T.SHORT, "short": T.SHORT,
+    "java.lang.Integer": T.INT, "int": T.INT,
+    "java.lang.Long": T.LONG, "long": T.LONG,
+    "java.lang.Float": T.FLOAT, "float": T.FLOAT,
+    "java.lang.Double": T.DOUBLE, "double": T.DOUBLE,
+    "java.lang.Character": T.CHAR, "char": T.CHAR,
+    "java.lang.Boolean": T.BOOL, "boolean": T.BOOL,
+    "java.lang.String": T.STRING,
+    "java.util.UUID": T.UUID,
+    "java.util.Date": T.DATE, "java.sql.Date": T.DATE,
+    "java.sql.Timestamp": T.TIMESTAMP,
+    "java.sql.Time": T.TIME,
+    "java.math.BigDecimal": T.DECIMAL,
+    "[B": T.BYTE_ARR, "[S": T.SHORT_ARR, "[I": T.INT_ARR, "[J": T.LONG_ARR,
+    "[F": T.FLOAT_ARR, "[D": T.DOUBLE_ARR, "[C": T.CHAR_ARR, "[Z": T.BOOL_ARR,
+}
+
+_DEFAULTS: dict[str, Any] = {"string": b""}
+
+
+@dataclass(frozen=True)
+class FieldSchema:
+    """One node of the element structure.
+
+    ``fields`` is set for objects (nested dicts); leaves have a ``dtype`` (TF
+    dtype name) and a per-element ``shape`` (``()`` scalar, ``(None,)`` ragged,
+    ``(28, 28)`` dense).  ``as_dtype`` reinterprets decoded numbers (for example
+    a Java ``byte[]`` restored as ``uint8``).
+    """
+
+    name: str
+    type_code: int
+    dtype: str = ""
+    shape: tuple[int | None, ...] = ()
+    fields: tuple["FieldSchema", ...] = ()
+    nullable: bool = True
+    type_name: str | None = None
+
+    @property
+    def is_object(self) -> bool:
+        return self.type_code == T.OBJ
+
+    @property
+    def is_ragged(self) -> bool:
+        return None in self.shape
+
+    def leaf_count(self) -> int:
+        return sum(f.leaf_count() for f in self.fields) if self.is_object else 1
+
+
+@dataclass(frozen=True)
+class DatasetSchema:
+    """Key and value schemas of a cache (or the columns of an SQL query)."""
+
+    key: FieldSchema | None
+    value: FieldSchema | None
+    null_masks: bool = False
+    decimal_as: str = "float64"
+    columns: tuple[FieldSchema, ...] = field(default_factory=tuple)  # SQL only
+
+    # ------------------------------------------------------------ page plans
+    def page_plan(self) -> C.PagePlan:
+        if self.columns:
+            return C.PagePlan.sql([_plan(c) for c in self.columns])
+        return C.PagePlan.scan(_plan(self.key) if self.key else None, _plan(self.value) if self.value else None)
+
+    def roots(self) -> tuple[FieldSchema, ...]:
+        if self.columns:
+            return self.columns
+        return tuple(r for r in (self.key, self.value) if r is not None)
+
+    # -------------------------------------------------------------- TF specs
+    def element_spec(self, batched: bool = False) -> dict[str, Any]:
+        """Nested ``tf.TypeSpec`` structure of one element (or of a batch)."""
+        out: dict[str, Any] = {}
+        for r in self.roots():
+            out[r.name] = _spec(r, batched, self.null_masks)
+            if self.null_masks and r.nullable and not r.is_object:
+                out[f"{r.name}_present"] = _mask_spec(batched)
+        return out
+
+    def to_batch(self, columns: Mapping[str, C.Column], n: int) -> dict[str, Any]:
+        """Turn decoded page columns into the batched element structure."""
+        out: dict[str, Any] = {}
+        for r in self.roots():
+            out.update(_assemble(r, r.name, columns, n, self.null_masks))
+        return out
+
+
+def _plan(f: FieldSchema) -> C.FieldPlan:
+    if f.is_object:
+        return C.obj(f.name, *(_plan(x) for x in f.fields))
+    if f.type_code in _ARRAYS:
+        fixed = None
+        if f.shape and None not in f.shape:
+            fixed = int(np.prod(f.shape))
+        return C.scalar(f.name, f.type_code, fixed_length=fixed, dtype=f.dtype if f.dtype != "string" else None)
+    return C.scalar(f.name, f.type_code)
+
+
+def _spec(f: FieldSchema, batched: bool, masks: bool) -> Any:
+    import tensorflow as tf
+
+    if f.is_object:
+        d: dict[str, Any] = {}
+        for x in f.fields:
+            d[x.name] = _spec(x, batched, masks)
+            if masks and x.nullable and not x.is_object:
+                d[f"{x.name}_present"] = _mask_spec(batched)
+        return d
+    shape = ((None,) if batched else ()) + tuple(f.shape)
+    dtype = tf.dtypes.as_dtype(f.dtype)
+    if f.is_ragged:
+        return tf.RaggedTensorSpec(shape=shape, dtype=dtype, ragged_rank=1 if not batched else 1,
+                                   row_splits_dtype=tf.int64) if batched else tf.TensorSpec(shape, dtype)
+    return tf.TensorSpec(shape, dtype)
+
+
+def _mask_spec(batched: bool) -> Any:
+    import tensorflow as tf
+
+    return tf.TensorSpec((None,) if batched else (), tf.bool)
+
+
+def _assemble(f: FieldSchema, path: str, columns: Mapping[str, C.Column], n: int, masks: bool) -> dict[str, Any]:
+    if f.is_object:
+        inner: dict[str, Any] = {}
+        for x in f.fields:
+            inner.update(_assemble(x, f"{path}.{x.name}", columns, n, masks))
+        return {f.name: inner}
+    col = columns[path]
+    values = col.values
+    out: dict[str, Any] = {}
+    if f.is_ragged:
+        import tensorflow as tf
+
+        splits = col.row_splits if col.row_splits is not None else np.zeros(n + 1, np.int64)
+        out[f.name] = tf.RaggedTensor.from_row_splits(values, splits.astype(np.int64), validate=False)
+    else:
+        if f.shape and values.ndim == 2 and len(f.shape) > 1:
+            values = values.reshape((values.shape[0], *f.shape))
+        out[f.name] = values
+    if masks and f.nullable:
+        out[f"{f.name}_present"] = col.mask if col.mask is not None else np.ones(n, bool)
+    return out
+
+
+# ---------------------------------------------------------------- resolution
+def leaf_from_type_code(name: str, code: int, *, shape: tuple[int, ...] | None = None,
+                        dtype: str | None = None, decimal_as: str = "float64") -> FieldSchema:
+    """A leaf schema for an Ignite type code (``SchemaError`` when unsupported as a column)."""
+    if code in _SCALARS:
+        np_dtype, tf_dtype = _SCALARS[code]
+        if code == T.DECIMAL and decimal_as == "string":
+            tf_dtype = "string"
+        return FieldSchema(name, code, dtype or tf_dtype, ())
+    if code in _ARRAYS:
+        elem = dtype or _ARRAYS[code]
+        return FieldSchema(name, code, elem, tuple(shape) if shape else (None,))
+    raise SchemaError(
+        f"field {name!r} has Ignite type {_type_label(code)}, which IgniteDataset cannot turn into a tensor "
+        "column yet; select other fields with fields=[...] or read it with IgniteClient.cache(...).scan()"
+    )
+
+
+def _type_label(code: int) -> str:
+    try:
+        return f"{T(code).name} ({code})"
+    except ValueError:
+        return str(code)
+
+
+def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[BinaryObject] = (),
+                  record: TensorSchemaRecord | None = None, fields: list[str] | None = None,
+                  decimal_as: str = "float64", client: "IgniteClient | None" = None) -> FieldSchema:
+    """Schema of an object from its binary metadata.
+
+    Ignite's metadata records a field as "object" both for nested objects (without
+    naming their type) and for fields first written as null; ``samples`` (entries
+    of the cache) settle those: the first non-null sampled value decides.
+    """
+    wanted = list(binary_type.fields) if fields is None else list(fields)
+    samples = [s for s in samples if isinstance(s, BinaryObject) and s.type_id == binary_type.type_id]
+    out = []
+    for fname in wanted:
+        meta = binary_type.fields.get(fname)
+        if meta is None:
+            raise SchemaError(
+                f"type {binary_type.type_name!r} has no field {fname!r}; its fields are "
+                f"{sorted(binary_type.fields)}"
+            )
+        code = int(meta.type_code)
+        seen = next((s.get(fname) for s in samples if s.get(fname) is not None), None)
+        if code == T.OBJ:
+            if isinstance(seen, BinaryObject) and client is not None:
+                inner_type = client.binary_type(seen.type_id)
+                if inner_type is None:
+                    raise SchemaError(f"no metadata for the type of {binary_type.type_name}.{fname}")
+                inner_samples = [s.get(fname) for s in samples if isinstance(s.get(fname), BinaryObject)]
+                out.append(replace(
+                    object_schema(fname, inner_type, samples=inner_samples, decimal_as=decimal_as, client=client),
+                    type_name=inner_type.type_name))
+                continue
+            if seen is not None:
+                code = _infer_code(seen)
+            else:
+                raise SchemaError(
+                    f"field {binary_type.type_name}.{fname}: Ignite's metadata says only 'object' (a nested "
+                    "object, or a field first written as null) and no sampled entry has a value for it. "
+                    "Pass schema=... or leave it out with fields=[...]"
+                )
+        if code in (T.ENUM, T.BINARY_ENUM) or isinstance(seen, EnumValue):
+            code = T.ENUM
+        shape = dtype = None
+        if record is not None:
+            tf_field = record.field(fname)
+            if tf_field is not None:
+                shape = tf_field.shape or None
+                dtype = tf_field.dtype if code in _ARRAYS or code in _SCALARS else None
+                if dtype in ("object", "str", "bytes") or (dtype and dtype.startswith(("<U", "|S", "S", "U"))):
+                    dtype = None
+        out.append(leaf_from_type_code(fname, code, shape=shape, dtype=_tf_dtype_name(dtype),
+                                       decimal_as=decimal_as))
+    return FieldSchema(name, T.OBJ, fields=tuple(out), type_name=binary_type.type_name)
+
+
+def _tf_dtype_name(np_name: str | None) -> str | None:
+    if np_name is None:
+        return None
+    if np_name in ("float16",):
+        return "float32"  # stored as Java float
+    if np_name.startswith("datetime64"):
+        return "int64"
+    return np.dtype(np_name).name
+
+
+def key_schema_for(code: int) -> FieldSchema:
+    return replace(leaf_from_type_code("key", code), nullable=False)
+
+
+def resolve_schema(
+    client: "IgniteClient",
+    cache_name: str,
+    *,
+    value_type: str | None = None,
+    fields: list[str] | None = None,
+    null_masks: bool = False,
+    decimal_as: str = "float64",
+    record: TensorSchemaRecord | None = None,
+    samples: Sequence[tuple[Any, Any]] = (),
+    query_entity: Any = None,
+) -> DatasetSchema:
+    """Decide key and value schemas from what is known about the cache (see module docstring)."""
+    key: FieldSchema | None = None
+    value: FieldSchema | None = None
+    sample_key = samples[0][0] if samples else None
+    sample_val = samples[0][1] if samples else None
+    values = [v for _, v in samples]
+
+    # Key.
+    if record is not None:
+        key = replace(leaf_from_type_code("key", record.key.type_code or T.LONG), nullable=False)
+    elif query_entity is not None and query_entity.key_type in JAVA_CLASS_TYPE_CODES:
+        key = key_schema_for(JAVA_CLASS_TYPE_CODES[query_entity.key_type])
+    elif sample_key is not None:
+        key = replace(_schema_of_value("key", sample_key, client, decimal_as), nullable=False)
+
+    # Value.
+    type_name = value_type or (record.type_name if record is not None else None) or (
+        query_entity.value_type if query_entity is not None else None)
+    if type_name is not None and type_name in JAVA_CLASS_TYPE_CODES:
+        value = leaf_from_type_code("val", JAVA_CLASS_TYPE_CODES[type_name], decimal_as=decimal_as)
+    elif type_name is not None:
+        bt = client.binary_type(type_name)
+        if bt is None and query_entity is not None:
+            bt = _type_from_query_entity(query_entity)
+        if bt is None:
+            raise SchemaError(
+                f"cache {cache_name!r}: value type {type_name!r} is not registered on the cluster "
+                "(no binary metadata); write data first or pass schema=..."
+            )
+        value = object_schema("val", bt, samples=values, record=record, fields=fields, decimal_as=decimal_as,
+                              client=client)
+    elif sample_val is not None:
+        value = _schema_of_value("val", sample_val, client, decimal_as, fields=fields, samples=values)
+
+    if key is None or value is None:
+        raise SchemaError(
+            f"cache {cache_name!r} is empty and declares no types: IgniteDataset cannot know what it holds. "
+            "Pass value_type='TypeName' (a registered binary type) or schema=..., or write the cache with "
+            "tensorflow_ignite.write"
+        )
+    return DatasetSchema(key, value, null_masks=null_masks, decimal_as=decimal_as)
+
+
+def _schema_of_value(name: str, value: Any, client: "IgniteClient", decimal_as: str,
+                     fields: list[str] | None = None, samples: Sequence[Any] = ()) -> FieldSchema:
+    if isinstance(value, BinaryObject):
+        bt = client.binary_type(value.type_id)
+        if bt is None:
+            raise SchemaError(f"no binary metadata for type id {value.type_id} of {name!r}")
+        return object_schema(name, bt, samples=samples or [value], fields=fields, decimal_as=decimal_as,
+                             client=client)
+    code = _infer_code(value)
+    return leaf_from_type_code(name, code, decimal_as=decimal_as)
+
+
+def _infer_code(value: Any) -> int:
+    from ..protocol.binary import BinaryEncoder
+
+    return int(BinaryEncoder.infer_type_code(value))
+
+
+def _type_from_query_entity(entity: Any) -> BinaryType | None:
+    from ..protocol.hashing import type_id
+    from ..protocol.values import BinaryField
+
+    fields = {}
+    for qf in entity.fields:
+        if qf.is_key:
+            continue
+        code = JAVA_CLASS_TYPE_CODES.get(qf.type_name)
+        if code is None:
+            continue
+        fields[qf.name] = BinaryField(qf.name, code, _field_id(qf.name))
+    if not fields:
+        return None
+    return BinaryType(type_id(entity.value_type), entity.value_type, fields)
