@@ -19,7 +19,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CacheNotFoundError, ConfigurationError, IgniteConnectionError, ServerError
+from ..errors import (
+    CacheNotFoundError,
+    ConfigurationError,
+    HandshakeError,
+    IgniteConnectionError,
+    ServerError,
+    TLSError,
+)
 from ..protocol import requests, responses
 from ..protocol.binary import BinaryDecoder, BinaryEncoder
 from ..protocol.buffer import ByteReader
@@ -154,6 +161,9 @@ class IgniteClient:
     def _open(self, address: Address) -> Connection:
         conn = Connection(address[0], address[1], self.settings, on_topology_change=self._on_topology_change)
         with self._lock:
+            old = self._by_address.get(address)
+            if old is not None and old is not conn:
+                old.close()
             self._by_address[address] = conn
             if conn.handshake is not None and conn.handshake.node_id is not None:
                 self._by_node[conn.handshake.node_id] = conn
@@ -164,7 +174,7 @@ class IgniteClient:
         errors: list[str] = []
         candidates = [a for a in self.seeds if a not in skip]
         candidates += [a for eps in self._endpoints.values() for a in eps if a not in skip and a not in candidates]
-        auth_or_tls: Exception | None = None
+        failures: list[IgniteConnectionError] = []
         for address in candidates:
             existing = self._by_address.get(address)
             if existing is not None and not existing.closed:
@@ -172,13 +182,14 @@ class IgniteClient:
             try:
                 return self._open(address)
             except IgniteConnectionError as exc:
+                failures.append(exc)
                 errors.append(f"{address[0]}:{address[1]}: {exc}")
-                # A TLS or credentials problem will not get better on the next node.
-                if exc.__class__.__name__ in ("AuthenticationError", "TLSError"):
-                    auth_or_tls = exc
-                    break
-        if auth_or_tls is not None:
-            raise auth_or_tls
+                # TLS, credentials or a non-TLS client on a TLS port: the next node
+                # is configured the same way, so this will not get better.
+                if isinstance(exc, (HandshakeError, TLSError)):
+                    raise
+        if len(failures) == 1:
+            raise failures[0]
         raise IgniteConnectionError(
             "could not connect to any Ignite node:\n  " + "\n  ".join(errors or ["no addresses"]),
             address=",".join(f"{h}:{p}" for h, p in candidates),
@@ -214,14 +225,22 @@ class IgniteClient:
         if conn is not None and not conn.closed:
             return conn
         endpoints = self.node_endpoints().get(node_id, [])
-        for address in endpoints:
-            try:
-                conn = self._open(address)
-            except IgniteConnectionError as exc:
-                log.debug("cannot reach node %s at %s: %s", node_id, address, exc)
-                continue
-            if conn.handshake is not None and conn.handshake.node_id == node_id:
+        # Serialized so that parallel readers open one connection per node, not one each.
+        with self._lock:
+            conn = self._by_node.get(node_id)
+            if conn is not None and not conn.closed:
                 return conn
+            for address in endpoints:
+                existing = self._by_address.get(address)
+                if existing is not None and not existing.closed:
+                    continue  # that address answers as another node
+                try:
+                    conn = self._open(address)
+                except IgniteConnectionError as exc:
+                    log.debug("cannot reach node %s at %s: %s", node_id, address, exc)
+                    continue
+                if conn.handshake is not None and conn.handshake.node_id == node_id:
+                    return conn
         return self.default_connection
 
     def node_endpoints(self, refresh: bool = False) -> dict[_uuid.UUID, list[Address]]:

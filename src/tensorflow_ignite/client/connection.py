@@ -9,6 +9,7 @@ and only then *receive* (prefetch without a background thread).
 
 from __future__ import annotations
 
+import collections
 import socket
 import ssl
 import struct
@@ -31,6 +32,7 @@ from .tls import TLSConfig
 __all__ = ["Connection", "ConnectionSettings", "probe"]
 
 _INT = struct.Struct("<i")
+_OP = struct.Struct("<h")  # op code at offset 4 of a request frame
 
 #: Encodes a complete request frame given the request id (``protocol.requests``).
 FrameEncoder = Callable[[int], bytes]
@@ -82,6 +84,8 @@ class Connection:
         #: Features both sides support (decides request layouts).
         self.features: frozenset[int] = frozenset()
         self.requests_sent = 0
+        #: Requests sent per op code (routing is asserted from these in tests).
+        self.op_counts: collections.Counter[int] = collections.Counter()
         self.bytes_received = 0
         self._connect()
 
@@ -131,6 +135,10 @@ class Connection:
                 raise TLSError(f"TLS handshake with {self.address} failed: {exc}",
                                address=self.address) from None
         sock.settimeout(s.timeout)
+        if s.tls is not None:
+            # One OpenSSL connection must not read and write from two threads at
+            # once: over TLS, sending waits while another thread is receiving.
+            self._send_lock = self._recv_lock
         self._sock = sock
         try:
             self._handshake()
@@ -223,9 +231,11 @@ class Connection:
             self._next_id += 1
             rid = self._next_id
         frame = encode(rid)
+        op = _OP.unpack_from(frame, 4)[0]
         with self._send_lock:
             self._sendall(frame)
             self.requests_sent += 1
+            self.op_counts[op] += 1
         return rid
 
     def receive(self, request_id: int, op: int | None = None) -> memoryview:

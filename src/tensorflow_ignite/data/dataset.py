@@ -17,6 +17,7 @@ Shape of the pipeline ("describe ranges, read a chunk"):
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -65,12 +66,36 @@ class ConnectionOptions:
                 f"tls={bool(self.cafile or self.certfile or self.insecure_skip_verify)})")
 
     def connect(self) -> IgniteClient:
-        return IgniteClient(
-            f"{self.host}:{self.port}", username=self.username, password=self.password,
-            cafile=self.cafile, certfile=self.certfile, keyfile=self.keyfile,
-            cert_password=self.cert_password, insecure_skip_verify=self.insecure_skip_verify,
-            timeout=self.timeout,
-        )
+        """A client for these options, shared by every dataset of this process that uses them."""
+        with _POOL_LOCK:
+            client = _POOL.get(self)
+            if client is None or client._closed:
+                client = IgniteClient(
+                    f"{self.host}:{self.port}", username=self.username, password=self.password,
+                    cafile=self.cafile, certfile=self.certfile, keyfile=self.keyfile,
+                    cert_password=self.cert_password, insecure_skip_verify=self.insecure_skip_verify,
+                    timeout=self.timeout,
+                )
+                _POOL[self] = client
+            return client
+
+
+# Datasets built with the same connection options share one client (and so one
+# connection per node), however many datasets a program builds.
+_POOL: dict[ConnectionOptions, IgniteClient] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def close_shared_clients() -> None:
+    """Close the clients shared by datasets (they reconnect on next use)."""
+    with _POOL_LOCK:
+        clients = list(_POOL.values())
+        _POOL.clear()
+    for c in clients:
+        c.close()
+
+
+atexit.register(close_shared_clients)
 
 
 class _PageSizer:
@@ -191,6 +216,8 @@ class IgniteDataset(tf.data.Dataset):
       parts: scan exactly these partitions (``IGNITE_DATASET_PARTS``).
       num_parallel_reads: partitions read concurrently (default: up to 4).
       value_type: binary type name of the values, when the cache declares none.
+      key_type: Java class name (``"java.lang.Integer"``) or type code of the keys,
+        for typed but empty caches (default ``long``).
       fields: only these value fields (default: all).
       schema: an explicit :class:`~.schema.DatasetSchema`.
       null_masks: add ``<field>_present`` booleans next to nullable fields.
@@ -221,6 +248,7 @@ class IgniteDataset(tf.data.Dataset):
         num_parallel_reads: int | None = None,
         page_bytes: int = DEFAULT_PAGE_BYTES,
         value_type: str | None = None,
+        key_type: str | int | None = None,
         fields: Sequence[str] | None = None,
         schema: DatasetSchema | None = None,
         null_masks: bool = False,
@@ -254,7 +282,7 @@ class IgniteDataset(tf.data.Dataset):
                 f"{self.connection.port}; existing caches: {sorted(self.client.cache_names())[:20]}",
                 status=1000,
             )
-        self.schema = schema or self._resolve_schema(value_type, fields, null_masks, decimal_as)
+        self.schema = schema or self._resolve_schema(value_type, key_type, fields, null_masks, decimal_as)
         pmap = self.client.partition_map(cache_name)
         if params.get("parts") is None and params["part"] < 0 and not params["local"] and not pmap.applicable:
             self.plan = PartitionPlan((ScanTask(-1),))  # replicated cache: one scan
@@ -272,7 +300,8 @@ class IgniteDataset(tf.data.Dataset):
         super().__init__(self._dataset._variant_tensor)
 
     # ---------------------------------------------------------------- schema
-    def _resolve_schema(self, value_type: str | None, fields: Sequence[str] | None, null_masks: bool,
+    def _resolve_schema(self, value_type: str | None, key_type: str | int | None,
+                        fields: Sequence[str] | None, null_masks: bool,
                         decimal_as: str) -> DatasetSchema:
         record = load_schema(self.client, self.cache_name)
         entity = None
@@ -286,7 +315,8 @@ class IgniteDataset(tf.data.Dataset):
         if type_name is None or _has_object_fields(self.client, type_name):
             samples = _sample_entries(self.client, self.cache_name, 32)
         return resolve_schema(
-            self.client, self.cache_name, value_type=value_type, fields=list(fields) if fields else None,
+            self.client, self.cache_name, value_type=value_type, key_type=key_type,
+            fields=list(fields) if fields else None,
             null_masks=null_masks, decimal_as=decimal_as, record=record, samples=samples, query_entity=entity,
         )
 

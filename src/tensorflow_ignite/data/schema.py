@@ -333,6 +333,7 @@ def resolve_schema(
     cache_name: str,
     *,
     value_type: str | None = None,
+    key_type: str | int | None = None,
     fields: list[str] | None = None,
     null_masks: bool = False,
     decimal_as: str = "float64",
@@ -348,7 +349,9 @@ def resolve_schema(
     values = [v for _, v in samples]
 
     # Key.
-    if record is not None:
+    if key_type is not None:
+        key = key_schema_for(JAVA_CLASS_TYPE_CODES[key_type] if isinstance(key_type, str) else int(key_type))
+    elif record is not None:
         key = replace(leaf_from_type_code("key", record.key.type_code or T.LONG), nullable=False)
     elif query_entity is not None and query_entity.key_type in JAVA_CLASS_TYPE_CODES:
         key = key_schema_for(JAVA_CLASS_TYPE_CODES[query_entity.key_type])
@@ -374,6 +377,10 @@ def resolve_schema(
     elif sample_val is not None:
         value = _schema_of_value("val", sample_val, client, decimal_as, fields=fields, samples=values)
 
+    if key is None and value is not None and not samples:
+        # A typed but empty cache: nothing tells the key type; the tensorflow-ignite
+        # writer and most loaders use long keys (pass key_type= otherwise).
+        key = key_schema_for(T.LONG)
     if key is None or value is None:
         raise SchemaError(
             f"cache {cache_name!r} is empty and declares no types: IgniteDataset cannot know what it holds. "

@@ -1,0 +1,203 @@
+"""IgniteDataset against real Ignite nodes."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tensorflow_ignite import IgniteDataset
+from tensorflow_ignite.client import IgniteClient
+from tensorflow_ignite.errors import (
+    AuthenticationError,
+    CacheNotFoundError,
+    HandshakeError,
+    SchemaError,
+    TLSError,
+)
+from tensorflow_ignite.local.cluster import LocalCluster
+from tensorflow_ignite.protocol.codes import Op
+from tensorflow_ignite.protocol.hashing import field_id, type_id
+from tensorflow_ignite.protocol.values import BinaryField, BinaryObject, BinaryType, Int32
+from tensorflow_ignite.protocol.codes import TypeCode
+
+
+@pytest.fixture
+def client(ignite_node: LocalCluster) -> Iterator[IgniteClient]:
+    with IgniteClient(ignite_node.addresses()) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def cluster_client(ignite_cluster: LocalCluster) -> Iterator[IgniteClient]:
+    with IgniteClient(ignite_cluster.addresses()[0]) as c:
+        yield c
+
+
+def _people(n: int) -> dict[int, BinaryObject]:
+    return {
+        i: BinaryObject("Person", {"name": f"p{i}", "age": Int32(i), "score": i / 2.0})
+        for i in range(n)
+    }
+
+
+def test_seed_shaped_element(ignite_node: LocalCluster, client: IgniteClient, cache_name: str) -> None:
+    client.get_or_create_cache(cache_name).put(1, BinaryObject("Kitten", {"NAME": "WARM KITTY"}))
+    host, port = ignite_node.address()
+    elements = list(IgniteDataset(cache_name, host, port).as_numpy_iterator())
+    assert elements == [{"key": 1, "val": {"NAME": b"WARM KITTY"}}]
+
+
+def test_scalar_keys_and_values(ignite_node: LocalCluster, client: IgniteClient, cache_name: str) -> None:
+    client.get_or_create_cache(cache_name).put_all({i: f"v{i}" for i in range(50)})
+    host, port = ignite_node.address()
+    ds = IgniteDataset(cache_name, host, port)
+    assert ds.element_spec == {"key": tf.TensorSpec((), tf.int64), "val": tf.TensorSpec((), tf.string)}
+    got = {int(e["key"]): e["val"].decode() for e in ds.as_numpy_iterator()}
+    assert got == {i: f"v{i}" for i in range(50)}
+
+
+def test_batches_and_remainder(ignite_node: LocalCluster, client: IgniteClient, cache_name: str) -> None:
+    client.get_or_create_cache(cache_name).put_all(_people(103))
+    host, port = ignite_node.address()
+    sizes = [len(b["key"]) for b in IgniteDataset(cache_name, host, port, batch_size=10).as_numpy_iterator()]
+    assert sorted(sizes) == [3] + [10] * 10
+    dropped = IgniteDataset(cache_name, host, port, batch_size=10, drop_remainder=True)
+    assert [len(b["key"]) for b in dropped.as_numpy_iterator()] == [10] * 10
+    assert dropped.element_spec["val"]["age"].shape.as_list() == [10]
+
+
+def test_empty_cache_with_known_type(ignite_node: LocalCluster, client: IgniteClient, cache_name: str) -> None:
+    tname = f"Empty_{cache_name}"
+    bt = BinaryType(type_id(tname), tname, {
+        "label": BinaryField("label", TypeCode.INT, field_id("label")),
+        "pixels": BinaryField("pixels", TypeCode.BYTE_ARR, field_id("pixels")),
+    })
+    client.put_binary_type(bt)
+    client.get_or_create_cache(cache_name)
+    host, port = ignite_node.address()
+    ds = IgniteDataset(cache_name, host, port, value_type=tname)
+    assert list(ds) == []
+    assert ds.element_spec["val"]["label"] == tf.TensorSpec((), tf.int32)
+    # Variable-length arrays: ragged rows (a ragged_rank-0 spec per element after unbatch).
+    assert ds.element_spec["val"]["pixels"] == tf.RaggedTensorSpec([None], tf.uint8, 0, tf.int64)
+
+
+def test_empty_untyped_cache_is_a_clear_error(ignite_node: LocalCluster, client: IgniteClient,
+                                               cache_name: str) -> None:
+    client.get_or_create_cache(cache_name)
+    host, port = ignite_node.address()
+    with pytest.raises(SchemaError, match=rf"cache '{cache_name}' is empty.*value_type="):
+        IgniteDataset(cache_name, host, port)
+
+
+def test_missing_cache_is_a_clear_error(ignite_node: LocalCluster) -> None:
+    host, port = ignite_node.address()
+    with pytest.raises(CacheNotFoundError, match="cache 'no_such_cache' does not exist"):
+        IgniteDataset("no_such_cache", host, port)
+
+
+def test_part_parts_and_env(ignite_node: LocalCluster, client: IgniteClient, cache_name: str,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    client.get_or_create_cache(cache_name).put_all(_people(300))
+    host, port = ignite_node.address()
+    pmap = client.partition_map(cache_name)
+    full = sorted(int(e["key"]) for e in IgniteDataset(cache_name, host, port).as_numpy_iterator())
+    assert full == list(range(300))
+    by_part = {p: sorted(int(e["key"]) for e in IgniteDataset(cache_name, host, port, part=p).as_numpy_iterator())
+               for p in range(0, pmap.partitions, 97)}
+    assert all(len(set(a) & set(b)) == 0 for pa, a in by_part.items() for pb, b in by_part.items() if pa != pb)
+    some = [p for p, ks in by_part.items() if ks][:3]
+    want = sorted(k for p in some for k in by_part[p])
+    assert sorted(int(e["key"]) for e in IgniteDataset(cache_name, host, port, parts=some)) == want
+
+    # Environment overrides beat arguments (host/port too: the arguments here are wrong).
+    monkeypatch.setenv("IGNITE_DATASET_HOST", host)
+    monkeypatch.setenv("IGNITE_DATASET_PORT", str(port))
+    monkeypatch.setenv("IGNITE_DATASET_PART", str(some[0]))
+    monkeypatch.setenv("IGNITE_DATASET_PAGE_SIZE", "2")
+    ds = IgniteDataset(cache_name, "192.0.2.1", 1)
+    assert sorted(int(e["key"]) for e in ds) == by_part[some[0]]
+    assert ds._reader.sizer.rows() == 2
+    monkeypatch.setenv("IGNITE_DATASET_PARTS", ",".join(map(str, some)))
+    assert sorted(int(e["key"]) for e in IgniteDataset(cache_name, "192.0.2.1", 1)) == want
+    monkeypatch.delenv("IGNITE_DATASET_PARTS")
+    monkeypatch.delenv("IGNITE_DATASET_PART")
+    monkeypatch.setenv("IGNITE_DATASET_LOCAL", "true")
+    local = IgniteDataset(cache_name, "192.0.2.1", 1)
+    assert local.plan.tasks[0].local
+    assert sorted(int(e["key"]) for e in local) == full  # one node holds everything
+
+
+def test_partition_scans_go_to_primaries(ignite_cluster: LocalCluster, cluster_client: IgniteClient,
+                                         cache_name: str) -> None:
+    cache = cluster_client.get_or_create_cache(cache_name)
+    cache.put_all(_people(2000))
+    host, port = ignite_cluster.address()
+    with IgniteClient(f"{host}:{port}") as fresh:
+        pmap = fresh.partition_map(cache_name)
+        assert len(set(pmap.nodes)) == 3
+        ds = IgniteDataset(cache_name, client=fresh, value_type="Person", page_size=64, num_parallel_reads=4)
+        keys = [int(e["key"]) for e in ds.as_numpy_iterator()]
+        assert len(keys) == 2000 and set(keys) == set(range(2000))  # every row exactly once
+        expected = Counter(pmap.nodes)
+        for node_id, conn in fresh._by_node.items():
+            assert conn.op_counts[Op.QUERY_SCAN] == expected[node_id], node_id
+        assert sum(c.op_counts[Op.QUERY_SCAN] for c in fresh.connections()) == pmap.partitions
+
+
+def test_local_scans_cover_cluster_once(ignite_cluster: LocalCluster, cluster_client: IgniteClient,
+                                        cache_name: str) -> None:
+    cluster_client.get_or_create_cache(cache_name).put_all(_people(500))
+    seen: list[int] = []
+    for host, port in ignite_cluster.addresses():
+        seen += [int(e["key"]) for e in IgniteDataset(cache_name, host, port, local=True)]
+    assert sorted(seen) == list(range(500))
+
+
+def test_secure_node_settings(ignite_secure_node: LocalCluster, tmp_path) -> None:
+    s = ignite_secure_node.client_settings()
+    host, port = ignite_secure_node.address()
+    with IgniteClient(f"{host}:{port}", **s) as c:
+        c.get_or_create_cache("secure_ds").put_all({i: i * 10 for i in range(20)})
+    ds = IgniteDataset("secure_ds", host, port, username=s["username"], password=s["password"],
+                       certfile=s["certfile"], keyfile=s["keyfile"], cert_password=s["cert_password"],
+                       cafile=s["cafile"])
+    assert sorted(int(e["val"]) for e in ds) == [i * 10 for i in range(20)]
+    # Secrets never reach the element spec or reprs (the key password is random;
+    # the node's password is Ignite's default, equal to the user name).
+    for text in (repr(ds.element_spec), repr(ds.connection), repr(ds.client.settings)):
+        assert s["cert_password"] not in text
+        assert "password=" not in text
+
+    def fails_fast(exc: type[Exception], **kw) -> None:
+        t0 = time.monotonic()
+        with pytest.raises(exc):
+            IgniteDataset("secure_ds", host, port, timeout=10, **kw)
+        assert time.monotonic() - t0 < 10
+
+    from tensorflow_ignite.local.tls import make_tls_material
+
+    other = make_tls_material(tmp_path / "other")
+    fails_fast(TLSError, **{**s, "cafile": str(other.ca_cert)})
+    fails_fast(HandshakeError, username=s["username"], password=s["password"])  # plaintext to a TLS port
+    fails_fast(AuthenticationError, **{**s, "password": "wrong"})
+
+
+def test_from_sql(ignite_sql_node: LocalCluster, cache_name: str) -> None:
+    host, port = ignite_sql_node.address()
+    table = f"KITTENS_{abs(hash(cache_name)) % 10**6}"
+    with IgniteClient(f"{host}:{port}") as c:
+        c.sql(f"CREATE TABLE {table} (ID LONG PRIMARY KEY, NAME VARCHAR, WEIGHT DOUBLE)").execute()
+        for i, name in enumerate(["WARM KITTY", "SOFT KITTY", "LITTLE BALL OF FUR"]):
+            c.sql(f"INSERT INTO {table} (ID, NAME, WEIGHT) VALUES (?, ?, ?)", [i, name, 1.5 + i]).execute()
+    ds = IgniteDataset.from_sql(f"SELECT NAME, WEIGHT FROM {table} WHERE WEIGHT > ? ORDER BY ID", [2.0],
+                                host, port)
+    rows = list(ds.as_numpy_iterator())
+    assert rows == [{"NAME": b"SOFT KITTY", "WEIGHT": 2.5}, {"NAME": b"LITTLE BALL OF FUR", "WEIGHT": 3.5}]
+    batched = IgniteDataset.from_sql(f"SELECT ID FROM {table}", host=host, port=port, batch_size=2)
+    assert sorted(np.concatenate([b["ID"] for b in batched.as_numpy_iterator()]).tolist()) == [0, 1, 2]

@@ -1,0 +1,128 @@
+"""Building the plugin: stamp-based rebuilds, exported symbols, clear errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import tensorflow_ignite
+from tensorflow_ignite.native import build, loader
+
+if importlib.util.find_spec("tensorflow") is None:  # not imported here: builds import it
+    pytest.skip("TensorFlow is not installed", allow_module_level=True)
+
+SRC_ROOT = Path(tensorflow_ignite.__file__).resolve().parents[1]
+TF_STATUS_SYMBOLS = {"TF_SetStatus", "TF_GetCode", "TF_Message", "TF_NewStatus", "TF_DeleteStatus"}
+
+
+def python_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC_ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def dynamic_symbols(library: Path, *flags: str) -> set[str]:
+    if shutil.which("nm") is None:
+        pytest.skip("nm (binutils) is not installed")
+    out = subprocess.run(
+        ["nm", "-D", *flags, str(library)], capture_output=True, text=True, check=True
+    ).stdout
+    return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+
+
+@pytest.fixture(scope="module")
+def library() -> Path:
+    return build.build()  # the package-directory library the other tests load
+
+
+def test_up_to_date_check_is_fast_and_does_not_import_tensorflow(library) -> None:
+    script = (
+        "import sys, time\n"
+        "from tensorflow_ignite.native import build\n"
+        "t = time.monotonic(); path = build.build(); elapsed = time.monotonic() - t\n"
+        "print(path, elapsed, 'tensorflow' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=python_env(), capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert Path(out[0]) == library
+    assert float(out[1]) < 0.5 and out[2] == "False"
+
+    cli = subprocess.run(
+        [sys.executable, "-m", "tensorflow_ignite.native.build"],
+        env=python_env(), capture_output=True, text=True, check=True,
+    )
+    assert cli.stdout.strip() == f"{library} (up to date)"
+    assert "RuntimeWarning" not in cli.stderr
+
+
+def test_exports_only_the_two_entry_points(library) -> None:
+    assert dynamic_symbols(library, "--defined-only") == {"TF_InitPlugin", "PyInit__tf_ignite_fs"}
+
+
+def test_uses_only_tf_status_symbols_that_tensorflow_provides(library) -> None:
+    needed = {s for s in dynamic_symbols(library, "--undefined-only") if s.startswith("TF_")}
+    assert needed <= TF_STATUS_SYMBOLS  # no TF_VLog or other C API
+    framework = build._tensorflow_dir() / "libtensorflow_framework.so.2"
+    assert needed <= dynamic_symbols(framework, "--defined-only")
+
+
+def test_builds_into_the_user_cache_when_package_dir_is_read_only(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("TF_IGNITE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(build, "package_dir", lambda: tmp_path / "readonly-package")
+    (tmp_path / "readonly-package").mkdir()
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: False if "readonly-package" in str(p) else real_access(p, mode)
+    )
+    path = loader._locate_library()
+    cache_dir = build.user_cache_dir()
+    assert path == cache_dir / build.library_filename() and path.is_file()
+    assert str(cache_dir).startswith(str(tmp_path / "cache"))
+    assert build.is_up_to_date(cache_dir)
+
+    started = time.monotonic()
+    assert loader._locate_library() == path  # second time: stamp check only
+    assert time.monotonic() - started < 0.5
+
+    stamp_file = cache_dir / build.STAMP_DIR / "_tf_ignite_fs.json"
+    stamp = json.loads(stamp_file.read_text())
+    assert stamp["inputs"]["source_sha256"] == build._sha256(build.SOURCE)
+    assert "-fvisibility=hidden" in stamp["command"]
+    stamp["inputs"]["tensorflow_framework"] = [0, 0]  # as if TensorFlow was upgraded
+    stamp_file.write_text(json.dumps(stamp))
+    assert not build.is_up_to_date(cache_dir)
+
+
+def test_missing_compiler_is_a_clear_error(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CXX", "/nonexistent/g++")
+    with pytest.raises(build.NativeBuildError, match=r"compiler '/nonexistent/g\+\+' not found"):
+        build.build(tmp_path)
+    assert build.main(["--output-dir", str(tmp_path)]) == 1
+
+
+def test_prebuilt_library_is_used_without_a_compiler(library, tmp_path, monkeypatch) -> None:
+    package = tmp_path / "wheel-package"
+    package.mkdir()
+    shutil.copy(library, package / library.name)  # shipped without a stamp
+    monkeypatch.setattr(build, "package_dir", lambda: package)
+    monkeypatch.setenv("CXX", "/nonexistent/g++")
+    with pytest.warns(RuntimeWarning, match="prebuilt"):
+        assert loader._locate_library() == package / library.name
+
+
+def test_compiler_errors_are_reported(tmp_path, monkeypatch) -> None:
+    broken = tmp_path / "broken.cc"
+    broken.write_text("this is not C++;\n")
+    monkeypatch.setattr(build, "SOURCE", broken)
+    with pytest.raises(build.NativeBuildError, match=r"(?s)compiling broken.cc failed.*error"):
+        build.build(tmp_path / "out")
+    assert not list((tmp_path / "out").glob("*.so"))
