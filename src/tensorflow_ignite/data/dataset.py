@@ -33,7 +33,8 @@ from ..protocol import columns as C
 from ..protocol.codes import TypeCode
 from .env import apply_env_overrides
 from .plan import PartitionPlan, ScanTask
-from .schema import DatasetSchema, FieldSchema, leaf_from_type_code, resolve_schema
+from ..protocol.responses import decode_scan_rows
+from .schema import DatasetSchema, FieldSchema, leaf_from_type_code, resolve_schema, rows_to_columns
 from .tensor_schema import load_schema
 
 __all__ = ["IgniteDataset", "ConnectionOptions"]
@@ -156,6 +157,7 @@ class _ScanReader:
             self._measure()
         cache = self.client.cache(self.cache_name)
         resolver = self.client.metadata.schema_field_ids
+        per_row = self.schema.per_row_leaves()
         count = 0
         for page in cache.scan_pages(page_size=self.sizer.rows(), partition=task.partition, local=task.local):
             n = page.row_count
@@ -164,6 +166,10 @@ class _ScanReader:
             self.sizer.observe(len(page.rows), n)
             try:
                 columns = C.decode_page(page.rows, n, self.plan, schema_resolver=resolver)
+                if per_row:
+                    # Collections, maps, typed/object arrays: the general decoder, row by row.
+                    rows = decode_scan_rows(page, self.client.decoder())
+                    columns.update(rows_to_columns(per_row, rows))
             except SchemaError as exc:
                 raise SchemaError(f"cache {self.cache_name!r}, partition {task.partition}: {exc}") from None
             count += n

@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import logging
+
 from ..errors import SchemaError
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode as T
@@ -54,6 +56,8 @@ if TYPE_CHECKING:
     from ..client import IgniteClient
 
 __all__ = ["FieldSchema", "DatasetSchema", "resolve_schema", "JAVA_CLASS_TYPE_CODES"]
+
+log = logging.getLogger(__name__)
 
 # Ignite type code -> (numpy dtype of the decoded column, TF dtype name).
 _SCALARS: dict[int, tuple[str, str]] = {
@@ -125,10 +129,17 @@ class FieldSchema:
     fields: tuple["FieldSchema", ...] = ()
     nullable: bool = True
     type_name: str | None = None
+    #: "column" (decoded page-at-once), "list" (per-row: typed/object arrays,
+    #: collections -> ragged) or "map" (per-row -> {"keys": ragged, "values": ragged}).
+    kind: str = "column"
 
     @property
     def is_object(self) -> bool:
-        return self.type_code == T.OBJ
+        return self.type_code == T.OBJ or self.kind == "map"
+
+    @property
+    def per_row(self) -> bool:
+        return self.kind in ("list", "map", "repr")
 
     @property
     def is_ragged(self) -> bool:
@@ -154,6 +165,21 @@ class DatasetSchema:
             return C.PagePlan.sql([_plan(c) for c in self.columns])
         return C.PagePlan.scan(_plan(self.key) if self.key else None, _plan(self.value) if self.value else None)
 
+    def per_row_leaves(self) -> list[tuple[str, FieldSchema]]:
+        """``(path, schema)`` of every leaf decoded row by row (empty for most caches)."""
+        out: list[tuple[str, FieldSchema]] = []
+
+        def walk(f: FieldSchema, path: str) -> None:
+            if f.per_row:
+                out.append((path, f))
+            elif f.is_object:
+                for x in f.fields:
+                    walk(x, f"{path}.{x.name}")
+
+        for r in self.roots():
+            walk(r, r.name)
+        return out
+
     def roots(self) -> tuple[FieldSchema, ...]:
         if self.columns:
             return self.columns
@@ -177,9 +203,11 @@ class DatasetSchema:
         return out
 
 
-def _plan(f: FieldSchema) -> C.FieldPlan:
+def _plan(f: FieldSchema) -> C.FieldPlan | None:
+    if f.per_row:
+        return None  # decoded row by row (see rows_to_columns)
     if f.is_object:
-        return C.obj(f.name, *(_plan(x) for x in f.fields))
+        return C.obj(f.name, *(p for p in (_plan(x) for x in f.fields) if p is not None))
     if f.type_code in _ARRAYS:
         fixed = None
         if f.shape and None not in f.shape:
@@ -191,11 +219,13 @@ def _plan(f: FieldSchema) -> C.FieldPlan:
 def _spec(f: FieldSchema, batched: bool, masks: bool) -> Any:
     import tensorflow as tf
 
+    if f.kind == "map":
+        return {x.name: _spec(x, batched, False) for x in f.fields}
     if f.is_object:
         d: dict[str, Any] = {}
         for x in f.fields:
             d[x.name] = _spec(x, batched, masks)
-            if masks and x.nullable and not x.is_object:
+            if masks and x.nullable and (not x.is_object or x.kind == "map"):
                 d[f"{x.name}_present"] = _mask_spec(batched)
         return d
     shape = ((None,) if batched else ()) + tuple(f.shape)
@@ -213,6 +243,14 @@ def _mask_spec(batched: bool) -> Any:
 
 
 def _assemble(f: FieldSchema, path: str, columns: Mapping[str, C.Column], n: int, masks: bool) -> dict[str, Any]:
+    if f.kind == "map":
+        inner = {}
+        for x in f.fields:
+            inner.update(_assemble(x, f"{path}.{x.name}", columns, n, False))
+        out_map: dict[str, Any] = {f.name: inner}
+        if masks and f.nullable:
+            out_map[f"{f.name}_present"] = columns[f"{path}.keys"].mask
+        return out_map
     if f.is_object:
         inner: dict[str, Any] = {}
         for x in f.fields:
@@ -294,11 +332,15 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
             if seen is not None:
                 code = _infer_code(seen)
             else:
-                raise SchemaError(
-                    f"field {binary_type.type_name}.{fname}: Ignite's metadata says only 'object' (a nested "
-                    "object, or a field first written as null) and no sampled entry has a value for it. "
-                    "Pass schema=... or leave it out with fields=[...]"
-                )
+                log.warning(
+                    "field %s.%s: Ignite's metadata says only 'object' and every sampled entry is null; "
+                    "it is read as a string (repr of each value). Pass schema=... or fields=[...] to change that",
+                    binary_type.type_name, fname)
+                out.append(FieldSchema(fname, T.OBJ_ARR, "string", (), kind="repr"))
+                continue
+        if code in _LIST_CODES or code == T.MAP:
+            out.append(per_row_leaf(fname, code, [s.get(fname) for s in samples], decimal_as))
+            continue
         if code in (T.ENUM, T.BINARY_ENUM) or isinstance(seen, EnumValue):
             code = T.ENUM
         shape = dtype = None
@@ -423,3 +465,156 @@ def _type_from_query_entity(entity: Any) -> BinaryType | None:
     if not fields:
         return None
     return BinaryType(type_id(entity.value_type), entity.value_type, fields)
+
+
+# ------------------------------------------------------- per-row (slow) leaves
+_LIST_CODES = {T.STRING_ARR, T.UUID_ARR, T.DATE_ARR, T.TIMESTAMP_ARR, T.TIME_ARR, T.DECIMAL_ARR,
+               T.OBJ_ARR, T.ENUM_ARR, T.COLLECTION}
+_LIST_ELEMENT_DTYPE = {T.STRING_ARR: "string", T.UUID_ARR: "string", T.DATE_ARR: "int64",
+                       T.TIMESTAMP_ARR: "int64", T.TIME_ARR: "int64", T.DECIMAL_ARR: "float64",
+                       T.ENUM_ARR: "int32"}
+
+
+def _element_dtype(values: Sequence[Any], decimal_as: str) -> str:
+    """TF dtype for the elements of sampled lists: one kind of element, or string for a mix."""
+    import decimal as _decimal
+    import uuid as _uuid_mod
+
+    from ..protocol.values import Date, Time, Timestamp
+
+    kinds = set()
+    for v in values:
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            kinds.add("bool")
+        elif isinstance(v, int):
+            kinds.add("int64")
+        elif isinstance(v, float):
+            kinds.add("float64")
+        elif isinstance(v, (Date, Time, Timestamp)):
+            kinds.add("int64")
+        elif isinstance(v, EnumValue):
+            kinds.add("int32")
+        elif isinstance(v, _decimal.Decimal):
+            kinds.add("string" if decimal_as == "string" else "float64")
+        elif isinstance(v, (str, bytes, _uuid_mod.UUID)):
+            kinds.add("string")
+        else:
+            kinds.add("string")
+    if len(kinds) == 1:
+        return kinds.pop()
+    if kinds <= {"int64", "float64"}:
+        return "float64"
+    return "string"
+
+
+def per_row_leaf(name: str, code: int, samples: Sequence[Any], decimal_as: str = "float64") -> FieldSchema:
+    """Schema of a typed/object array, collection (ragged) or map (keys/values ragged)."""
+    if code == T.MAP:
+        keys = [k for m in samples if isinstance(m, Mapping) for k in m.keys()]
+        vals = [v for m in samples if isinstance(m, Mapping) for v in m.values()]
+        return FieldSchema(name, T.MAP, kind="map", fields=(
+            FieldSchema("keys", T.MAP, _element_dtype(keys, decimal_as), (None,), kind="list"),
+            FieldSchema("values", T.MAP, _element_dtype(vals, decimal_as), (None,), kind="list"),
+        ))
+    dtype = _LIST_ELEMENT_DTYPE.get(code)
+    if code == T.DECIMAL_ARR and decimal_as == "string":
+        dtype = "string"
+    if dtype is None:
+        dtype = _element_dtype([x for v in samples if v is not None for x in v], decimal_as)
+    return FieldSchema(name, code, dtype, (None,), kind="list")
+
+
+def _to_element(v: Any, dtype: str) -> Any:
+    import decimal as _decimal
+
+    from ..protocol.values import Date, Time, Timestamp
+
+    if v is None:
+        return b"" if dtype == "string" else 0
+    if dtype == "string":
+        return _as_text(v)
+    if isinstance(v, Timestamp):
+        return v.epoch_ns
+    if isinstance(v, Date):
+        return v.epoch_ms
+    if isinstance(v, Time):
+        return v.millis
+    if isinstance(v, EnumValue):
+        return v.ordinal
+    if isinstance(v, _decimal.Decimal):
+        return float(v)
+    return v
+
+
+def _as_text(v: Any) -> bytes:
+    """Text of one element of a mixed list: numbers and strings as themselves,
+    dates and times as their integer encodings, anything else as its repr."""
+    import decimal as _decimal
+    import uuid as _uuid_mod
+
+    from ..protocol.values import Date, Time, Timestamp
+
+    if isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogatepass")
+    if isinstance(v, bool):
+        return b"true" if v else b"false"
+    if isinstance(v, int):
+        return str(int(v)).encode()
+    if isinstance(v, float):
+        return repr(float(v)).encode()
+    if isinstance(v, (_decimal.Decimal, _uuid_mod.UUID)):
+        return str(v).encode()
+    if isinstance(v, Timestamp):
+        return str(v.epoch_ns).encode()
+    if isinstance(v, Date):
+        return str(v.epoch_ms).encode()
+    if isinstance(v, Time):
+        return str(v.millis).encode()
+    if isinstance(v, EnumValue):
+        return str(v.ordinal).encode()
+    return repr(v).encode()
+
+
+def rows_to_columns(leaves: Sequence[tuple[str, FieldSchema]], rows: Sequence[tuple[Any, Any]]) -> dict[str, C.Column]:
+    """Columns for the per-row leaves from decoded ``(key, value)`` rows."""
+    out: dict[str, C.Column] = {}
+    n = len(rows)
+    for path, f in leaves:
+        parts = path.split(".")
+        values = []
+        for k, v in rows:
+            cur: Any = k if parts[0] == "key" else v
+            for p in parts[1:]:
+                cur = cur.get(p) if isinstance(cur, BinaryObject) else None
+                if cur is None:
+                    break
+            values.append(cur)
+        if f.kind == "repr":
+            mask = np.array([x is not None for x in values], bool)
+            out[path] = C.Column(np.array([b"" if x is None else repr(x).encode() for x in values], object), mask)
+            continue
+        items: list[tuple[str, list[Any], np.ndarray]] = []
+        if f.kind == "map":
+            mask = np.array([isinstance(x, Mapping) for x in values], bool)
+            keys = [list(x.keys()) if isinstance(x, Mapping) else [] for x in values]
+            vals = [list(x.values()) if isinstance(x, Mapping) else [] for x in values]
+            items = [(f"{path}.keys", keys, mask), (f"{path}.values", vals, mask)]
+            dtypes = {f"{path}.keys": f.fields[0].dtype, f"{path}.values": f.fields[1].dtype}
+        else:
+            mask = np.array([x is not None for x in values], bool)
+            items = [(path, [list(x) if x is not None else [] for x in values], mask)]
+            dtypes = {path: f.dtype}
+        for p, lists, m in items:
+            dt = dtypes[p]
+            splits = np.zeros(n + 1, np.int64)
+            np.cumsum([len(x) for x in lists], out=splits[1:])
+            flat = [_to_element(x, dt) for lst in lists for x in lst]
+            arr = np.array(flat, dtype=object if dt == "string" else dt)
+            if dt == "string" and not len(flat):
+                arr = np.array([], dtype=object)
+            out[p] = C.Column(arr, m, splits)
+    return out
