@@ -20,6 +20,8 @@ _LAZY = {
     "IgniteDataset": ("tensorflow_ignite.data.dataset", "IgniteDataset"),
     "IgniteClient": ("tensorflow_ignite.client", "IgniteClient"),
     "LocalCluster": ("tensorflow_ignite.local.cluster", "LocalCluster"),
+    "write": ("tensorflow_ignite.data.writer", "write"),
+    "WriteResult": ("tensorflow_ignite.data.writer", "WriteResult"),
 }
 
 

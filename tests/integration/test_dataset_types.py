@@ -126,3 +126,21 @@ def test_every_type_written_by_java(ignite_node: LocalCluster, cache_name: str) 
             checked.add(kind)
     # Every kind of field the Java writer produces was compared.
     assert {"Timestamp", "decimal", "Enum", "Map", "Collection", "Object[]", "Object", "UUID[]"} <= checked
+
+
+def test_every_sql_type_inserted_by_sql(ignite_sql_node: LocalCluster, cache_name: str) -> None:
+    from tensorflow_ignite.protocol.codes import TypeCode
+
+    host, port = ignite_sql_node.address()
+    expected = javaclient.run_type_writer(host, port, cache_name, N, sql=True)
+    table = expected[0]["table"]
+    ds = IgniteDataset.from_sql(f"SELECT * FROM {table}", host=host, port=port, null_masks=True,
+                                column_types={"C_NULL": TypeCode.INT})
+    got = {int(r["ID"]): r for r in ds.as_numpy_iterator()}
+    assert sorted(got) == [r["key"] for r in expected]
+    for record in expected:
+        row = got[record["key"]]
+        for name, kind in record["types"].items():
+            if name == "C_DATE":
+                kind = "Date"  # travels Java-serialized (type -2); read back as epoch ms
+            _check_field(name, kind, record["fields"].get(name), row)

@@ -13,11 +13,11 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import IgniteError
-from . import node
+from . import load, node
 
 __all__ = ["main", "build_parser"]
 
-_COMMANDS = (node,)
+_COMMANDS = (node, load)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -139,7 +139,7 @@ class FieldSchema:
 
     @property
     def per_row(self) -> bool:
-        return self.kind in ("list", "map", "repr")
+        return self.kind in ("list", "map", "repr", "sqldate")
 
     @property
     def is_ragged(self) -> bool:

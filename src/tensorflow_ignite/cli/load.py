@@ -1,0 +1,127 @@
+"""``ignite-tf load CACHE PATH``: a .npz, .csv or .parquet file into an Ignite cache."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+
+from ..errors import ConfigurationError, IgniteError
+
+__all__ = ["register"]
+
+_PASSWORD_ENV = "IGNITE_PASSWORD"
+_CERT_PASSWORD_ENV = "IGNITE_CERT_PASSWORD"
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the ``load`` command."""
+    p = sub.add_parser(
+        "load",
+        help="load a .npz, .csv or .parquet file into an Ignite cache",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Write every row of PATH into the cache CACHE as a binary object with one field per column\n"
+            "(the same as tensorflow_ignite.write).  Per-row arrays (e.g. uint8 images) are stored as\n"
+            "primitive arrays and their dtypes and shapes are recorded, so IgniteDataset gives back the\n"
+            "tensors that went in.  Keys are row numbers (Java long) unless --key names a column.\n\n"
+            "Inputs: .npz (one array per column, first axis = rows), .csv (header row; int64, float64,\n"
+            "bool or string inferred per column), .parquet (needs pyarrow).\n\n"
+            "Modes: create (default; fails if the cache holds data), append, overwrite (destroys the\n"
+            "cache first).  In create/overwrite mode a failed load removes the half-written cache.\n\n"
+            f"The password is read from ${_PASSWORD_ENV}, or asked for on the terminal; it is never a\n"
+            f"command-line argument (other users could see it in `ps`).  A password for an encrypted\n"
+            f"client key comes from ${_CERT_PASSWORD_ENV}."
+        ),
+        epilog="example: ignite-tf load mnist mnist.npz --port 10800 --key id",
+    )
+    p.add_argument("cache", metavar="CACHE", help="name of the cache to write")
+    p.add_argument("path", metavar="PATH", help="input file: .npz, .csv or .parquet")
+    conn = p.add_argument_group("connection")
+    conn.add_argument("--host", default="localhost",
+                      help="Ignite node to connect to; also HOST:PORT or a comma-separated list (default localhost)")
+    conn.add_argument("--port", type=int, default=10800, help="thin-client port (default 10800)")
+    conn.add_argument("--username", help="user name, for clusters with authentication "
+                      f"(password from ${_PASSWORD_ENV} or a prompt)")
+    conn.add_argument("--cafile", help="CA certificate (PEM) to verify the node's TLS certificate; enables TLS")
+    conn.add_argument("--certfile", help="client certificate (PEM), for nodes that require one")
+    conn.add_argument("--keyfile", help="private key of --certfile (PEM)")
+    data = p.add_argument_group("data")
+    data.add_argument("--type-name", help="binary type of the values (default: <CacheName>Row)")
+    data.add_argument("--key", metavar="COL", help="column whose values are the keys (default: the row number)")
+    data.add_argument("--key-offset", type=int, default=None,
+                      help="first row-number key (default 0; in append mode: the number of entries already there)")
+    data.add_argument("--columns", help="comma-separated subset and order of columns to write")
+    data.add_argument("--mode", choices=("create", "append", "overwrite"), default="create",
+                      help="create (default), append or overwrite")
+    data.add_argument("--batch-mb", type=float, default=4.0, help="size of each put request in MB (default 4)")
+    cache = p.add_argument_group("cache configuration (when the cache is created)")
+    cache.add_argument("--backups", type=int, default=0, help="backup copies of each partition (default 0)")
+    cache.add_argument("--atomicity", choices=("atomic", "transactional"), default="atomic",
+                       help="cache atomicity mode (default atomic)")
+    cache.add_argument("--write-sync", choices=("primary_sync", "full_sync", "full_async"), default="primary_sync",
+                       help="write synchronization mode (default primary_sync)")
+    cache.add_argument("--no-sql", action="store_true",
+                       help="do not make the cache an SQL table (by default it is one when the cluster has SQL)")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="always show the progress bar (default: only when stderr is a terminal)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="never show the progress bar")
+    p.set_defaults(handler=_load)
+
+
+def _password(username: str | None) -> str | None:
+    if username is None:
+        return None
+    value = os.environ.get(_PASSWORD_ENV)
+    if value is not None:
+        return value
+    if not sys.stdin.isatty():
+        raise ConfigurationError(
+            f"--username {username} needs a password: set ${_PASSWORD_ENV} (no terminal to ask on)"
+        )
+    return getpass.getpass(f"Ignite password for {username}: ")
+
+
+def _load(args: argparse.Namespace) -> int:
+    from ..data.writer import write
+
+    if args.keyfile and not args.certfile:
+        raise ConfigurationError("--keyfile needs --certfile")
+    columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
+    password = _password(args.username)
+    try:
+        result = write(
+            args.cache,
+            args.path,
+            host=args.host,
+            port=args.port,
+            username=args.username,
+            password=password,
+            cafile=args.cafile,
+            certfile=args.certfile,
+            keyfile=args.keyfile,
+            cert_password=os.environ.get(_CERT_PASSWORD_ENV),
+            type_name=args.type_name,
+            key=args.key,
+            key_offset=args.key_offset,
+            columns=columns,
+            mode=args.mode,
+            backups=args.backups,
+            atomicity=args.atomicity,
+            write_sync=args.write_sync,
+            sql=not args.no_sql,
+            batch_bytes=max(1, int(args.batch_mb * (1 << 20))),
+            progress=args.progress,
+        )
+    except (IgniteError, OSError) as exc:
+        # One line, even when the server's message spans several (unreadable files are OSErrors).
+        print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    print(f"{result.rows} rows, {result.megabytes:.1f} MB, {result.seconds:.2f} s "
+          f"({result.rows_per_second:,.0f} rows/s) -> cache {result.cache_name!r} (type {result.type_name})")
+    if result.sql_table:
+        print(f"SQL table: {result.sql_table}")
+    for note in result.notes:
+        print(f"note: {note}")
+    return 0
