@@ -13,11 +13,12 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import IgniteError
+from .. import demo
 from . import load, node
 
 __all__ = ["main", "build_parser"]
 
-_COMMANDS = (node, load)
+_COMMANDS = (node, load, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
