@@ -47,6 +47,7 @@ from ..errors import SchemaError
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode as T
 from ..protocol.hashing import field_id as _field_id
+from ..protocol.hashing import type_id as _type_id_of
 from ..protocol.values import BinaryObject, BinaryType, EnumValue
 from .tensor_schema import TensorSchemaRecord
 
@@ -207,7 +208,8 @@ def _plan(f: FieldSchema) -> C.FieldPlan | None:
     if f.per_row:
         return None  # decoded row by row (see rows_to_columns)
     if f.is_object:
-        return C.obj(f.name, *(p for p in (_plan(x) for x in f.fields) if p is not None))
+        return C.obj(f.name, *(p for p in (_plan(x) for x in f.fields) if p is not None),
+                     type_id=_type_id_of(f.type_name) if f.type_name else None, type_name=f.type_name)
     if f.type_code in _ARRAYS:
         fixed = None
         if f.shape and None not in f.shape:

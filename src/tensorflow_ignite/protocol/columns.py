@@ -106,6 +106,9 @@ class FieldPlan:
     dtype: str | None = None
     nullable: bool = True
     field_id: int | None = None
+    #: For objects: the binary type every row must have (None: any type).
+    type_id: int | None = None
+    type_name: str | None = None
 
     def resolved_field_id(self) -> int:
         return self.field_id if self.field_id is not None else _field_id(self.name)
@@ -500,6 +503,12 @@ class _PageDecoder:
                      total: np.ndarray, soff: np.ndarray, field_pos: dict[str, np.ndarray],
                      field_ok: dict[str, np.ndarray]) -> None:
         tid, sid, flags = (int(x) for x in key)
+        if plan.type_id is not None and tid != plan.type_id:
+            raise SchemaError(
+                f"column {path!r} expects objects of type {plan.type_name or plan.type_id!r} (id {plan.type_id}) "
+                f"but {len(rows)} row(s) of this page hold type id {tid}: the cache mixes object types. "
+                "Read each type with its own dataset (value_type=...) or keep one type per cache"
+            )
         if not flags & ObjectFlag.HAS_SCHEMA:
             return  # no fields at all: every wanted field is missing (null)
         compact = bool(flags & ObjectFlag.COMPACT_FOOTER)
