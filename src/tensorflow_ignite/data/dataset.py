@@ -6,10 +6,11 @@ Shape of the pipeline ("describe ranges, read a chunk"):
    schema is resolved from metadata (:mod:`.schema`) and a
    :class:`~.plan.PartitionPlan` lists the scans (one per partition, or one
    ``local`` scan).
-2. ``tf.data`` interleaves one generator per scan, ``num_parallel_reads`` at a
-   time.  Each generator streams pages of its partition *from that partition's
-   primary node* (one page requested ahead) and decodes every page at once into
-   columnar NumPy batches (:func:`tensorflow_ignite.protocol.columns.decode_page`).
+2. ``tf.data`` interleaves ``num_parallel_reads`` generators, each walking its
+   share of the scans.  Each scan streams pages of its partition *from that
+   partition's primary node* (one page requested ahead); pages are decoded at
+   once (consecutive small pages together) into columnar NumPy batches
+   (:func:`tensorflow_ignite.protocol.columns.decode_page`).
 3. Batches are re-cut to ``batch_size`` with ``rebatch`` (or unbatched to
    single elements when no ``batch_size`` is given), so the per-element cost of
    ``from_generator`` is paid per page, not per row.
@@ -31,7 +32,7 @@ from ..client import IgniteClient
 from ..errors import CacheNotFoundError, ConfigurationError, SchemaError
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode
-from ..protocol.responses import decode_scan_rows, decode_sql_rows
+from ..protocol.responses import ScanPage, decode_scan_rows, decode_sql_rows
 from ..protocol.values import OptimizedObject
 from .env import apply_env_overrides
 from .plan import PartitionPlan, ScanTask
@@ -153,29 +154,64 @@ class _ScanReader:
             break
 
     def batches(self, index: int) -> Iterator[dict[str, Any]]:
-        task = self.tasks[int(index)]
+        """The batches of one scan task (one decoded batch per page)."""
+        return self._read([int(index)], coalesce=False)
+
+    def worker_batches(self, worker: int, workers: int) -> Iterator[dict[str, Any]]:
+        """The batches of every ``workers``-th scan task from ``worker`` on, small pages coalesced.
+
+        One generator per reader rather than per partition: creating and
+        finishing a ``from_generator`` costs ~1 ms, as much as reading a small
+        partition.  Consecutive small pages (a partition often holds far less
+        than a page) are decoded together, up to about a page's rows or
+        ``page_bytes``, because decoding has a fixed cost per call.
+        """
+        return self._read(range(int(worker), len(self.tasks), max(1, int(workers))), coalesce=True)
+
+    def _read(self, indices: Sequence[int] | range, *, coalesce: bool) -> Iterator[dict[str, Any]]:
         if not self.sizer.known:
             self._measure()
         cache = self.client.cache(self.cache_name)
-        resolver = self.client.metadata.schema_field_ids
+        pending: list[memoryview] = []
+        pending_rows = 0
+        pending_bytes = 0
+        parts: list[int] = []
+        for index in indices:
+            task = self.tasks[index]
+            count = 0
+            for page in cache.scan_pages(page_size=self.sizer.rows(), partition=task.partition, local=task.local):
+                n = page.row_count
+                if not n:
+                    continue
+                self.sizer.observe(len(page.rows), n)
+                count += n
+                pending.append(page.rows)
+                pending_rows += n
+                pending_bytes += len(page.rows)
+                if not parts or parts[-1] != task.partition:
+                    parts.append(task.partition)
+                if not coalesce or pending_rows >= self.sizer.rows() or pending_bytes >= self.sizer.page_bytes:
+                    yield self._decode(pending, pending_rows, parts)
+                    pending, pending_rows, pending_bytes, parts = [], 0, 0, []
+            self.rows_read[index] = self.rows_read.get(index, 0) + count
+        if pending_rows:
+            yield self._decode(pending, pending_rows, parts)
+
+    def _decode(self, chunks: list[memoryview], n: int, parts: list[int]) -> dict[str, Any]:
+        # Page row regions are self-contained (object offsets are relative), so
+        # the rows of several pages concatenate into one valid region.
+        data = chunks[0] if len(chunks) == 1 else memoryview(b"".join(chunks))
         per_row = self.schema.per_row_leaves()
-        count = 0
-        for page in cache.scan_pages(page_size=self.sizer.rows(), partition=task.partition, local=task.local):
-            n = page.row_count
-            if not n:
-                continue
-            self.sizer.observe(len(page.rows), n)
-            try:
-                columns = C.decode_page(page.rows, n, self.plan, schema_resolver=resolver)
-                if per_row:
-                    # Collections, maps, typed/object arrays: the general decoder, row by row.
-                    rows = decode_scan_rows(page, self.client.decoder())
-                    columns.update(rows_to_columns(per_row, rows))
-            except SchemaError as exc:
-                raise SchemaError(f"cache {self.cache_name!r}, partition {task.partition}: {exc}") from None
-            count += n
-            yield self.schema.to_batch(columns, n)
-        self.rows_read[int(index)] = self.rows_read.get(int(index), 0) + count
+        try:
+            columns = C.decode_page(data, n, self.plan, schema_resolver=self.client.metadata.schema_field_ids)
+            if per_row:
+                # Collections, maps, typed/object arrays: the general decoder, row by row.
+                rows = decode_scan_rows(ScanPage(None, n, data, False), self.client.decoder())
+                columns.update(rows_to_columns(per_row, rows))
+        except SchemaError as exc:
+            where = f"partition {parts[0]}" if len(parts) == 1 else f"partitions {parts[0]}..{parts[-1]}"
+            raise SchemaError(f"cache {self.cache_name!r}, {where}: {exc}") from None
+        return self.schema.to_batch(columns, n)
 
 
 class _SqlReader:
@@ -311,7 +347,7 @@ class IgniteDataset(tf.data.Dataset):
         self._reader = _ScanReader(self.client, cache_name, self.schema, self.plan.tasks,
                                    _PageSizer(params["page_size"], page_bytes))
         reads = num_parallel_reads or min(len(self.plan), 4)
-        self._dataset = _assemble(self._reader.batches, len(self.plan), self.schema, reads,
+        self._dataset = _assemble(self._reader.worker_batches, len(self.plan), self.schema, reads,
                                   batch_size, drop_remainder)
         super().__init__(self._dataset._variant_tensor)
 
@@ -386,7 +422,7 @@ class IgniteDataset(tf.data.Dataset):
         sql_kwargs = dict(schema=schema, page_size=page_size, lazy=lazy)
         ds_schema = replace(_sql_schema(cl, query, args, sql_kwargs, column_types or {}), null_masks=null_masks)
         reader = _SqlReader(cl, query, args, ds_schema, sql_kwargs)
-        return _assemble(lambda _i: reader.batches(), 1, ds_schema, 1, batch_size, drop_remainder)
+        return _assemble(lambda _w, _n: reader.batches(), 1, ds_schema, 1, batch_size, drop_remainder)
 
 
 def sql_date_millis(value: OptimizedObject) -> int | None:
@@ -443,23 +479,24 @@ def _sql_schema(client: IgniteClient, query: str, args: Sequence[Any], sql_kwarg
     return DatasetSchema(None, None, columns=tuple(cols))
 
 
-def _to_numpy_structure(batch: Any) -> Any:
-    return batch
-
-
 def _assemble(batches: Any, n_tasks: int, schema: DatasetSchema, parallel: int, batch_size: int | None,
               drop_remainder: bool) -> tf.data.Dataset:
-    """Interleave one generator per scan task, then cut batches or unbatch."""
+    """Interleave ``parallel`` generators ``batches(worker, workers)``, then cut batches or unbatch.
+
+    Each generator walks its share of the ``n_tasks`` scans (see
+    :meth:`_ScanReader.worker_batches`).
+    """
     signature = schema.element_spec(batched=True)
+    workers = max(1, min(parallel, n_tasks))
 
-    def make(index: Any) -> tf.data.Dataset:
-        return tf.data.Dataset.from_generator(batches, args=(index,), output_signature=signature)
+    def make(worker: Any) -> tf.data.Dataset:
+        return tf.data.Dataset.from_generator(batches, args=(worker, np.int64(workers)), output_signature=signature)
 
-    if n_tasks == 1:
+    if workers == 1:
         ds = make(np.int64(0))
     else:
-        ds = tf.data.Dataset.range(n_tasks).interleave(
-            make, cycle_length=max(1, parallel), num_parallel_calls=max(1, parallel), deterministic=False,
+        ds = tf.data.Dataset.range(workers).interleave(
+            make, cycle_length=workers, num_parallel_calls=workers, deterministic=False,
         )
     if batch_size is None:
         return ds.unbatch()
