@@ -7,13 +7,14 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CacheNotFoundError, IgniteConnectionError, ServerError
+from ..errors import CacheNotFoundError, ServerError
 from ..protocol import requests, responses
 from ..protocol.cache_config import CacheConfiguration
 from ..protocol.codes import ClientStatus, Op
 from ..protocol.hashing import cache_id as _cache_id
 from ..protocol.responses import ScanPage
 from .connection import Connection
+from .cursor import stream_pages
 
 if TYPE_CHECKING:
     from .client import IgniteClient
@@ -192,33 +193,8 @@ def _scan(conn: Connection, cache: Cache, *, page_size: int, partition: int, loc
                 f"cache {cache.name!r} does not exist on the cluster", status=exc.status, op=Op.QUERY_SCAN
             ) from None
         raise
-    page = responses.decode_scan_page(body, first=True)
-    cursor = page.cursor_id
-    pending: int | None = None
-    open_cursor = page.has_more
-    try:
-        while True:
-            if page.has_more:
-                cid = cursor
-                pending = conn.send(lambda rid: requests.query_scan_cursor_get_page(rid, cid))
-            yield page
-            if pending is None:
-                open_cursor = False
-                return
-            body = conn.receive(pending, Op.QUERY_SCAN_CURSOR_GET_PAGE)
-            pending = None
-            page = responses.decode_scan_page(body, first=False)
-            open_cursor = page.has_more
-    finally:
-        # Abandoned early: collect the page in flight, then free the server cursor.
-        if pending is not None and not conn.closed:
-            try:
-                conn.receive(pending, Op.QUERY_SCAN_CURSOR_GET_PAGE)
-            except (ServerError, IgniteConnectionError):
-                pass
-        if open_cursor and cursor is not None and not conn.closed:
-            try:
-                cid2 = cursor
-                conn.request(lambda rid: requests.resource_close(rid, cid2), Op.RESOURCE_CLOSE)
-            except (ServerError, IgniteConnectionError) as exc:
-                log.debug("closing scan cursor %s failed: %s", cursor, exc)
+    first = responses.decode_scan_page(body, first=True)
+    yield from stream_pages(
+        conn, body, first.cursor_id, lambda _b: first, requests.query_scan_cursor_get_page,
+        Op.QUERY_SCAN_CURSOR_GET_PAGE, lambda b: responses.decode_scan_page(b, first=False),
+    )

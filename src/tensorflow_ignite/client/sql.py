@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import IgniteConnectionError, ServerError
 from ..protocol import requests, responses
 from ..protocol.codes import Op
 from ..protocol.hashing import cache_id as _cache_id
 from ..protocol.responses import SqlPage
+from .cursor import stream_pages
 
 if TYPE_CHECKING:
     from .client import IgniteClient
@@ -73,34 +73,11 @@ class SqlCursor:
         page = responses.decode_sql_fields_page(body, first=True, include_field_names=True)
         self.column_names = page.column_names
         columns = page.column_count
-        cursor = page.cursor_id
-        pending: int | None = None
-        open_cursor = page.has_more
-        try:
-            while True:
-                if page.has_more:
-                    cid = cursor
-                    pending = conn.send(lambda rid: requests.query_sql_fields_cursor_get_page(rid, cid))
-                yield page
-                if pending is None:
-                    open_cursor = False
-                    return
-                body = conn.receive(pending, Op.QUERY_SQL_FIELDS_CURSOR_GET_PAGE)
-                pending = None
-                page = responses.decode_sql_fields_page(body, first=False, column_count=columns)
-                open_cursor = page.has_more
-        finally:
-            if pending is not None and not conn.closed:
-                try:
-                    conn.receive(pending, Op.QUERY_SQL_FIELDS_CURSOR_GET_PAGE)
-                except (ServerError, IgniteConnectionError):
-                    pass
-            if open_cursor and cursor is not None and not conn.closed:
-                cid2 = cursor
-                try:
-                    conn.request(lambda rid: requests.resource_close(rid, cid2), Op.RESOURCE_CLOSE)
-                except (ServerError, IgniteConnectionError):
-                    pass
+        yield from stream_pages(
+            conn, body, page.cursor_id, lambda _b: page, requests.query_sql_fields_cursor_get_page,
+            Op.QUERY_SQL_FIELDS_CURSOR_GET_PAGE,
+            lambda b: responses.decode_sql_fields_page(b, first=False, column_count=columns),
+        )
 
     def __iter__(self) -> Iterator[list[Any]]:
         dec = self.client.decoder()
