@@ -16,6 +16,12 @@ from .errors import *  # noqa: F401,F403  (the error hierarchy is public API)
 
 __version__ = "0.1.0.dev0"
 
+# ignite:// and igfs:// for TensorFlow: registered now if TensorFlow is already
+# imported, else as soon as it is (an import hook; no TensorFlow import here).
+from .fs import registration as _fs_registration  # noqa: E402
+
+_fs_registration.install()
+
 _LAZY = {
     "IgniteDataset": ("tensorflow_ignite.data.dataset", "IgniteDataset"),
     "IgniteClient": ("tensorflow_ignite.client", "IgniteClient"),
@@ -32,5 +38,7 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     value = getattr(importlib.import_module(target[0]), target[1])
+    if name == "IgniteDataset":  # TF-facing: TensorFlow is imported now, so is ignite://
+        _fs_registration.ensure()
     globals()[name] = value
     return value

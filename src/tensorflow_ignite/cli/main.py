@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 from ..errors import IgniteError
 from .. import demo
-from . import load, node
+from . import load, node, tensorboard
 
 __all__ = ["main", "build_parser"]
 
-_COMMANDS = (node, load, demo)
+_COMMANDS = (node, load, demo, tensorboard)
 
 
 def build_parser() -> argparse.ArgumentParser:

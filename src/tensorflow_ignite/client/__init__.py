@@ -5,6 +5,7 @@ from .client import IgniteClient, PartitionMap, parse_addresses
 from .connection import Connection, ConnectionSettings, probe
 from .sql import SqlCursor
 from .tls import TLSConfig
+from .transactions import Transaction, TransactionConflictError
 
 __all__ = [
     "Cache",
@@ -14,6 +15,8 @@ __all__ = [
     "PartitionMap",
     "SqlCursor",
     "TLSConfig",
+    "Transaction",
+    "TransactionConflictError",
     "parse_addresses",
     "probe",
 ]

@@ -42,6 +42,7 @@ from .tls import TLSConfig
 if TYPE_CHECKING:
     from .cache import Cache
     from .sql import SqlCursor
+    from .transactions import Transaction
 
 __all__ = ["IgniteClient", "PartitionMap", "parse_addresses"]
 
@@ -390,6 +391,13 @@ class IgniteClient:
             if known is not None and set(t.schemas) <= set(known.schemas) and set(t.fields) <= set(known.fields):
                 continue
             self.put_binary_type(t)
+
+    # ------------------------------------------------------------ transactions
+    def transaction(self, **kwargs: Any) -> "Transaction":
+        """Start a transaction (see :class:`~tensorflow_ignite.client.transactions.Transaction`)."""
+        from .transactions import Transaction
+
+        return Transaction(self, **kwargs)
 
     # -------------------------------------------------------------------- SQL
     def sql(self, query: str, args: Sequence[Any] = (), **kwargs: Any) -> "SqlCursor":

@@ -14,7 +14,7 @@ import errno
 
 from tensorflow_ignite import errors as ignite_errors
 
-__all__ = ["TFCode", "status_for_exception", "code_for_exception"]
+__all__ = ["TFCode", "status_for_exception", "code_for_exception", "redact_query"]
 
 
 class TFCode(enum.IntEnum):
@@ -101,4 +101,12 @@ def status_for_exception(exc: BaseException, op: str, path: str) -> tuple[int, s
     code = code_for_exception(exc)
     text = str(exc)
     detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    return int(code), f"ignite filesystem: {op}({path}) failed: {detail}"
+    return int(code), f"ignite filesystem: {op}({redact_query(path)}) failed: {detail}"
+
+
+def redact_query(path: object) -> object:
+    """``ignite://h/p?password=x`` -> ``ignite://h/p?<query removed>``: a query string
+    may carry credentials (the plugin never reads them) and must not reach logs."""
+    if isinstance(path, str) and "?" in path and "=" in path.partition("?")[2]:
+        return path.partition("?")[0] + "?<query removed>"
+    return path

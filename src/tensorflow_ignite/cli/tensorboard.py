@@ -1,0 +1,146 @@
+"""``ignite-tf tensorboard --logdir ignite://host:port/path``: TensorBoard reading from Ignite.
+
+TensorBoard only reads a custom scheme through TensorFlow's filesystem layer,
+i.e. with ``--load_fast=false`` and with the ``ignite://`` plugin registered
+in *its* process.  This command therefore runs TensorBoard in a child Python
+process started as ``python -m tensorflow_ignite.cli.tensorboard ...``, which
+registers the plugin (:func:`tensorflow_ignite.fs.register`) and then hands
+over to TensorBoard's own ``main``.  The parent waits until the port answers,
+prints the URL, and stops the child on Ctrl+C (SIGTERM, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from ..errors import ConfigurationError
+
+__all__ = ["register", "run", "child_main"]
+
+_STARTUP_TIMEOUT = 120.0
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the ``tensorboard`` command."""
+    p = sub.add_parser(
+        "tensorboard",
+        help="start TensorBoard on event files stored in ignite:// (or igfs://)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Start TensorBoard in a child process with the ignite:// filesystem loaded and\n"
+            "--load_fast=false (TensorBoard's fast loader cannot read custom schemes), wait until\n"
+            "it serves, print its URL, and stop it on Ctrl+C.\n\n"
+            "LOGDIR is ignite://HOST:PORT/path (or igfs://...); ignite:///path uses the default\n"
+            "endpoint from $IGNITE_FS_HOST/$IGNITE_FS_PORT (else $IGNITE_DATASET_HOST/PORT, else\n"
+            "localhost:10800).  Credentials and TLS come from $IGNITE_FS_USERNAME, _PASSWORD,\n"
+            "_CAFILE, _CERTFILE, _KEYFILE, _CERT_PASSWORD (else the IGNITE_DATASET_* ones); they\n"
+            "are never taken from the URI or the command line.\n\n"
+            "Arguments after `--` go to TensorBoard unchanged (e.g. -- --reload_interval 5)."
+        ),
+        epilog="example: ignite-tf tensorboard --logdir ignite://127.0.0.1:10800/runs --port 6006",
+    )
+    p.add_argument("--logdir", required=True, metavar="LOGDIR",
+                   help="directory of event files, e.g. ignite://127.0.0.1:10800/runs")
+    p.add_argument("--port", type=int, default=6006,
+                   help="HTTP port for TensorBoard (default 6006; 0 picks a free one)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address TensorBoard binds to (default 127.0.0.1; 0.0.0.0 for all interfaces)")
+    p.add_argument("--timeout", type=float, default=_STARTUP_TIMEOUT,
+                   help=f"seconds to wait for TensorBoard to start (default {_STARTUP_TIMEOUT:.0f})")
+    p.add_argument("extra", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p.set_defaults(handler=run)
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host if host not in ("0.0.0.0", "") else "127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _port_open(host: str, port: int) -> bool:
+    target = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+    try:
+        with socket.create_connection((target, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def child_command(logdir: str, host: str, port: int, extra: list[str]) -> list[str]:
+    """The child's command line: this module as ``__main__`` with TensorBoard's flags."""
+    return [sys.executable, "-m", "tensorflow_ignite.cli.tensorboard", "--logdir", logdir,
+            "--host", host, "--port", str(port), "--load_fast=false", *extra]
+
+
+def child_env() -> dict[str, str]:
+    from ..fs.registration import BACKEND_SPEC
+
+    env = dict(os.environ)
+    env["TF_IGNITE_FS_BACKEND"] = BACKEND_SPEC
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def _stop(proc: "subprocess.Popen[bytes]") -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start TensorBoard, wait for its port, print the URL, wait until it ends or Ctrl+C."""
+    extra = [a for a in args.extra if a != "--"]
+    if not args.logdir.strip():
+        raise ConfigurationError("--logdir must not be empty")
+    port = args.port or _free_port(args.host)
+    if _port_open(args.host, port):
+        raise ConfigurationError(f"port {port} on {args.host} is already in use; pick another with --port")
+    proc = subprocess.Popen(child_command(args.logdir, args.host, port, extra), env=child_env())
+    try:
+        deadline = time.monotonic() + args.timeout
+        delay = 0.05
+        while not _port_open(args.host, port):
+            if proc.poll() is not None:
+                print(f"ignite-tf: TensorBoard exited with status {proc.returncode} before serving",
+                      file=sys.stderr)
+                return proc.returncode or 1
+            if time.monotonic() > deadline:
+                print(f"ignite-tf: TensorBoard did not open port {port} within {args.timeout:.0f}s",
+                      file=sys.stderr)
+                return 1
+            time.sleep(delay)  # polling the port, bounded by the deadline
+            delay = min(delay * 1.5, 0.5)
+        shown = "localhost" if args.host in ("0.0.0.0", "", "::") else args.host
+        print(f"TensorBoard serving {args.logdir} at http://{shown}:{port}/ (Ctrl+C to stop)", flush=True)
+        return proc.wait() or 0
+    except KeyboardInterrupt:
+        print("ignite-tf: stopping TensorBoard", file=sys.stderr)
+        return 0
+    finally:
+        _stop(proc)
+
+
+def child_main() -> None:
+    """Inside the child: register ``ignite://`` with TensorFlow, then run TensorBoard."""
+    from tensorflow_ignite.fs import register as register_fs
+
+    register_fs()
+    from tensorboard import main as tensorboard_main
+
+    sys.argv[0] = "tensorboard"
+    tensorboard_main.run_main()
+
+
+if __name__ == "__main__":  # pragma: no cover - the child process
+    child_main()

@@ -1,0 +1,305 @@
+"""Where ``ignite://`` paths live and how to connect: settings, endpoints, the store pool.
+
+Resolution, for each setting, first match wins:
+
+1. :func:`configure` (programmatic, this process only);
+2. ``IGNITE_FS_<NAME>`` environment variables;
+3. ``IGNITE_DATASET_<NAME>`` (the dataset's variables: one set of settings
+   serves both features);
+4. built-in defaults (``localhost:10800``, no TLS, no credentials).
+
+Names: ``HOST``, ``PORT`` (the default endpoint, used for ``ignite:///path``
+and ``igfs:///path``), ``USERNAME``, ``PASSWORD``, ``CAFILE``, ``CERTFILE``,
+``KEYFILE``, ``CERT_PASSWORD``; file-store options (``IGNITE_FS_`` only):
+``CACHE_PREFIX`` (default ``ignite_fs``), ``BLOCK_SIZE`` (bytes, suffixes
+``k``/``m`` allowed; default 4m), ``BACKUPS`` (default 1).
+
+``ignite://host:port/path`` always uses that host and port; credentials and
+TLS are never taken from a URI (a ``user@`` part is rejected without echoing
+it).  One :class:`~tensorflow_ignite.fs.store.IgniteFileStore` -- one
+``IgniteClient``, one connection per node -- exists per (endpoint, settings)
+in a process, shared by TensorFlow, fsspec and every thread.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from .store import IgniteFileStore
+
+__all__ = [
+    "FsSettings",
+    "configure",
+    "settings",
+    "reset",
+    "parse_endpoint",
+    "reject_query",
+    "store_for",
+    "close_stores",
+    "DEFAULT_PORT",
+]
+
+DEFAULT_PORT = 10800
+_PREFIXES = ("IGNITE_FS_", "IGNITE_DATASET_")
+_SECRET_FIELDS = frozenset({"password", "cert_password"})
+
+
+@dataclass(frozen=True)
+class FsSettings:
+    """Everything that decides which store a path lives in; secrets kept out of ``repr``."""
+
+    host: str = "localhost"
+    port: int = DEFAULT_PORT
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    cafile: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+    cert_password: str | None = field(default=None, repr=False)
+    cache_prefix: str = "ignite_fs"
+    block_size: int = 4 << 20
+    backups: int = 1
+    timeout: float = 30.0
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.cafile or self.certfile)
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for :class:`~tensorflow_ignite.client.IgniteClient`."""
+        return {
+            "username": self.username, "password": self.password, "cafile": self.cafile,
+            "certfile": self.certfile, "keyfile": self.keyfile, "cert_password": self.cert_password,
+            "timeout": self.timeout,
+        }
+
+
+_lock = threading.Lock()
+_overrides: dict[str, Any] = {}
+_overrides_version = 0
+_stores: dict[FsSettings, "IgniteFileStore"] = {}
+# (host, environment snapshot, overrides version, per-call overrides) -> store:
+# the per-operation path, which must not re-parse the environment every time.
+_resolved: dict[tuple[Any, ...], "IgniteFileStore"] = {}
+_settings_cache: tuple[Any, ...] | None = None
+
+_ENV_NAMES = tuple(
+    prefix + name
+    for name in ("HOST", "PORT", "USERNAME", "PASSWORD", "CAFILE", "CERTFILE", "KEYFILE", "CERT_PASSWORD")
+    for prefix in _PREFIXES
+) + ("IGNITE_FS_CACHE_PREFIX", "IGNITE_FS_BLOCK_SIZE", "IGNITE_FS_BACKUPS", "IGNITE_FS_TIMEOUT")
+_ENV_KEYS_RAW = tuple(os.fsencode(n) for n in _ENV_NAMES)
+
+
+def _env_snapshot() -> tuple[Any, ...]:
+    """The values of every variable this module reads, cheaply (``os.environ`` lookups
+    are slow; its underlying ``_data`` dict, kept in sync by ``os.environ``, is not)."""
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict):
+        return tuple(data.get(k) for k in _ENV_KEYS_RAW)
+    return tuple(os.environ.get(n) for n in _ENV_NAMES)  # pragma: no cover - other platforms
+
+
+def _parse_size(name: str, text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)(?:i?b)?\s*", text.lower())
+    if m is None:
+        raise ConfigurationError(f"{name}={text!r} is not a size in bytes (e.g. 4194304, 4m, 512k)")
+    value = int(float(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2)])
+    if value < 1024:
+        raise ConfigurationError(f"{name}={text!r}: a block must be at least 1 KiB")
+    return value
+
+
+def _from_env(environ: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields(FsSettings):
+        if f.name in ("cache_prefix", "block_size", "backups", "timeout"):
+            prefixes: tuple[str, ...] = ("IGNITE_FS_",)
+        else:
+            prefixes = _PREFIXES
+        for prefix in prefixes:
+            name = prefix + f.name.upper()
+            raw = environ.get(name)
+            if raw is None or raw == "":
+                continue
+            if f.name == "port":
+                try:
+                    out["port"] = int(raw)
+                except ValueError:
+                    raise ConfigurationError(f"{name}={raw!r} is not a port number") from None
+            elif f.name == "block_size":
+                out["block_size"] = _parse_size(name, raw)
+            elif f.name == "backups":
+                try:
+                    out["backups"] = int(raw)
+                except ValueError:
+                    raise ConfigurationError(f"{name}={raw!r} is not an integer") from None
+            elif f.name == "timeout":
+                try:
+                    out["timeout"] = float(raw)
+                except ValueError:
+                    raise ConfigurationError(f"{name}={raw!r} is not a number of seconds") from None
+            else:
+                out[f.name] = raw
+            break
+    return out
+
+
+def configure(**options: Any) -> FsSettings:
+    """Set defaults for ``ignite://`` in this process (they win over the environment).
+
+    Accepts the fields of :class:`FsSettings`: ``host``, ``port``, ``username``,
+    ``password``, ``cafile``, ``certfile``, ``keyfile``, ``cert_password``,
+    ``cache_prefix``, ``block_size``, ``backups``, ``timeout``.  Passing
+    ``None`` removes an override.  Returns the resulting default settings.
+    Stores already open keep their settings; new paths use the new ones.
+    """
+    known = {f.name for f in fields(FsSettings)}
+    unknown = set(options) - known
+    if unknown:
+        raise ConfigurationError(f"unknown ignite:// setting(s): {', '.join(sorted(unknown))}; "
+                                 f"expected some of {', '.join(sorted(known))}")
+    if "block_size" in options and options["block_size"] is not None:
+        options["block_size"] = _parse_size("block_size", str(options["block_size"]))
+    global _overrides_version
+    with _lock:
+        for k, v in options.items():
+            if v is None:
+                _overrides.pop(k, None)
+            else:
+                _overrides[k] = v
+        _overrides_version += 1
+    return settings()
+
+
+def reset() -> None:
+    """Forget :func:`configure` overrides (open stores stay open)."""
+    global _overrides_version
+    with _lock:
+        _overrides.clear()
+        _overrides_version += 1
+
+
+def settings(environ: Any = None) -> FsSettings:
+    """The default settings now: :func:`configure`, then the environment, then defaults."""
+    global _settings_cache
+    if environ is None:
+        key = (_env_snapshot(), _overrides_version)
+        cached = _settings_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]  # type: ignore[no-any-return]
+    values = _from_env(os.environ if environ is None else environ)
+    with _lock:
+        values.update(_overrides)
+    result = FsSettings(**values)
+    if environ is None:
+        _settings_cache = (key, result)
+    return result
+
+
+def reject_query(uri: str) -> None:
+    """Refuse ``...?key=value`` in an ignite:// URI without echoing it: settings (and
+    credentials) never come from a URI, and a query string must not reach logs."""
+    if "?" in uri and "=" in uri.partition("?")[2]:
+        raise ConfigurationError(
+            "query strings are not supported in ignite:// URIs (not shown here, they may hold "
+            "secrets); set IGNITE_FS_* variables or call tensorflow_ignite.fs.configure(...)"
+        )
+
+
+def parse_endpoint(host: str, defaults: FsSettings | None = None) -> tuple[str, int]:
+    """``""`` -> the default endpoint; ``"h"`` -> ``(h, default port)``; ``"h:p"``; ``"[v6]:p"``."""
+    d = defaults or settings()
+    if "@" in host:
+        # Never echo what precedes '@': it is likely a password.
+        raise ConfigurationError(
+            "credentials in ignite:// URIs are not supported (and are never logged); set "
+            "IGNITE_FS_USERNAME/IGNITE_FS_PASSWORD or call tensorflow_ignite.fs.configure(...)"
+        )
+    if not host:
+        return d.host, d.port
+    if host.startswith("["):
+        name, _, rest = host[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    elif host.count(":") == 1:
+        name, _, port_text = host.partition(":")
+    else:
+        name, port_text = host, ""
+    if not port_text:
+        return name or d.host, d.port
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ConfigurationError(f"bad port {port_text!r} in ignite:// host {name!r}") from None
+    if not 0 < port < 65536:
+        raise ConfigurationError(f"port {port} out of range in ignite:// host {name!r}")
+    return name or d.host, port
+
+
+def store_for(host: str = "", **overrides: Any) -> "IgniteFileStore":
+    """The shared store for a URI host (``""`` = the default endpoint), opened on first use."""
+    fast_key = (host, _env_snapshot(), _overrides_version, tuple(sorted(overrides.items())) if overrides else ())
+    store = _resolved.get(fast_key)
+    if store is not None and not store.closed:
+        return store
+    store = _store_for(host, overrides)
+    with _lock:
+        if len(_resolved) > 256:
+            _resolved.clear()
+        _resolved[fast_key] = store
+    return store
+
+
+def _store_for(host: str, overrides: dict[str, Any]) -> "IgniteFileStore":
+    base = settings()
+    if overrides:
+        base = replace(base, **{k: v for k, v in overrides.items() if v is not None})
+    name, port = parse_endpoint(host, base)
+    key = replace(base, host=name.lower(), port=port)
+    with _lock:
+        store = _stores.get(key)
+        if store is not None and not store.closed:
+            return store
+    from .store import IgniteFileStore  # heavy import (client, numpy) only when used
+
+    # Connect outside the lock (it may take seconds); the first to finish wins.
+    candidate = IgniteFileStore.connect(key)
+    with _lock:
+        store = _stores.get(key)
+        if store is not None and not store.closed:
+            winner = store
+        else:
+            _stores[key] = candidate
+            winner = candidate
+    if winner is not candidate:
+        candidate.close()
+    return winner
+
+
+def close_stores() -> None:
+    """Close every pooled store (they reopen on next use)."""
+    with _lock:
+        stores = list(_stores.values())
+        _stores.clear()
+        _resolved.clear()
+    for s in stores:
+        s.close()
+
+
+def _forget_after_fork() -> None:
+    """In a forked child the parent's sockets and threads are not ours: start afresh
+    (without closing anything -- the parent still uses those connections)."""
+    global _lock
+    _lock = threading.Lock()
+    _stores.clear()
+    _resolved.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
