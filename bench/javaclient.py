@@ -133,21 +133,59 @@ def _run(main: str, args: list[str], *, jvm_options: Sequence[str], timeout: flo
         java_runtime().executable, *JVM_OPENS, "-Djava.net.preferIPv4Stack=true", *jvm_options,
         "-cp", java_tools_classpath(), f"{PACKAGE}.{main}", *args,
     ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            text=True)
+    peak = _PeakWatcher(proc.pid)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as e:
-        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
-        raise JavaToolError(f"{main} {' '.join(args)} did not finish in {timeout:.0f}s:\n{_tail(err)}") from None
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # our own child, by its handle
+        _, stderr = proc.communicate()
+        raise JavaToolError(f"{main} {' '.join(args)} did not finish in {timeout:.0f}s:\n{_tail(stderr)}") from None
+    finally:
+        peak_rss = peak.stop()
     if proc.returncode != 0:
         raise JavaToolError(
-            f"{main} {' '.join(args)} failed (exit {proc.returncode}):\n{_tail(proc.stderr)}"
+            f"{main} {' '.join(args)} failed (exit {proc.returncode}):\n{_tail(stderr)}"
         )
     records = []
-    for line in proc.stdout.splitlines():
+    for line in stdout.splitlines():
         line = line.strip()
         if line.startswith("{"):
-            records.append(json.loads(line))
+            record = json.loads(line)
+            record["peak_rss_bytes"] = peak_rss
+            records.append(record)
     return records
+
+
+class _PeakWatcher:
+    """Polls a child's ``VmHWM`` (its lifetime peak resident set, Linux only) until stopped."""
+
+    def __init__(self, pid: int, interval: float = 0.02) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"peak-rss-{pid}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        status = Path(f"/proc/{self.pid}/status")
+        while True:
+            try:
+                for line in status.read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        self.peak = max(self.peak, int(line.split()[1]) * 1024)
+                        break
+            except (OSError, ValueError):
+                pass
+            if self._stop.wait(self.interval):
+                return
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
 
 
 def run_scan_bench(
@@ -170,7 +208,8 @@ def run_scan_bench(
     Each dict has ``rep, rows, bytes, key_bytes, wire_bytes, seconds, rows_per_s,
     mb_per_s, checksum, cache, page_size, partition, mode, addresses`` (``seconds`` is
     the scan alone, after connecting and after ``warmup`` unmeasured scans;
-    ``mb_per_s = bytes / 1e6 / seconds``).  ``addresses`` (several ``"h:p"`` or
+    ``mb_per_s = bytes / 1e6 / seconds``; ``peak_rss_bytes`` is the JVM's peak resident set,
+    warm-up included, 0 where ``/proc`` is not readable).  ``addresses`` (several ``"h:p"`` or
     ``(h, p)``) replaces ``host``/``port``; ``mode="deserialize"`` lets the client
     build Java objects, which works only for values of standard types.
     """

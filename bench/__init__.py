@@ -1,0 +1,18 @@
+"""Benchmarks of tensorflow-ignite against Ignite's own Java thin client, pyignite and the loopback limit.
+
+``python -m bench.run`` (``make bench``) starts its own Ignite nodes, runs every
+scenario with every contender in one process, alternating, and writes
+``BENCHMARKS.md``.  Modules:
+
+* :mod:`bench.run` -- the command line and the order of scenarios;
+* :mod:`bench.scenarios` -- data set-up and contenders of each scenario;
+* :mod:`bench.contenders` -- the readers being compared (IgniteDataset, our reader
+  alone, Ignite's Java thin client, pyignite + ``from_generator``, a raw socket);
+* :mod:`bench.harness` -- alternating repetitions, medians, ratios, targets;
+* :mod:`bench.memory`, :mod:`bench.ceiling`, :mod:`bench.machine` -- peak RSS, the
+  loopback ceiling server, machine and version facts;
+* :mod:`bench.profiling` -- py-spy (or pyinstrument) profiles of contenders that
+  miss a target;
+* :mod:`bench.report` -- the table and BENCHMARKS.md;
+* :mod:`bench.javaclient` -- runs the Java reference programs of ``bench/java``.
+"""

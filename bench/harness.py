@@ -1,0 +1,220 @@
+"""Alternating repetitions, medians, ratios and targets: the rules every scenario follows.
+
+A :class:`Scenario` lists :class:`Contender` s that read the same data.  Each
+contender gets one untimed warm-up, then the repetitions run in rounds: every
+round runs every contender once, and the starting contender rotates from round
+to round, so background load and cache effects are spread evenly.  A
+contender's figure is the **median** over its repetitions; ratios divide
+medians by the reference contender's median (Ignite's Java thin client).
+
+What is timed (the same for every contender): reading every row from the first
+request to the last byte, values materialized (NumPy arrays or tensors for the
+Python readers; every field touched for the Java client).  Connecting and
+building the dataset object are not timed, as the Java reference connects
+before its clock starts.  A contender that raises is reported as failed; the
+others go on.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .memory import PeakRSS
+
+__all__ = ["Run", "Contender", "ContenderResult", "Target", "TargetCheck", "Scenario", "ScenarioResult",
+           "run_scenario"]
+
+
+@dataclass
+class Run:
+    """One measured repetition: ``units`` (rows, or steps) and ``nbytes`` of payload in ``seconds``."""
+
+    seconds: float
+    units: int
+    nbytes: int = 0
+    peak_bytes: int | None = None
+    page_faults: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        return self.units / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.nbytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class Contender:
+    """A way to read the scenario's data.
+
+    ``run()`` performs one timed read and returns a :class:`Run` (``seconds``
+    covers the read alone).  ``memory`` says how peak memory is known:
+    ``"rss"`` -- measured here as the peak RSS growth of this process during
+    ``run()``; ``"own"`` -- the run reports it (the JVM's peak RSS); ``"none"``.
+    """
+
+    key: str
+    label: str
+    run: Callable[[], Run]
+    warmup: Callable[[], None] | None = None
+    memory: str = "rss"
+    note: str = ""
+    #: ``(factory name in bench.contenders, args, kwargs)``: how to rebuild it in another process.
+    spec: tuple[str, list[Any], dict[str, Any]] | None = None
+    #: Releases what the contender holds (connections); called once the scenario is done.
+    close: Callable[[], None] | None = None
+
+
+@dataclass
+class ContenderResult:
+    contender: Contender
+    runs: list[Run] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """At least one measured run (a later failure is reported next to the figures)."""
+        return bool(self.runs)
+
+    @property
+    def rate(self) -> float:
+        return statistics.median(r.rate for r in self.runs) if self.runs else 0.0
+
+    @property
+    def mb_per_s(self) -> float:
+        return statistics.median(r.mb_per_s for r in self.runs) if self.runs else 0.0
+
+    @property
+    def seconds(self) -> float:
+        return statistics.median(r.seconds for r in self.runs) if self.runs else 0.0
+
+    @property
+    def peak_bytes(self) -> int | None:
+        peaks = [r.peak_bytes for r in self.runs if r.peak_bytes is not None]
+        return max(peaks) if peaks else None
+
+    @property
+    def page_faults(self) -> int | None:
+        faults = [r.page_faults for r in self.runs if r.page_faults is not None]
+        return int(statistics.median(faults)) if faults else None
+
+
+@dataclass(frozen=True)
+class Target:
+    """``contender`` must reach ``ratio`` x the rate of ``versus`` (issue 6)."""
+
+    contender: str
+    versus: str
+    ratio: float
+    text: str
+
+
+@dataclass
+class TargetCheck:
+    target: Target
+    measured: float | None
+
+    @property
+    def met(self) -> bool:
+        return self.measured is not None and self.measured >= self.target.ratio
+
+
+@dataclass
+class Scenario:
+    key: str
+    title: str
+    description: str
+    unit: str  # "MB/s", "rows/s" or "steps/s": the headline figure of the table
+    contenders: list[Contender]
+    reference: str | None = None
+    targets: list[Target] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    results: dict[str, ContenderResult]
+    seconds: float = 0.0
+    profiles: dict[str, str] = field(default_factory=dict)
+    sections: list[str] = field(default_factory=list)  # extra markdown (e.g. bytes per node)
+
+    def ratio(self, key: str, versus: str | None = None) -> float | None:
+        versus = versus or self.scenario.reference
+        if versus is None:
+            return None
+        a, b = self.results.get(key), self.results.get(versus)
+        if a is None or b is None or not a.ok or not b.ok or b.rate <= 0:
+            return None
+        return a.rate / b.rate
+
+    def checks(self) -> list[TargetCheck]:
+        return [TargetCheck(t, self.ratio(t.contender, t.versus)) for t in self.scenario.targets]
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for a table cell: the exception type and the first non-empty line of its message."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and ln.strip() != "in user code:"]
+    text = lines[0] if lines else ""
+    if len(text) > 240:
+        text = text[:237] + "..."
+    return f"{type(exc).__name__}: {text}".replace("|", "/")
+
+
+def _measure(c: Contender) -> Run:
+    gc.collect()
+    if c.memory == "rss":
+        with PeakRSS() as mem:
+            run = c.run()
+        run.peak_bytes = mem.delta
+        run.page_faults = mem.faults
+        return run
+    return c.run()
+
+
+def run_scenario(sc: Scenario, reps: int, log: Callable[[str], None] = print) -> ScenarioResult:
+    """Warm every contender up once, then ``reps`` rounds of all contenders, rotating the order."""
+    t0 = time.perf_counter()
+    results = {c.key: ContenderResult(c) for c in sc.contenders}
+    for c in sc.contenders:
+        if c.warmup is None:
+            continue
+        try:
+            c.warmup()
+        except Exception as exc:  # noqa: BLE001 - report and go on with the others
+            results[c.key].error = _describe(exc)
+            log(f"  [{sc.key}] {c.label}: warm-up FAILED {results[c.key].error}")
+            log(traceback.format_exc(limit=6))
+    n = len(sc.contenders)
+    for rep in range(reps):
+        order = [sc.contenders[(rep + i) % n] for i in range(n)]
+        for c in order:
+            res = results[c.key]
+            if res.error is not None:  # failed once: its later rounds are skipped
+                continue
+            try:
+                run = _measure(c)
+            except Exception as exc:  # noqa: BLE001
+                res.error = _describe(exc)
+                log(f"  [{sc.key}] {c.label}: FAILED {res.error}")
+                log(traceback.format_exc(limit=6))
+                continue
+            res.runs.append(run)
+            mb = f", {run.mb_per_s:8.1f} MB/s" if run.nbytes else ""
+            log(f"  [{sc.key}] rep {rep + 1}/{reps} {c.label:<44s} {run.seconds:7.3f} s "
+                f"{run.rate:12,.0f} {'steps' if sc.unit == 'steps/s' else 'rows'}/s{mb}")
+    for c in sc.contenders:
+        if c.close is not None:
+            try:
+                c.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+    return ScenarioResult(sc, results, seconds=time.perf_counter() - t0)
