@@ -126,3 +126,31 @@ def test_compiler_errors_are_reported(tmp_path, monkeypatch) -> None:
     with pytest.raises(build.NativeBuildError, match=r"(?s)compiling broken.cc failed.*error"):
         build.build(tmp_path / "out")
     assert not list((tmp_path / "out").glob("*.so"))
+
+
+def test_nested_build_in_one_process_fails_instead_of_deadlocking(tmp_path) -> None:
+    # Importing TensorFlow inside a build can trigger filesystem registration,
+    # which asks for a build: that must not wait on the lock this process holds.
+    from tensorflow_ignite.native import build as native_build
+
+    with native_build._build_lock(tmp_path):
+        with pytest.raises(native_build.NativeBuildError, match="being built by this process"):
+            with native_build._build_lock(tmp_path):
+                pass
+    with native_build._build_lock(tmp_path):  # released: usable again
+        pass
+
+
+def test_reading_tensorflow_flags_does_not_register_filesystems() -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import tensorflow_ignite.native.build as b, tensorflow_ignite.fs.registration as r;"
+        "b._tensorflow_flags(); import os; print(os.environ.get(r.AUTOREGISTER_ENV))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "TF_IGNITE_FS_AUTOREGISTER"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "None"  # the override is undone afterwards

@@ -174,23 +174,44 @@ def is_up_to_date(output_dir: str | os.PathLike[str] | None = None) -> bool:
 
 
 # -------------------------------------------------------------------- build
+_held_locks: set[Path] = set()
+
+
 @contextlib.contextmanager
 def _build_lock(out_dir: Path) -> Iterator[None]:
     lock_dir = out_dir / STAMP_DIR
     lock_dir.mkdir(parents=True, exist_ok=True)
+    key = lock_dir.resolve()
+    if key in _held_locks:
+        # A build in this very process is waiting for us (e.g. importing TensorFlow
+        # for its flags triggered filesystem registration): flock would never return.
+        raise NativeBuildError("the TensorFlow plugin is being built by this process already")
     with open(lock_dir / "build.lock", "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        _held_locks.add(key)
         try:
             yield
         finally:
+            _held_locks.discard(key)
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _tensorflow_flags() -> tuple[list[str], list[str]]:
+    # Importing TensorFlow would register ignite:// (tensorflow_ignite installs an
+    # import hook), which needs the very library being built: not in this process.
+    from ..fs.registration import AUTOREGISTER_ENV
+
+    saved = os.environ.get(AUTOREGISTER_ENV)
+    os.environ[AUTOREGISTER_ENV] = "0"
     try:
         import tensorflow as tf
     except ImportError as err:  # pragma: no cover - guarded by _inputs()
         raise NativeBuildError(f"cannot import TensorFlow to get its build flags: {err}") from err
+    finally:
+        if saved is None:
+            os.environ.pop(AUTOREGISTER_ENV, None)
+        else:
+            os.environ[AUTOREGISTER_ENV] = saved
     return list(tf.sysconfig.get_compile_flags()), list(tf.sysconfig.get_link_flags())
 
 
