@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 from ..errors import IgniteError
 from .. import demo
-from . import load, node, tensorboard
+from . import job, load, node, tensorboard
 
 __all__ = ["main", "build_parser"]
 
-_COMMANDS = (node, load, demo, tensorboard)
+_COMMANDS = (node, load, demo, tensorboard, job)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,6 +24,7 @@ import org.apache.ignite.spi.communication.tcp.TcpCommunicationSpi;
 import org.apache.ignite.spi.discovery.tcp.TcpDiscoverySpi;
 import org.apache.ignite.spi.discovery.tcp.ipfinder.vm.TcpDiscoveryVmIpFinder;
 import org.apache.ignite.ssl.SslContextFactory;
+import org.tensorflow.ignite.launcher.LauncherDeployment;
 
 /**
  * Starts one Apache Ignite server node configured entirely from command-line flags.
@@ -36,6 +37,9 @@ import org.apache.ignite.ssl.SslContextFactory;
  * that the Python side polls together with a thin-client handshake: no fixed sleeps.
  * Secrets (keystore and truststore passwords) are read from environment variables,
  * never from argv, so they do not show up in {@code ps}.
+ *
+ * <p>Every node also deploys the TF job launcher ({@code TfJobService}, a cluster
+ * singleton) once the cluster is active, unless started with {@code --no-launcher-service}.
  */
 public final class NodeLauncher {
     private NodeLauncher() {
@@ -63,12 +67,15 @@ public final class NodeLauncher {
         boolean tlsClientAuth;
         String storeType = "PKCS12";
         long failureDetectionMs = 10_000;
+        boolean launcherService = true;
     }
 
     public static void main(String[] args) throws Exception {
         Options o = parse(args);
         IgniteConfiguration cfg = configure(o);
         Ignite ignite = Ignition.start(cfg);
+        if (o.launcherService)
+            LauncherDeployment.deployInBackground(ignite);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             // Ignite's own hook stops the node; we only mark the status file.
             writeStatus(o, ignite, "stopped");
@@ -101,6 +108,7 @@ public final class NodeLauncher {
                 case "--tls-client-auth": o.tlsClientAuth = true; break;
                 case "--store-type": o.storeType = args[++i]; break;
                 case "--failure-detection-ms": o.failureDetectionMs = Long.parseLong(args[++i]); break;
+                case "--no-launcher-service": o.launcherService = false; break;
                 default:
                     System.err.println("NodeLauncher: unknown flag " + a);
                     System.exit(2);

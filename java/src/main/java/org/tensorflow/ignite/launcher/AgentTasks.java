@@ -1,0 +1,109 @@
+package org.tensorflow.ignite.launcher;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.ignite.Ignite;
+import org.apache.ignite.cluster.ClusterNode;
+import org.apache.ignite.configuration.ClientConnectorConfiguration;
+import org.apache.ignite.configuration.IgniteConfiguration;
+import org.apache.ignite.lang.IgniteCallable;
+import org.apache.ignite.resources.IgniteInstanceResource;
+
+/**
+ * The compute callables the supervisor sends to one node's {@link WorkerAgent}.
+ * They are on every node's classpath (the launcher jar), so no peer class loading.
+ */
+final class AgentTasks {
+    private AgentTasks() {
+    }
+
+    /** Where a worker on this node listens and where its dataset connects: a free port, the client endpoint. */
+    static final class ProbeNode implements IgniteCallable<HashMap<String, Object>> {
+        private static final long serialVersionUID = 1L;
+
+        @IgniteInstanceResource
+        private transient Ignite ignite;
+
+        @Override public HashMap<String, Object> call() throws Exception {
+            IgniteConfiguration cfg = ignite.configuration();
+            ClusterNode local = ignite.cluster().localNode();
+            String host = cfg.getLocalHost();
+            if (host == null || host.isEmpty()) {
+                List<String> addrs = new ArrayList<>(local.addresses());
+                host = addrs.stream().filter(a -> !a.startsWith("127.") && !a.contains(":")).findFirst()
+                    .orElse(addrs.isEmpty() ? "127.0.0.1" : addrs.get(0));
+            }
+            ClientConnectorConfiguration cli = cfg.getClientConnectorConfiguration();
+            String clientHost = cli != null && cli.getHost() != null && !cli.getHost().isEmpty() ? cli.getHost() : host;
+            Object attrPort = local.attribute("clientListenerPort");
+            int clientPort = attrPort instanceof Integer ? (Integer)attrPort
+                : cli != null ? cli.getPort() : ClientConnectorConfiguration.DFLT_PORT;
+            HashMap<String, Object> out = new HashMap<>();
+            out.put("host", host);
+            out.put("port", (long)WorkerAgent.freePort(host));
+            out.put("client_host", clientHost);
+            out.put("client_port", (long)clientPort);
+            out.put("node", JobPlan.label(local));
+            out.put("node_id", local.id().toString());
+            return out;
+        }
+    }
+
+    /** Start one worker of one attempt of a job on this node; returns its pid. */
+    static final class StartWorker implements IgniteCallable<Long> {
+        private static final long serialVersionUID = 1L;
+
+        final String job;
+        final long attempt;
+        final int index;
+        final String nodeLabel;
+        final String python;
+        final ArrayList<String> command;
+        final HashMap<String, String> env;
+        final int fileChunks;
+
+        @IgniteInstanceResource
+        private transient Ignite ignite;
+
+        StartWorker(String job, long attempt, int index, String nodeLabel, String python, List<String> command,
+            Map<String, String> env, int fileChunks) {
+            this.job = job;
+            this.attempt = attempt;
+            this.index = index;
+            this.nodeLabel = nodeLabel;
+            this.python = python;
+            this.command = new ArrayList<>(command);
+            this.env = new HashMap<>(env);
+            this.fileChunks = fileChunks;
+        }
+
+        @Override public Long call() throws Exception {
+            return WorkerAgent.start(ignite, this);
+        }
+    }
+
+    /** Stop this node's workers of a job (attempts ≤ {@code attempt}; all when negative); returns how many. */
+    static final class StopWorkers implements IgniteCallable<Integer> {
+        private static final long serialVersionUID = 1L;
+
+        final String job;
+        final long attempt;
+        final long graceMs;
+
+        @IgniteInstanceResource
+        private transient Ignite ignite;
+
+        StopWorkers(String job, long attempt, long graceMs) {
+            this.job = job;
+            this.attempt = attempt;
+            this.graceMs = graceMs;
+        }
+
+        @Override public Integer call() {
+            return WorkerAgent.stop(ignite, job, attempt, graceMs);
+        }
+    }
+}

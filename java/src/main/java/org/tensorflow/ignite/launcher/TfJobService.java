@@ -1,0 +1,631 @@
+package org.tensorflow.ignite.launcher;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.regex.Pattern;
+
+import javax.cache.Cache;
+
+import org.apache.ignite.Ignite;
+import org.apache.ignite.IgniteCache;
+import org.apache.ignite.IgniteCompute;
+import org.apache.ignite.IgniteLogger;
+import org.apache.ignite.cache.query.QueryCursor;
+import org.apache.ignite.cache.query.ScanQuery;
+import org.apache.ignite.cluster.ClusterNode;
+import org.apache.ignite.resources.IgniteInstanceResource;
+import org.apache.ignite.resources.LoggerResource;
+import org.apache.ignite.services.Service;
+
+/**
+ * The TensorFlow job supervisor: a cluster-singleton Ignite service.
+ *
+ * <p>Clients (the {@code ignite-tf} CLI, over the thin client's service-invoke
+ * operation) call {@link #submit}, {@link #stop} and {@link #ping}. Everything
+ * else happens in {@link #execute}: a reconcile loop that, for every job not yet
+ * finished, plans one worker per server node holding primary partitions of the
+ * job's cache ({@link JobPlan}), starts the workers through each node's
+ * {@link WorkerAgent}, watches their exits, the topology and the partition map,
+ * and restarts all workers on a new plan — with bounded retries and exponential
+ * backoff — when a worker fails, a node leaves or joins, or primaries move.
+ *
+ * <p>All state lives in the caches of {@link LauncherCaches} (one backup, FULL_SYNC),
+ * never in this object, so when the node running the singleton dies, Ignite
+ * deploys it on another node and the new instance simply continues the loop.
+ */
+public class TfJobService implements Service {
+    private static final long serialVersionUID = 1L;
+
+    static final String VERSION = "1";
+
+    /** Reconcile period when nothing wakes the loop earlier. */
+    static final long POLL_MS = 300;
+
+    static final long MAX_BACKOFF_MS = 30_000;
+
+    static final int MAX_EVENTS = 200;
+
+    static final String DEFAULT_STRATEGY = "multi_worker_mirrored";
+
+    static final Set<String> TERMINAL = Set.of("SUCCEEDED", "FAILED", "STOPPED");
+
+    /** Exit code of a job stopped by the user (as if SIGTERM'd). */
+    static final long STOPPED_EXIT_CODE = 143;
+
+    private static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,99}");
+
+    @IgniteInstanceResource
+    private transient Ignite ignite;
+
+    @LoggerResource
+    private transient IgniteLogger log;
+
+    private transient volatile boolean cancelled;
+
+    /** Per job: the partition-map fingerprint last seen and since when (for the settle delay). */
+    private transient Map<String, Object[]> settle;
+
+    private transient Object wake;
+
+    @Override public void init() {
+        settle = new HashMap<>();
+        wake = new Object();
+    }
+
+    @Override public void cancel() {
+        cancelled = true;
+        wakeUp();
+    }
+
+    @Override public void execute() {
+        log.info("tf-ignite launcher supervisor running on " + JobPlan.label(ignite.cluster().localNode()));
+        while (!cancelled) {
+            try {
+                reconcileAll();
+            }
+            catch (Throwable e) {
+                if (cancelled)
+                    break;
+                log.warning("tf-ignite launcher: reconcile failed, will retry: " + e, e);
+            }
+            synchronized (wakeLock()) {
+                try {
+                    wakeLock().wait(POLL_MS);
+                }
+                catch (InterruptedException e) {
+                    break;
+                }
+            }
+        }
+    }
+
+    private synchronized Object wakeLock() {
+        if (wake == null)
+            init();
+        return wake;
+    }
+
+    private void wakeUp() {
+        Object w = wakeLock();
+        synchronized (w) {
+            w.notifyAll();
+        }
+    }
+
+    // ------------------------------------------------------------------ client API
+
+    /** Liveness and version, e.g. for the CLI to check that the launcher is deployed. */
+    public String ping() {
+        return "tf-ignite-launcher " + VERSION + " on " + JobPlan.label(ignite.cluster().localNode());
+    }
+
+    /**
+     * Accepts a job. {@code spec}: {@code id}, {@code cache}, {@code command} (list),
+     * {@code python}, optional {@code env} (map), {@code strategy}, {@code checkpoint_dir},
+     * {@code file_chunks} (chunks already written to the files cache),
+     * {@code max_restarts}, {@code backoff_ms}, {@code settle_ms}, {@code grace_ms}.
+     * Returns the new job record.
+     */
+    public HashMap<String, Object> submit(Map<String, Object> spec) {
+        String id = str(spec.get("id"));
+        if (id == null || !JOB_ID.matcher(id).matches())
+            throw new IllegalArgumentException("job id '" + id + "' is not valid: use letters, digits, '.', '_' "
+                + "and '-' (at most 100 characters)");
+        String cache = str(spec.get("cache"));
+        if (cache == null || cache.isEmpty())
+            throw new IllegalArgumentException("the job needs a cache name");
+        if (!ignite.cacheNames().contains(cache))
+            throw new IllegalArgumentException("cache '" + cache + "' does not exist on the cluster; load it first "
+                + "(ignite-tf load or tensorflow_ignite.write)");
+        Object cmdObj = spec.get("command");
+        if (!(cmdObj instanceof Collection) || ((Collection<?>)cmdObj).isEmpty())
+            throw new IllegalArgumentException("the job needs a command (e.g. python train.py)");
+        ArrayList<String> command = new ArrayList<>();
+        for (Object o : (Collection<?>)cmdObj)
+            command.add(String.valueOf(o));
+        String python = str(spec.get("python"));
+        if (python == null || python.isEmpty())
+            throw new IllegalArgumentException("the job needs the Python interpreter to run workers with");
+        String strategy = str(spec.get("strategy"));
+        if (strategy == null || strategy.isEmpty())
+            strategy = DEFAULT_STRATEGY;
+        if (!strategy.equals(DEFAULT_STRATEGY))
+            throw new IllegalArgumentException("strategy '" + strategy + "' is not supported; use "
+                + DEFAULT_STRATEGY + " (ParameterServerStrategy needs a dataset op that runs on remote workers)");
+        HashMap<String, Object> env = new HashMap<>();
+        Object envObj = spec.get("env");
+        if (envObj instanceof Map) {
+            for (Map.Entry<?, ?> e : ((Map<?, ?>)envObj).entrySet())
+                env.put(String.valueOf(e.getKey()), e.getValue() == null ? "" : String.valueOf(e.getValue()));
+        }
+
+        long now = System.currentTimeMillis();
+        HashMap<String, Object> rec = new HashMap<>();
+        rec.put("id", id);
+        rec.put("cache", cache);
+        rec.put("command", command);
+        rec.put("python", python);
+        rec.put("env", env);
+        rec.put("strategy", strategy);
+        rec.put("checkpoint_dir", str(spec.get("checkpoint_dir")));
+        rec.put("file_chunks", lng(spec.get("file_chunks"), 0));
+        rec.put("max_restarts", lng(spec.get("max_restarts"), 3));
+        rec.put("backoff_ms", lng(spec.get("backoff_ms"), 1000));
+        rec.put("settle_ms", lng(spec.get("settle_ms"), 1000));
+        rec.put("grace_ms", lng(spec.get("grace_ms"), 10_000));
+        rec.put("state", "PENDING");
+        rec.put("attempt", 0L);
+        rec.put("restarts", 0L);
+        rec.put("exit_code", null);
+        rec.put("message", "waiting for a stable partition map");
+        rec.put("workers", new ArrayList<>());
+        rec.put("plan", "");
+        rec.put("failures", new ArrayList<>());
+        rec.put("events", new ArrayList<>());
+        rec.put("created_ms", now);
+        rec.put("updated_ms", now);
+        rec.put("next_start_ms", 0L);
+        rec.put("stop_requested", false);
+        event(rec, "job submitted: cache " + cache + ", command " + String.join(" ", command));
+
+        LauncherCaches.ensure(ignite);
+        IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.cache(ignite, LauncherCaches.JOBS);
+        synchronized (this) {
+            if (!jobs.putIfAbsent(id, rec))
+                throw new IllegalArgumentException("a job named '" + id + "' exists already; choose another --name");
+        }
+        wakeUp();
+        return rec;
+    }
+
+    /** Asks for a job to stop; returns its record. Idempotent; a finished job is left as it is. */
+    public HashMap<String, Object> stop(String id) {
+        IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.existing(ignite, LauncherCaches.JOBS);
+        synchronized (this) {
+            HashMap<String, Object> rec = jobs == null ? null : jobs.get(id);
+            if (rec == null)
+                throw new IllegalArgumentException("no job named '" + id + "' (see ignite-tf ps)");
+            rec = new HashMap<>(rec);
+            if (!TERMINAL.contains(str(rec.get("state"))) && !Boolean.TRUE.equals(rec.get("stop_requested"))) {
+                rec.put("stop_requested", true);
+                event(rec, "stop requested");
+                save(jobs, rec);
+            }
+            wakeUp();
+            return rec;
+        }
+    }
+
+    // ------------------------------------------------------------------ the loop
+
+    private void reconcileAll() {
+        IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.existing(ignite, LauncherCaches.JOBS);
+        if (jobs == null)
+            return;
+        List<String> active = new ArrayList<>();
+        try (QueryCursor<Cache.Entry<String, HashMap<String, Object>>> cur = jobs.query(new ScanQuery<>())) {
+            for (Cache.Entry<String, HashMap<String, Object>> e : cur) {
+                if (!TERMINAL.contains(str(e.getValue().get("state"))))
+                    active.add(e.getKey());
+            }
+        }
+        for (String id : active) {
+            if (cancelled)
+                return;
+            synchronized (this) {
+                HashMap<String, Object> stored = jobs.get(id);
+                if (stored == null)
+                    continue;
+                HashMap<String, Object> rec = new HashMap<>(stored);
+                try {
+                    reconcile(jobs, rec);
+                }
+                catch (RuntimeException e) {
+                    if (cancelled)
+                        return;
+                    log.warning("tf-ignite launcher: job " + id + ": " + e, e);
+                    event(rec, "supervisor error (will retry): " + e);
+                    save(jobs, rec);
+                }
+            }
+        }
+    }
+
+    private void reconcile(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec) {
+        String state = str(rec.get("state"));
+        if (Boolean.TRUE.equals(rec.get("stop_requested")) && !"STOPPING".equals(state)) {
+            rec.put("state", state = "STOPPING");
+            rec.put("message", "stopping");
+            save(jobs, rec);
+        }
+        switch (state) {
+            case "PENDING":
+            case "RESTARTING":
+                maybeLaunch(jobs, rec);
+                break;
+            case "STARTING":
+                // Only seen after a supervisor failover in the middle of a start.
+                restart(jobs, rec, "start_interrupted", "the supervisor moved to another node while attempt "
+                    + rec.get("attempt") + " was starting", 0);
+                break;
+            case "RUNNING":
+                monitor(jobs, rec);
+                break;
+            case "STOPPING":
+                stopEverywhere(str(rec.get("id")), -1, lng(rec.get("grace_ms"), 10_000));
+                rec.put("state", "STOPPED");
+                rec.put("exit_code", STOPPED_EXIT_CODE);
+                rec.put("finished_ms", System.currentTimeMillis());
+                rec.put("message", "stopped by request");
+                event(rec, "stopped: every worker process is gone");
+                save(jobs, rec);
+                break;
+            default:
+                break;
+        }
+    }
+
+    private void maybeLaunch(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec) {
+        String id = str(rec.get("id"));
+        long now = System.currentTimeMillis();
+        if (now < lng(rec.get("next_start_ms"), 0))
+            return;
+        JobPlan plan;
+        try {
+            plan = JobPlan.compute(ignite, str(rec.get("cache")));
+        }
+        catch (IllegalArgumentException e) {
+            fail(jobs, rec, e.getMessage(), 1);
+            return;
+        }
+        if (plan.nodes.isEmpty()) {
+            rec.put("message", "no server node holds primary partitions of cache " + rec.get("cache") + "; waiting");
+            save(jobs, rec);
+            return;
+        }
+        // Rebalancing moves primaries in steps: start only on a map that held still for settle_ms.
+        Object[] seen = settle.get(id);
+        if (seen == null || !plan.fingerprint.equals(seen[0])) {
+            settle.put(id, new Object[] {plan.fingerprint, now});
+            return;
+        }
+        if (now - (Long)seen[1] < lng(rec.get("settle_ms"), 1000))
+            return;
+        launch(jobs, rec, plan);
+    }
+
+    private void launch(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec, JobPlan plan) {
+        String id = str(rec.get("id"));
+        long attempt = lng(rec.get("attempt"), 0) + 1;
+        rec.put("attempt", attempt);
+        rec.put("state", "STARTING");
+        rec.put("workers", new ArrayList<>());
+        rec.put("plan", plan.fingerprint);
+        rec.put("message", "starting attempt " + attempt);
+        long startedAt = System.currentTimeMillis();
+        save(jobs, rec);
+        ArrayList<HashMap<String, Object>> workers = new ArrayList<>();
+        try {
+            List<HashMap<String, Object>> probes = new ArrayList<>();
+            List<String> addresses = new ArrayList<>();
+            for (ClusterNode n : plan.nodes) {
+                HashMap<String, Object> p = compute(n).call(new AgentTasks.ProbeNode());
+                probes.add(p);
+                addresses.add(hostPort(str(p.get("host")), lng(p.get("port"), 0)));
+            }
+            @SuppressWarnings("unchecked")
+            Map<String, Object> userEnv = (Map<String, Object>)rec.get("env");
+            @SuppressWarnings("unchecked")
+            List<String> command = (List<String>)rec.get("command");
+            for (int i = 0; i < plan.nodes.size(); i++) {
+                ClusterNode n = plan.nodes.get(i);
+                HashMap<String, Object> probe = probes.get(i);
+                List<Integer> parts = plan.partitions.get(n.id());
+                String ranges = JobPlan.ranges(parts);
+                Map<String, String> env = new HashMap<>();
+                if (userEnv != null)
+                    userEnv.forEach((k, v) -> env.put(k, String.valueOf(v)));
+                env.put("TF_CONFIG", tfConfig(addresses, i));
+                env.put("IGNITE_DATASET_HOST", str(probe.get("client_host")));
+                env.put("IGNITE_DATASET_PORT", Long.toString(lng(probe.get("client_port"), 10800)));
+                env.put("IGNITE_DATASET_PARTS", ranges);
+                env.put("TF_IGNITE_JOB_ID", id);
+                env.put("TF_IGNITE_ATTEMPT", Long.toString(attempt));
+                env.put("TF_IGNITE_WORKER_INDEX", Integer.toString(i));
+                env.put("TF_IGNITE_NUM_WORKERS", Integer.toString(plan.nodes.size()));
+                env.put("TF_IGNITE_NODE", JobPlan.label(n));
+                env.put("TF_IGNITE_NODE_ID", n.id().toString());
+                env.put("TF_IGNITE_CACHE", str(rec.get("cache")));
+                String ckpt = str(rec.get("checkpoint_dir"));
+                if (ckpt != null && !ckpt.isEmpty())
+                    env.put("TF_IGNITE_CHECKPOINT_DIR", ckpt);
+                env.put("PYTHONUNBUFFERED", "1");
+                AgentTasks.StartWorker task = new AgentTasks.StartWorker(id, attempt, i, JobPlan.label(n),
+                    str(rec.get("python")), command, env, (int)lng(rec.get("file_chunks"), 0));
+                long pid = compute(n).call(task);
+                HashMap<String, Object> w = new HashMap<>();
+                w.put("index", (long)i);
+                w.put("node", JobPlan.label(n));
+                w.put("node_id", n.id().toString());
+                w.put("host", str(probe.get("host")));
+                w.put("port", lng(probe.get("port"), 0));
+                w.put("dataset_host", str(probe.get("client_host")));
+                w.put("dataset_port", lng(probe.get("client_port"), 0));
+                w.put("partitions", ranges);
+                w.put("partition_count", (long)parts.size());
+                w.put("pid", pid);
+                workers.add(w);
+            }
+        }
+        catch (RuntimeException e) {
+            rec.put("workers", workers);
+            restart(jobs, rec, "start_failed", "attempt " + attempt + " could not start: " + rootMessage(e), 1);
+            return;
+        }
+        rec.put("workers", workers);
+        rec.put("state", "RUNNING");
+        rec.put("attempt_started_ms", System.currentTimeMillis());
+        rec.put("message", "running attempt " + attempt + " on " + workers.size() + " workers");
+        event(rec, startedAt, "attempt " + attempt + ": started " + workers.size() + " workers on " + plan.summary()
+            + " of " + plan.partitionCount + " partitions");
+        save(jobs, rec);
+    }
+
+    private void monitor(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec) {
+        String id = str(rec.get("id"));
+        long attempt = lng(rec.get("attempt"), 0);
+        List<Map<String, Object>> workers = list(rec.get("workers"));
+        Set<String> keys = new LinkedHashSet<>();
+        for (Map<String, Object> w : workers)
+            keys.add(LauncherCaches.workerKey(id, attempt, (int)lng(w.get("index"), 0)));
+        IgniteCache<String, HashMap<String, Object>> wc = LauncherCaches.cache(ignite, LauncherCaches.WORKERS);
+        Map<String, HashMap<String, Object>> states = wc.getAll(keys);
+        int ok = 0;
+        String failure = null;
+        String kind = null;
+        long code = 0;
+        for (Map<String, Object> w : workers) {
+            int idx = (int)lng(w.get("index"), 0);
+            HashMap<String, Object> s = states.get(LauncherCaches.workerKey(id, attempt, idx));
+            String st = s == null ? "UNKNOWN" : str(s.get("state"));
+            if ("EXITED".equals(st) || "FAILED_TO_START".equals(st)) {
+                long c = lng(s.get("exit_code"), 1);
+                if (c == 0)
+                    ok++;
+                else if (failure == null) {
+                    failure = "worker " + idx + " on " + w.get("node") + " exited with code " + c + signalNote(c);
+                    kind = "worker_exit";
+                    code = c;
+                }
+            }
+            else if (failure == null && ignite.cluster().node(UUID.fromString(str(w.get("node_id")))) == null) {
+                failure = "node " + w.get("node") + " (worker " + idx + ") left the cluster";
+                kind = "node_left";
+                code = 1;
+            }
+        }
+        if (failure != null) {
+            restart(jobs, rec, kind, failure, code);
+            return;
+        }
+        if (ok == workers.size()) {
+            rec.put("state", "SUCCEEDED");
+            rec.put("exit_code", 0L);
+            rec.put("finished_ms", System.currentTimeMillis());
+            rec.put("message", "all " + ok + " workers exited with code 0");
+            event(rec, "succeeded: all " + ok + " workers exited with code 0");
+            save(jobs, rec);
+            return;
+        }
+        if (ok > 0)
+            return; // finishing: a map change now would only throw finished work away
+        JobPlan now;
+        try {
+            now = JobPlan.compute(ignite, str(rec.get("cache")));
+        }
+        catch (IllegalArgumentException e) {
+            restart(jobs, rec, "cache_gone", e.getMessage(), 1);
+            return;
+        }
+        if (!now.fingerprint.equals(str(rec.get("plan"))))
+            restart(jobs, rec, "partitions_moved", describeChange(workers, now), 0);
+    }
+
+    private static String describeChange(List<Map<String, Object>> workers, JobPlan now) {
+        Set<String> before = new LinkedHashSet<>();
+        for (Map<String, Object> w : workers)
+            before.add(str(w.get("node")));
+        Set<String> after = new LinkedHashSet<>();
+        for (ClusterNode n : now.nodes)
+            after.add(JobPlan.label(n));
+        Set<String> joined = new LinkedHashSet<>(after);
+        joined.removeAll(before);
+        Set<String> left = new LinkedHashSet<>(before);
+        left.removeAll(after);
+        StringBuilder sb = new StringBuilder("primary partitions of the cache moved");
+        if (!joined.isEmpty())
+            sb.append("; joined: ").append(String.join(", ", joined));
+        if (!left.isEmpty())
+            sb.append("; left: ").append(String.join(", ", left));
+        if (joined.isEmpty() && left.isEmpty())
+            sb.append(" between the same nodes (rebalancing)");
+        sb.append("; new plan: ").append(now.summary());
+        return sb.toString();
+    }
+
+    /** Stops the current attempt everywhere, records why, and schedules a restart or gives up. */
+    private void restart(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec,
+        String kind, String reason, long code) {
+        String id = str(rec.get("id"));
+        long attempt = lng(rec.get("attempt"), 0);
+        rec.put("message", "stopping attempt " + attempt + ": " + reason);
+        stopEverywhere(id, attempt, lng(rec.get("grace_ms"), 10_000));
+        long restarts = lng(rec.get("restarts"), 0);
+        long max = lng(rec.get("max_restarts"), 3);
+        long now = System.currentTimeMillis();
+        HashMap<String, Object> f = new HashMap<>();
+        f.put("attempt", attempt);
+        f.put("t", now);
+        f.put("kind", kind);
+        f.put("reason", reason);
+        f.put("exit_code", code);
+        List<Map<String, Object>> failures = new ArrayList<>(list(rec.get("failures")));
+        if (restarts >= max) {
+            f.put("action", "gave up");
+            failures.add(f);
+            rec.put("failures", failures);
+            fail(jobs, rec, "gave up after " + restarts + " restart(s): " + reason, code != 0 ? code : 1);
+            return;
+        }
+        long backoff = Math.min(MAX_BACKOFF_MS, lng(rec.get("backoff_ms"), 1000) << Math.min(restarts, 20));
+        f.put("action", "restart " + (restarts + 1) + " of " + max + " in " + backoff + " ms");
+        failures.add(f);
+        rec.put("failures", failures);
+        rec.put("restarts", restarts + 1);
+        rec.put("state", "RESTARTING");
+        rec.put("next_start_ms", now + backoff);
+        rec.put("message", "restarting (" + (restarts + 1) + "/" + max + "): " + reason);
+        event(rec, "attempt " + attempt + " stopped: " + reason + "; restart " + (restarts + 1) + " of " + max
+            + " in " + backoff + " ms");
+        settle.remove(id);
+        save(jobs, rec);
+    }
+
+    private void fail(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec, String why,
+        long code) {
+        stopEverywhere(str(rec.get("id")), -1, lng(rec.get("grace_ms"), 10_000));
+        rec.put("state", "FAILED");
+        rec.put("exit_code", code);
+        rec.put("finished_ms", System.currentTimeMillis());
+        rec.put("message", why);
+        event(rec, "failed: " + why);
+        save(jobs, rec);
+    }
+
+    /** Kills the job's workers (attempts ≤ attempt; all when negative) on every server node, waiting for each. */
+    private void stopEverywhere(String id, long attempt, long graceMs) {
+        RuntimeException last = null;
+        for (int i = 0; i < 5; i++) {
+            try {
+                ignite.compute(ignite.cluster().forServers()).withNoFailover().withTimeout(graceMs + 60_000)
+                    .broadcast(new AgentTasks.StopWorkers(id, attempt, graceMs));
+                return;
+            }
+            catch (RuntimeException e) {
+                // A node left during the broadcast: its workers died with it; ask the others again.
+                last = e;
+            }
+        }
+        log.warning("tf-ignite launcher: could not confirm that job " + id + "'s workers stopped: " + last);
+    }
+
+    private IgniteCompute compute(ClusterNode n) {
+        return ignite.compute(ignite.cluster().forNodeId(n.id())).withNoFailover().withTimeout(120_000);
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    static String tfConfig(List<String> workers, int index) {
+        StringBuilder sb = new StringBuilder("{\"cluster\": {\"worker\": [");
+        for (int i = 0; i < workers.size(); i++) {
+            if (i > 0)
+                sb.append(", ");
+            sb.append('"').append(workers.get(i)).append('"');
+        }
+        return sb.append("]}, \"task\": {\"type\": \"worker\", \"index\": ").append(index).append("}}").toString();
+    }
+
+    static String hostPort(String host, long port) {
+        return (host.contains(":") ? "[" + host + "]" : host) + ":" + port;
+    }
+
+    static String signalNote(long code) {
+        if (code > 128 && code < 160)
+            return " (killed by signal " + (code - 128) + ")";
+        return "";
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable t = e;
+        Set<Throwable> seen = new HashSet<>();
+        while (t.getCause() != null && seen.add(t))
+            t = t.getCause();
+        return t == e ? String.valueOf(e.getMessage()) : e.getMessage() + " (" + t + ")";
+    }
+
+    private void event(HashMap<String, Object> rec, String message) {
+        event(rec, System.currentTimeMillis(), message);
+    }
+
+    private void event(HashMap<String, Object> rec, long t, String message) {
+        List<Map<String, Object>> events = new ArrayList<>(list(rec.get("events")));
+        HashMap<String, Object> e = new HashMap<>();
+        e.put("t", t);
+        e.put("message", message);
+        events.add(e);
+        while (events.size() > MAX_EVENTS)
+            events.remove(0);
+        rec.put("events", events);
+        if (log != null)
+            log.info("tf-ignite job " + rec.get("id") + ": " + message);
+    }
+
+    private void save(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec) {
+        // Ignite cancels this instance when it moves the singleton; from then on the
+        // new instance owns the job records and this one must not overwrite them.
+        if (cancelled)
+            throw new IllegalStateException("supervisor instance cancelled; its successor takes over");
+        rec.put("updated_ms", System.currentTimeMillis());
+        jobs.put(str(rec.get("id")), rec);
+    }
+
+    @SuppressWarnings("unchecked")
+    static List<Map<String, Object>> list(Object o) {
+        return o instanceof List ? (List<Map<String, Object>>)o : new ArrayList<>();
+    }
+
+    static String str(Object o) {
+        return o == null ? null : o.toString();
+    }
+
+    static long lng(Object o, long dflt) {
+        if (o instanceof Number)
+            return ((Number)o).longValue();
+        if (o instanceof String) {
+            try {
+                return Long.parseLong((String)o);
+            }
+            catch (NumberFormatException e) {
+                return dflt;
+            }
+        }
+        return dflt;
+    }
+}

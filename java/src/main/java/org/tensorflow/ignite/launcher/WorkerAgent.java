@@ -1,0 +1,503 @@
+package org.tensorflow.ignite.launcher;
+
+import java.io.BufferedReader;
+import java.io.BufferedWriter;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipInputStream;
+
+import org.apache.ignite.Ignite;
+import org.apache.ignite.IgniteCache;
+import org.apache.ignite.IgniteException;
+
+/**
+ * The per-node half of the launcher: spawns TensorFlow worker processes on this
+ * node, captures their output into the {@link LauncherCaches#LOGS} cache, records
+ * their state in {@link LauncherCaches#WORKERS}, and kills them on request.
+ *
+ * <p>It is driven by small compute callables ({@link AgentTasks}) that the
+ * supervisor sends to exactly the node that must run a worker. Running processes
+ * are kept in a node-local registry (static: one Ignite node per JVM here).
+ *
+ * <p>Each worker runs under {@code python -m tensorflow_ignite.launcher.shim}, which
+ * makes the worker a new session, asks the kernel to SIGTERM it when the thread
+ * that started it dies (so a killed node leaves no orphan), and forwards signals to
+ * the whole process group. That thread is the worker's own pump thread, alive
+ * until the worker exits.
+ */
+public final class WorkerAgent {
+    private WorkerAgent() {
+    }
+
+    /** Output is written to the cache in chunks of at most this many lines ... */
+    static final int CHUNK_LINES = 256;
+    /** ... or bytes, at least every {@link #FLUSH_MS}. */
+    static final int CHUNK_BYTES = 64 * 1024;
+    static final long FLUSH_MS = 200;
+    /** Longest line kept; the rest is cut (a progress bar without newlines, say). */
+    static final int MAX_LINE = 16 * 1024;
+
+    /** Running (or just exited) workers of this node by {@code job/attempt/index}. */
+    static final ConcurrentHashMap<String, WorkerProcess> RUNNING = new ConcurrentHashMap<>();
+
+    /** Ports handed out recently, so two probes never return the same one. */
+    private static final Map<Integer, Long> RESERVED = new ConcurrentHashMap<>();
+
+    private static final ScheduledExecutorService FLUSHER = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "tf-ignite-output-flusher");
+        t.setDaemon(true);
+        return t;
+    });
+
+    static {
+        FLUSHER.scheduleWithFixedDelay(() -> {
+            for (WorkerProcess w : RUNNING.values()) {
+                try {
+                    w.flush(false);
+                }
+                catch (RuntimeException e) {
+                    // The cache is unreachable for a moment (topology change): keep the lines, retry.
+                }
+            }
+        }, FLUSH_MS, FLUSH_MS, TimeUnit.MILLISECONDS);
+    }
+
+    /** A free TCP port on {@code host} for a TF server, not handed out in the last minute. */
+    static synchronized int freePort(String host) throws IOException {
+        long now = System.currentTimeMillis();
+        RESERVED.values().removeIf(t -> now - t > 60_000);
+        for (int attempt = 0; attempt < 50; attempt++) {
+            try (ServerSocket s = new ServerSocket()) {
+                s.setReuseAddress(false);
+                s.bind(new InetSocketAddress(host, 0));
+                int port = s.getLocalPort();
+                if (RESERVED.putIfAbsent(port, now) == null)
+                    return port;
+            }
+        }
+        throw new IOException("no free port found on " + host);
+    }
+
+    /** Where this node keeps job {@code job}'s files and worker logs. */
+    static Path jobDir(Ignite ignite, String job) {
+        String base = ignite.configuration().getWorkDirectory();
+        if (base == null)
+            base = System.getProperty("java.io.tmpdir");
+        return Paths.get(base, "tf-jobs", job).toAbsolutePath();
+    }
+
+    /** Writes the job's files (shipped through the FILES cache) under {@code jobDir/files}, once per node. */
+    static Path materialize(Ignite ignite, String job, int chunks) throws IOException {
+        Path dir = jobDir(ignite, job);
+        Path files = dir.resolve("files");
+        Path done = dir.resolve(".files-complete");
+        synchronized (WorkerAgent.class) {
+            if (Files.exists(done))
+                return files;
+            Files.createDirectories(files);
+            IgniteCache<String, byte[]> cache = ignite.cache(LauncherCaches.FILES);
+            if (chunks > 0 && cache == null)
+                throw new IOException("the job files cache " + LauncherCaches.FILES + " does not exist");
+            List<byte[]> parts = new ArrayList<>();
+            int total = 0;
+            for (int i = 0; i < chunks; i++) {
+                byte[] b = cache.get(LauncherCaches.fileKey(job, i));
+                if (b == null)
+                    throw new IOException("chunk " + i + " of the files of job " + job + " is missing");
+                parts.add(b);
+                total += b.length;
+            }
+            byte[] zip = new byte[total];
+            int off = 0;
+            for (byte[] b : parts) {
+                System.arraycopy(b, 0, zip, off, b.length);
+                off += b.length;
+            }
+            if (total > 0)
+                unzip(zip, files);
+            Files.write(done, new byte[0]);
+            return files;
+        }
+    }
+
+    private static void unzip(byte[] zip, Path target) throws IOException {
+        Path root = target.toAbsolutePath().normalize();
+        try (ZipInputStream in = new ZipInputStream(new ByteArrayInputStream(zip))) {
+            ZipEntry e;
+            while ((e = in.getNextEntry()) != null) {
+                Path out = root.resolve(e.getName()).normalize();
+                if (!out.startsWith(root))
+                    throw new IOException("job file " + e.getName() + " points outside the job directory");
+                if (e.isDirectory()) {
+                    Files.createDirectories(out);
+                    continue;
+                }
+                Files.createDirectories(out.getParent());
+                try (OutputStream os = Files.newOutputStream(out)) {
+                    in.transferTo(os);
+                }
+            }
+        }
+    }
+
+    /** Starts one worker and returns its pid once the process exists. */
+    static long start(Ignite ignite, AgentTasks.StartWorker req) throws Exception {
+        String key = LauncherCaches.workerKey(req.job, req.attempt, req.index);
+        // A leftover of an older attempt of this job must not share the node with the new one.
+        stop(ignite, req.job, req.attempt - 1, 5_000);
+        WorkerProcess existing = RUNNING.get(key);
+        if (existing != null && !existing.exited)
+            return existing.pid;
+        Path files = materialize(ignite, req.job, req.fileChunks);
+        Path dir = jobDir(ignite, req.job);
+
+        List<String> cmd = new ArrayList<>();
+        cmd.add(req.python);
+        cmd.add("-m");
+        cmd.add("tensorflow_ignite.launcher.shim");
+        cmd.add("--job");
+        cmd.add(req.job);
+        cmd.add("--attempt");
+        cmd.add(Long.toString(req.attempt));
+        cmd.add("--worker");
+        cmd.add(Integer.toString(req.index));
+        cmd.add("--");
+        cmd.addAll(req.command);
+
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.directory(files.toFile());
+        pb.redirectErrorStream(true);
+        pb.redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
+        Map<String, String> env = pb.environment();
+        env.putAll(req.env);
+        env.put("TF_IGNITE_WORK_DIR", files.toString());
+        // `python` in the command means the interpreter the job was submitted with.
+        Path bin = Paths.get(req.python).getParent();
+        if (bin != null)
+            env.put("PATH", bin + java.io.File.pathSeparator + env.getOrDefault("PATH", "/usr/bin:/bin"));
+
+        HashMap<String, Object> record = new HashMap<>();
+        record.put("job", req.job);
+        record.put("attempt", req.attempt);
+        record.put("index", (long)req.index);
+        record.put("node", req.nodeLabel);
+        record.put("node_id", ignite.cluster().localNode().id().toString());
+        record.put("state", "STARTING");
+        record.put("chunks", 0L);
+        record.put("pid", null);
+        record.put("exit_code", null);
+        record.put("log_file", dir.resolve("worker-" + req.attempt + "-" + req.index + ".log").toString());
+
+        WorkerProcess w = new WorkerProcess(ignite, key, req, pb, record);
+        RUNNING.put(key, w);
+        w.thread.start();
+        try {
+            return w.started.get(60, TimeUnit.SECONDS);
+        }
+        catch (ExecutionException e) {
+            throw new IgniteException("cannot start worker " + req.index + " of job " + req.job + " ("
+                + String.join(" ", cmd) + "): " + e.getCause(), e.getCause());
+        }
+        catch (TimeoutException e) {
+            throw new IgniteException("worker " + req.index + " of job " + req.job + " did not start within 60 s");
+        }
+    }
+
+    /**
+     * Stops this node's workers of {@code job} with attempt ≤ {@code attempt} (all
+     * attempts when negative): SIGTERM (the shim forwards it to the worker's process
+     * group), then SIGKILL to the worker and every descendant left after {@code graceMs}.
+     * Returns once each is gone and its exit is recorded.
+     */
+    static int stop(Ignite ignite, String job, long attempt, long graceMs) {
+        List<WorkerProcess> victims = new ArrayList<>();
+        for (WorkerProcess w : RUNNING.values()) {
+            if (w.req.job.equals(job) && (attempt < 0 || w.req.attempt <= attempt))
+                victims.add(w);
+        }
+        List<ProcessHandle> tree = new ArrayList<>();
+        for (WorkerProcess w : victims) {
+            Process p = w.process;
+            if (p == null)
+                continue;
+            p.descendants().forEach(tree::add);
+            w.stopRequested = true;
+            p.destroy();
+        }
+        long deadline = System.currentTimeMillis() + graceMs;
+        for (WorkerProcess w : victims) {
+            Process p = w.process;
+            if (p == null)
+                continue;
+            try {
+                p.waitFor(Math.max(1, deadline - System.currentTimeMillis()), TimeUnit.MILLISECONDS);
+            }
+            catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (p.isAlive()) {
+                p.descendants().forEach(tree::add);
+                p.destroyForcibly();
+            }
+        }
+        for (ProcessHandle h : tree) {
+            if (h.isAlive())
+                h.destroyForcibly();
+        }
+        for (WorkerProcess w : victims) {
+            if (w.pid > 0)
+                killProcessGroup(w.pid);
+        }
+        for (WorkerProcess w : victims) {
+            try {
+                w.thread.join(15_000);
+            }
+            catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return victims.size();
+    }
+
+    /** One worker process: its pump thread, buffered output and state record. */
+    static final class WorkerProcess {
+        final Ignite ignite;
+        final String key;
+        final AgentTasks.StartWorker req;
+        final ProcessBuilder pb;
+        final HashMap<String, Object> record;
+        final CompletableFuture<Long> started = new CompletableFuture<>();
+        final Thread thread;
+        volatile Process process;
+        volatile long pid;
+        volatile boolean exited;
+        volatile boolean stopRequested;
+
+        private final List<String> pending = new ArrayList<>();
+        private int pendingBytes;
+        private long pendingSince;
+        private long chunks;
+        private BufferedWriter localLog;
+
+        WorkerProcess(Ignite ignite, String key, AgentTasks.StartWorker req, ProcessBuilder pb,
+            HashMap<String, Object> record) {
+            this.ignite = ignite;
+            this.key = key;
+            this.req = req;
+            this.pb = pb;
+            this.record = record;
+            // The kernel's parent-death signal to the worker is tied to this thread
+            // (it forks the process), which therefore lives exactly as long as the worker.
+            this.thread = new Thread(this::run, "tf-ignite-worker-" + key);
+            this.thread.setDaemon(true);
+        }
+
+        private void run() {
+            try {
+                localLog = Files.newBufferedWriter(Paths.get((String)record.get("log_file")), StandardCharsets.UTF_8,
+                    StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+            }
+            catch (IOException e) {
+                localLog = null;
+            }
+            Process p;
+            try {
+                p = pb.start();
+            }
+            catch (IOException | RuntimeException e) {
+                synchronized (this) {
+                    record.put("state", "FAILED_TO_START");
+                    record.put("exit_code", 127L);
+                    record.put("error", e.toString());
+                    record.put("ended_ms", System.currentTimeMillis());
+                    putRecord();
+                }
+                exited = true;
+                RUNNING.remove(key, this);
+                started.completeExceptionally(e);
+                return;
+            }
+            process = p;
+            pid = p.pid();
+            // A background child holding the output pipe open must not keep this
+            // thread (and the worker's EXITED record) waiting once the worker is gone.
+            long group = pid;
+            p.onExit().thenRun(() -> killProcessGroup(group));
+            synchronized (this) {
+                record.put("state", "RUNNING");
+                record.put("pid", pid);
+                record.put("started_ms", System.currentTimeMillis());
+                putRecord();
+            }
+            started.complete(pid);
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null)
+                    append(line);
+            }
+            catch (IOException e) {
+                append("[tf-ignite] output of the worker could not be read further: " + e);
+            }
+            // The shim is gone (it may have been SIGKILLed itself): nothing of its
+            // process group may outlive it.
+            killProcessGroup(pid);
+            int code;
+            while (true) {
+                try {
+                    code = p.waitFor();
+                    break;
+                }
+                catch (InterruptedException e) {
+                    // Keep waiting: the exit code must be recorded.
+                }
+            }
+            for (int i = 0; i < 50; i++) {
+                try {
+                    flush(true);
+                    break;
+                }
+                catch (RuntimeException e) {
+                    sleepQuietly(200);
+                }
+            }
+            synchronized (this) {
+                record.put("state", "EXITED");
+                record.put("exit_code", (long)code);
+                record.put("stopped", stopRequested);
+                record.put("ended_ms", System.currentTimeMillis());
+                for (int i = 0; i < 50; i++) {
+                    try {
+                        putRecord();
+                        break;
+                    }
+                    catch (RuntimeException e) {
+                        sleepQuietly(200);
+                    }
+                }
+            }
+            exited = true;
+            RUNNING.remove(key, this);
+            try {
+                if (localLog != null)
+                    localLog.close();
+            }
+            catch (IOException ignored) {
+                // best effort
+            }
+        }
+
+        private synchronized void append(String line) {
+            if (line.length() > MAX_LINE)
+                line = line.substring(0, MAX_LINE) + " [line cut at " + MAX_LINE + " characters]";
+            if (pending.isEmpty())
+                pendingSince = System.currentTimeMillis();
+            pending.add(line);
+            pendingBytes += line.length() + 1;
+            if (localLog != null) {
+                try {
+                    localLog.write(line);
+                    localLog.write('\n');
+                }
+                catch (IOException ignored) {
+                    // the cache copy is the one that matters
+                }
+            }
+            if (pending.size() >= CHUNK_LINES || pendingBytes >= CHUNK_BYTES)
+                flush(true);
+        }
+
+        /** Writes buffered lines as the next chunk (when due, or always with {@code force}). */
+        synchronized void flush(boolean force) {
+            if (pending.isEmpty())
+                return;
+            if (!force && System.currentTimeMillis() - pendingSince < FLUSH_MS)
+                return;
+            IgniteCache<String, HashMap<String, Object>> logs = ignite.cache(LauncherCaches.LOGS);
+            HashMap<String, Object> chunk = new HashMap<>();
+            chunk.put("t", pendingSince);
+            chunk.put("text", String.join("\n", pending));
+            logs.put(LauncherCaches.logKey(req.job, req.attempt, req.index, chunks), chunk);
+            chunks++;
+            pending.clear();
+            pendingBytes = 0;
+            record.put("chunks", chunks);
+            putRecord();
+            if (localLog != null) {
+                try {
+                    localLog.flush();
+                }
+                catch (IOException ignored) {
+                    // best effort
+                }
+            }
+        }
+
+        private void putRecord() {
+            IgniteCache<String, HashMap<String, Object>> workers = ignite.cache(LauncherCaches.WORKERS);
+            workers.put(key, new HashMap<>(record));
+        }
+    }
+
+    /**
+     * SIGKILLs every process of process group {@code pgid} (the shim makes its pid the
+     * group id of the worker and all it starts). Linux does not reuse a pid while it
+     * still names a group, so this never hits a stranger.
+     */
+    static int killProcessGroup(long pgid) {
+        int killed = 0;
+        java.io.File[] procs = new java.io.File("/proc").listFiles();
+        if (procs == null)
+            return 0;
+        for (java.io.File f : procs) {
+            String name = f.getName();
+            if (name.isEmpty() || !Character.isDigit(name.charAt(0)))
+                continue;
+            try {
+                String stat = new String(Files.readAllBytes(f.toPath().resolve("stat")), StandardCharsets.UTF_8);
+                String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                // fields: state, ppid, pgrp, ...
+                if (fields.length > 2 && !"Z".equals(fields[0]) && Long.parseLong(fields[2]) == pgid) {
+                    long pid = Long.parseLong(name);
+                    if (pid == ProcessHandle.current().pid())
+                        continue;
+                    ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+                    killed++;
+                }
+            }
+            catch (IOException | RuntimeException e) {
+                // the process went away while we looked
+            }
+        }
+        return killed;
+    }
+
+    static void sleepQuietly(long ms) {
+        try {
+            Thread.sleep(ms);
+        }
+        catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

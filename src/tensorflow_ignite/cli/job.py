@@ -1,0 +1,309 @@
+"""``ignite-tf start|ps|describe|logs|attach|stop``: distributed training jobs.
+
+A job runs one TensorFlow worker per Ignite server node that holds primary
+partitions of its cache, next to the data, supervised by the cluster's
+``tf-ignite-launcher`` service (deployed by every node that ``ignite-tf node
+start`` runs).  These commands talk to that service over the thin client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from typing import Any, TextIO
+
+from ..errors import ConfigurationError
+from ..launcher import layout
+from ..launcher.jobs import JobClient, OutputLine
+
+__all__ = ["register"]
+
+_EPILOG_ENV = (
+    "Each worker gets TF_CONFIG (MultiWorkerMirroredStrategy), IGNITE_DATASET_HOST/PORT (its own "
+    "node), IGNITE_DATASET_PARTS (that node's primary partitions), TF_IGNITE_CACHE, "
+    "TF_IGNITE_CHECKPOINT_DIR, TF_IGNITE_JOB_ID, TF_IGNITE_ATTEMPT, TF_IGNITE_WORKER_INDEX, "
+    "TF_IGNITE_NUM_WORKERS and TF_IGNITE_NODE; `IgniteDataset(cache)` in the script then reads "
+    "exactly the local partitions."
+)
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the job commands."""
+    start = sub.add_parser(
+        "start",
+        help="run a training job next to a cache's partitions",
+        description=(
+            "Ship JOB_DIR through Ignite, start CMD in it on every server node that holds primary "
+            "partitions of CACHE (one worker per node), and follow the workers' output. Exits with "
+            "the job's exit code. Ctrl+C detaches; the job keeps running (`ignite-tf stop JOB`)."
+        ),
+        epilog=_EPILOG_ENV,
+        usage="ignite-tf start [OPTIONS] CACHE JOB_DIR -- CMD [ARGS...]",
+    )
+    _address(start)
+    start.add_argument("cache", metavar="CACHE", help="the cache whose partitions the workers read")
+    start.add_argument("job_dir", metavar="JOB_DIR", help="directory with the training script (shipped to the nodes)")
+    start.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
+                       help="the command each worker runs in its copy of JOB_DIR, e.g. -- python train.py")
+    start.add_argument("--name", help="job name (default: JOB_DIR's name plus a random suffix)")
+    start.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VALUE",
+                       help="environment variable for the workers (repeatable)")
+    start.add_argument("--checkpoint-dir", metavar="URI",
+                       help="passed to workers as TF_IGNITE_CHECKPOINT_DIR (default ignite:///tf-jobs/JOB)")
+    start.add_argument("--python", metavar="PATH",
+                       help="Python interpreter on the nodes (default: this one); first on the workers' PATH")
+    start.add_argument("--max-restarts", type=int, default=3, metavar="N",
+                       help="restarts after failures before the job fails (default 3)")
+    start.add_argument("--backoff", type=float, default=1.0, metavar="SECONDS",
+                       help="delay before the first restart, doubled each time up to 30 s (default 1)")
+    start.add_argument("--settle", type=float, default=1.0, metavar="SECONDS",
+                       help="how long the partition map must hold still before workers start (default 1)")
+    start.add_argument("--grace", type=float, default=10.0, metavar="SECONDS",
+                       help="time workers get after SIGTERM before SIGKILL when stopped (default 10)")
+    start.add_argument("-d", "--detach", action="store_true", help="print the job name and return at once")
+    start.set_defaults(handler=_start, start_parser=start)
+
+    ps = sub.add_parser("ps", help="list jobs", description="List the cluster's jobs, newest first.")
+    _address(ps)
+    ps.add_argument("--active", action="store_true", help="only jobs that have not finished")
+    ps.set_defaults(handler=_ps)
+
+    describe = sub.add_parser(
+        "describe", help="show a job's state, workers, restarts and their reasons",
+        description="Show a job: state, exit code, the current plan (worker, node, partitions, pid), "
+        "every restart with its reason, the workers' reported results and the launcher's events.",
+    )
+    _address(describe)
+    describe.add_argument("job", metavar="JOB")
+    describe.add_argument("--json", action="store_true", help="the raw job and worker records as JSON")
+    describe.set_defaults(handler=_describe)
+
+    logs = sub.add_parser(
+        "logs", help="print a job's output",
+        description="Print the output of every worker of a job, each line labelled [wINDEX NODE] "
+        "(plus #ATTEMPT after restarts), and the launcher's own events as [launcher] lines.",
+    )
+    _address(logs)
+    logs.add_argument("job", metavar="JOB")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the job finishes")
+    logs.add_argument("--attempt", type=int, action="append", metavar="N", help="only this attempt (repeatable)")
+    logs.add_argument("--worker", type=int, action="append", metavar="I", help="only this worker (repeatable)")
+    logs.add_argument("--no-launcher", action="store_true", help="leave out the launcher's [launcher] lines")
+    logs.set_defaults(handler=_logs)
+
+    attach = sub.add_parser(
+        "attach", help="follow a job's output and exit with its exit code",
+        description="Print the job's output so far, follow it until the job finishes, and exit with "
+        "the job's exit code. Ctrl+C detaches without stopping the job.",
+    )
+    _address(attach)
+    attach.add_argument("job", metavar="JOB")
+    attach.set_defaults(handler=_attach)
+
+    stop = sub.add_parser(
+        "stop", help="stop a job and all its worker processes",
+        description="Stop every worker of the job on every node (SIGTERM to each worker's process "
+        "group, SIGKILL after the grace period) and wait until the job is STOPPED.",
+    )
+    _address(stop)
+    stop.add_argument("job", metavar="JOB")
+    stop.add_argument("--no-wait", action="store_true", help="return once the stop is requested")
+    stop.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                      help="how long to wait for the job to stop (default 120)")
+    stop.set_defaults(handler=_stop)
+
+
+def _address(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="an Ignite node's host (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=10800, help="its thin-client port (default 10800)")
+
+
+def _connect(args: argparse.Namespace) -> JobClient:
+    return JobClient.connect(args.host, args.port)
+
+
+# ------------------------------------------------------------------- handlers
+def _start(args: argparse.Namespace) -> int:
+    command = list(args.command)
+    if "--" in command and command[0] != "--":
+        # Options written after CACHE JOB_DIR (`start C D --name n -- cmd`): argparse's
+        # remainder swallowed them; parse them now.
+        # Parsing into `args` itself keeps every value given before CACHE (argparse
+        # only fills in defaults for attributes the namespace lacks).
+        cut = command.index("--")
+        args.start_parser.parse_args([*command[:cut], args.cache, args.job_dir], namespace=args)
+        command = command[cut:]
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise ConfigurationError("no command: put it after --, e.g. ignite-tf start CACHE DIR -- python train.py")
+    env = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigurationError(f"--env {item!r}: use KEY=VALUE")
+        env[key] = value
+    with _connect(args) as jobs:
+        rec = jobs.submit(
+            args.cache, args.job_dir, command, name=args.name, env=env, python=args.python,
+            checkpoint_dir=args.checkpoint_dir, max_restarts=args.max_restarts,
+            backoff_ms=int(args.backoff * 1000), settle_ms=int(args.settle * 1000), grace_ms=int(args.grace * 1000),
+        )
+        job_id = rec["id"]
+        if args.detach:
+            print(job_id)
+            return 0
+        print(f"ignite-tf: job {job_id} submitted (cache {args.cache}); following its output "
+              f"(Ctrl+C detaches, `ignite-tf stop {job_id}` stops it)", file=sys.stderr)
+        return _follow(jobs, job_id)
+
+
+def _follow(jobs: JobClient, job_id: str, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        for line in jobs.output(job_id, follow=True):
+            _print_line(line, out)
+    except KeyboardInterrupt:
+        print(f"\nignite-tf: detached; job {job_id} keeps running", file=sys.stderr)
+        return 130
+    rec = jobs.job(job_id)
+    code = rec.get("exit_code")
+    print(f"ignite-tf: job {job_id} {rec.get('state')} (exit code {code}): {rec.get('message')}", file=sys.stderr)
+    return int(code) if code is not None else 1
+
+
+def _print_line(line: OutputLine, out: TextIO) -> None:
+    out.write(f"{line}\n")
+    out.flush()
+
+
+def _ps(args: argparse.Namespace) -> int:
+    with _connect(args) as jobs:
+        records = jobs.jobs()
+    if args.active:
+        records = [r for r in records if r.get("state") not in layout.TERMINAL_STATES]
+    rows = [("JOB", "STATE", "EXIT", "ATTEMPT", "RESTARTS", "WORKERS", "CACHE", "AGE", "COMMAND")]
+    now = time.time() * 1000
+    for r in records:
+        rows.append((
+            str(r.get("id")), str(r.get("state")),
+            "" if r.get("exit_code") is None else str(r.get("exit_code")),
+            str(r.get("attempt")), str(r.get("restarts")), str(len(r.get("workers") or ())),
+            str(r.get("cache")), _age(now - (r.get("created_ms") or now)),
+            shlex.join(str(c) for c in r.get("command") or ()),
+        ))
+    _table(rows, sys.stdout)
+    return 0
+
+
+def _describe(args: argparse.Namespace) -> int:
+    with _connect(args) as jobs:
+        rec = jobs.job(args.job)
+        workers = jobs.workers(args.job)
+        results = jobs.results(args.job)
+    if args.json:
+        print(json.dumps({"job": rec, "workers": workers, "results": results}, indent=2, default=str))
+        return 0
+    out = sys.stdout
+    code = rec.get("exit_code")
+    state = f"{rec.get('state')}" + ("" if code is None else f" (exit code {code})")
+    fields = [
+        ("Job", rec.get("id")),
+        ("State", state),
+        ("Message", rec.get("message")),
+        ("Cache", rec.get("cache")),
+        ("Command", shlex.join(str(c) for c in rec.get("command") or ())),
+        ("Strategy", rec.get("strategy")),
+        ("Checkpoints", rec.get("checkpoint_dir") or "-"),
+        ("Attempt", rec.get("attempt")),
+        ("Restarts", f"{rec.get('restarts')} of at most {rec.get('max_restarts')}"),
+        ("Created", _when(rec.get("created_ms"))),
+    ]
+    if rec.get("finished_ms"):
+        fields.append(("Finished", _when(rec.get("finished_ms"))))
+    if rec.get("env"):
+        fields.append(("Environment", " ".join(f"{k}={v}" for k, v in sorted(rec["env"].items()))))
+    width = max(len(k) for k, _ in fields) + 2
+    for k, v in fields:
+        out.write(f"{k + ':':<{width}}{v}\n")
+    by_index = {int(w.get("index", -1)): w for w in workers}
+    planned = rec.get("workers") or []
+    if planned:
+        out.write(f"\nWorkers (attempt {rec.get('attempt')}):\n")
+        rows = [("#", "NODE", "TF SERVER", "DATASET", "PARTITIONS", "PID", "STATE", "EXIT")]
+        for w in planned:
+            idx = int(w.get("index", -1))
+            st = by_index.get(idx, {})
+            parts = str(w.get("partitions") or "")
+            rows.append((
+                str(idx), str(w.get("node")), f"{w.get('host')}:{w.get('port')}",
+                f"{w.get('dataset_host')}:{w.get('dataset_port')}",
+                f"{w.get('partition_count')} ({parts if len(parts) <= 30 else parts[:27] + '...'})",
+                str(st.get("pid") or w.get("pid") or ""), str(st.get("state") or "?"),
+                "" if st.get("exit_code") is None else str(st.get("exit_code")),
+            ))
+        _table(rows, out, indent="  ")
+    failures = rec.get("failures") or []
+    out.write(f"\nRestarts ({len(failures)} failure(s)):\n" if failures else "\nRestarts: none\n")
+    for f in failures:
+        out.write(f"  {_when(f.get('t'))}  attempt {f.get('attempt')}  [{f.get('kind')}] {f.get('reason')}"
+                  f"  -> {f.get('action')}\n")
+    if results:
+        out.write("\nResults:\n")
+        for idx in sorted(results):
+            out.write(f"  w{idx}: {json.dumps(results[idx], default=str)[:300]}\n")
+    events = rec.get("events") or []
+    if events:
+        out.write("\nEvents:\n")
+        for e in events[-20:]:
+            out.write(f"  {_when(e.get('t'))}  {e.get('message')}\n")
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    with _connect(args) as jobs:
+        try:
+            for line in jobs.output(args.job, follow=args.follow, launcher=not args.no_launcher,
+                                    attempts=args.attempt, workers=args.worker):
+                _print_line(line, sys.stdout)
+        except KeyboardInterrupt:
+            return 130
+    return 0
+
+
+def _attach(args: argparse.Namespace) -> int:
+    with _connect(args) as jobs:
+        jobs.job(args.job)  # a clear error for an unknown job before following
+        return _follow(jobs, args.job)
+
+
+def _stop(args: argparse.Namespace) -> int:
+    with _connect(args) as jobs:
+        rec = jobs.stop(args.job, wait=not args.no_wait, timeout=args.timeout)
+    print(f"job {args.job}: {rec.get('state')}" + (f" ({rec.get('message')})" if rec.get("message") else ""))
+    return 0
+
+
+# --------------------------------------------------------------------- format
+def _table(rows: list[tuple[str, ...]], out: TextIO, indent: str = "") -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        out.write(indent + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")
+
+
+def _age(ms: float) -> str:
+    s = max(0, int(ms / 1000))
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m"
+    return f"{s // 3600}h"
+
+
+def _when(ms: Any) -> str:
+    if not ms:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(int(ms) / 1000))

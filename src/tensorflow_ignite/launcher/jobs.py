@@ -1,0 +1,376 @@
+"""``JobClient``: submit, watch and stop launcher jobs over the thin client.
+
+Commands go to the supervisor service (``TfJobService``, a cluster singleton)
+through the thin client's service-invoke operation (7000); everything that is
+read -- job records, worker records, output lines, results -- comes straight
+from the launcher's caches (:mod:`.layout`), so watching a job costs the
+supervisor nothing and keeps working while Ignite moves the supervisor to
+another node.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import secrets
+import sys
+import time
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..client import IgniteClient
+from ..errors import ConfigurationError, IgniteError, ServerError
+from ..protocol import requests, responses
+from ..protocol.codes import Op
+from . import layout
+
+__all__ = [
+    "JobClient",
+    "LauncherError",
+    "JobNotFoundError",
+    "LauncherNotDeployedError",
+    "OutputLine",
+    "pack_directory",
+    "plain",
+    "new_job_id",
+]
+
+#: Bytes per chunk of the job directory's zip in the files cache.
+FILE_CHUNK_BYTES = 4 << 20
+#: Largest job directory (zipped) that ``submit`` ships.
+MAX_JOB_BYTES = 512 << 20
+_SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints"}
+
+
+class LauncherError(IgniteError):
+    """The launcher refused a request or a job could not be found or followed."""
+
+
+class JobNotFoundError(LauncherError):
+    """No job of that name exists on the cluster."""
+
+
+class LauncherNotDeployedError(LauncherError):
+    """The cluster runs no ``tf-ignite-launcher`` service (nodes not started by our NodeLauncher)."""
+
+
+@dataclass(frozen=True)
+class OutputLine:
+    """One line of a job's output: a worker's (``worker`` >= 0) or the launcher's (``worker`` == -1)."""
+
+    t: int
+    attempt: int
+    worker: int
+    node: str
+    text: str
+
+    def label(self) -> str:
+        if self.worker < 0:
+            return "[launcher]"
+        return f"[w{self.worker} {self.node}{'' if self.attempt <= 1 else f' #{self.attempt}'}]"
+
+    def __str__(self) -> str:
+        return f"{self.label()} {self.text}"
+
+
+def plain(value: Any) -> Any:
+    """Java maps/collections decoded by the client -> plain ``dict``/``list`` (recursively)."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def new_job_id(job_dir: str | os.PathLike[str] | None = None) -> str:
+    """``<directory name>-<6 hex>``, valid for the supervisor (letters, digits, ``._-``)."""
+    stem = Path(job_dir).resolve().name if job_dir is not None else "job"
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-._") or "job"
+    return f"{stem[:40]}-{secrets.token_hex(3)}"
+
+
+def pack_directory(job_dir: str | os.PathLike[str], *, limit: int = MAX_JOB_BYTES) -> bytes:
+    """Zip ``job_dir`` (without caches and VCS folders) into memory."""
+    root = Path(job_dir)
+    if not root.is_dir():
+        raise ConfigurationError(f"job directory {str(root)!r} does not exist or is not a directory")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+            for name in sorted(filenames):
+                path = Path(dirpath) / name
+                if path.is_file():
+                    zf.write(path, path.relative_to(root).as_posix())
+                if buf.tell() > limit:
+                    raise ConfigurationError(
+                        f"job directory {str(root)!r} is larger than {limit >> 20} MiB zipped; ship data "
+                        "through a cache (ignite-tf load) rather than the job directory"
+                    )
+    return buf.getvalue()
+
+
+class JobClient:
+    """Talks to the launcher of one cluster.  ``JobClient.connect("host", port)`` or wrap a client."""
+
+    def __init__(self, client: IgniteClient, *, owns_client: bool = False) -> None:
+        self.client = client
+        self._owns = owns_client
+
+    @classmethod
+    def connect(cls, host: str = "127.0.0.1", port: int = 10800, **settings: Any) -> "JobClient":
+        return cls(IgniteClient(f"{host}:{port}", **settings), owns_client=True)
+
+    def close(self) -> None:
+        if self._owns:
+            self.client.close()
+
+    def __enter__(self) -> "JobClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------- service calls
+    def invoke(self, method: str, *args: Any, wait_for_service: float = 30.0) -> Any:
+        """Call a method of the supervisor service; waits up to ``wait_for_service``
+        seconds for it to be deployed (a cluster that just started, or Ignite moving
+        the singleton after its node died)."""
+        deadline = time.monotonic() + wait_for_service
+        delay = 0.1
+        while True:
+            conn = self.client.default_connection
+            features = conn.features
+            try:
+                body = self.client.request(
+                    lambda rid: requests.service_invoke(rid, layout.SERVICE_NAME, method, args, features=features),
+                    Op.SERVICE_INVOKE, retry=False,
+                )
+            except ServerError as exc:
+                text = str(exc)
+                if "Service not found" in text or "Failed to find deployed service" in text:
+                    if time.monotonic() < deadline:
+                        time.sleep(delay)  # polling for the deployment, bounded by the deadline
+                        delay = min(delay * 2, 1.0)
+                        continue
+                    raise LauncherNotDeployedError(
+                        f"the cluster has no {layout.SERVICE_NAME!r} service: start the nodes with "
+                        "tensorflow-ignite's NodeLauncher (`ignite-tf node start`), which deploys it"
+                    ) from None
+                raise LauncherError(_service_message(text)) from None
+            return plain(responses.decode_object(body, self.client.decoder()))
+
+    def ping(self) -> str:
+        """``"tf-ignite-launcher 1 on <node>"`` once the supervisor is deployed."""
+        return str(self.invoke("ping"))
+
+    def submit(
+        self,
+        cache: str,
+        job_dir: str | os.PathLike[str],
+        command: Sequence[str],
+        *,
+        name: str | None = None,
+        env: Mapping[str, str] | None = None,
+        python: str | None = None,
+        checkpoint_dir: str | None = None,
+        strategy: str = "multi_worker_mirrored",
+        max_restarts: int = 3,
+        backoff_ms: int = 1000,
+        settle_ms: int = 1000,
+        grace_ms: int = 10_000,
+    ) -> dict[str, Any]:
+        """Ship ``job_dir`` through the files cache and submit the job; returns its record.
+
+        ``command`` runs in the job directory on each planned node, with ``python``
+        (default: this interpreter) first on ``PATH``.  ``checkpoint_dir`` defaults
+        to ``ignite:///tf-jobs/<job>`` -- the ``ignite://`` filesystem through the
+        worker's own node.
+        """
+        if not command:
+            raise ConfigurationError("the job needs a command after --, e.g. -- python train.py")
+        job_id = name or new_job_id(job_dir)
+        data = pack_directory(job_dir)
+        files = self.client.get_or_create_cache(layout.cache_config(layout.FILES))
+        chunks = [data[i:i + FILE_CHUNK_BYTES] for i in range(0, len(data), FILE_CHUNK_BYTES)]
+        for n, chunk in enumerate(chunks):
+            files.put(layout.file_key(job_id, n), bytes(chunk))
+        spec = {
+            "id": job_id,
+            "cache": cache,
+            "command": list(command),
+            "python": python or sys.executable,
+            "env": dict(env or {}),
+            "strategy": strategy,
+            "checkpoint_dir": checkpoint_dir if checkpoint_dir is not None else f"ignite:///tf-jobs/{job_id}",
+            "file_chunks": len(chunks),
+            "max_restarts": int(max_restarts),
+            "backoff_ms": int(backoff_ms),
+            "settle_ms": int(settle_ms),
+            "grace_ms": int(grace_ms),
+        }
+        try:
+            return self.invoke("submit", spec)
+        except LauncherError:
+            files.remove_keys([layout.file_key(job_id, n) for n in range(len(chunks))])
+            raise
+
+    def stop(self, job_id: str, *, wait: bool = True, timeout: float = 120.0) -> dict[str, Any]:
+        """Ask the supervisor to stop a job; with ``wait``, return once it is STOPPED (or finished)."""
+        self.invoke("stop", job_id)
+        if not wait:
+            return self.job(job_id)
+        return self.wait(job_id, timeout=timeout)
+
+    # ------------------------------------------------------------------ reading
+    def _cache(self, name: str) -> Any | None:
+        if name not in self.client.cache_names():
+            return None
+        return self.client.cache(name)
+
+    def jobs(self) -> list[dict[str, Any]]:
+        """Every job on the cluster, newest first."""
+        cache = self._cache(layout.JOBS)
+        if cache is None:
+            return []
+        out = [plain(v) for _, v in cache.scan()]
+        return sorted(out, key=lambda r: r.get("created_ms") or 0, reverse=True)
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """The job's record (raises :class:`JobNotFoundError`)."""
+        cache = self._cache(layout.JOBS)
+        rec = cache.get(job_id) if cache is not None else None
+        if rec is None:
+            raise JobNotFoundError(f"no job named {job_id!r} on this cluster (see `ignite-tf ps`)")
+        return plain(rec)
+
+    def workers(self, job_id: str, attempt: int | None = None) -> list[dict[str, Any]]:
+        """The worker records of one attempt (default: the current one), by worker index."""
+        if attempt is None:
+            attempt = int(self.job(job_id).get("attempt") or 0)
+        return self._workers_of(job_id, attempt)
+
+    def _workers_of(self, job_id: str, attempt: int, upto: int = 64) -> list[dict[str, Any]]:
+        cache = self._cache(layout.WORKERS)
+        if cache is None or attempt <= 0:
+            return []
+        found = cache.get_all([layout.worker_key(job_id, attempt, i) for i in range(upto)])
+        return sorted((plain(v) for v in found.values() if v is not None), key=lambda w: w.get("index", 0))
+
+    def results(self, job_id: str, attempt: int | None = None) -> dict[int, Any]:
+        """What each worker of an attempt (default: the current one) passed to ``report()``."""
+        if attempt is None:
+            attempt = int(self.job(job_id).get("attempt") or 0)
+        cache = self._cache(layout.RESULTS)
+        if cache is None:
+            return {}
+        keys = [layout.worker_key(job_id, attempt, i) for i in range(64)]
+        return {int(str(k).rsplit("/", 1)[1]): plain(v) for k, v in cache.get_all(keys).items() if v is not None}
+
+    def wait(self, job_id: str, *, timeout: float | None = None, poll: float = 0.25) -> dict[str, Any]:
+        """Block until the job is finished; returns its record."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            rec = self.job(job_id)
+            if rec.get("state") in layout.TERMINAL_STATES:
+                return rec
+            if deadline is not None and time.monotonic() > deadline:
+                raise LauncherError(
+                    f"job {job_id!r} is still {rec.get('state')} after {timeout:.0f}s ({rec.get('message')})"
+                )
+            time.sleep(poll)  # polling the job record, bounded by the deadline
+
+    def output(
+        self, job_id: str, *, follow: bool = False, poll: float = 0.25, launcher: bool = True,
+        attempts: Iterable[int] | None = None, workers: Iterable[int] | None = None,
+    ) -> Iterator[OutputLine]:
+        """The job's output lines, labelled with worker, node and attempt.
+
+        Without ``follow``, what is stored now; with it, keeps polling until the job
+        has finished and its last lines are read.  ``launcher`` adds the
+        supervisor's events (plans, restarts and their reasons) as ``[launcher]`` lines.
+        """
+        cursor = _OutputCursor(self, job_id, launcher=launcher,
+                               attempts=set(attempts) if attempts is not None else None,
+                               workers=set(workers) if workers is not None else None)
+        while True:
+            rec = self.job(job_id)
+            done = rec.get("state") in layout.TERMINAL_STATES
+            yield from cursor.poll(rec)
+            if done or not follow:
+                return
+            time.sleep(poll)  # polling the output caches while the job runs
+
+
+class _OutputCursor:
+    """Which chunks of which workers and which launcher events were already yielded."""
+
+    def __init__(self, jobs: JobClient, job_id: str, *, launcher: bool,
+                 attempts: set[int] | None, workers: set[int] | None) -> None:
+        self.jobs = jobs
+        self.job_id = job_id
+        self.launcher = launcher
+        self.attempts = attempts
+        self.workers = workers
+        self.next_chunk: dict[tuple[int, int], int] = {}
+        self.finished_attempts: set[int] = set()
+        self.events_seen: set[tuple[int, str]] = set()
+
+    def poll(self, rec: Mapping[str, Any]) -> list[OutputLine]:
+        out: list[OutputLine] = []
+        if self.launcher:
+            for e in rec.get("events") or ():
+                key = (int(e.get("t") or 0), str(e.get("message")))
+                if key not in self.events_seen:
+                    self.events_seen.add(key)
+                    out.append(OutputLine(key[0], int(rec.get("attempt") or 0), -1, "", key[1]))
+        current = int(rec.get("attempt") or 0)
+        logs = self.jobs._cache(layout.LOGS)
+        for attempt in range(1, current + 1):
+            if attempt in self.finished_attempts or (self.attempts is not None and attempt not in self.attempts):
+                continue
+            records = self.jobs._workers_of(self.job_id, attempt)
+            wanted: list[tuple[int, str, int, int]] = []  # (index, node, first chunk, end chunk)
+            for w in records:
+                idx = int(w.get("index", 0))
+                if self.workers is not None and idx not in self.workers:
+                    continue
+                have = self.next_chunk.get((attempt, idx), 0)
+                total = int(w.get("chunks") or 0)
+                if total > have:
+                    wanted.append((idx, str(w.get("node")), have, total))
+            if wanted and logs is not None:
+                keys = [layout.log_key(self.job_id, attempt, idx, c)
+                        for idx, _, first, end in wanted for c in range(first, end)]
+                chunks = logs.get_all(keys)
+                for idx, node, first, end in wanted:
+                    for c in range(first, end):
+                        chunk = chunks.get(layout.log_key(self.job_id, attempt, idx, c))
+                        if chunk is None:  # written out of order by a retry; read it next time
+                            end = c
+                            break
+                        t = int(chunk.get("t") or 0)
+                        for line in str(chunk.get("text") or "").split("\n"):
+                            out.append(OutputLine(t, attempt, idx, node, line))
+                    self.next_chunk[(attempt, idx)] = end
+            # An attempt is over once its workers exited and everything was read.
+            if attempt < current and records and all(
+                w.get("state") in ("EXITED", "FAILED_TO_START")
+                and self.next_chunk.get((attempt, int(w.get("index", 0))), 0) >= int(w.get("chunks") or 0)
+                for w in records
+            ):
+                self.finished_attempts.add(attempt)
+        out.sort(key=lambda line: (line.t, line.attempt, line.worker))
+        return out
+
+
+def _service_message(text: str) -> str:
+    """The supervisor's own message out of Ignite's wrapped exception text."""
+    m = re.search(r"IllegalArgumentException: (.*)", text)
+    if m:
+        return m.group(1).strip()
+    return text
