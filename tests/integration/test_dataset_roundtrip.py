@@ -32,6 +32,11 @@ def test_write_then_read_every_dtype(ignite_node: LocalCluster, cache_name: str)
     }
     result = ti.write(cache_name, data, host=host, port=port, progress=False)
     assert result.rows == n
+    with IgniteClient(f"{host}:{port}") as client:
+        from tensorflow_ignite.data.tensor_schema import SCHEMA_CACHE
+
+        # The recorded shapes survive the loss of a node.
+        assert client.cache(SCHEMA_CACHE).configuration().backups == 1
     ds = ti.IgniteDataset(cache_name, host, port, batch_size=64)
     spec = ds.element_spec["val"]
     assert spec["image"].shape.as_list() == [None, 4, 5] and spec["image"].dtype.name == "uint8"

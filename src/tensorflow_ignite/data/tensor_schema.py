@@ -88,8 +88,17 @@ class TensorSchemaRecord:
 
 
 def save_schema(client: "IgniteClient", cache_name: str, record: TensorSchemaRecord) -> None:
-    """Record ``record`` for ``cache_name`` (overwriting an older one)."""
-    client.get_or_create_cache(SCHEMA_CACHE).put(cache_name, record.to_json())
+    """Record ``record`` for ``cache_name`` (overwriting an older one).
+
+    The schema cache keeps one backup, written synchronously, so losing a node
+    does not lose the shapes of the caches whose schemas it held.
+    """
+    from ..protocol.cache_config import CacheConfiguration
+    from ..protocol.codes import WriteSynchronizationMode
+
+    config = CacheConfiguration(SCHEMA_CACHE, backups=1,
+                                write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC)
+    client.get_or_create_cache(config).put(cache_name, record.to_json())
 
 
 def load_schema(client: "IgniteClient", cache_name: str) -> TensorSchemaRecord | None:
