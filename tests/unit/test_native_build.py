@@ -16,8 +16,8 @@ import pytest
 import tensorflow_ignite
 from tensorflow_ignite.native import build, loader
 
-if importlib.util.find_spec("tensorflow") is None:  # not imported here: builds import it
-    pytest.skip("TensorFlow is not installed", allow_module_level=True)
+# TensorFlow is a requirement of the test environment (not imported here: builds import it).
+assert importlib.util.find_spec("tensorflow") is not None, "TensorFlow is not installed"
 
 SRC_ROOT = Path(tensorflow_ignite.__file__).resolve().parents[1]
 TF_STATUS_SYMBOLS = {"TF_SetStatus", "TF_GetCode", "TF_Message", "TF_NewStatus", "TF_DeleteStatus"}
@@ -30,8 +30,7 @@ def python_env() -> dict[str, str]:
 
 
 def dynamic_symbols(library: Path, *flags: str) -> set[str]:
-    if shutil.which("nm") is None:
-        pytest.skip("nm (binutils) is not installed")
+    assert shutil.which("nm") is not None, "nm (binutils, installed with g++) is missing"
     out = subprocess.run(
         ["nm", "-D", *flags, str(library)], capture_output=True, text=True, check=True
     ).stdout

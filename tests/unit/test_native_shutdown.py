@@ -21,8 +21,8 @@ import pytest
 
 import tensorflow_ignite
 
-if importlib.util.find_spec("tensorflow") is None:  # the children import it, not this process
-    pytest.skip("TensorFlow is not installed", allow_module_level=True)
+# TensorFlow is a requirement of the test environment (the children import it, not this process).
+assert importlib.util.find_spec("tensorflow") is not None, "TensorFlow is not installed"
 
 SRC_ROOT = Path(tensorflow_ignite.__file__).resolve().parents[1]
 

@@ -40,6 +40,7 @@ import zlib
 from bisect import bisect_right
 from dataclasses import dataclass, replace
 from typing import Any, Union
+from ..native.uri import clean_path
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
@@ -82,17 +83,11 @@ def new_id() -> str:
 
 # ----------------------------------------------------------------------- paths
 def normalize_path(path: str) -> str:
-    """``"a//b/./c/"`` -> ``"/a/b/c"``; ``..`` stops at the root (like TensorFlow's CleanPath)."""
-    parts: list[str] = []
-    for segment in path.split("/"):
-        if segment in ("", "."):
-            continue
-        if segment == "..":
-            if parts:
-                parts.pop()
-            continue
-        parts.append(segment)
-    return "/" + "/".join(parts)
+    """``"a//b/./c/"`` -> ``"/a/b/c"``; ``..`` stops at the root (like TensorFlow's CleanPath).
+
+    The same cleaning the TensorFlow plugin applies to URIs (``native.uri``).
+    """
+    return clean_path(path)
 
 
 def parent_of(path: str) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["SCHEMES", "IgniteURI", "parse_uri", "canonical_uri", "is_root"]
+__all__ = ["SCHEMES", "IgniteURI", "parse_uri", "canonical_uri", "clean_path", "is_root"]
 
 #: The schemes the plugin registers with TensorFlow; ``igfs`` is an alias kept so
 #: that code written for the old IGFS plugin runs unchanged.
@@ -41,7 +41,8 @@ class IgniteURI(NamedTuple):
         return self.path == "/"
 
 
-def _clean_path(path: str) -> str:
+def clean_path(path: str) -> str:
+    """``"a//b/./c/"`` -> ``"/a/b/c"``; ``..`` stops at the root (TensorFlow's CleanPath)."""
     parts: list[str] = []
     for segment in path.split("/"):
         if segment in ("", "."):
@@ -69,7 +70,7 @@ def parse_uri(uri: str) -> IgniteURI:
             + ", ".join(f"{s}://" for s in SCHEMES)
         )
     host, slash, path = rest.partition("/")
-    return IgniteURI(scheme, host, _clean_path(slash + path))
+    return IgniteURI(scheme, host, clean_path(slash + path))
 
 
 def canonical_uri(uri: str) -> str:
