@@ -80,22 +80,7 @@ class IgniteBackend:
     def copy(self, src: str, dst: str) -> None:
         s_store, s = self._resolve(src)
         d_store, d = self._resolve(dst)
-        if s_store is d_store:
-            s_store.copy(s, d)
-            return
-        reader = s_store.open_read(s)
-        try:
-            writer = d_store.open_write(d)
-            try:
-                size, bs = reader.entry.size, reader.entry.block_size
-                for index in range(reader.entry.blocks):
-                    writer.write(reader.block(index)[:min(bs, size - index * bs)])
-            except BaseException:
-                writer.discard()
-                raise
-            writer.close()
-        finally:
-            reader.close()
+        s_store.copy(s, d, to=d_store)
 
     def open_read(self, path: str) -> FileReader:
         store, p = self._resolve(path)

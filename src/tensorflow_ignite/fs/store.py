@@ -716,12 +716,15 @@ class IgniteFileStore:
             v.remove_entry(child)
             v.put_entry(target, e)
 
-    def copy(self, src: str, dst: str) -> None:
-        """Copy file ``src`` to ``dst`` (replaced atomically; parents created)."""
+    def copy(self, src: str, dst: str, *, to: "IgniteFileStore | None" = None) -> None:
+        """Copy file ``src`` to ``dst`` (replaced atomically; parents created).
+
+        ``to`` is the store ``dst`` lives in (another cluster), by default this one.
+        """
         src, dst = normalize_path(src), normalize_path(dst)
         reader = self.open_read(src)
         try:
-            writer = self.open_write(dst)
+            writer = (to or self).open_write(dst)
             try:
                 size, bs = reader.entry.size, reader.entry.block_size
                 for index in range(reader.entry.blocks):
