@@ -55,7 +55,7 @@ def test_bench_quick_run_reports_every_contender(tmp_path: Path) -> None:
         if scenario["reference"]:
             assert contenders[scenario["reference"]]["ratio"] == pytest.approx(1.0)
 
-    for heading in ("## Targets (issue 6)", "### 1 node vs several", "## 5. Filesystem (placeholder)",
+    for heading in ("## Targets (issue 6)", "### 1 node vs several", "## 5. Filesystem",
                     "- Machine:", "- Software:", "- Date:", "- Load average", "- Command: `python -m bench.run"):
         assert heading in text, heading
     assert "Bytes received per node" in text
