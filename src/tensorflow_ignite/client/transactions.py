@@ -45,6 +45,7 @@ _CONFLICT_MARKERS = (
     "TransactionOptimisticException",
     "Failed to acquire lock",
     "TransactionTimeoutException",
+    "transaction timed out",  # "Cache transaction timed out": rolled back by the server
     "TransactionDeadlockException",
     "deadlock",
 )
