@@ -2,39 +2,103 @@
 
 ``ignite-tf demo`` (and ``make demo``) runs it end to end:
 
-1. start a local Ignite node, unless ``--host`` points at a running cluster;
+1. start a local Ignite node with native persistence (data, checkpoints and
+   logs survive it), unless ``--host`` points at a running cluster;
 2. load scikit-learn's bundled handwritten digits (1,797 8x8 images; nothing is
    downloaded) into two caches, ``DIGITS_TRAIN`` and ``DIGITS_TEST``;
-3. train a small Keras network reading the training cache with ``IgniteDataset``;
+3. train a small Keras network reading the training cache with ``IgniteDataset``,
+   writing a checkpoint after every epoch and TensorBoard logs to
+   ``ignite://HOST:PORT/demo/run-<time>/``;
 4. evaluate on the held-out cache and print the accuracy;
-5. save a PNG of the training curves; stop the node it started.
+5. save a PNG of the training curves, print how to open TensorBoard on the
+   logs, and stop the node it started (``--keep-node`` leaves it running).
+
+``--distributed`` starts a local 3-node cluster instead (or uses ``--host``)
+and runs the training through the launcher -- ``ignite-tf start``, one
+MultiWorkerMirroredStrategy worker per node reading that node's partitions --
+with checkpoints and the chief's TensorBoard scalars in the same ``ignite://``
+run directory, then prints the job's result and the held-out accuracy.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import logging
 import os
-import tempfile
+import shlex
+import subprocess
+import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .local.cluster import LocalCluster
+from .errors import ConfigurationError, IgniteError, NodeError
+from .local.cluster import LocalCluster, _port_free
 
-__all__ = ["DemoResult", "run_demo", "register"]
+if TYPE_CHECKING:
+    import keras
+    import tensorflow as tf
+
+__all__ = ["DemoResult", "DemoError", "run_demo", "build_model", "demo_work_dir", "register",
+           "TRAIN_CACHE", "TEST_CACHE", "demo_dataset"]
+
+TRAIN_CACHE = "DIGITS_TRAIN"
+TEST_CACHE = "DIGITS_TEST"
+#: The launcher job the distributed demo runs (a source checkout's examples).
+DISTRIBUTED_JOB_DIR = Path(__file__).resolve().parents[2] / "examples" / "launcher_jobs" / "digits_resnet"
+
+
+class DemoError(IgniteError):
+    """The demo could not finish (e.g. the distributed training job failed)."""
 
 
 @dataclass(frozen=True)
 class DemoResult:
-    """What the demo achieved."""
+    """What the demo achieved and where it left its output.
+
+    ``checkpoint_dir`` and ``log_dir`` are ``ignite://host:port/...`` URIs on
+    the cluster the demo used; ``node_work_dir`` is set when the demo started
+    its own nodes (their persistent data lives there).
+    """
 
     train_rows: int
     test_rows: int
     epochs: int
     accuracy: float
-    curves_png: Path
     seconds: float
+    checkpoint_dir: str
+    log_dir: str | None
+    curves_png: Path | None
+    tensorboard_command: str | None
+    node_work_dir: Path | None = None
+    node_running: bool = False
+    job_id: str | None = None
+    job_results: dict[int, Any] = field(default_factory=dict)
+
+
+def demo_work_dir(distributed: bool = False) -> Path:
+    """Where the demo's own nodes keep their persistent data.
+
+    ``$IGNITE_TF_HOME/demo`` (``demo-distributed``), else
+    ``~/.local/state/tensorflow-ignite/demo``: next to ``ignite-tf node``'s
+    default, so ``ignite-tf node start --work-dir`` on it brings the data back.
+    """
+    from .cli.node import default_work_dir
+
+    return default_work_dir().parent / ("demo-distributed" if distributed else "demo")
+
+
+def _require(module: str) -> None:
+    """Fail early, with the fix, when one of the demo's extra dependencies is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise ConfigurationError(
+            f"the demo needs {module!r}, which is not installed: pip install 'tensorflow-ignite[demo]' "
+            "(or run `make demo`, which installs it)")
 
 
 def _load_digits(seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -51,6 +115,23 @@ def _load_digits(seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
             {"image": images[test], "label": labels[test]})
 
 
+def build_model() -> "keras.Model":
+    """The demo's classifier: 8x8x1 digit images -> 10 class probabilities."""
+    import keras
+
+    return keras.Sequential([
+        keras.layers.Input((8, 8, 1)),
+        keras.layers.Conv2D(16, 3, activation="relu", padding="same"),
+        keras.layers.Flatten(),
+        keras.layers.Dense(64, activation="relu"),
+        keras.layers.Dense(10, activation="softmax"),
+    ])
+
+
+def _shell(argv: Sequence[str]) -> str:
+    return shlex.join(str(a) for a in argv)
+
+
 def run_demo(
     host: str | None = None,
     port: int = 10800,
@@ -59,75 +140,257 @@ def run_demo(
     batch_size: int = 64,
     out_dir: str | os.PathLike[str] = ".",
     work_dir: str | os.PathLike[str] | None = None,
+    node_port: int | None = 10800,
+    keep_node: bool = False,
+    distributed: bool = False,
     progress: bool = True,
     client_settings: dict[str, Any] | None = None,
+    run_name: str | None = None,
 ) -> DemoResult:
-    """Run the demo; starts (and stops) a local node when ``host`` is None."""
+    """Run the demo on the cluster at ``host:port``, or on nodes it starts when ``host`` is None.
+
+    Its own nodes (one; three with ``distributed``) use native persistence in
+    ``work_dir`` (default :func:`demo_work_dir`) and client port ``node_port``
+    when that is free (``None``: any free port); they are stopped at the end
+    unless ``keep_node``.  ``client_settings`` (``username``, ``password``,
+    ``cafile``, ``certfile``, ``keyfile``, ``cert_password``) reach an existing
+    cluster, for the dataset and ``ignite://`` alike.  Output goes under
+    ``ignite://host:port/demo/<run_name>/`` (default ``run-<UTC time>``).
+    """
     started = time.monotonic()
+    for module in ("sklearn", "matplotlib"):
+        _require(module)
+    settings = {k: v for k, v in (client_settings or {}).items() if v is not None}
+    run = run_name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
+    if distributed and settings:
+        raise ConfigurationError(
+            "ignite-tf demo --distributed runs on plain clusters only (it passes no TLS or credentials "
+            "on to `ignite-tf start`); drop --username/--cafile/--certfile/--keyfile, or drop --host "
+            "to train on a local 3-node cluster")
     cluster: LocalCluster | None = None
-    tmp: tempfile.TemporaryDirectory[str] | None = None
-    settings = dict(client_settings or {})
+    if host is None:
+        cluster = _start_own_nodes(Path(work_dir) if work_dir else demo_work_dir(distributed),
+                                   nodes=3 if distributed else 1, node_port=node_port)
+        host, port = cluster.address()
+    node_running = False
     try:
-        if host is None:
-            if work_dir is None:
-                tmp = tempfile.TemporaryDirectory(prefix="tf-ignite-demo-")
-                work_dir = tmp.name
-            print("Starting a local Apache Ignite node ...", flush=True)
-            cluster = LocalCluster(Path(work_dir), nodes=1, name="tf-ignite-demo").start()
-            host, port = cluster.address()
-            print(f"Ignite node ready at {host}:{port}", flush=True)
-        return _train(host, port, epochs=epochs, batch_size=batch_size, out_dir=Path(out_dir),
-                      progress=progress, settings=settings, started=started)
+        if distributed:
+            result = _train_distributed(host, port, epochs=epochs, run=run, progress=progress,
+                                        started=started)
+        else:
+            result = _train(host, port, epochs=epochs, batch_size=batch_size, out_dir=Path(out_dir),
+                            progress=progress, settings=settings, run=run, started=started)
+        node_running = cluster is not None and keep_node
     finally:
-        if cluster is not None:
+        _close_filesystem()
+        if cluster is not None and not node_running:
             cluster.stop()
-            print("Ignite node stopped", flush=True)
-        if tmp is not None:
-            tmp.cleanup()
+            print(f"Ignite node(s) stopped; their data stays in {cluster.work_dir}", flush=True)
+    result = dataclasses.replace(result, node_work_dir=cluster.work_dir if cluster else None,
+                                 node_running=node_running)
+    _print_summary(result, cluster, settings)
+    return result
 
 
-def _train(host: str, port: int, *, epochs: int, batch_size: int, out_dir: Path, progress: bool,
-           settings: dict[str, Any], started: float) -> DemoResult:
+def _start_own_nodes(work_dir: Path, *, nodes: int, node_port: int | None) -> LocalCluster:
+    previous = LocalCluster.load_state(work_dir)
+    if previous is not None and any(m.alive() for m in previous.members):
+        raise NodeError(
+            f"the demo's node(s) from an earlier run (--keep-node?) still run in {work_dir}; stop them "
+            f"with `ignite-tf node stop --work-dir {work_dir}`, or pass --host/--port to use them")
+    port = node_port if node_port and all(_port_free("127.0.0.1", node_port + i) for i in range(nodes)) else None
+    print(f"Starting {nodes} local Apache Ignite node(s) with persistence in {work_dir} ...", flush=True)
+    # The default node name: `ignite-tf node start --persistence --work-dir DIR` later
+    # finds the same consistent ids, hence the same stored data.
+    cluster = LocalCluster(work_dir, nodes=nodes, client_port=port, persistence=True).start()
+    host, first = cluster.address()
+    print(f"Ignite ready at {host}:{first}" + (f" (and {nodes - 1} more nodes)" if nodes > 1 else ""),
+          flush=True)
+    return cluster
+
+
+def _close_filesystem() -> None:
+    """Close the ignite:// stores of this process (before their nodes may stop)."""
+    if "tensorflow_ignite.fs.config" in sys.modules:
+        from .fs import close_stores
+
+        close_stores()
+
+
+def _load(host: str, port: int, settings: dict[str, Any], progress: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    import tensorflow_ignite as ti
+
+    train, test = _load_digits()
+    for name, data in ((TRAIN_CACHE, train), (TEST_CACHE, test)):
+        result = ti.write(name, data, host=host, port=port, mode="overwrite", progress=progress, **settings)
+        print(f"loaded {result.rows} rows into cache {name}", flush=True)
+    return train, test
+
+
+def demo_dataset(name: str, host: str, port: int, *, batch_size: int = 64,
+                 client_settings: dict[str, Any] | None = None) -> "tf.data.Dataset":
+    """``(image [b, 8, 8, 1], label [b])`` batches of a digits cache, read through IgniteDataset."""
     import tensorflow as tf
 
     import tensorflow_ignite as ti
 
-    train, test = _load_digits()
-    for name, data in (("DIGITS_TRAIN", train), ("DIGITS_TEST", test)):
-        result = ti.write(name, data, host=host, port=port, mode="overwrite", progress=progress, **settings)
-        print(f"loaded {result.rows} rows into cache {name}", flush=True)
-
     def as_xy(batch: dict[str, Any]) -> tuple[tf.Tensor, tf.Tensor]:
         return batch["val"]["image"][..., tf.newaxis], batch["val"]["label"]
 
-    def dataset(name: str) -> tf.data.Dataset:
-        ds = ti.IgniteDataset(name, host, port, batch_size=batch_size,
-                              username=settings.get("username"), password=settings.get("password"),
-                              cafile=settings.get("cafile"), certfile=settings.get("certfile"),
-                              keyfile=settings.get("keyfile"), cert_password=settings.get("cert_password"))
-        return ds.map(as_xy).prefetch(tf.data.AUTOTUNE)
+    ds = ti.IgniteDataset(name, host, port, batch_size=batch_size, **(client_settings or {}))
+    return ds.map(as_xy).prefetch(tf.data.AUTOTUNE)
 
-    tf.keras.utils.set_random_seed(0)
-    model = tf.keras.Sequential([
-        tf.keras.layers.Input((8, 8, 1)),
-        tf.keras.layers.Conv2D(16, 3, activation="relu", padding="same"),
-        tf.keras.layers.Flatten(),
-        tf.keras.layers.Dense(64, activation="relu"),
-        tf.keras.layers.Dense(10, activation="softmax"),
-    ])
-    model.compile(optimizer=tf.keras.optimizers.Adam(1e-2), loss="sparse_categorical_crossentropy",
+
+def _train(host: str, port: int, *, epochs: int, batch_size: int, out_dir: Path, progress: bool,
+           settings: dict[str, Any], run: str, started: float) -> DemoResult:
+    from . import fs
+    from .fs import config as fs_config
+
+    logging.getLogger("absl").setLevel(logging.WARNING)  # TF's per-epoch INFO lines drown the progress bar
+    train, test = _load(host, port, settings, progress)
+    # ignite:// paths name the cluster; TLS and credentials come from configure(),
+    # which is process-wide: the caller's own settings come back afterwards.
+    previous = dict(fs_config._overrides)  # the configure() values in force now
+    fs.configure(**settings)
+    try:
+        return _fit(host, port, epochs=epochs, batch_size=batch_size, out_dir=out_dir, progress=progress,
+                    settings=settings, run=run, started=started, train=train, test=test)
+    finally:
+        _close_filesystem()
+        fs.configure(**{k: previous.get(k) for k in settings})
+
+
+def _fit(host: str, port: int, *, epochs: int, batch_size: int, out_dir: Path, progress: bool,
+         settings: dict[str, Any], run: str, started: float, train: dict[str, Any],
+         test: dict[str, Any]) -> DemoResult:
+    import keras
+    import tensorflow as tf
+
+    base = f"ignite://{host}:{port}/demo/{run}"
+    ckpt_dir, log_dir = f"{base}/checkpoints", f"{base}/logs"
+
+    keras.utils.set_random_seed(0)
+    model = build_model()
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"])
-    train_ds = dataset("DIGITS_TRAIN").shuffle(32).cache()
-    history = model.fit(train_ds, validation_data=dataset("DIGITS_TEST"), epochs=epochs,
-                        verbose=1 if progress else 2)
-    _, accuracy = model.evaluate(dataset("DIGITS_TEST"), verbose=0)
+    epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model, optimizer=model.optimizer, epoch=epoch), ckpt_dir, max_to_keep=3)
+    callbacks = [
+        # write_graph=False: the graph of a 4-layer model says nothing, and writing it
+        # costs a trace; scalars per epoch are what the curves need.
+        keras.callbacks.TensorBoard(log_dir=log_dir, write_graph=False, profile_batch=0),
+        _checkpoint_every_epoch(manager, epoch),
+    ]
+    def batches(name: str, rows: int) -> tf.data.Dataset:
+        # A generator-fed dataset has no known length; stating it gives Keras a
+        # progress bar with a total from the first epoch on.
+        ds = demo_dataset(name, host, port, batch_size=batch_size, client_settings=settings)
+        return ds.apply(tf.data.experimental.assert_cardinality(-(-rows // batch_size)))
+
+    # Shuffle batches (rows arrive grouped by partition), then keep them in memory.
+    train_ds = batches(TRAIN_CACHE, len(train["label"])).shuffle(32).cache()
+    print(f"Training for {epochs} epochs; checkpoints -> {ckpt_dir}, TensorBoard logs -> {log_dir}", flush=True)
+    history = model.fit(train_ds, epochs=epochs, callbacks=callbacks, verbose=1 if progress else 2,
+                        shuffle=False, validation_data=batches(TEST_CACHE, len(test["label"])))
+    _, accuracy = model.evaluate(batches(TEST_CACHE, len(test["label"])), verbose=0)
     out_dir.mkdir(parents=True, exist_ok=True)
-    png = out_dir / "training_curves.png"
+    png = (out_dir / "training_curves.png").resolve()
     _plot(history.history, png)
-    seconds = time.monotonic() - started
-    print(f"\nHeld-out accuracy: {accuracy:.3f} ({len(test['label'])} digits never seen in training)")
-    print(f"Training curves: {png}")
-    return DemoResult(len(train["label"]), len(test["label"]), epochs, float(accuracy), png, seconds)
+    return DemoResult(
+        train_rows=len(train["label"]), test_rows=len(test["label"]), epochs=epochs, accuracy=float(accuracy),
+        seconds=time.monotonic() - started, checkpoint_dir=ckpt_dir, log_dir=log_dir, curves_png=png,
+        tensorboard_command=_shell(["ignite-tf", "tensorboard", "--logdir", log_dir]),
+    )
+
+
+def _checkpoint_every_epoch(manager: "tf.train.CheckpointManager", epoch: "tf.Variable") -> "keras.callbacks.Callback":
+    """A Keras callback saving model, optimizer and epoch counter after every epoch."""
+    import keras
+
+    class CheckpointEveryEpoch(keras.callbacks.Callback):
+        def on_epoch_end(self, index: int, logs: dict[str, float] | None = None) -> None:
+            epoch.assign(index + 1)
+            manager.save(checkpoint_number=index + 1)
+
+    return CheckpointEveryEpoch()
+
+
+def _train_distributed(host: str, port: int, *, epochs: int, run: str, progress: bool,
+                       started: float) -> DemoResult:
+    from .launcher.jobs import JobClient
+
+    if not (DISTRIBUTED_JOB_DIR / "train.py").is_file():
+        raise ConfigurationError(
+            f"--distributed runs the launcher example {DISTRIBUTED_JOB_DIR} of a source checkout, "
+            "which this installation does not have; run the demo from the repository (`make demo`)")
+    train, test = _load(host, port, {}, progress)
+    base = f"ignite://{host}:{port}/demo/{run}"
+    ckpt_dir, log_dir = f"{base}/checkpoints", f"{base}/logs"
+    job_id = f"demo-{run}"
+    command = ["ignite-tf", "start", "--host", host, "--port", str(port), TRAIN_CACHE, str(DISTRIBUTED_JOB_DIR),
+               "--name", job_id, "--checkpoint-dir", ckpt_dir, "-e", f"TENSORBOARD_DIR={log_dir}",
+               "-e", f"EPOCHS={epochs}", "-e", f"EVAL_CACHE={TEST_CACHE}", "-e", "TF_CPP_MIN_LOG_LEVEL=2",
+               "--settle", "0.5", "--", "python", "train.py"]
+    print(f"Training across the cluster through the launcher:\n  {_shell(command)}", flush=True)
+    # The very command a user would type, run by this interpreter (its ignite-tf).
+    proc = subprocess.run([sys.executable, "-m", "tensorflow_ignite.cli.main", *command[1:]], check=False)
+    with JobClient.connect(host, port) as jobs:
+        record = jobs.job(job_id)
+        results = jobs.results(job_id)
+    print(f"job {job_id}: {record.get('state')} (exit code {record.get('exit_code')}), "
+          f"{len(results)} worker(s), {record.get('restarts')} restart(s)", flush=True)
+    if proc.returncode != 0 or record.get("state") != "SUCCEEDED" or 0 not in results:
+        raise DemoError(f"the distributed training job {job_id} ended {record.get('state')} "
+                        f"({record.get('message')}); see `ignite-tf describe {job_id}` and `ignite-tf logs {job_id}`")
+    for index in sorted(results):
+        r = results[index]
+        print(f"  worker {index} on {r.get('node')}: {r.get('rows')} rows in {len(r.get('partitions') or ())} "
+              f"partitions, final local loss {float(r.get('final_loss') or 'nan'):.4f}", flush=True)
+    return DemoResult(
+        train_rows=len(train["label"]), test_rows=len(test["label"]), epochs=epochs,
+        accuracy=float(results[0]["accuracy"]), seconds=time.monotonic() - started, checkpoint_dir=ckpt_dir,
+        log_dir=log_dir, curves_png=None, job_id=job_id, job_results=results,
+        tensorboard_command=_shell(["ignite-tf", "tensorboard", "--logdir", log_dir]),
+    )
+
+
+def _print_summary(result: DemoResult, cluster: LocalCluster | None, settings: dict[str, Any]) -> None:
+    lines = [
+        "",
+        f"Held-out accuracy: {result.accuracy:.3f} ({result.test_rows} digits never seen in training)",
+    ]
+    if result.job_id:
+        lines.append(f"Distributed job:   {result.job_id} ({len(result.job_results)} workers; "
+                     f"`ignite-tf describe {result.job_id}` while the cluster runs)")
+    if result.curves_png:
+        lines.append(f"Training curves:   {result.curves_png}")
+    lines.append(f"Checkpoints:       {result.checkpoint_dir}")
+    if result.log_dir:
+        lines.append(f"TensorBoard logs:  {result.log_dir}")
+    if cluster is not None:
+        host, port = cluster.address()
+        start = ["ignite-tf", "node", "start", "--persistence", "--work-dir", str(cluster.work_dir),
+                 "--client-port", str(port)] + (["--nodes", str(cluster.nodes)] if cluster.nodes > 1 else [])
+        stop = _shell(["ignite-tf", "node", "stop", "--work-dir", str(cluster.work_dir)])
+        if result.node_running:
+            lines += ["", f"The demo's node(s) keep running at {host}:{port} (--keep-node)."]
+            if result.tensorboard_command:
+                lines += ["Open TensorBoard on the logs:", f"  {result.tensorboard_command}"]
+            lines += ["Stop the node(s) when done:", f"  {stop}"]
+        else:
+            lines += ["", f"The demo stopped its node(s); their persistent store in {cluster.work_dir}",
+                      "keeps the digits, the checkpoints and the logs. To look at them again:",
+                      f"  {_shell(start)}"]
+            if result.tensorboard_command:
+                lines.append(f"  {result.tensorboard_command}")
+            lines.append(f"  {stop}")
+    elif result.tensorboard_command:
+        lines += ["", "Open TensorBoard on the logs:", f"  {result.tensorboard_command}"]
+        if settings:
+            lines.append("  (set IGNITE_FS_USERNAME/_PASSWORD/_CAFILE/_CERTFILE/_KEYFILE for that cluster first)")
+    lines.append(f"Done in {result.seconds:.0f}s.")
+    print("\n".join(lines), flush=True)
 
 
 def _plot(history: dict[str, list[float]], path: Path) -> None:
@@ -162,16 +425,26 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--host", default=None,
-                   help="use a running cluster at HOST instead of starting a local node")
+                   help="use a running cluster at HOST instead of starting local nodes")
     p.add_argument("--port", type=int, default=10800, help="thin-client port of --host (default 10800)")
-    p.add_argument("--epochs", type=int, default=20, help="training epochs (default 20)")
+    p.add_argument("--distributed", action="store_true",
+                   help="train across a local 3-node cluster (or --host) through `ignite-tf start`")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="training epochs (default 20; 4 with --distributed)")
     p.add_argument("--out-dir", default=".", help="where to save training_curves.png (default .)")
+    p.add_argument("--work-dir", type=Path, default=None,
+                   help="where the demo's own nodes keep their data (default: demo/ next to "
+                   "`ignite-tf node`'s default work directory)")
+    p.add_argument("--node-port", type=int, default=10800,
+                   help="client port of the demo's own node when free (default 10800; 0 = any free port)")
+    p.add_argument("--keep-node", action="store_true",
+                   help="leave the demo's own node(s) running at the end (prints the stop command)")
     p.add_argument("--username", default=None, help="user for clusters with authentication "
-                   "(password from IGNITE_PASSWORD)")
+                   "(password from $IGNITE_PASSWORD, never the command line)")
     p.add_argument("--cafile", default=None, help="CA certificate of a TLS cluster")
     p.add_argument("--certfile", default=None, help="client certificate for TLS")
-    p.add_argument("--keyfile", default=None, help="client key for TLS (password from IGNITE_CERT_PASSWORD)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--keyfile", default=None, help="client key for TLS (password from $IGNITE_CERT_PASSWORD)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (for CI logs)")
     p.set_defaults(handler=_cli)
 
 
@@ -184,7 +457,11 @@ def _cli(args: argparse.Namespace) -> int:
             settings[key] = getattr(args, key)
     if args.keyfile and os.environ.get("IGNITE_CERT_PASSWORD"):
         settings["cert_password"] = os.environ["IGNITE_CERT_PASSWORD"]
-    result = run_demo(args.host, args.port, epochs=args.epochs, out_dir=args.out_dir,
-                      progress=not args.no_progress, client_settings=settings)
-    print(f"Done in {result.seconds:.0f}s.")
+    if settings and args.host is None:
+        raise ConfigurationError("--username/--cafile/--certfile/--keyfile are for an existing cluster: "
+                                 "add --host and --port (the demo's own node uses neither)")
+    epochs = args.epochs if args.epochs is not None else (4 if args.distributed else 20)
+    run_demo(args.host, args.port, epochs=epochs, out_dir=args.out_dir, work_dir=args.work_dir,
+             node_port=args.node_port or None, keep_node=args.keep_node, distributed=args.distributed,
+             progress=not args.no_progress, client_settings=settings)
     return 0

@@ -17,7 +17,8 @@ that strategy (keras-team/keras#20585), hence the ``strategy.run`` loop.
   partitioning as the training cache) and the counts are summed.
 
 Environment: ``EPOCHS`` (4), ``BATCH_SIZE`` per worker (32), ``EVAL_CACHE``,
-``TRAIN_HOLD_AFTER_EPOCH`` (fault-injection demos: attempt 1 blocks after
+``TENSORBOARD_DIR`` (the chief writes its loss per epoch and the held-out
+accuracy there, e.g. ``ignite:///runs/digits``), ``TRAIN_HOLD_AFTER_EPOCH`` (fault-injection demos: attempt 1 blocks after
 that epoch's checkpoint until the launcher stops it, e.g. because a worker
 was killed).
 """
@@ -42,6 +43,9 @@ BATCH = int(os.environ.get("BATCH_SIZE", "32"))
 EVAL_CACHE = os.environ.get("EVAL_CACHE")
 HOLD_AFTER = int(os.environ.get("TRAIN_HOLD_AFTER_EPOCH", "0"))
 CKPT_DIR = ctx.checkpoint_dir or os.path.join(os.getcwd(), "checkpoints")
+TB_DIR = os.environ.get("TENSORBOARD_DIR")
+# Only the chief writes summaries: one event file per run, not one per worker.
+summaries = tf.summary.create_file_writer(TB_DIR) if TB_DIR and ctx.is_chief else None
 
 
 def examples(cache: str) -> tf.data.Dataset:
@@ -123,6 +127,10 @@ for epoch in range(start_epoch, EPOCHS):
     if not ctx.is_chief:
         tf.io.gfile.rmtree(write_dir)
     loss = loss_sum / max(seen, 1.0)
+    if summaries is not None:
+        with summaries.as_default():
+            tf.summary.scalar("chief_local_loss", loss, step=epoch + 1)
+        summaries.flush()
     print(f"worker {ctx.index}: epoch {epoch + 1}/{EPOCHS}: {int(seen)} rows, {steps} steps, "
           f"local loss {loss:.4f}; checkpoint saved (epoch {epoch + 1})")
     if HOLD_AFTER and ctx.attempt == 1 and epoch + 1 == HOLD_AFTER:
@@ -140,6 +148,10 @@ if EVAL_CACHE:
     eval_rows = sum(sums[1])
     accuracy = sum(sums[0]) / max(eval_rows, 1)
     print(f"worker {ctx.index}: held-out accuracy {accuracy:.3f} on {eval_rows} digits")
+    if summaries is not None:
+        with summaries.as_default():
+            tf.summary.scalar("held_out_accuracy", accuracy, step=EPOCHS)
+        summaries.close()
 
 report({
     "node": ctx.node,

@@ -1,0 +1,157 @@
+"""Every ``python`` and ``bash`` block of README.md, run in order against a real node.
+
+The README's snippets are one session against ``localhost:10800``.  Here they run
+against a fresh SQL-enabled node on a free port: every ``10800`` in a block
+becomes that port, ``IGNITE_FS_HOST/PORT`` point ``ignite:///`` paths at it, and
+``ignite-tf`` is this environment's script.  Python blocks share one namespace
+in one interpreter (compiled with their README line numbers, so a traceback
+names the README line); bash blocks run with ``bash -euo pipefail`` in the same
+working directory, in document order between them.  A block preceded by
+``<!-- not-run: reason -->`` is skipped; the reason is required.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pytest
+
+from tensorflow_ignite.local.cluster import LocalCluster
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+RUNNABLE = ("python", "bash")
+#: Few blocks may be skipped: the quickstart's make targets, fixed-port nodes, a server.
+MAX_NOT_RUN = 4
+
+_NOT_RUN = re.compile(r"^<!--\s*not-run:\s*(?P<reason>.*?)\s*-->$")
+
+
+@dataclass(frozen=True)
+class Block:
+    """A fenced code block of the README."""
+
+    lang: str
+    line: int  # 1-based line of the block's first source line
+    source: str
+    not_run: str | None
+
+
+def readme_blocks(text: str) -> list[Block]:
+    """The fenced blocks of ``text`` with their language and ``not-run`` reason."""
+    blocks: list[Block] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        fence = re.match(r"^```(\S*)\s*$", lines[i])
+        if not fence:
+            i += 1
+            continue
+        lang = fence.group(1)
+        start = i + 1
+        end = start
+        while end < len(lines) and lines[end].strip() != "```":
+            end += 1
+        if end == len(lines):
+            raise AssertionError(f"README.md:{i + 1}: code block is never closed")
+        previous = next((lines[j].strip() for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        marker = _NOT_RUN.match(previous)
+        blocks.append(Block(lang, start + 1, "\n".join(lines[start:end]) + "\n",
+                            marker.group("reason") if marker else None))
+        i = end + 1
+    return blocks
+
+
+def test_readme_blocks_say_what_they_are() -> None:
+    blocks = readme_blocks(README.read_text())
+    assert all(b.lang for b in blocks), [b.line for b in blocks if not b.lang]  # ```text for output
+    runnable = [b for b in blocks if b.lang in RUNNABLE]
+    skipped = [b for b in runnable if b.not_run is not None]
+    assert all(b.not_run for b in skipped), "a not-run marker needs a reason"
+    assert len(skipped) <= MAX_NOT_RUN, [(b.line, b.not_run) for b in skipped]
+    assert len(runnable) - len(skipped) >= 12
+    assert {b.lang for b in runnable if b.not_run is None} == set(RUNNABLE)
+    # The quickstart comes first: the README opens with the two commands.
+    assert "make demo" in runnable[0].source and "make test" in runnable[0].source
+
+
+_RUNNER = r'''
+import json, subprocess, sys
+
+ns = {"__name__": "__readme__"}
+for step in json.load(open(sys.argv[1])):
+    print(f"=== README.md:{step['line']} {step['lang']}", flush=True)
+    if step["lang"] == "python":
+        # Padding: the traceback of a failing snippet names its README line.
+        exec(compile("\n" * (step["line"] - 1) + step["source"], "README.md", "exec"), ns)
+    else:
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", step["source"]], timeout=600)
+        if done.returncode:
+            sys.exit(f"README.md:{step['line']}: bash block failed with exit code {done.returncode}")
+    print(f"=== ok README.md:{step['line']}", flush=True)
+'''
+
+
+@pytest.fixture(scope="module")
+def readme_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A node of the README's own (SQL-enabled: the SQL section), stopped however the test ends."""
+    cluster = LocalCluster(tmp_path_factory.mktemp("readme-node"), nodes=1, sql=True, name="tfi-readme")
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_every_readme_snippet_runs(readme_node: LocalCluster, tmp_path: Path) -> None:
+    host, port = readme_node.address()
+    steps = [
+        {**asdict(b), "source": b.source.replace("10800", str(port))}
+        for b in readme_blocks(README.read_text())
+        if b.lang in RUNNABLE and b.not_run is None
+    ]
+    (tmp_path / "steps.json").write_text(json.dumps(steps))
+    (tmp_path / "runner.py").write_text(_RUNNER)
+    bin_dir = str(Path(sys.executable).parent)
+    env = {
+        **os.environ,
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+        "IGNITE_FS_HOST": host,
+        "IGNITE_FS_PORT": str(port),
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+    work = tmp_path / "session"
+    work.mkdir()
+    proc = subprocess.run([sys.executable, str(tmp_path / "runner.py"), str(tmp_path / "steps.json")],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=1200)
+    (tmp_path / "output.txt").write_text(proc.stdout + "\n--- stderr\n" + proc.stderr)
+    assert proc.returncode == 0, f"{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
+    finished = re.findall(r"^=== ok README\.md:(\d+)$", proc.stdout, re.MULTILINE)
+    assert [int(n) for n in finished] == [s["line"] for s in steps]
+    # Spot checks that the shell commands did their work (beyond exiting 0).
+    out = proc.stdout
+    assert "500 rows" in out and "-> cache 'DIGITS'" in out  # ignite-tf load
+    assert f"worker 0 on {readme_node.members[0].name}: 2000 rows in 1024 partitions" in out  # the job's output
+    assert re.search(r"^count-mnist\s+SUCCEEDED\s+0\b", out, re.MULTILINE), out[-3000:]  # ignite-tf ps
+    assert 'w0: {"rows": 2000}' in out  # ignite-tf describe: the worker's reported result
+
+
+def test_a_broken_snippet_fails_the_run_and_names_its_line(tmp_path: Path) -> None:
+    """The runner itself: a failing python or bash block stops the run with its README line."""
+    text = "intro\n\n```python\nx = 1\n```\n\n```python\nassert x == 2, 'x is 1'\n```\n\n```bash\nfalse\n```\n"
+    blocks = readme_blocks(text)
+    assert [(b.lang, b.line) for b in blocks] == [("python", 4), ("python", 8), ("bash", 12)]
+    (tmp_path / "runner.py").write_text(_RUNNER)
+    for broken, line in (([blocks[0], blocks[1]], 8), ([blocks[2]], 12)):
+        (tmp_path / "steps.json").write_text(json.dumps([asdict(b) for b in broken]))
+        proc = subprocess.run([sys.executable, str(tmp_path / "runner.py"), str(tmp_path / "steps.json")],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0
+        assert f'README.md", line {line}' in proc.stderr or f"README.md:{line}: bash block failed" in proc.stderr
+        assert f"=== ok README.md:{line}" not in proc.stdout
