@@ -23,6 +23,9 @@ import pytest
 
 from tensorflow_ignite.cli.main import main as cli
 from tensorflow_ignite.client import IgniteClient
+from tensorflow_ignite.data.env import parse_partition_list
+from tensorflow_ignite.errors import ConfigurationError
+from tensorflow_ignite.launcher import layout
 from tensorflow_ignite.launcher.jobs import JobClient, LauncherError
 from tensorflow_ignite.local.cluster import LocalCluster
 
@@ -31,6 +34,7 @@ sys.path.insert(0, str(EXAMPLES))
 
 import launch_digits_resnet  # noqa: E402
 import launch_gradients  # noqa: E402
+import launch_keras_fit  # noqa: E402
 
 T = TypeVar("T")
 
@@ -254,12 +258,60 @@ def test_clear_errors(ignite_cluster: LocalCluster, cache_name: str, tmp_path: P
         with pytest.raises(LauncherError, match=f"cache '{cache_name}_missing' does not exist"):
             jobs.submit(f"{cache_name}_missing", job_dir, ["python", "job.py"])
         small_cache(ignite_cluster, cache_name)
-        with pytest.raises(LauncherError, match="strategy 'parameter_server' is not supported"):
-            jobs.submit(cache_name, job_dir, ["python", "job.py"], strategy="parameter_server")
-    assert cli(["describe", "no-such-job", *addr(ignite_cluster)]) == 1
-    assert "no job named 'no-such-job'" in capsys.readouterr().err
+        with pytest.raises(ConfigurationError, match="strategy 'bogus' is not supported"):
+            jobs.submit(cache_name, job_dir, ["python", "job.py"], strategy="bogus")
+        with pytest.raises(LauncherError, match="strategy 'bogus' is not supported"):  # the service checks too
+            jobs.invoke("submit", {"id": "x", "cache": cache_name, "command": ["python"], "python": sys.executable,
+                                   "strategy": "bogus"})
+        with pytest.raises(ConfigurationError, match="--num-ps is for the parameter_server strategy only"):
+            jobs.submit(cache_name, job_dir, ["python", "job.py"], num_ps=2)
+        # A secret in the job's environment never leaves this process (nor is echoed).
+        with pytest.raises(ConfigurationError, match="IGNITE_DATASET_PASSWORD looks like a secret") as err:
+            jobs.submit(cache_name, job_dir, ["python", "job.py"], env={"IGNITE_DATASET_PASSWORD": "s3cr3t-value"})
+        assert "s3cr3t-value" not in str(err.value)
+        with pytest.raises(LauncherError, match="API_TOKEN looks like a secret"):  # and the service refuses it
+            jobs.invoke("submit", {"id": "x", "cache": cache_name, "command": ["python"], "python": sys.executable,
+                                   "env": {"API_TOKEN": "s3cr3t-value"}})
+        assert all(r["id"] != "x" for r in jobs.jobs())
+    for command in (["describe"], ["logs"], ["attach"], ["stop"], ["rm"]):
+        assert cli([*command, "no-such-job", *addr(ignite_cluster)]) == 1
+        assert "no job named 'no-such-job'" in capsys.readouterr().err
     assert cli(["start", *addr(ignite_cluster), cache_name, str(tmp_path / "missing"), "--", "python", "x.py"]) == 1
     assert "does not exist or is not a directory" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli(["start", *addr(ignite_cluster), cache_name, str(empty), "--", "python", "x.py"]) == 1
+    assert f"job directory '{empty}' is empty" in capsys.readouterr().err
+    assert cli(["start", *addr(ignite_cluster), cache_name, str(job_dir)]) == 1
+    assert "no command: put it after --" in capsys.readouterr().err
+    assert cli(["start", *addr(ignite_cluster), "-e", "NOVALUE", cache_name, str(job_dir), "--", "python"]) == 1
+    assert "--env 'NOVALUE': use KEY=VALUE" in capsys.readouterr().err
+    assert cli(["rm", *addr(ignite_cluster)]) == 1
+    assert "name the jobs to delete" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as bad:
+        cli(["start", "--strategy", "horovod", cache_name, str(job_dir), "--", "python", "x.py"])
+    assert bad.value.code == 2 and "invalid choice: 'horovod'" in capsys.readouterr().err
+    for args, message in ((["--num-ps", "0"], "argument --num-ps: must be between 1 and 16"),
+                          (["--port", "0"], "argument --port: must be between 1 and 65535"),
+                          (["--settle", "-1"], "argument --settle: must be a positive number")):
+        with pytest.raises(SystemExit) as bad:
+            cli(["start", *args, cache_name, str(job_dir), "--", "python", "x.py"])
+        assert bad.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_every_job_command_explains_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    expected = {
+        "start": "Ship JOB_DIR through Ignite", "ps": "List the cluster's jobs", "describe": "every restart with its reason",
+        "logs": "labelled [wINDEX NODE]", "attach": "exit with the job's exit code", "stop": "SIGKILL after the grace",
+        "rm": "Checkpoints are kept",
+    }
+    for command, phrase in expected.items():
+        with pytest.raises(SystemExit) as done:
+            cli([command, "--help"])
+        assert done.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert phrase in text, command
+        assert "--password-env VAR" in text and "--cafile" in text, command  # secured clusters everywhere
 
 
 def test_killed_worker_restarts_all_and_resumes_from_checkpoint(
@@ -275,9 +327,10 @@ def test_killed_worker_restarts_all_and_resumes_from_checkpoint(
         rec = jobs.submit(
             train, launch_digits_resnet.JOB_DIR, ["python", "train.py"],
             env={"EPOCHS": "2", "EVAL_CACHE": test, "TRAIN_HOLD_AFTER_EPOCH": "1", "TF_CPP_MIN_LOG_LEVEL": "2"},
-            checkpoint_dir=str(tmp_path / "checkpoints"), settle_ms=300, backoff_ms=200,
+            settle_ms=300, backoff_ms=200,  # default checkpoint dir: ignite:///tf-jobs/JOB
         )
         job = rec["id"]
+        assert rec["checkpoint_dir"] == f"ignite:///tf-jobs/{job}"
         seen: list[Any] = []
         for line in jobs.output(job, follow=True):  # `logs -f` while the job runs
             seen.append(line)
@@ -312,3 +365,186 @@ def test_killed_worker_restarts_all_and_resumes_from_checkpoint(
     assert cli(["logs", job, "--no-launcher", *addr(ignite_cluster)]) == 0
     logs = capsys.readouterr().out
     assert "resuming from" in logs and " #2] " in logs and "[launcher]" not in logs
+    assert f"resuming from ignite:///tf-jobs/{job}/ckpt-1 after epoch 1" in logs
+    assert_checkpoints_in_ignite(host, port, job, epochs=2)
+
+
+def assert_checkpoints_in_ignite(host: str, port: int, job: str, *, epochs: int) -> None:
+    """The job's checkpoints are files in Ignite, visible through tf.io.gfile from here;
+    the non-chief workers' scratch copies are gone."""
+    import tensorflow as tf
+
+    import tensorflow_ignite.fs
+
+    tensorflow_ignite.fs.register()
+    root = f"ignite://{host}:{port}/tf-jobs/{job}"
+    names = set(tf.io.gfile.listdir(root))
+    assert "checkpoint" in names and f"ckpt-{epochs}.index" in names, names
+    assert not any(n.startswith("worker-tmp") for n in names), names
+    assert tf.train.latest_checkpoint(root) == f"{root}/ckpt-{epochs}"
+    reader = tf.train.load_checkpoint(f"{root}/ckpt-{epochs}")
+    assert int(reader.get_tensor("epochs_done/.ATTRIBUTES/VARIABLE_VALUE")) == epochs
+
+
+def test_tf_keras_fit_job_takes_equal_steps(ignite_cluster: LocalCluster, cache_name: str) -> None:
+    """tf_keras ``fit`` under MultiWorkerMirroredStrategy (``TF_USE_LEGACY_KERAS=1`` in the
+    job's environment only): workers holding different numbers of rows run the same
+    number of steps (no hang at epoch end), each trains on exactly its rows per epoch."""
+    assert os.environ.get("TF_USE_LEGACY_KERAS") != "1"  # the job sets it for its workers, not globally
+    host, port = ignite_cluster.address()
+    out = launch_keras_fit.main(host, port, train_cache=f"{cache_name}_train", test_cache=f"{cache_name}_test",
+                                epochs=3, quiet=True)
+    job = out["job"]
+    assert (job["state"], job["exit_code"]) == ("SUCCEEDED", 0), "\n".join(str(l) for l in out["lines"][-30:])
+    assert job["env"]["TF_USE_LEGACY_KERAS"] == "1"
+    results = out["results"]
+    assert sorted(results) == [0, 1, 2]
+    rows = [results[i]["rows"] for i in range(3)]
+    assert sum(rows) == out["train_rows"]
+    assert len(set(rows)) > 1  # the point: unequal shares of the data ...
+    steps = {r["steps_per_epoch"] for r in results.values()}
+    assert steps == {-(-max(rows) // 32)}  # ... and equal step counts, enough for the largest share
+    for r in results.values():
+        assert r["keras"].startswith("2.")  # tf_keras, not Keras 3
+        # fit's metrics are summed over the workers: the real (weight 1) rows of all of them,
+        # i.e. every row of the cache once per epoch and no padding counted
+        assert r["rows_per_epoch"] == [out["train_rows"]] * 3
+        assert len(r["loss"]) == 3 and r["loss"][-1] < r["loss"][0]
+    parts = [p for r in results.values() for p in r["partitions"]]
+    assert sorted(parts) == list(range(1024))  # disjoint shares covering the cache
+    assert {r["eval_rows"] for r in results.values()} == {out["test_rows"]}
+    assert results[0]["accuracy"] > 0.7
+    assert job_processes(job["id"]) == []
+
+
+PS_PROBE = """
+    import json, os, threading, time
+    from tensorflow_ignite.client import IgniteClient
+    from tensorflow_ignite.launcher import layout
+    from tensorflow_ignite.launcher.worker import WorkerContext, report
+
+    ctx = WorkerContext.from_env()
+    print("role", ctx.task_type, ctx.task_index, "chief" if ctx.is_chief else "", flush=True)
+    report({"tf_config": json.loads(os.environ["TF_CONFIG"]), "task_type": ctx.task_type,
+            "task_index": ctx.task_index, "parts": os.environ.get("IGNITE_DATASET_PARTS"), "node": ctx.node,
+            "is_chief": ctx.is_chief, "num_workers": ctx.num_workers})
+    if ctx.task_type != "chief":
+        threading.Event().wait()  # ps and workers serve until stopped, like server.join()
+    tasks = int(os.environ["EXPECTED_TASKS"])
+    keys = [layout.worker_key(ctx.job_id, ctx.attempt, i) for i in range(tasks)]
+    with IgniteClient(f"{ctx.host}:{ctx.port}") as client:
+        deadline = time.monotonic() + 120
+        def reported():
+            return sum(v is not None for v in client.cache(layout.RESULTS).get_all(keys).values())
+
+        while reported() < tasks and time.monotonic() < deadline:
+            time.sleep(0.2)  # polling for every task's report, bounded by the deadline
+    print("chief: every task reported; done", flush=True)
+"""
+
+
+def test_parameter_server_job_plans_chief_ps_and_workers(
+    ignite_cluster: LocalCluster, cache_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--strategy ps --num-ps 2``: a chief, two ps tasks and one worker per data node, each
+    with a TF_CONFIG naming the same cluster and its own role; workers get their node's
+    primaries; the job succeeds when the chief exits, and the serving tasks are stopped."""
+    small_cache(ignite_cluster, cache_name, rows=200)
+    job_dir = write_job(tmp_path, "ps", PS_PROBE)
+    name = f"{cache_name}-ps"
+    code = cli(["start", *addr(ignite_cluster), "--strategy", "ps", "--num-ps", "2", "--settle", "0.2",
+                "--grace", "2", "-e", "EXPECTED_TASKS=6", "--name", name, cache_name, str(job_dir),
+                "--", "python", "job.py"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "chief: every task reported; done" in out and "[chief:0 " in out and "[ps:1 " in out
+    with JobClient.connect(*ignite_cluster.address()) as jobs:
+        rec = jobs.job(name)
+        results = jobs.results(name)
+    assert (rec["state"], rec["strategy"], rec["num_ps"]) == ("SUCCEEDED", "parameter_server", 2)
+    assert "the chief exited with code 0; the other 5 task(s) were stopped" == rec["message"]
+    roles = [(r["task_type"], r["task_index"]) for _, r in sorted(results.items())]
+    assert roles == [("chief", 0), ("ps", 0), ("ps", 1), ("worker", 0), ("worker", 1), ("worker", 2)]
+    cluster = results[0]["tf_config"]["cluster"]
+    assert {k: len(v) for k, v in cluster.items()} == {"chief": 1, "ps": 2, "worker": 3}
+    addresses = [a for v in cluster.values() for a in v]
+    assert len(set(addresses)) == 6  # a port of its own for every task
+    for idx, r in results.items():
+        assert r["tf_config"]["cluster"] == cluster
+        assert r["tf_config"]["task"] == {"type": r["task_type"], "index": r["task_index"]}
+        assert r["is_chief"] == (r["task_type"] == "chief") and r["num_workers"] == 3
+        planned = rec["workers"][idx]
+        assert (planned["task_type"], planned["node"]) == (r["task_type"], r["node"])
+    workers = [r for r in results.values() if r["task_type"] == "worker"]
+    assert len({r["node"] for r in workers}) == 3  # one worker per data node ...
+    parts = sorted(p for r in workers for p in parse_partition_list(r["parts"]))
+    assert parts == list(range(1024))  # ... with its node's primaries
+    assert all(r["parts"] is None for r in results.values() if r["task_type"] != "worker")
+    ps_nodes = [r["node"] for r in results.values() if r["task_type"] == "ps"]
+    assert results[0]["node"] not in ps_nodes  # with 3 nodes the coordinator does not share a node with a ps
+    assert job_processes(name) == []
+    assert cli(["describe", name, *addr(ignite_cluster)]) == 0
+    text = capsys.readouterr().out
+    assert "parameter_server (2 ps)" in text and "chief 0" in text and "ps 1" in text
+
+
+def test_rm_deletes_jobs_and_everything_they_left(
+    ignite_cluster: LocalCluster, cache_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    small_cache(ignite_cluster, cache_name)
+    quick = write_job(tmp_path, "quick", """
+        from tensorflow_ignite.launcher.worker import report
+        print("quick job done")
+        report({"ok": True})
+    """)
+    forever = write_job(tmp_path, "forever", """
+        import threading
+        print("running", flush=True)
+        threading.Event().wait()
+    """)
+    done, running = f"{cache_name}-done", f"{cache_name}-running"
+    assert cli(["start", *addr(ignite_cluster), "--settle", "0.2", "--name", done, cache_name, str(quick),
+                "--", "python", "job.py"]) == 0
+    assert cli(["start", "-d", *addr(ignite_cluster), "--settle", "0.2", "--grace", "1", "--name", running,
+                cache_name, str(forever), "--", "python", "job.py"]) == 0
+    host, port = ignite_cluster.address()
+    with JobClient.connect(host, port) as jobs:
+        wait_for(lambda: len([l for l in jobs.output(running) if l.text == "running"]) == 3, timeout=120,
+                 what="3 workers running")
+        for job in (done, running):
+            assert job_entries(jobs, job), job  # what rm must delete is there
+        node_dirs = [m for m in ignite_cluster.members if (job_dir_on(ignite_cluster, m.index, done)).exists()]
+        assert len(node_dirs) == 3  # each node unpacked the job files
+
+        capsys.readouterr()
+        assert cli(["rm", running, *addr(ignite_cluster)]) == 1  # running: refused ...
+        assert f"job '{running}' is RUNNING; stop it first" in capsys.readouterr().err
+        assert jobs.job(running)["state"] == "RUNNING" and job_processes(running)
+        assert cli(["rm", "--force", running, *addr(ignite_cluster)]) == 0  # ... unless forced
+        assert f"removed job {running} (RUNNING" in capsys.readouterr().out
+        assert job_processes(running) == []
+        with pytest.raises(LauncherError, match="no job named"):
+            jobs.job(running)
+        assert job_entries(jobs, running) == []
+
+        assert cli(["rm", "--finished", *addr(ignite_cluster)]) == 0
+        assert done in capsys.readouterr().out
+        assert all(r["state"] not in layout.TERMINAL_STATES for r in jobs.jobs())
+        for job in (done, running):
+            assert job_entries(jobs, job) == []
+            assert not any(job_dir_on(ignite_cluster, m.index, job).exists() for m in ignite_cluster.members)
+
+
+def job_entries(jobs: JobClient, job: str) -> list[tuple[str, Any]]:
+    """Every entry of the launcher's caches that belongs to ``job``."""
+    found = []
+    names = set(jobs.client.cache_names())
+    for cache in (layout.JOBS, layout.WORKERS, layout.LOGS, layout.FILES, layout.RESULTS):
+        if cache in names:
+            found += [(cache, k) for k, _ in jobs.client.cache(cache).scan() if k == job or str(k).startswith(job + "/")]
+    return found
+
+
+def job_dir_on(cluster: LocalCluster, index: int, job: str) -> Path:
+    """Where node ``index`` unpacks a job's files (WorkerAgent.jobDir)."""
+    return cluster.work_dir / f"node-{index}" / "ignite" / "tf-jobs" / job

@@ -1,4 +1,4 @@
-"""``ignite-tf start|ps|describe|logs|attach|stop``: distributed training jobs.
+"""``ignite-tf start|ps|describe|logs|attach|stop|rm``: distributed training jobs.
 
 A job runs one TensorFlow worker per Ignite server node that holds primary
 partitions of its cache, next to the data, supervised by the cluster's
@@ -9,7 +9,9 @@ start`` runs).  These commands talk to that service over the thin client.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
+import os
 import shlex
 import sys
 import time
@@ -18,16 +20,20 @@ from typing import Any, TextIO
 from ..errors import ConfigurationError
 from ..launcher import layout
 from ..launcher.jobs import JobClient, OutputLine
+from . import validate
 
 __all__ = ["register"]
 
 _EPILOG_ENV = (
-    "Each worker gets TF_CONFIG (MultiWorkerMirroredStrategy), IGNITE_DATASET_HOST/PORT (its own "
-    "node), IGNITE_DATASET_PARTS (that node's primary partitions), TF_IGNITE_CACHE, "
-    "TF_IGNITE_CHECKPOINT_DIR, TF_IGNITE_JOB_ID, TF_IGNITE_ATTEMPT, TF_IGNITE_WORKER_INDEX, "
-    "TF_IGNITE_NUM_WORKERS and TF_IGNITE_NODE; `IgniteDataset(cache)` in the script then reads "
-    "exactly the local partitions."
+    "Each worker gets TF_CONFIG, IGNITE_DATASET_HOST/PORT (its own node), IGNITE_DATASET_PARTS "
+    "(that node's primary partitions), TF_IGNITE_CACHE, TF_IGNITE_CHECKPOINT_DIR, TF_IGNITE_JOB_ID, "
+    "TF_IGNITE_ATTEMPT, TF_IGNITE_WORKER_INDEX, TF_IGNITE_NUM_WORKERS, TF_IGNITE_TASK_TYPE/INDEX and "
+    "TF_IGNITE_NODE; `IgniteDataset(cache)` in the script then reads exactly the local partitions. "
+    "On secured clusters workers get their credentials from their node's TF_IGNITE_WORKER_* settings, "
+    "never from the job: --env refuses names that look like secrets."
 )
+_PASSWORD_ENV = "IGNITE_PASSWORD"
+_CERT_PASSWORD_ENV = "IGNITE_CERT_PASSWORD"
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -53,15 +59,22 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                        help="environment variable for the workers (repeatable)")
     start.add_argument("--checkpoint-dir", metavar="URI",
                        help="passed to workers as TF_IGNITE_CHECKPOINT_DIR (default ignite:///tf-jobs/JOB)")
+    start.add_argument("--strategy", default="multi_worker_mirrored",
+                       choices=("multi_worker_mirrored", "mwms", "parameter_server", "ps"),
+                       help="TF roles: one worker per data node (multi_worker_mirrored, default), or a chief, "
+                       "--num-ps ps tasks and one worker per data node (parameter_server; the job ends when "
+                       "the chief exits)")
+    start.add_argument("--num-ps", type=validate.int_between(1, 16), metavar="N",
+                       help="ps tasks of a parameter_server job (default 1), placed on the data nodes")
     start.add_argument("--python", metavar="PATH",
                        help="Python interpreter on the nodes (default: this one); first on the workers' PATH")
-    start.add_argument("--max-restarts", type=int, default=3, metavar="N",
+    start.add_argument("--max-restarts", type=validate.int_between(0, 1000), default=3, metavar="N",
                        help="restarts after failures before the job fails (default 3)")
-    start.add_argument("--backoff", type=float, default=1.0, metavar="SECONDS",
+    start.add_argument("--backoff", type=validate.positive_float, default=1.0, metavar="SECONDS",
                        help="delay before the first restart, doubled each time up to 30 s (default 1)")
-    start.add_argument("--settle", type=float, default=1.0, metavar="SECONDS",
+    start.add_argument("--settle", type=validate.positive_float, default=1.0, metavar="SECONDS",
                        help="how long the partition map must hold still before workers start (default 1)")
-    start.add_argument("--grace", type=float, default=10.0, metavar="SECONDS",
+    start.add_argument("--grace", type=validate.positive_float, default=10.0, metavar="SECONDS",
                        help="time workers get after SIGTERM before SIGKILL when stopped (default 10)")
     start.add_argument("-d", "--detach", action="store_true", help="print the job name and return at once")
     start.set_defaults(handler=_start, start_parser=start)
@@ -111,18 +124,66 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     _address(stop)
     stop.add_argument("job", metavar="JOB")
     stop.add_argument("--no-wait", action="store_true", help="return once the stop is requested")
-    stop.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+    stop.add_argument("--timeout", type=validate.positive_float, default=120.0, metavar="SECONDS",
                       help="how long to wait for the job to stop (default 120)")
     stop.set_defaults(handler=_stop)
 
+    rm = sub.add_parser(
+        "rm", help="delete jobs and what they left in the cluster",
+        description="Delete jobs: the job record, worker records, output, results and shipped files "
+        "in the launcher's caches, and each node's copy of the job directory. A job that is still "
+        "running is refused unless --force (which stops it first). Checkpoints are kept.",
+    )
+    _address(rm)
+    rm.add_argument("jobs", nargs="*", metavar="JOB", help="jobs to delete")
+    rm.add_argument("--finished", action="store_true", help="delete every SUCCEEDED, FAILED or STOPPED job")
+    rm.add_argument("-f", "--force", action="store_true", help="stop running jobs first instead of refusing")
+    rm.set_defaults(handler=_rm)
+
 
 def _address(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", default="127.0.0.1", help="an Ignite node's host (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=10800, help="its thin-client port (default 10800)")
+    conn = p.add_argument_group(
+        "connection",
+        f"The password is read from the variable named by --password-env (default ${_PASSWORD_ENV}) or "
+        f"asked for on the terminal, never taken from the command line; a client key's password "
+        f"comes from ${_CERT_PASSWORD_ENV}.",
+    )
+    conn.add_argument("--host", default="127.0.0.1", help="an Ignite node's host (default 127.0.0.1)")
+    conn.add_argument("--port", type=validate.port, default=10800, help="its thin-client port (default 10800)")
+    conn.add_argument("--username", help="user name, for clusters with authentication")
+    conn.add_argument("--password-env", default=_PASSWORD_ENV, metavar="VAR",
+                      help=f"environment variable holding the password (default {_PASSWORD_ENV})")
+    conn.add_argument("--cafile", help="CA certificate (PEM) to verify the node's TLS certificate; enables TLS")
+    conn.add_argument("--certfile", help="client certificate (PEM), for nodes that require one")
+    conn.add_argument("--keyfile", help="private key of --certfile (PEM)")
+
+
+def _password(args: argparse.Namespace) -> str | None:
+    if args.username is None:
+        return None
+    value = os.environ.get(args.password_env)
+    if value is not None:
+        return value
+    if not sys.stdin.isatty():
+        raise ConfigurationError(
+            f"--username {args.username} needs a password: set ${args.password_env} (no terminal to ask on)"
+        )
+    return getpass.getpass(f"Ignite password for {args.username}: ")
 
 
 def _connect(args: argparse.Namespace) -> JobClient:
-    return JobClient.connect(args.host, args.port)
+    if args.keyfile and not args.certfile:
+        raise ConfigurationError("--keyfile needs --certfile")
+    settings: dict[str, Any] = {}
+    if args.username is not None:
+        settings.update(username=args.username, password=_password(args))
+    if args.cafile:
+        settings["cafile"] = args.cafile
+    if args.certfile:
+        settings.update(certfile=args.certfile, keyfile=args.keyfile)
+        if os.environ.get(_CERT_PASSWORD_ENV):
+            settings["cert_password"] = os.environ[_CERT_PASSWORD_ENV]
+    return JobClient.connect(args.host, args.port, **settings)
 
 
 # ------------------------------------------------------------------- handlers
@@ -150,6 +211,7 @@ def _start(args: argparse.Namespace) -> int:
         rec = jobs.submit(
             args.cache, args.job_dir, command, name=args.name, env=env, python=args.python,
             checkpoint_dir=args.checkpoint_dir, max_restarts=args.max_restarts,
+            strategy=args.strategy, num_ps=args.num_ps,
             backoff_ms=int(args.backoff * 1000), settle_ms=int(args.settle * 1000), grace_ms=int(args.grace * 1000),
         )
         job_id = rec["id"]
@@ -216,7 +278,8 @@ def _describe(args: argparse.Namespace) -> int:
         ("Message", rec.get("message")),
         ("Cache", rec.get("cache")),
         ("Command", shlex.join(str(c) for c in rec.get("command") or ())),
-        ("Strategy", rec.get("strategy")),
+        ("Strategy", f"{rec.get('strategy')}"
+         + (f" ({rec.get('num_ps')} ps)" if rec.get("strategy") == "parameter_server" else "")),
         ("Checkpoints", rec.get("checkpoint_dir") or "-"),
         ("Attempt", rec.get("attempt")),
         ("Restarts", f"{rec.get('restarts')} of at most {rec.get('max_restarts')}"),
@@ -233,13 +296,14 @@ def _describe(args: argparse.Namespace) -> int:
     planned = rec.get("workers") or []
     if planned:
         out.write(f"\nWorkers (attempt {rec.get('attempt')}):\n")
-        rows = [("#", "NODE", "TF SERVER", "DATASET", "PARTITIONS", "PID", "STATE", "EXIT")]
+        rows = [("#", "ROLE", "NODE", "TF SERVER", "DATASET", "PARTITIONS", "PID", "STATE", "EXIT")]
         for w in planned:
             idx = int(w.get("index", -1))
             st = by_index.get(idx, {})
             parts = str(w.get("partitions") or "")
             rows.append((
-                str(idx), str(w.get("node")), f"{w.get('host')}:{w.get('port')}",
+                str(idx), f"{w.get('task_type') or 'worker'} {w.get('task_index', idx)}",
+                str(w.get("node")), f"{w.get('host')}:{w.get('port')}",
                 f"{w.get('dataset_host')}:{w.get('dataset_port')}",
                 f"{w.get('partition_count')} ({parts if len(parts) <= 30 else parts[:27] + '...'})",
                 str(st.get("pid") or w.get("pid") or ""), str(st.get("state") or "?"),
@@ -284,6 +348,19 @@ def _stop(args: argparse.Namespace) -> int:
     with _connect(args) as jobs:
         rec = jobs.stop(args.job, wait=not args.no_wait, timeout=args.timeout)
     print(f"job {args.job}: {rec.get('state')}" + (f" ({rec.get('message')})" if rec.get("message") else ""))
+    return 0
+
+
+def _rm(args: argparse.Namespace) -> int:
+    if not args.jobs and not args.finished:
+        raise ConfigurationError("name the jobs to delete (ignite-tf rm JOB...) or use --finished")
+    with _connect(args) as jobs:
+        for job_id in args.jobs:
+            out = jobs.remove(job_id, force=args.force)
+            print(f"removed job {job_id} ({out.get('state')}, {out.get('entries')} cache entries)")
+        if args.finished:
+            removed = jobs.remove_finished()
+            print(f"removed {len(removed)} finished job(s)" + (": " + ", ".join(removed) if removed else ""))
     return 0
 
 

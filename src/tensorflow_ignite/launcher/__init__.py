@@ -6,11 +6,12 @@
   primary partitions of the job's cache, starts the workers through an agent on
   each of those nodes, and restarts them all (bounded retries, backoff) when a
   worker fails, a node leaves or joins, or primaries move.
-* :class:`~.jobs.JobClient` (used by ``ignite-tf start|ps|describe|logs|attach|stop``)
-  submits and stops jobs through the thin client's service-invoke operation and
-  reads state and output from the launcher's caches (:mod:`.layout`).
+* :class:`~.jobs.JobClient` (used by ``ignite-tf start|ps|describe|logs|attach|stop|rm``)
+  submits, stops and removes jobs through the thin client's service-invoke
+  operation and reads state and output from the launcher's caches (:mod:`.layout`).
 * :mod:`.worker` has the helpers training scripts use; :mod:`.shim` is the
-  parent process of every worker.
+  parent process of every worker (and arms the ``ignite://`` hook in it through
+  ``_sitehook/sitecustomize.py``).
 
 Importing this package imports neither TensorFlow nor the client.
 """

@@ -43,6 +43,15 @@ __all__ = [
 FILE_CHUNK_BYTES = 4 << 20
 #: Largest job directory (zipped) that ``submit`` ships.
 MAX_JOB_BYTES = 512 << 20
+#: Job environment variable names that look like secrets; refused before they leave
+#: this process (a job record is readable by every client of the cluster).  Workers
+#: get credentials from their node's configuration (``TF_IGNITE_WORKER_*``) instead.
+SECRET_ENV_NAME = re.compile(r"(?i).*(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL).*")
+#: ``--strategy`` spellings -> the supervisor's names.
+STRATEGIES = {
+    "multi_worker_mirrored": "multi_worker_mirrored", "mwms": "multi_worker_mirrored",
+    "parameter_server": "parameter_server", "ps": "parameter_server",
+}
 _SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints"}
 
 
@@ -67,11 +76,14 @@ class OutputLine:
     worker: int
     node: str
     text: str
+    #: ``"worker"``, or ``"chief"``/``"ps"`` in parameter-server jobs.
+    task_type: str = "worker"
 
     def label(self) -> str:
         if self.worker < 0:
             return "[launcher]"
-        return f"[w{self.worker} {self.node}{'' if self.attempt <= 1 else f' #{self.attempt}'}]"
+        who = f"w{self.worker}" if self.task_type == "worker" else f"{self.task_type}:{self.worker}"
+        return f"[{who} {self.node}{'' if self.attempt <= 1 else f' #{self.attempt}'}]"
 
     def __str__(self) -> str:
         return f"{self.label()} {self.text}"
@@ -99,6 +111,7 @@ def pack_directory(job_dir: str | os.PathLike[str], *, limit: int = MAX_JOB_BYTE
     if not root.is_dir():
         raise ConfigurationError(f"job directory {str(root)!r} does not exist or is not a directory")
     buf = io.BytesIO()
+    files = 0
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
@@ -106,11 +119,17 @@ def pack_directory(job_dir: str | os.PathLike[str], *, limit: int = MAX_JOB_BYTE
                 path = Path(dirpath) / name
                 if path.is_file():
                     zf.write(path, path.relative_to(root).as_posix())
+                    files += 1
                 if buf.tell() > limit:
                     raise ConfigurationError(
                         f"job directory {str(root)!r} is larger than {limit >> 20} MiB zipped; ship data "
                         "through a cache (ignite-tf load) rather than the job directory"
                     )
+    if files == 0:
+        raise ConfigurationError(
+            f"job directory {str(root)!r} is empty: put the training script (e.g. train.py) in it; "
+            "its files are shipped to every node and the command runs there"
+        )
     return buf.getvalue()
 
 
@@ -179,6 +198,7 @@ class JobClient:
         python: str | None = None,
         checkpoint_dir: str | None = None,
         strategy: str = "multi_worker_mirrored",
+        num_ps: int | None = None,
         max_restarts: int = 3,
         backoff_ms: int = 1000,
         settle_ms: int = 1000,
@@ -190,9 +210,30 @@ class JobClient:
         (default: this interpreter) first on ``PATH``.  ``checkpoint_dir`` defaults
         to ``ignite:///tf-jobs/<job>`` -- the ``ignite://`` filesystem through the
         worker's own node.
+
+        ``strategy`` is ``multi_worker_mirrored`` (``mwms``; one worker per data node)
+        or ``parameter_server`` (``ps``; a chief, ``num_ps`` ps tasks -- default 1 --
+        and one worker per data node; the job succeeds when the chief exits 0).
+        ``env`` must not hold secrets (names containing PASSWORD, SECRET, TOKEN, ...):
+        workers get credentials from their node's ``TF_IGNITE_WORKER_*`` settings.
         """
         if not command:
             raise ConfigurationError("the job needs a command after --, e.g. -- python train.py")
+        canonical = STRATEGIES.get(strategy.lower().replace("-", "_"))
+        if canonical is None:
+            raise ConfigurationError(
+                f"strategy {strategy!r} is not supported; use multi_worker_mirrored (mwms) or parameter_server (ps)"
+            )
+        if num_ps is not None and canonical != "parameter_server":
+            raise ConfigurationError("--num-ps is for the parameter_server strategy only")
+        for key in env or {}:
+            if SECRET_ENV_NAME.match(key):
+                raise ConfigurationError(
+                    f"environment variable {key} looks like a secret and would be stored in the job record, "
+                    "readable by every client of the cluster; configure worker credentials on the nodes "
+                    "instead (TF_IGNITE_WORKER_USERNAME/PASSWORD/CAFILE/CERTFILE/KEYFILE/CERT_PASSWORD in "
+                    "each node's environment; `ignite-tf node start` sets them for its own clusters)"
+                )
         job_id = name or new_job_id(job_dir)
         data = pack_directory(job_dir)
         files = self.client.get_or_create_cache(layout.cache_config(layout.FILES))
@@ -205,7 +246,8 @@ class JobClient:
             "command": list(command),
             "python": python or sys.executable,
             "env": dict(env or {}),
-            "strategy": strategy,
+            "strategy": canonical,
+            "num_ps": int(num_ps if num_ps is not None else (1 if canonical == "parameter_server" else 0)),
             "checkpoint_dir": checkpoint_dir if checkpoint_dir is not None else f"ignite:///tf-jobs/{job_id}",
             "file_chunks": len(chunks),
             "max_restarts": int(max_restarts),
@@ -225,6 +267,30 @@ class JobClient:
         if not wait:
             return self.job(job_id)
         return self.wait(job_id, timeout=timeout)
+
+    def remove(self, job_id: str, *, force: bool = False) -> dict[str, Any]:
+        """Delete a finished job and everything it left in the launcher's caches and on
+        the nodes (record, worker records, output, results, shipped files).  A job that
+        is still running is refused unless ``force``, which stops it first.  The job's
+        checkpoints are kept (they are the training's product)."""
+        self.job(job_id)  # JobNotFoundError before anything else
+        return self.invoke("remove", job_id, bool(force))
+
+    def remove_finished(self) -> list[str]:
+        """Delete every finished (SUCCEEDED, FAILED, STOPPED) job; returns their names."""
+        removed = []
+        for rec in self.jobs():
+            if rec.get("state") in layout.TERMINAL_STATES:
+                try:
+                    self.invoke("remove", rec["id"], False)
+                except JobNotFoundError:
+                    continue
+                except LauncherError as exc:
+                    if "no job named" in str(exc):  # removed meanwhile by someone else
+                        continue
+                    raise
+                removed.append(str(rec["id"]))
+        return removed
 
     # ------------------------------------------------------------------ reading
     def _cache(self, name: str) -> Any | None:
@@ -335,6 +401,7 @@ class _OutputCursor:
                 continue
             records = self.jobs._workers_of(self.job_id, attempt)
             wanted: list[tuple[int, str, int, int]] = []  # (index, node, first chunk, end chunk)
+            roles = {int(w.get("index", 0)): str(w.get("task_type") or "worker") for w in records}
             for w in records:
                 idx = int(w.get("index", 0))
                 if self.workers is not None and idx not in self.workers:
@@ -355,7 +422,7 @@ class _OutputCursor:
                             break
                         t = int(chunk.get("t") or 0)
                         for line in str(chunk.get("text") or "").split("\n"):
-                            out.append(OutputLine(t, attempt, idx, node, line))
+                            out.append(OutputLine(t, attempt, idx, node, line, roles.get(idx, "worker")))
                     self.next_chunk[(attempt, idx)] = end
             # An attempt is over once its workers exited and everything was read.
             if attempt < current and records and all(

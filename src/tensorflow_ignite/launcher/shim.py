@@ -14,7 +14,10 @@ and the shim
   hold ports and talk to a half-dead training cluster;
 * on SIGTERM/SIGINT/SIGHUP sends SIGTERM to the whole group, and SIGKILL to
   whatever is left after a grace period;
-* exits with the worker's exit code (``128 + signal`` when it was killed).
+* exits with the worker's exit code (``128 + signal`` when it was killed);
+* puts :mod:`._sitehook` first on the worker's ``PYTHONPATH``, so every Python
+  process of the job arms the ``ignite://`` registration hook at start-up
+  (``TF_IGNITE_FS_AUTOREGISTER=0`` turns that off, as everywhere).
 
 Only the standard library is used here: the shim must start in milliseconds.
 ``--job/--attempt/--worker`` are not used by the shim itself; they put the job's
@@ -78,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, on_signal)
 
     try:
-        child = subprocess.Popen(command)
+        child = subprocess.Popen(command, env=worker_environment(os.environ))
     except OSError as exc:
         print(f"tf-ignite: cannot start {command[0]!r}: {exc}", flush=True)
         return 127
@@ -91,6 +94,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if stopping:
         _terminate_group()  # the worker is gone; make sure its children are too
     return 128 - code if code < 0 else code
+
+
+def worker_environment(environ: "os._Environ[str] | dict[str, str]") -> dict[str, str]:
+    """The worker's environment: ours, with the registration hook's directory on PYTHONPATH."""
+    env = dict(environ)
+    if env.get("TF_IGNITE_FS_AUTOREGISTER", "1").strip().lower() in ("0", "false", "no", "off"):
+        return env
+    hook = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_sitehook")
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != hook]
+    env["PYTHONPATH"] = os.pathsep.join([hook, *parts])
+    return env
 
 
 def _terminate_group() -> None:

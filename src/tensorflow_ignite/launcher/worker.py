@@ -2,7 +2,9 @@
 
 The launcher starts each worker with::
 
-    TF_CONFIG                   the MultiWorkerMirroredStrategy cluster, this worker's index
+    TF_CONFIG                   the TF cluster (MultiWorkerMirroredStrategy workers, or
+                                ParameterServerStrategy chief/ps/workers), this task
+    TF_IGNITE_TASK_TYPE/INDEX   this task's role (worker, chief, ps) and index in it
     IGNITE_DATASET_HOST/PORT    this node's thin-client endpoint
     IGNITE_DATASET_PARTS        this node's primary partitions of the job's cache
     TF_IGNITE_CACHE             the job's cache
@@ -11,7 +13,10 @@ The launcher starts each worker with::
     TF_IGNITE_NODE, TF_IGNITE_NODE_ID, TF_IGNITE_WORK_DIR
 
 so ``IgniteDataset(cache)`` in a worker reads exactly its node's primary
-partitions.  :class:`WorkerContext` reads these; :func:`report` stores a small
+partitions.  On secured clusters the node adds ``IGNITE_DATASET_USERNAME``,
+``_PASSWORD``, ``_CAFILE``, ``_CERTFILE``, ``_KEYFILE``, ``_CERT_PASSWORD`` from its
+own configuration (never from the job record); the dataset, the ``ignite://``
+filesystem and :func:`report` use them.  :class:`WorkerContext` reads these; :func:`report` stores a small
 result for the job's owner; :func:`gather_ints` and :func:`equal_steps` keep
 step counts equal across workers whose nodes hold different numbers of rows
 (MultiWorkerMirroredStrategy hangs at epoch end otherwise).
@@ -27,7 +32,7 @@ from typing import Any
 from ..data.env import parse_partition_list
 from . import layout
 
-__all__ = ["WorkerContext", "report", "gather_ints", "equal_steps"]
+__all__ = ["WorkerContext", "report", "node_client_settings", "gather_ints", "equal_steps"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,9 @@ class WorkerContext:
     host: str
     port: int
     checkpoint_dir: str | None
+    task_type: str = "worker"
+    task_index: int = 0
+    strategy: str = "multi_worker_mirrored"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "WorkerContext":
@@ -59,11 +67,17 @@ class WorkerContext:
             host=env.get("IGNITE_DATASET_HOST", "localhost"),
             port=int(env.get("IGNITE_DATASET_PORT", "10800")),
             checkpoint_dir=env.get("TF_IGNITE_CHECKPOINT_DIR") or None,
+            task_type=env.get("TF_IGNITE_TASK_TYPE", "worker"),
+            task_index=int(env.get("TF_IGNITE_TASK_INDEX", env.get("TF_IGNITE_WORKER_INDEX", "0"))),
+            strategy=env.get("TF_IGNITE_STRATEGY", "multi_worker_mirrored"),
         )
 
     @property
     def is_chief(self) -> bool:
-        """Worker 0 plays the chief under MultiWorkerMirroredStrategy (writes the real checkpoint)."""
+        """The task that writes the real checkpoint: worker 0 under MultiWorkerMirroredStrategy,
+        the ``chief`` task under ParameterServerStrategy."""
+        if self.strategy == "parameter_server":
+            return self.task_type == "chief"
         return self.index == 0
 
     @property
@@ -72,16 +86,31 @@ class WorkerContext:
         return "TF_IGNITE_JOB_ID" in os.environ
 
 
+#: ``IGNITE_DATASET_<NAME>`` variables with the node-local credentials -> client keyword.
+_CREDENTIAL_ENV = {"USERNAME": "username", "PASSWORD": "password", "CAFILE": "cafile", "CERTFILE": "certfile",
+                   "KEYFILE": "keyfile", "CERT_PASSWORD": "cert_password"}
+
+
+def node_client_settings(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Credentials and TLS files for this worker's node, from the ``IGNITE_DATASET_*``
+    variables its node set (empty on an open cluster); keyword arguments of ``IgniteClient``."""
+    env = os.environ if environ is None else environ
+    return {kw: env[f"IGNITE_DATASET_{name}"] for name, kw in _CREDENTIAL_ENV.items()
+            if env.get(f"IGNITE_DATASET_{name}")}
+
+
 def report(values: Mapping[str, Any], *, context: WorkerContext | None = None, **client_settings: Any) -> None:
     """Store ``values`` (ints, floats, strings, lists, dicts) as this worker's result.
 
     The job's owner reads them with ``JobClient.results(job)``; ``ignite-tf
-    describe`` shows them.  Written through this node's client endpoint.
+    describe`` shows them.  Written through this node's client endpoint, with
+    the node's credentials (:func:`node_client_settings`) unless given here.
     """
     from ..client import IgniteClient
 
     ctx = context or WorkerContext.from_env()
-    with IgniteClient(f"{ctx.host}:{ctx.port}", **client_settings) as client:
+    settings = {**node_client_settings(), **client_settings}
+    with IgniteClient(f"{ctx.host}:{ctx.port}", **settings) as client:
         cache = client.get_or_create_cache(layout.cache_config(layout.RESULTS))
         cache.put(layout.worker_key(ctx.job_id, ctx.attempt, ctx.index), dict(values))
 
@@ -107,7 +136,8 @@ def gather_ints(strategy: Any, value: int) -> list[int]:
     return [int(round(v)) for v in result.numpy().tolist()]
 
 
-def equal_steps(examples: Any, *, batch_size: int, local_rows: int, steps: int, pad: Any) -> Any:
+def equal_steps(examples: Any, *, batch_size: int, local_rows: int, steps: int, pad: Any,
+                sample_weight: bool = False) -> Any:
     """One epoch of exactly ``steps`` batches of exactly ``batch_size``, as ``(example, weight)``.
 
     ``examples`` is this worker's unbatched data (``local_rows`` elements);
@@ -120,6 +150,11 @@ def equal_steps(examples: Any, *, batch_size: int, local_rows: int, steps: int, 
     once and every worker issues the same collectives.  Weight the loss by it::
 
         loss = tf.reduce_sum(per_example_loss * w) / global_sum_of_w
+
+    With ``sample_weight=True`` (Keras ``fit``, e.g. tf_keras under
+    MultiWorkerMirroredStrategy) an ``(x, y)`` example comes out as ``(x, y, w)``,
+    the form ``fit`` takes sample weights in; ``.repeat()`` the result and pass
+    ``steps_per_epoch=steps`` so that every worker runs the same steps.
     """
     import tensorflow as tf
 
@@ -127,4 +162,10 @@ def equal_steps(examples: Any, *, batch_size: int, local_rows: int, steps: int, 
         raise ValueError(f"{steps} steps of {batch_size} cannot hold this worker's {local_rows} rows")
     real = examples.map(lambda *e: (e[0] if len(e) == 1 else e, tf.constant(1.0)))
     filler = tf.data.Dataset.from_tensors((pad, tf.constant(0.0))).repeat(steps * batch_size - local_rows)
-    return real.concatenate(filler).batch(batch_size, drop_remainder=True)
+    batches = real.concatenate(filler).batch(batch_size, drop_remainder=True)
+    if sample_weight:
+        spec = batches.element_spec[0]
+        if not (isinstance(spec, tuple) and len(spec) == 2):
+            raise ValueError("sample_weight=True needs (x, y) examples, got " + repr(spec))
+        batches = batches.map(lambda xy, w: (xy[0], xy[1], w))
+    return batches

@@ -106,4 +106,22 @@ final class AgentTasks {
             return WorkerAgent.stop(ignite, job, attempt, graceMs);
         }
     }
+
+    /** Delete this node's copy of a job's files and worker logs (none of its workers may run). */
+    static final class RemoveJobDir implements IgniteCallable<Boolean> {
+        private static final long serialVersionUID = 1L;
+
+        final String job;
+
+        @IgniteInstanceResource
+        private transient Ignite ignite;
+
+        RemoveJobDir(String job) {
+            this.job = job;
+        }
+
+        @Override public Boolean call() throws Exception {
+            return WorkerAgent.removeJobDir(ignite, job);
+        }
+    }
 }

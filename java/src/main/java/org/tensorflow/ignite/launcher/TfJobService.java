@@ -20,6 +20,7 @@ import org.apache.ignite.IgniteLogger;
 import org.apache.ignite.cache.query.QueryCursor;
 import org.apache.ignite.cache.query.ScanQuery;
 import org.apache.ignite.cluster.ClusterNode;
+import org.apache.ignite.lang.IgniteBiPredicate;
 import org.apache.ignite.resources.IgniteInstanceResource;
 import org.apache.ignite.resources.LoggerResource;
 import org.apache.ignite.services.Service;
@@ -52,7 +53,14 @@ public class TfJobService implements Service {
 
     static final int MAX_EVENTS = 200;
 
-    static final String DEFAULT_STRATEGY = "multi_worker_mirrored";
+    static final String DEFAULT_STRATEGY = TaskLayout.MWMS;
+
+    /**
+     * Job environment variable names that look like secrets. They are refused: a job
+     * record is readable by every client of the cluster. Workers get credentials from
+     * their node's own configuration instead ({@link WorkerAgent#nodeCredentials}).
+     */
+    static final Pattern SECRET_NAME = Pattern.compile("(?i).*(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL).*");
 
     static final Set<String> TERMINAL = Set.of("SUCCEEDED", "FAILED", "STOPPED");
 
@@ -153,17 +161,29 @@ public class TfJobService implements Service {
         String python = str(spec.get("python"));
         if (python == null || python.isEmpty())
             throw new IllegalArgumentException("the job needs the Python interpreter to run workers with");
-        String strategy = str(spec.get("strategy"));
-        if (strategy == null || strategy.isEmpty())
-            strategy = DEFAULT_STRATEGY;
-        if (!strategy.equals(DEFAULT_STRATEGY))
-            throw new IllegalArgumentException("strategy '" + strategy + "' is not supported; use "
-                + DEFAULT_STRATEGY + " (ParameterServerStrategy needs a dataset op that runs on remote workers)");
+        String strategy = TaskLayout.strategy(str(spec.get("strategy")));
+        if (strategy == null)
+            throw new IllegalArgumentException("strategy '" + spec.get("strategy") + "' is not supported; use "
+                + TaskLayout.MWMS + " or " + TaskLayout.PS);
+        long numPs = lng(spec.get("num_ps"), TaskLayout.PS.equals(strategy) ? 1 : 0);
+        if (TaskLayout.PS.equals(strategy) && (numPs < 1 || numPs > 16))
+            throw new IllegalArgumentException("the " + TaskLayout.PS + " strategy needs 1 to 16 ps tasks (--num-ps), not "
+                + numPs);
+        if (TaskLayout.MWMS.equals(strategy) && numPs != 0)
+            throw new IllegalArgumentException("--num-ps is for the " + TaskLayout.PS + " strategy only");
         HashMap<String, Object> env = new HashMap<>();
         Object envObj = spec.get("env");
         if (envObj instanceof Map) {
-            for (Map.Entry<?, ?> e : ((Map<?, ?>)envObj).entrySet())
-                env.put(String.valueOf(e.getKey()), e.getValue() == null ? "" : String.valueOf(e.getValue()));
+            for (Map.Entry<?, ?> e : ((Map<?, ?>)envObj).entrySet()) {
+                String key = String.valueOf(e.getKey());
+                // Refused without echoing the value: it would be stored in the job record.
+                if (SECRET_NAME.matcher(key).matches())
+                    throw new IllegalArgumentException("environment variable " + key + " looks like a secret and "
+                        + "would be stored in the job record, readable by every client; configure worker "
+                        + "credentials on the nodes instead (TF_IGNITE_WORKER_USERNAME/PASSWORD/... in each "
+                        + "node's environment)");
+                env.put(key, e.getValue() == null ? "" : String.valueOf(e.getValue()));
+            }
         }
 
         long now = System.currentTimeMillis();
@@ -174,6 +194,7 @@ public class TfJobService implements Service {
         rec.put("python", python);
         rec.put("env", env);
         rec.put("strategy", strategy);
+        rec.put("num_ps", numPs);
         rec.put("checkpoint_dir", str(spec.get("checkpoint_dir")));
         rec.put("file_chunks", lng(spec.get("file_chunks"), 0));
         rec.put("max_restarts", lng(spec.get("max_restarts"), 3));
@@ -220,6 +241,79 @@ public class TfJobService implements Service {
             }
             wakeUp();
             return rec;
+        }
+    }
+
+    /**
+     * Deletes a finished job (with {@code force}: any job, stopped first) and everything
+     * it left in the launcher's caches -- record, worker records, output, results, job
+     * files -- and the job's files on every node. Checkpoints are the user's and stay.
+     * Returns what was removed: {@code {id, state, entries}}.
+     */
+    public HashMap<String, Object> remove(String id, boolean force) {
+        IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.existing(ignite, LauncherCaches.JOBS);
+        HashMap<String, Object> rec;
+        synchronized (this) {
+            rec = jobs == null ? null : jobs.get(id);
+            if (rec == null)
+                throw new IllegalArgumentException("no job named '" + id + "' (see ignite-tf ps)");
+            String state = str(rec.get("state"));
+            if (!TERMINAL.contains(state)) {
+                if (!force)
+                    throw new IllegalArgumentException("job '" + id + "' is " + state + "; stop it first (ignite-tf "
+                        + "stop " + id + ") or remove it with --force, which stops it");
+                // Holding the lock: the reconcile loop cannot start a new attempt meanwhile.
+                stopEverywhere(id, -1, lng(rec.get("grace_ms"), 10_000));
+            }
+            jobs.remove(id);
+            settle.remove(id);
+        }
+        long removed = 1;
+        for (String name : new String[] {LauncherCaches.WORKERS, LauncherCaches.LOGS, LauncherCaches.RESULTS,
+            LauncherCaches.FILES})
+            removed += removeByPrefix(name, id + "/");
+        try {
+            ignite.compute(ignite.cluster().forServers()).withNoFailover().withTimeout(60_000)
+                .broadcast(new AgentTasks.RemoveJobDir(id));
+        }
+        catch (RuntimeException e) {
+            // A node left meanwhile: its copy went with it. Leftovers elsewhere are only disk.
+            log.warning("tf-ignite launcher: could not remove the node-local files of job " + id + ": " + e);
+        }
+        HashMap<String, Object> out = new HashMap<>();
+        out.put("id", id);
+        out.put("state", rec.get("state"));
+        out.put("entries", removed);
+        log.info("tf-ignite job " + id + ": removed (" + removed + " cache entries)");
+        return out;
+    }
+
+    private long removeByPrefix(String cacheName, String prefix) {
+        IgniteCache<String, Object> cache = LauncherCaches.existing(ignite, cacheName);
+        if (cache == null)
+            return 0;
+        Set<String> keys = new HashSet<>();
+        try (QueryCursor<Cache.Entry<String, Object>> cur = cache.query(new ScanQuery<>(new KeyPrefix(prefix)))) {
+            for (Cache.Entry<String, Object> e : cur)
+                keys.add(e.getKey());
+        }
+        if (!keys.isEmpty())
+            cache.removeAll(keys);
+        return keys.size();
+    }
+
+    /** Scan filter: keys starting with a prefix (on every node's classpath, no peer class loading). */
+    static final class KeyPrefix implements IgniteBiPredicate<String, Object> {
+        private static final long serialVersionUID = 1L;
+
+        private final String prefix;
+
+        KeyPrefix(String prefix) {
+            this.prefix = prefix;
+        }
+
+        @Override public boolean apply(String key, Object value) {
+            return key != null && key.startsWith(prefix);
         }
     }
 
@@ -333,10 +427,13 @@ public class TfJobService implements Service {
         save(jobs, rec);
         ArrayList<HashMap<String, Object>> workers = new ArrayList<>();
         try {
+            String strategy = TaskLayout.strategy(str(rec.get("strategy")));
+            List<TaskLayout.Task> tasks = TaskLayout.plan(plan.nodes.size(), strategy, (int)lng(rec.get("num_ps"), 0));
+            long numWorkers = tasks.stream().filter(TaskLayout.Task::readsPartitions).count();
             List<HashMap<String, Object>> probes = new ArrayList<>();
             List<String> addresses = new ArrayList<>();
-            for (ClusterNode n : plan.nodes) {
-                HashMap<String, Object> p = compute(n).call(new AgentTasks.ProbeNode());
+            for (TaskLayout.Task t : tasks) {
+                HashMap<String, Object> p = compute(plan.nodes.get(t.node)).call(new AgentTasks.ProbeNode());
                 probes.add(p);
                 addresses.add(hostPort(str(p.get("host")), lng(p.get("port"), 0)));
             }
@@ -344,22 +441,29 @@ public class TfJobService implements Service {
             Map<String, Object> userEnv = (Map<String, Object>)rec.get("env");
             @SuppressWarnings("unchecked")
             List<String> command = (List<String>)rec.get("command");
-            for (int i = 0; i < plan.nodes.size(); i++) {
-                ClusterNode n = plan.nodes.get(i);
+            for (int i = 0; i < tasks.size(); i++) {
+                TaskLayout.Task t = tasks.get(i);
+                ClusterNode n = plan.nodes.get(t.node);
                 HashMap<String, Object> probe = probes.get(i);
-                List<Integer> parts = plan.partitions.get(n.id());
+                List<Integer> parts = t.readsPartitions() ? plan.partitions.get(n.id()) : new ArrayList<>();
                 String ranges = JobPlan.ranges(parts);
                 Map<String, String> env = new HashMap<>();
                 if (userEnv != null)
                     userEnv.forEach((k, v) -> env.put(k, String.valueOf(v)));
-                env.put("TF_CONFIG", tfConfig(addresses, i));
+                env.put("TF_CONFIG", TaskLayout.tfConfig(tasks, addresses, i));
                 env.put("IGNITE_DATASET_HOST", str(probe.get("client_host")));
                 env.put("IGNITE_DATASET_PORT", Long.toString(lng(probe.get("client_port"), 10800)));
-                env.put("IGNITE_DATASET_PARTS", ranges);
+                // Chief and ps read no training data of their own: without a partition list a
+                // dataset they open (say, for evaluation) reads the whole cache.
+                if (t.readsPartitions())
+                    env.put("IGNITE_DATASET_PARTS", ranges);
                 env.put("TF_IGNITE_JOB_ID", id);
                 env.put("TF_IGNITE_ATTEMPT", Long.toString(attempt));
                 env.put("TF_IGNITE_WORKER_INDEX", Integer.toString(i));
-                env.put("TF_IGNITE_NUM_WORKERS", Integer.toString(plan.nodes.size()));
+                env.put("TF_IGNITE_NUM_WORKERS", Long.toString(numWorkers));
+                env.put("TF_IGNITE_TASK_TYPE", t.type);
+                env.put("TF_IGNITE_TASK_INDEX", Integer.toString(t.typeIndex));
+                env.put("TF_IGNITE_STRATEGY", strategy);
                 env.put("TF_IGNITE_NODE", JobPlan.label(n));
                 env.put("TF_IGNITE_NODE_ID", n.id().toString());
                 env.put("TF_IGNITE_CACHE", str(rec.get("cache")));
@@ -372,6 +476,8 @@ public class TfJobService implements Service {
                 long pid = compute(n).call(task);
                 HashMap<String, Object> w = new HashMap<>();
                 w.put("index", (long)i);
+                w.put("task_type", t.type);
+                w.put("task_index", (long)t.typeIndex);
                 w.put("node", JobPlan.label(n));
                 w.put("node_id", n.id().toString());
                 w.put("host", str(probe.get("host")));
@@ -408,6 +514,7 @@ public class TfJobService implements Service {
         IgniteCache<String, HashMap<String, Object>> wc = LauncherCaches.cache(ignite, LauncherCaches.WORKERS);
         Map<String, HashMap<String, Object>> states = wc.getAll(keys);
         int ok = 0;
+        boolean chiefDone = false;
         String failure = null;
         String kind = null;
         long code = 0;
@@ -417,10 +524,12 @@ public class TfJobService implements Service {
             String st = s == null ? "UNKNOWN" : str(s.get("state"));
             if ("EXITED".equals(st) || "FAILED_TO_START".equals(st)) {
                 long c = lng(s.get("exit_code"), 1);
-                if (c == 0)
+                if (c == 0) {
                     ok++;
+                    chiefDone |= "chief".equals(str(w.get("task_type")));
+                }
                 else if (failure == null) {
-                    failure = "worker " + idx + " on " + w.get("node") + " exited with code " + c + signalNote(c);
+                    failure = taskName(w) + " on " + w.get("node") + " exited with code " + c + signalNote(c);
                     kind = "worker_exit";
                     code = c;
                 }
@@ -435,6 +544,18 @@ public class TfJobService implements Service {
             restart(jobs, rec, kind, failure, code);
             return;
         }
+        if (chiefDone && ok < workers.size()) {
+            // ParameterServerStrategy: the chief (coordinator) decides; ps and worker
+            // tasks serve forever (server.join()) and are stopped now.
+            stopEverywhere(id, attempt, lng(rec.get("grace_ms"), 10_000));
+            rec.put("state", "SUCCEEDED");
+            rec.put("exit_code", 0L);
+            rec.put("finished_ms", System.currentTimeMillis());
+            rec.put("message", "the chief exited with code 0; the other " + (workers.size() - ok) + " task(s) were stopped");
+            event(rec, "succeeded: " + rec.get("message"));
+            save(jobs, rec);
+            return;
+        }
         if (ok == workers.size()) {
             rec.put("state", "SUCCEEDED");
             rec.put("exit_code", 0L);
@@ -444,7 +565,7 @@ public class TfJobService implements Service {
             save(jobs, rec);
             return;
         }
-        if (ok > 0)
+        if (ok > 0 && !TaskLayout.PS.equals(TaskLayout.strategy(str(rec.get("strategy")))))
             return; // finishing: a map change now would only throw finished work away
         JobPlan now;
         try {
@@ -552,14 +673,13 @@ public class TfJobService implements Service {
 
     // ------------------------------------------------------------------ helpers
 
-    static String tfConfig(List<String> workers, int index) {
-        StringBuilder sb = new StringBuilder("{\"cluster\": {\"worker\": [");
-        for (int i = 0; i < workers.size(); i++) {
-            if (i > 0)
-                sb.append(", ");
-            sb.append('"').append(workers.get(i)).append('"');
-        }
-        return sb.append("]}, \"task\": {\"type\": \"worker\", \"index\": ").append(index).append("}}").toString();
+    /** {@code "worker 1"} for MWMS jobs (as before), {@code "ps 0 (task 1)"} for the other roles. */
+    static String taskName(Map<String, Object> w) {
+        String type = str(w.get("task_type"));
+        long idx = lng(w.get("index"), 0);
+        if (type == null || ("worker".equals(type) && lng(w.get("task_index"), idx) == idx))
+            return "worker " + idx;
+        return type + " " + lng(w.get("task_index"), 0) + " (task " + idx + ")";
     }
 
     static String hostPort(String host, long port) {

@@ -99,6 +99,58 @@ public final class WorkerAgent {
         throw new IOException("no free port found on " + host);
     }
 
+    /** Environment variables of the node process that hold its own secrets; never passed to workers. */
+    static final java.util.Set<String> NODE_SECRETS = java.util.Set.of(
+        "TF_IGNITE_KEYSTORE_PASSWORD", "TF_IGNITE_TRUSTSTORE_PASSWORD");
+
+    /**
+     * Prefix of the node-local worker credentials: {@code TF_IGNITE_WORKER_USERNAME},
+     * {@code _PASSWORD}, {@code _CAFILE}, {@code _CERTFILE}, {@code _KEYFILE},
+     * {@code _CERT_PASSWORD} in the node's environment (set where the node is started,
+     * e.g. by {@code LocalCluster} for secured local clusters).
+     */
+    static final String WORKER_CREDENTIAL_PREFIX = "TF_IGNITE_WORKER_";
+
+    static final String[] CREDENTIAL_SETTINGS = {"USERNAME", "PASSWORD", "CAFILE", "CERTFILE", "KEYFILE",
+        "CERT_PASSWORD"};
+
+    /**
+     * The credentials a worker uses to reach its own node, from the node's configuration
+     * (never from the job: job records are readable by every client), as the
+     * {@code IGNITE_DATASET_*} variables that {@code IgniteDataset}, the {@code ignite://}
+     * filesystem and {@code report()} read.
+     */
+    static Map<String, String> nodeCredentials(Map<String, String> nodeEnv) {
+        Map<String, String> out = new HashMap<>();
+        for (String s : CREDENTIAL_SETTINGS) {
+            String v = nodeEnv.get(WORKER_CREDENTIAL_PREFIX + s);
+            if (v != null && !v.isEmpty())
+                out.put("IGNITE_DATASET_" + s, v);
+        }
+        return out;
+    }
+
+    /** Deletes this node's directory of a job; false when a worker of the job still runs here. */
+    static boolean removeJobDir(Ignite ignite, String job) throws IOException {
+        for (WorkerProcess w : RUNNING.values()) {
+            if (w.req.job.equals(job) && !w.exited)
+                return false;
+        }
+        Path dir = jobDir(ignite, job);
+        if (!Files.exists(dir))
+            return true;
+        synchronized (WorkerAgent.class) {
+            try (java.util.stream.Stream<Path> walk = Files.walk(dir)) {
+                List<Path> paths = new ArrayList<>();
+                walk.forEach(paths::add);
+                paths.sort(java.util.Comparator.reverseOrder()); // children before their directory
+                for (Path p : paths)
+                    Files.deleteIfExists(p);
+            }
+        }
+        return true;
+    }
+
     /** Where this node keeps job {@code job}'s files and worker logs. */
     static Path jobDir(Ignite ignite, String job) {
         String base = ignite.configuration().getWorkDirectory();
@@ -190,7 +242,12 @@ public final class WorkerAgent {
         pb.redirectErrorStream(true);
         pb.redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
         Map<String, String> env = pb.environment();
+        // The node's own secrets (keystore passwords) are not the worker's business.
+        env.keySet().removeIf(k -> NODE_SECRETS.contains(k));
         env.putAll(req.env);
+        env.putAll(nodeCredentials(System.getenv()));
+        for (String c : CREDENTIAL_SETTINGS)
+            env.remove(WORKER_CREDENTIAL_PREFIX + c); // passed on under their dataset names only
         env.put("TF_IGNITE_WORK_DIR", files.toString());
         // `python` in the command means the interpreter the job was submitted with.
         Path bin = Paths.get(req.python).getParent();
@@ -202,6 +259,7 @@ public final class WorkerAgent {
         record.put("attempt", req.attempt);
         record.put("index", (long)req.index);
         record.put("node", req.nodeLabel);
+        record.put("task_type", req.env.getOrDefault("TF_IGNITE_TASK_TYPE", "worker"));
         record.put("node_id", ignite.cluster().localNode().id().toString());
         record.put("state", "STARTING");
         record.put("chunks", 0L);

@@ -1,0 +1,67 @@
+"""argparse ``type=`` checks shared by the ``ignite-tf`` commands.
+
+A bad value is reported by argparse itself (``argument --port: must be between
+1 and 65535``, exit status 2) before anything is started or connected.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+__all__ = ["int_between", "positive_float", "port", "logdir"]
+
+
+def int_between(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An int in ``[low, high]`` (no upper bound when ``high`` is None)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if value < low or (high is not None and value > high):
+            if high is None:
+                raise argparse.ArgumentTypeError(f"must be {low} or more, got {value}")
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}, got {value}")
+        return value
+
+    return parse
+
+
+def positive_float(text: str) -> float:
+    """A float > 0 (sizes, timeouts)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+#: A TCP port a client connects to.
+port = int_between(1, 65535)
+
+
+def logdir(text: str) -> str:
+    """A TensorBoard log directory; ``ignite://``/``igfs://`` ones are checked like the plugin checks them.
+
+    Messages never repeat a URI's user-info or query string (they may hold a password).
+    """
+    from ..errors import ConfigurationError
+    from ..fs.config import parse_endpoint, reject_query
+    from ..native.uri import SCHEMES
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    scheme, sep, rest = text.partition("://")
+    if sep and scheme in SCHEMES:
+        try:
+            reject_query(text)
+            host = rest.partition("/")[0]
+            if host:
+                parse_endpoint(host)
+        except ConfigurationError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
