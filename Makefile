@@ -15,7 +15,7 @@ JAVA_SRC    := $(shell find java/src -name '*.java' 2>/dev/null) java/pom.xml ja
 NATIVE_SRC  := $(wildcard src/tensorflow_ignite/native/*.cc) $(wildcard src/tensorflow_ignite/native/build.py)
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps venv java native demo test bench clean help
+.PHONY: setup system-deps venv java native demo test bench fuzz clean help
 
 help:
 	@sed -n '2,9p' Makefile
@@ -35,6 +35,8 @@ $(STAMPS)/venv: pyproject.toml $(STAMPS)/system-deps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[tf-cpu,test]'
+# tf_keras requires the full `tensorflow` wheel; the CPU build provides the same package.
+	$(PY) -m pip install --quiet --no-deps 'tf-keras==2.21.*'
 	@touch $@
 
 java: $(STAMPS)/java
@@ -59,6 +61,12 @@ test: setup
 
 bench: setup
 	$(PY) -m bench.run $(BENCH_ARGS)
+
+# A longer atheris session than the test suite's (which runs 100,000 inputs);
+# the corpus it grows in .fuzz-corpus is reused by the next run.
+FUZZ_SECONDS ?= 600
+fuzz: venv
+	$(PY) fuzz/fuzz_protocol.py -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -artifact_prefix=.fuzz- .fuzz-corpus
 
 clean:
 	rm -rf $(STAMPS) java/target build dist src/*.egg-info
