@@ -59,6 +59,19 @@ def test_node_that_fails_to_start_shows_its_log(tmp_path: Path) -> None:
     assert cluster.java_pids() == []
 
 
+def test_node_added_after_a_kill_joins_the_survivors(tmp_path: Path) -> None:
+    # A killed member is no longer expected in the topology: adding a node must
+    # wait for the survivors plus the newcomer, not for the dead one.
+    with LocalCluster(tmp_path, nodes=2, region_mb=128, heap_mb=384) as cluster:
+        cluster.kill_node(1)
+        added = cluster.add_node(timeout=120)
+        servers = added.status()["servers"]
+        assert len(servers) == 2, servers
+        assert cluster.members[0].status()["node_id"] in servers
+        assert len(cluster.java_pids()) == 2
+    assert cluster.java_pids() == []
+
+
 def test_cli_start_status_stop_three_nodes(tmp_path: Path) -> None:
     work = tmp_path / "cli"
     cli = [sys.executable, "-m", "tensorflow_ignite.cli.main"]

@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,9 @@ def _is_our_process(pid: int, marker: str) -> bool:
 
 def _port_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # As the JVM's server sockets do: connections of a stopped node lingering in
+        # TIME_WAIT must not make its port look taken (a restart on the same port).
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
@@ -143,6 +147,8 @@ class LocalCluster:
     _discovery_base: int = 0
     _communication_base: int = 0
     _procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+    #: Members stopped on purpose (``kill_node``): not expected in the topology until restarted.
+    _down: set[int] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir).resolve()
@@ -248,6 +254,10 @@ class LocalCluster:
             if self.tls_client_auth:
                 cmd += ["--tls-truststore", str(self.tls_material.server_truststore), "--tls-client-auth"]
                 env["TF_IGNITE_TRUSTSTORE_PASSWORD"] = self.tls_material.keystore_password
+        # Node-local credentials for the launcher's workers (WorkerAgent hands them to
+        # the worker processes it starts), so that they never travel in a job record.
+        for key, value in self.client_settings().items():
+            env.setdefault(f"TF_IGNITE_WORKER_{key.upper()}", str(value))
         with open(info.log, "ab") as log:
             proc = subprocess.Popen(
                 cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -255,6 +265,7 @@ class LocalCluster:
             )
         info.pid = proc.pid
         self._procs[info.pid] = proc  # keep the handle: liveness without /proc races, reaping
+        self._down.discard(index)
         self.members = [m for m in self.members if m.index != index] + [info]
         self.members.sort(key=lambda m: m.index)
         self.save_state()
@@ -276,8 +287,8 @@ class LocalCluster:
     def wait_ready(self, timeout: float = 180.0) -> None:
         """Block until every live member sees the whole topology and accepts a handshake."""
         deadline = time.monotonic() + timeout
-        expected = len([m for m in self.members if m.pid])
-        pending = {m.index for m in self.members}
+        expected = len([m for m in self.members if m.pid and m.index not in self._down])
+        pending = {m.index for m in self.members if m.index not in self._down}
         delay = 0.05
         while pending:
             for m in list(self.members):
@@ -357,9 +368,21 @@ class LocalCluster:
     def kill_node(self, index: int, sig: int = signal.SIGKILL) -> NodeInfo:
         """Send ``sig`` to one node (fault tests) and wait until it is gone."""
         m = next(m for m in self.members if m.index == index)
+        self._down.add(index)
         os.kill(m.pid, sig)
         self._wait_gone(m, time.monotonic() + 30)
         return m
+
+    def restart_nodes(self, indices: Sequence[int], timeout: float = 180.0) -> list[NodeInfo]:
+        """Start stopped or killed members again on their own ports; wait until the cluster is whole."""
+        started = []
+        for index in indices:
+            m = next(m for m in self.members if m.index == index)
+            if self._alive(m):
+                raise NodeError(f"Ignite node {m.name} (pid {m.pid}) is still running; stop it before restarting")
+            started.append(self._spawn(index, client_port=m.client_port))
+        self.wait_ready(timeout=timeout)
+        return started
 
     # -------------------------------------------------------------------- queries
     def address(self, index: int = 0) -> tuple[str, int]:
