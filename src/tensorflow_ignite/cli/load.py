@@ -8,6 +8,7 @@ import os
 import sys
 
 from ..errors import ConfigurationError, IgniteError
+from . import validate
 
 __all__ = ["register"]
 
@@ -41,7 +42,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     conn = p.add_argument_group("connection")
     conn.add_argument("--host", default="localhost",
                       help="Ignite node to connect to; also HOST:PORT or a comma-separated list (default localhost)")
-    conn.add_argument("--port", type=int, default=10800, help="thin-client port (default 10800)")
+    conn.add_argument("--port", type=validate.port, default=10800, help="thin-client port (default 10800)")
     conn.add_argument("--username", help="user name, for clusters with authentication "
                       f"(password from ${_PASSWORD_ENV} or a prompt)")
     conn.add_argument("--cafile", help="CA certificate (PEM) to verify the node's TLS certificate; enables TLS")
@@ -50,14 +51,14 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     data = p.add_argument_group("data")
     data.add_argument("--type-name", help="binary type of the values (default: <CacheName>Row)")
     data.add_argument("--key", metavar="COL", help="column whose values are the keys (default: the row number)")
-    data.add_argument("--key-offset", type=int, default=None,
+    data.add_argument("--key-offset", type=validate.int_between(0), default=None,
                       help="first row-number key (default 0; in append mode: the number of entries already there)")
     data.add_argument("--columns", help="comma-separated subset and order of columns to write")
     data.add_argument("--mode", choices=("create", "append", "overwrite"), default="create",
                       help="create (default), append or overwrite")
-    data.add_argument("--batch-mb", type=float, default=4.0, help="size of each put request in MB (default 4)")
+    data.add_argument("--batch-mb", type=validate.positive_float, default=4.0, help="size of each put request in MB (default 4)")
     cache = p.add_argument_group("cache configuration (when the cache is created)")
-    cache.add_argument("--backups", type=int, default=0, help="backup copies of each partition (default 0)")
+    cache.add_argument("--backups", type=validate.int_between(0), default=0, help="backup copies of each partition (default 0)")
     cache.add_argument("--atomicity", choices=("atomic", "transactional"), default="atomic",
                        help="cache atomicity mode (default atomic)")
     cache.add_argument("--write-sync", choices=("primary_sync", "full_sync", "full_async"), default="primary_sync",

@@ -9,7 +9,8 @@ import threading
 from pathlib import Path
 
 from ..errors import NodeError
-from ..local.cluster import DEFAULT_PASSWORD, DEFAULT_USER, LocalCluster
+from ..local.cluster import DEFAULT_PASSWORD, DEFAULT_USER, DISCOVERY_SLOTS, LocalCluster
+from . import validate
 
 __all__ = ["register", "default_work_dir"]
 
@@ -43,8 +44,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "topology and answers a thin-client handshake, then return.",
     )
     _work_dir_arg(start)
-    start.add_argument("--nodes", type=int, default=1, metavar="N", help="number of server nodes (default 1)")
-    start.add_argument("--client-port", type=int, default=10800, metavar="PORT",
+    start.add_argument("--nodes", type=validate.int_between(1, DISCOVERY_SLOTS), default=1, metavar="N", help="number of server nodes (default 1)")
+    start.add_argument("--client-port", type=validate.int_between(0, 65535), default=10800, metavar="PORT",
                        help="thin-client port of the first node; node i uses PORT+i (default 10800; "
                        "0 picks free ports)")
     start.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -56,11 +57,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     start.add_argument("--tls-client-auth", action="store_true", help="with --tls: require client certificates")
     start.add_argument("--sql", action="store_true",
                        help="enable the H2 SQL engine (runs Ignite 2.17.0: no SQL engine of 2.18.0 is on Maven Central)")
-    start.add_argument("--region-mb", type=int, default=1024, help="max size of the default data region in MiB (default 1024)")
-    start.add_argument("--heap-mb", type=int, default=1024, help="JVM heap per node in MiB (default 1024)")
+    start.add_argument("--region-mb", type=validate.int_between(16), default=1024, help="max size of the default data region in MiB (default 1024)")
+    start.add_argument("--heap-mb", type=validate.int_between(64), default=1024, help="JVM heap per node in MiB (default 1024)")
     start.add_argument("--classpath", action="append", default=[], metavar="PATH",
                        help="extra classpath entry for the nodes (repeatable)")
-    start.add_argument("--timeout", type=float, default=180, help="seconds to wait for readiness (default 180)")
+    start.add_argument("--timeout", type=validate.positive_float, default=180, help="seconds to wait for readiness (default 180)")
     start.add_argument("--foreground", action="store_true",
                        help="stay attached; stop the nodes on Ctrl+C or SIGTERM")
     start.set_defaults(handler=_start)

@@ -20,6 +20,7 @@ import sys
 import time
 
 from ..errors import ConfigurationError
+from . import validate
 
 __all__ = ["register", "run", "child_main"]
 
@@ -45,13 +46,13 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         ),
         epilog="example: ignite-tf tensorboard --logdir ignite://127.0.0.1:10800/runs --port 6006",
     )
-    p.add_argument("--logdir", required=True, metavar="LOGDIR",
+    p.add_argument("--logdir", required=True, metavar="LOGDIR", type=validate.logdir,
                    help="directory of event files, e.g. ignite://127.0.0.1:10800/runs")
-    p.add_argument("--port", type=int, default=6006,
+    p.add_argument("--port", type=validate.int_between(0, 65535), default=6006,
                    help="HTTP port for TensorBoard (default 6006; 0 picks a free one)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address TensorBoard binds to (default 127.0.0.1; 0.0.0.0 for all interfaces)")
-    p.add_argument("--timeout", type=float, default=_STARTUP_TIMEOUT,
+    p.add_argument("--timeout", type=validate.positive_float, default=_STARTUP_TIMEOUT,
                    help=f"seconds to wait for TensorBoard to start (default {_STARTUP_TIMEOUT:.0f})")
     p.add_argument("extra", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.set_defaults(handler=run)

@@ -226,8 +226,12 @@ def parse_endpoint(host: str, defaults: FsSettings | None = None) -> tuple[str, 
     if not host:
         return d.host, d.port
     if host.startswith("["):
-        name, _, rest = host[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else ""
+        name, bracket, rest = host[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise ConfigurationError(
+                f"malformed ignite:// host {host!r}: write an IPv6 address as [address] or [address]:port"
+            )
+        port_text = rest[1:]
     elif host.count(":") == 1:
         name, _, port_text = host.partition(":")
     else:

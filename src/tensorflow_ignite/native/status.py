@@ -105,8 +105,16 @@ def status_for_exception(exc: BaseException, op: str, path: str) -> tuple[int, s
 
 
 def redact_query(path: object) -> object:
-    """``ignite://h/p?password=x`` -> ``ignite://h/p?<query removed>``: a query string
-    may carry credentials (the plugin never reads them) and must not reach logs."""
-    if isinstance(path, str) and "?" in path and "=" in path.partition("?")[2]:
-        return path.partition("?")[0] + "?<query removed>"
+    """``ignite://h/p?password=x`` -> ``ignite://h/p?<query removed>`` and
+    ``ignite://user:pw@h/p`` -> ``ignite://<credentials removed>@h/p``: a query string
+    or user-info part may carry credentials (the plugin never reads them) and must
+    not reach logs."""
+    if not isinstance(path, str):
+        return path
+    if "?" in path and "=" in path.partition("?")[2]:
+        path = path.partition("?")[0] + "?<query removed>"
+    scheme, sep, rest = path.partition("://")
+    authority = rest.partition("/")[0]
+    if sep and "@" in authority:
+        path = f"{scheme}://<credentials removed>@{authority.rpartition('@')[2]}{rest[len(authority):]}"
     return path

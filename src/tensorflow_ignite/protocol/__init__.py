@@ -10,7 +10,10 @@ Modules:
 * :mod:`.framing` -- frames, handshake, request/response headers;
 * :mod:`.requests` / :mod:`.responses` -- per-operation bodies;
 * :mod:`.cache_config` -- cache configuration and query entities;
-* :mod:`.columns` -- whole-page decoding into numpy columns for datasets.
+* :mod:`.columns` -- whole-page decoding into numpy columns for datasets;
+* :mod:`.fuzz_targets` -- every decoder a peer can reach, behind one entry point
+  for the fuzz tests (hypothesis, atheris): bad bytes raise only ``ProtocolError``
+  or ``SchemaError``.
 
 The I/O layer sends what these functions return and feeds what it reads to
 :class:`~.framing.FrameAssembler` and the decoders.

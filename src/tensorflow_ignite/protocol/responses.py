@@ -42,6 +42,7 @@ __all__ = [
     "decode_sql_fields_page",
     "decode_scan_rows",
     "decode_sql_rows",
+    "MAX_PARTITIONS",
     "PartitionGroup",
     "CachePartitions",
     "decode_cache_partitions",
@@ -232,6 +233,11 @@ def decode_sql_rows(page: SqlPage, decoder: BinaryDecoder | None = None) -> list
 
 
 # ------------------------------------------------------------ partitions
+#: Ignite caps a cache at 65,000 partitions (``CacheConfiguration.MAX_PARTITIONS_COUNT``);
+#: anything at or above 2**16 in a partition map is corrupt.
+MAX_PARTITIONS = 1 << 16
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionGroup:
     """Caches sharing one partition -> primary node mapping.
@@ -319,7 +325,14 @@ def decode_cache_partitions(
                 raise ProtocolError("partition mapping with a null node id")
             count = r.length("partition count", 4)
             view = r.view(4 * count, "partitions")
-            parts[node] = struct.unpack(f"<{count}i", view) if count else ()
+            numbers = struct.unpack(f"<{count}i", view) if count else ()
+            # The map is a list indexed by partition: a hostile number must not size it.
+            if numbers and not 0 <= min(numbers) <= max(numbers) < MAX_PARTITIONS:
+                raise ProtocolError(
+                    f"partition mapping of node {node} names partition "
+                    f"{min(numbers) if min(numbers) < 0 else max(numbers)}, outside [0, {MAX_PARTITIONS})"
+                )
+            parts[node] = numbers
         default_affinity = r.bool("default affinity flag") if all_mappings else True
         groups.append(PartitionGroup(True, tuple(ids_list), key_configs, parts, default_affinity))
     r.expect_end("cache partitions response")

@@ -1,0 +1,260 @@
+"""Every decoder a hostile or broken peer can reach, behind one entry point for fuzzers.
+
+The hypothesis tests (``tests/unit/test_fuzz_protocol.py``) and the atheris
+harness (``fuzz/fuzz_protocol.py``) feed arbitrary bytes to :func:`run_target`.
+The contract checked is the one the decoders document: whatever the bytes,
+a decoder returns or raises :class:`~tensorflow_ignite.errors.ProtocolError`
+(malformed) or :class:`~tensorflow_ignite.errors.SchemaError` (well-formed data
+that does not fit the page plan) -- never ``IndexError``, ``struct.error``,
+``MemoryError``, ``RecursionError`` or a hang.
+
+The first byte of the input picks the target and a parameter (protocol version,
+first/later page, plan...), the rest is the payload, so a coverage-guided
+fuzzer can reach every decoder from one corpus.  :data:`SEEDS` holds valid
+messages to start mutating from.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from tensorflow_ignite.errors import ProtocolError, SchemaError
+from tensorflow_ignite.protocol import responses
+from tensorflow_ignite.protocol.binary import BinaryDecoder, BinaryEncoder
+from tensorflow_ignite.protocol.buffer import ByteReader, ByteWriter
+from tensorflow_ignite.protocol.codes import SUPPORTED_VERSIONS, TypeCode
+from tensorflow_ignite.protocol.columns import PagePlan, decode_page, obj, scalar, value_offsets
+from tensorflow_ignite.protocol.framing import (
+    DEFAULT_FEATURES,
+    FrameAssembler,
+    decode_handshake_response,
+    decode_response_header,
+)
+from tensorflow_ignite.protocol.values import BinaryObject, Collection, Map, Typed
+
+__all__ = ["ALLOWED_ERRORS", "TARGETS", "SEEDS", "run_target", "encode_input", "target_names"]
+
+#: What a decoder may raise on bad input.
+ALLOWED_ERRORS: tuple[type[BaseException], ...] = (ProtocolError, SchemaError)
+
+#: Page plans the column decoder is fuzzed with (scan pages: key, value).
+_PLANS: tuple[PagePlan, ...] = (
+    PagePlan.scan(scalar("key", TypeCode.LONG), obj("value", scalar("a", TypeCode.INT),
+                                                      scalar("s", TypeCode.STRING))),
+    PagePlan.scan(scalar("key", TypeCode.INT),
+                  obj("value", scalar("px", TypeCode.BYTE_ARR, fixed_length=4, dtype="uint8"),
+                      scalar("f", TypeCode.DOUBLE_ARR))),
+    PagePlan.scan(None, obj("value", obj("inner", scalar("t", TypeCode.TIMESTAMP), scalar("u", TypeCode.UUID)),
+                            scalar("d", TypeCode.DECIMAL))),
+    PagePlan.sql([scalar("A", TypeCode.LONG), scalar("B", TypeCode.STRING), scalar("C", TypeCode.DOUBLE)]),
+)
+
+
+def _frames(data: bytes, param: int) -> None:
+    # Feed in chunks of a size picked by ``param`` and drain: the assembler must
+    # reject bad lengths before buffering them and never hand out a partial frame.
+    asm = FrameAssembler(max_frame=1 << 20)
+    step = 1 + param % 7
+    for i in range(0, len(data), step):
+        asm.feed(data[i : i + step])
+        while asm.next_frame() is not None:
+            pass
+        asm.needed()
+
+
+def _handshake(data: bytes, param: int) -> None:
+    decode_handshake_response(data, SUPPORTED_VERSIONS[param % len(SUPPORTED_VERSIONS)])
+
+
+def _response_header(data: bytes, param: int) -> None:
+    decode_response_header(data, partition_awareness=bool(param & 1))
+
+
+def _value(data: bytes, param: int) -> None:
+    decoder = BinaryDecoder(schema_resolver=lambda t, s: (1, 2, 3) if param & 1 else None, copy_arrays=bool(param & 2))
+    pos = 0
+    # Decode consecutive values, as a page is read row by row.
+    while pos < len(data):
+        _, pos = decoder.decode_at(data, pos)
+
+
+def _page(data: bytes, param: int) -> None:
+    plan = _PLANS[param % len(_PLANS)]
+    rows = (param >> 2) % 5
+    # A row count the region could hold, else the page layer rejects it first.
+    if param & 0x80:
+        value_offsets(data, rows, len(plan.values))
+    else:
+        decode_page(data, rows, plan, schema_resolver=lambda t, s: (1, 2) if param & 0x40 else None)
+
+
+def _scan_page(data: bytes, param: int) -> None:
+    page = responses.decode_scan_page(data, first=bool(param & 1))
+    responses.decode_scan_rows(page)
+
+
+def _sql_page(data: bytes, param: int) -> None:
+    if param & 1:
+        page = responses.decode_sql_fields_page(data, first=True, include_field_names=bool(param & 2))
+    else:
+        page = responses.decode_sql_fields_page(data, first=False, column_count=1 + param % 3)
+    responses.decode_sql_rows(page)
+
+
+def _partitions(data: bytes, param: int) -> None:
+    answer = responses.decode_cache_partitions(data, features=DEFAULT_FEATURES if param & 1 else ())
+    for group in answer.groups:
+        if group.applicable:
+            group.partition_to_node()
+
+
+def _binary_type(data: bytes, param: int) -> None:
+    responses.decode_binary_type(data)
+
+
+def _node_info(data: bytes, param: int) -> None:
+    responses.decode_node_info(data)
+
+
+def _node_ids(data: bytes, param: int) -> None:
+    responses.decode_node_ids(data)
+
+
+def _get_all(data: bytes, param: int) -> None:
+    responses.decode_get_all(data)
+
+
+def _cache_names(data: bytes, param: int) -> None:
+    responses.decode_cache_names(data)
+
+
+def _cache_config(data: bytes, param: int) -> None:
+    responses.decode_cache_configuration_response(data, SUPPORTED_VERSIONS[param % len(SUPPORTED_VERSIONS)])
+
+
+def _reader_strings(data: bytes, param: int) -> None:
+    r = ByteReader(data)
+    while not r.at_end():
+        kind = r.u8("kind") % 3
+        if kind == 0:
+            r.typed_string()
+        elif kind == 1:
+            r.typed_byte_array()
+        else:
+            r.typed_uuid()
+
+
+#: name -> decoder(data, param); the order is part of the fuzz input encoding.
+TARGETS: dict[str, Callable[[bytes, int], None]] = {
+    "frames": _frames,
+    "handshake": _handshake,
+    "response_header": _response_header,
+    "value": _value,
+    "page": _page,
+    "scan_page": _scan_page,
+    "sql_page": _sql_page,
+    "partitions": _partitions,
+    "binary_type": _binary_type,
+    "node_info": _node_info,
+    "node_ids": _node_ids,
+    "get_all": _get_all,
+    "cache_names": _cache_names,
+    "cache_config": _cache_config,
+    "reader": _reader_strings,
+}
+_ORDER = tuple(TARGETS)
+
+
+def target_names() -> tuple[str, ...]:
+    """The target names in input-encoding order."""
+    return _ORDER
+
+
+def run_target(data: bytes) -> None:
+    """Decode ``data`` with the target its first byte selects; see the module docstring.
+
+    Raises only what :data:`ALLOWED_ERRORS` lists on bad input; anything else is
+    a decoder bug.
+    """
+    if len(data) < 2:
+        return
+    target = _ORDER[data[0] % len(_ORDER)]
+    TARGETS[target](data[2:], data[1])
+
+
+def encode_input(target: str, payload: bytes, param: int = 0) -> bytes:
+    """The fuzz input that runs ``target`` on ``payload`` with ``param``."""
+    return bytes([_ORDER.index(target), param & 0xFF]) + payload
+
+
+def _seed_values() -> list[bytes]:
+    enc = BinaryEncoder()
+    values: list[Any] = [
+        1, "text", 2.5, None, b"\x00\x01\x02",
+        Collection([1, "a", None]),
+        Map({"k": 1, 2: [3.0]}),
+        BinaryObject("Row", {"a": Typed(7, TypeCode.INT), "s": "x", "nested": BinaryObject("In", {"v": 1})}),
+    ]
+    return [enc.encode(v) for v in values]
+
+
+def _seed_page() -> bytes:
+    enc = BinaryEncoder()
+    w = ByteWriter()
+    for i in range(3):
+        enc.write(w, i)
+        enc.write(w, BinaryObject("Row", {"a": Typed(i, TypeCode.INT), "s": f"row{i}"}))
+    return bytes(w.buf)
+
+
+def _seeds() -> list[bytes]:
+    out = [encode_input("value", v, p) for v in _seed_values() for p in (0, 1)]
+    page = _seed_page()
+    out.append(encode_input("page", page, 3 << 2))
+    scan = ByteWriter()
+    scan.i64(42)
+    scan.i32(3)
+    scan.raw(page)
+    scan.bool(False)
+    out.append(encode_input("scan_page", scan.getvalue(), 1))
+    hs = ByteWriter()
+    hs.bool(True)
+    hs.typed_byte_array(b"\xff\x03")
+    hs.u8(10)
+    hs.raw(bytes(16))
+    out.append(encode_input("handshake", hs.getvalue(), len(SUPPORTED_VERSIONS) - 1))
+    hdr = ByteWriter()
+    hdr.i64(5)
+    hdr.i16(3)
+    hdr.i64(7)
+    hdr.i32(1)
+    hdr.i32(1000)
+    hdr.typed_string("Cache does not exist")
+    out.append(encode_input("response_header", hdr.getvalue(), 1))
+    frames = ByteWriter()
+    for n in (0, 3, 10):
+        frames.i32(n)
+        frames.raw(bytes(n))
+    out.append(encode_input("frames", frames.getvalue(), 2))
+    parts = ByteWriter()
+    parts.i64(3)
+    parts.i32(0)
+    parts.i32(1)
+    parts.bool(True)
+    parts.i32(1)
+    parts.i32(1234)
+    parts.i32(0)
+    parts.i32(1)
+    parts.typed_uuid(uuid.UUID(int=1))
+    parts.i32(2)
+    parts.i32(0)
+    parts.i32(1)
+    parts.bool(True)
+    out.append(encode_input("partitions", parts.getvalue(), 1))
+    return out
+
+
+#: Valid inputs for every major target, for fuzzers to mutate.
+SEEDS: tuple[bytes, ...] = tuple(_seeds())

@@ -1,0 +1,129 @@
+"""A TCP forwarder for tests: put it in front of a real Ignite node, then make it stall.
+
+Not a mock: every byte comes from the real node.  ``stall_after(n)`` lets ``n``
+more bytes through from the node to the client and then holds the rest (the node
+seems to stop answering mid-frame); ``listen_host`` lets a test reach the node
+through another loopback address (one its TLS certificate does not list).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+
+class TcpProxy:
+    """Forward ``listen_host:<free port>`` to ``target``; see the module docstring."""
+
+    def __init__(self, target: tuple[str, int], listen_host: str = "127.0.0.1") -> None:
+        self.target = target
+        self._server = socket.create_server((listen_host, 0))
+        self._server.settimeout(0.2)
+        self.address = (listen_host, self._server.getsockname()[1])
+        self._lock = threading.Lock()
+        self._budget: int | None = None  # bytes still allowed node -> client; None = unlimited
+        self._released = threading.Event()
+        self._stop = threading.Event()
+        self._sockets: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self.stalled = threading.Event()  # set once the budget ran out and data was held
+        self._spawn(self._accept_loop)
+
+    @property
+    def url(self) -> str:
+        return f"{self.address[0]}:{self.address[1]}"
+
+    def stall_after(self, nbytes: int) -> None:
+        """Let ``nbytes`` more bytes through towards the client, then hold everything."""
+        with self._lock:
+            self._budget = nbytes
+            self._released.clear()
+
+    def release(self) -> None:
+        """Forward normally again."""
+        with self._lock:
+            self._budget = None
+        self._released.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._released.set()
+        try:
+            self._server.close()
+        except OSError:
+            pass
+        for s in list(self._sockets):
+            try:
+                s.close()
+            except OSError:
+                pass
+        for t in self._threads:
+            t.join(timeout=5)
+
+    def __enter__(self) -> "TcpProxy":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- internals
+    def _spawn(self, fn, *args) -> None:  # type: ignore[no-untyped-def]
+        t = threading.Thread(target=fn, args=args, daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def _accept_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client, _ = self._server.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=10)
+            except OSError:
+                client.close()
+                continue
+            for s in (client, upstream):
+                s.settimeout(0.2)
+                self._sockets.append(s)
+            self._spawn(self._pump, client, upstream, False)
+            self._spawn(self._pump, upstream, client, True)
+
+    def _allowance(self, want: int) -> int:
+        """How many of ``want`` bytes may go to the client now (0: hold)."""
+        with self._lock:
+            if self._budget is None:
+                return want
+            n = min(want, self._budget)
+            self._budget -= n
+            return n
+
+    def _pump(self, src: socket.socket, dst: socket.socket, to_client: bool) -> None:
+        pending = b""
+        while not self._stop.is_set():
+            if not pending:
+                try:
+                    pending = src.recv(65536)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    break
+                if not pending:
+                    break
+            n = self._allowance(len(pending)) if to_client else len(pending)
+            if n == 0:
+                self.stalled.set()
+                self._released.wait(0.2)  # held until release() or close()
+                continue
+            try:
+                dst.sendall(pending[:n])
+            except OSError:
+                break
+            pending = pending[n:]
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass

@@ -1,0 +1,416 @@
+"""TLS, client certificates, authentication and secrets, against real nodes with a CA made here.
+
+``test_local_nodes.py`` covers the basics (right settings accepted, wrong
+password, plaintext client, unknown CA).  This module adds host-name
+verification (on by default; the node is reached through an address its
+certificate does not list), the loudly named opt-outs, client certificates and
+encrypted keys, authentication failures, and a hunt for secrets: a
+distinctive user password and key password must not appear in any ``repr``,
+exception, log record, process command line, TF graph, ``element_spec`` or
+cache entry the project writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tensorflow_ignite.client import IgniteClient
+from tensorflow_ignite.client.connection import Connection, ConnectionSettings, probe
+from tensorflow_ignite.client.tls import TLSConfig
+from tensorflow_ignite.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    IgniteConnectionError,
+    IgniteError,
+    TLSError,
+)
+from tensorflow_ignite.local.cluster import DEFAULT_PASSWORD, DEFAULT_USER, LocalCluster
+from tensorflow_ignite.local.tls import make_tls_material
+
+from .tcp_proxy import TcpProxy
+
+CLI = [sys.executable, "-m", "tensorflow_ignite.cli.main"]
+#: A loopback address the node's certificate (localhost, 127.0.0.1) does not list.
+OTHER_LOOPBACK = "127.0.0.2"
+
+
+def _tls(node: LocalCluster, **kw: Any) -> TLSConfig:
+    m = node.tls_material
+    assert m is not None
+    base: dict[str, Any] = dict(cafile=str(m.ca_cert), certfile=str(m.client_cert), keyfile=str(m.client_key),
+                                cert_password=m.client_key_password)
+    base.update(kw)
+    return TLSConfig(**base)
+
+
+def _connect(host: str, port: int, tls: TLSConfig | None, **kw: Any) -> Connection:
+    kw.setdefault("username", DEFAULT_USER)
+    kw.setdefault("password", DEFAULT_PASSWORD)
+    return Connection(host, port, ConnectionSettings(tls=tls, timeout=10, connect_timeout=10, **kw))
+
+
+@pytest.fixture(scope="module")
+def other_address(ignite_secure_node: LocalCluster) -> Iterator[tuple[str, int]]:
+    """The secure node, reached through 127.0.0.2 (a forwarder: the node listens on 127.0.0.1 only)."""
+    with TcpProxy(ignite_secure_node.address(), listen_host=OTHER_LOOPBACK) as proxy:
+        yield proxy.address
+
+
+# ------------------------------------------------------------ host name checks
+def test_hostname_is_verified_by_default(ignite_secure_node: LocalCluster, other_address: tuple[str, int]) -> None:
+    host, port = other_address
+    with pytest.raises(TLSError) as info:
+        _connect(host, port, _tls(ignite_secure_node))
+    message = str(info.value)
+    assert f"not valid for the host name '{OTHER_LOOPBACK}'" in message
+    assert f"{host}:{port}" in message and "server_hostname" in message
+    assert info.value.address == f"{host}:{port}"
+
+
+def test_names_in_the_certificate_are_accepted(ignite_secure_node: LocalCluster,
+                                               other_address: tuple[str, int]) -> None:
+    _, port = ignite_secure_node.address()
+    for host in ("localhost", "127.0.0.1"):
+        with _connect(host, port, _tls(ignite_secure_node)) as conn:
+            assert conn.handshake is not None and conn.handshake.success
+    # Reached through another address, checked against a name the certificate lists.
+    with _connect(*other_address, _tls(ignite_secure_node, server_hostname="localhost")) as conn:
+        assert conn.handshake is not None and conn.handshake.success
+
+
+def test_skip_hostname_verification_is_explicit_and_loud(ignite_secure_node: LocalCluster,
+                                                         other_address: tuple[str, int],
+                                                         caplog: pytest.LogCaptureFixture,
+                                                         tmp_path: Path) -> None:
+    with caplog.at_level(logging.WARNING, logger="tensorflow_ignite.client.tls"):
+        with _connect(*other_address, _tls(ignite_secure_node, insecure_skip_hostname_verification=True)) as conn:
+            assert conn.handshake is not None and conn.handshake.success
+    assert any("host name verification is DISABLED" in r.getMessage() and r.levelno == logging.WARNING
+               for r in caplog.records)
+    # The certificate chain is still verified: a CA we do not trust is refused.
+    other_ca = make_tls_material(tmp_path / "other-ca")
+    with pytest.raises(TLSError, match="was not accepted"):
+        _connect(*other_address, _tls(ignite_secure_node, insecure_skip_hostname_verification=True,
+                                      cafile=str(other_ca.ca_cert)))
+
+
+def test_skip_verify_is_explicit_and_loud(ignite_secure_node: LocalCluster, other_address: tuple[str, int],
+                                          caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    other_ca = make_tls_material(tmp_path / "other-ca")
+    with caplog.at_level(logging.WARNING, logger="tensorflow_ignite.client.tls"):
+        tls = _tls(ignite_secure_node, cafile=str(other_ca.ca_cert), insecure_skip_verify=True)
+        with _connect(*other_address, tls) as conn:
+            assert conn.handshake is not None and conn.handshake.success
+    assert any("certificate verification is DISABLED" in r.getMessage() for r in caplog.records)
+    # Through the public client API too.
+    host, port = other_address
+    m = ignite_secure_node.tls_material
+    assert m is not None
+    with IgniteClient(f"{host}:{port}", username=DEFAULT_USER, password=DEFAULT_PASSWORD,
+                      certfile=str(m.client_cert), keyfile=str(m.client_key),
+                      cert_password=m.client_key_password, insecure_skip_verify=True,
+                      partition_awareness=False) as client:
+        assert isinstance(client.cache_names(), list)
+
+
+# --------------------------------------------------------- client certificates
+def test_node_requiring_client_certificates_refuses_a_client_without_one(
+        ignite_secure_node: LocalCluster) -> None:
+    host, port = ignite_secure_node.address()
+    m = ignite_secure_node.tls_material
+    assert m is not None
+    with pytest.raises(TLSError) as info:
+        _connect(host, port, TLSConfig(cafile=str(m.ca_cert)))
+    assert f"{host}:{port}" in str(info.value)
+    assert "client certificate" in str(info.value)
+
+
+def test_client_certificate_from_another_ca_is_refused(ignite_secure_node: LocalCluster, tmp_path: Path) -> None:
+    host, port = ignite_secure_node.address()
+    other = make_tls_material(tmp_path / "other-ca")
+    tls = _tls(ignite_secure_node, certfile=str(other.client_cert), keyfile=str(other.client_key),
+               cert_password=other.client_key_password)
+    with pytest.raises(TLSError, match=f"{host}:{port}"):
+        _connect(host, port, tls)
+
+
+def test_encrypted_key_needs_its_password(ignite_secure_node: LocalCluster) -> None:
+    host, port = ignite_secure_node.address()
+    wrong = "Wr0ng-" + secrets.token_hex(8)
+    with pytest.raises(ConfigurationError, match=r"wrong key password\?") as info:
+        _connect(host, port, _tls(ignite_secure_node, cert_password=wrong))
+    assert wrong not in str(info.value)
+    # No password at all: a clear message, and never a prompt on the terminal.
+    with pytest.raises(ConfigurationError, match=r"is encrypted: pass its password as cert_password"):
+        _connect(host, port, _tls(ignite_secure_node, cert_password=None))
+
+
+# ------------------------------------------------------------- authentication
+def test_authentication_failures(ignite_secure_node: LocalCluster) -> None:
+    host, port = ignite_secure_node.address()
+    tls = _tls(ignite_secure_node)
+    with pytest.raises(AuthenticationError, match=r"requires authentication: pass username=\.\.\. and password"):
+        _connect(host, port, tls, username=None, password=None)
+    with pytest.raises(AuthenticationError, match="rejected the credentials of user 'nobody'"):
+        _connect(host, port, tls, username="nobody", password="whatever")
+    with _connect(host, port, tls) as conn:
+        assert conn.handshake is not None and conn.handshake.success
+
+
+# ===================================================================== secrets
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A node with TLS (client certificates), persistence, authentication and SQL, and a user
+    whose password is distinctive (created with SQL ``CREATE USER``)."""
+    work = tmp_path_factory.mktemp("ignite-vault")
+    cluster = LocalCluster(work_dir=work, name="tfi-vault", nodes=1, tls=True, tls_client_auth=True, auth=True,
+                           sql=True, heap_mb=512, region_mb=256)
+    try:
+        cluster.start()
+        user = "tfsecuser"
+        password = "UsrPw-" + secrets.token_hex(12)
+        with IgniteClient(cluster.addresses(), **cluster.client_settings()) as admin:
+            admin.sql(f"CREATE USER \"{user}\" WITH PASSWORD '{password}'").fetchall()
+        m = cluster.tls_material
+        assert m is not None
+        host, port = cluster.address()
+        yield {
+            "cluster": cluster, "host": host, "port": port, "user": user, "password": password,
+            "cafile": str(m.ca_cert), "certfile": str(m.client_cert), "keyfile": str(m.client_key),
+            "cert_password": m.client_key_password, "keystore_password": m.keystore_password,
+        }
+    finally:
+        cluster.stop()
+
+
+def _secrets(v: dict[str, Any]) -> dict[str, str]:
+    return {"user password": v["password"], "key password": v["cert_password"],
+            "keystore password": v["keystore_password"]}
+
+
+def _assert_clean(where: str, text: str | bytes, v: dict[str, Any]) -> None:
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "replace")
+    for name, secret in _secrets(v).items():
+        assert secret.encode() not in data, f"the {name} appears in {where}"
+
+
+def _client_kwargs(v: dict[str, Any]) -> dict[str, Any]:
+    return {k: v[k] for k in ("cafile", "certfile", "keyfile", "cert_password")} | {
+        "username": v["user"], "password": v["password"]}
+
+
+def test_the_distinctive_user_can_connect(vault: dict[str, Any]) -> None:
+    with IgniteClient(f"{vault['host']}:{vault['port']}", **_client_kwargs(vault)) as client:
+        assert isinstance(client.cache_names(), list)
+
+
+def test_secrets_never_leak(vault: dict[str, Any], caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    import tensorflow as tf
+
+    import tensorflow_ignite
+    from tensorflow_ignite.data.dataset import IgniteDataset
+    from tensorflow_ignite.fs import config as fs_config
+    from tensorflow_ignite.fs.fsspec_fs import IgniteFileSystem
+
+    host, port = vault["host"], vault["port"]
+    kwargs = _client_kwargs(vault)
+    caplog.set_level(logging.DEBUG)
+    seen: list[tuple[str, str]] = []
+
+    def check(where: str, obj: Any) -> None:
+        seen.append((where, type(obj).__name__))
+        _assert_clean(f"repr({where})", repr(obj), vault)
+        _assert_clean(f"str({where})", str(obj), vault)
+
+    # -- objects holding credentials: repr / str
+    check("LocalCluster", vault["cluster"])
+    check("TLSMaterial", vault["cluster"].tls_material)
+    client = IgniteClient(f"{host}:{port}", **kwargs)
+    try:
+        check("IgniteClient", client)
+        check("ConnectionSettings", client.settings)
+        check("TLSConfig", client.settings.tls)
+        for conn in client.connections():
+            check("Connection", conn)
+        result = tensorflow_ignite.write("secret_rows", {"x": np.arange(100, dtype=np.int64),
+                                                         "img": np.zeros((100, 2, 2), np.uint8)},
+                                         client=client, mode="overwrite")
+        assert result.rows == 100
+
+        ds = IgniteDataset("secret_rows", host=host, port=port, batch_size=10, **kwargs)
+        check("IgniteDataset", ds)
+        check("ConnectionOptions", ds.connection)
+        # -- element_spec and the TF graph
+        _assert_clean("element_spec", repr(ds.element_spec), vault)
+        _assert_clean("dataset graph", ds._as_serialized_graph().numpy(), vault)
+
+        @tf.function
+        def total(d: tf.data.Dataset) -> tf.Tensor:
+            return d.reduce(tf.constant(0, tf.int64), lambda acc, b: acc + tf.reduce_sum(b["val"]["x"]))
+
+        assert int(total(ds)) == sum(range(100))
+        graph = total.get_concrete_function(ds).graph.as_graph_def()
+        _assert_clean("tf.function graph", str(graph), vault)
+        _assert_clean("tf.function graph (bytes)", graph.SerializeToString(), vault)
+
+        # -- the filesystem: settings, stores, fsspec, TF
+        fs_config.configure(**{k: v for k, v in kwargs.items()})
+        try:
+            check("FsSettings", fs_config.settings())
+            tf.io.gfile.makedirs(f"ignite://{host}:{port}/secret-test")
+            with tf.io.gfile.GFile(f"ignite://{host}:{port}/secret-test/a.txt", "w") as f:
+                f.write("payload")
+            assert tf.io.gfile.exists(f"ignite://{host}:{port}/secret-test/a.txt")
+            store = fs_config.store_for(f"{host}:{port}")
+            check("IgniteFileStore", store)
+            fs = IgniteFileSystem(host=host, port=port, **kwargs)
+            check("IgniteFileSystem", fs)
+            assert fs.cat(f"ignite://{host}:{port}/secret-test/a.txt") == b"payload"
+        finally:
+            fs_config.reset()
+
+        # -- every cache entry on the cluster (schema records, file store, anything else)
+        names = client.cache_names()
+        assert "__tensorflow_ignite_schemas" in names
+        scanned = 0
+        for name in names:
+            for page in client.cache(name).scan_pages(page_size=500):
+                _assert_clean(f"cache {name!r}", bytes(page.rows), vault)
+                scanned += page.row_count
+        assert scanned >= 100
+    finally:
+        client.close()
+
+    # -- a failed authentication: the exception (and its chain) names no password
+    wrong = "BadPw-" + secrets.token_hex(8)
+    with pytest.raises(AuthenticationError) as info:
+        IgniteClient(f"{host}:{port}", **(kwargs | {"password": wrong}))
+    exc: BaseException | None = info.value
+    while exc is not None:
+        _assert_clean("authentication error", f"{exc!r} {exc} {exc.args}", vault)
+        assert wrong not in str(exc)
+        exc = exc.__cause__ or exc.__context__
+    # A bad key password never echoes it either.
+    with pytest.raises(ConfigurationError) as cinfo:
+        IgniteClient(f"{host}:{port}", **(kwargs | {"cert_password": wrong}))
+    assert wrong not in str(cinfo.value)
+
+    # -- logs at DEBUG of everything above
+    text = "\n".join(f"{r.name} {r.getMessage()} {r.args!r}" for r in caplog.records)
+    assert caplog.records, "nothing was logged at DEBUG: the check would be empty"
+    _assert_clean("log records", text, vault)
+    assert wrong not in text
+    assert len(seen) >= 10
+
+
+def _cmdlines() -> dict[int, bytes]:
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                out[int(entry.name)] = (entry / "cmdline").read_bytes()
+            except OSError:
+                pass
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            kids += [int(k) for k in (task / "children").read_text().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def test_secrets_not_on_command_lines(vault: dict[str, Any], tmp_path: Path) -> None:
+    cluster: LocalCluster = vault["cluster"]
+    # The node JVMs get the keystore password through their environment, never argv.
+    for m in cluster.members:
+        cmdline = Path(f"/proc/{m.pid}/cmdline").read_bytes()
+        assert b"NodeLauncher" in cmdline
+        _assert_clean(f"the command line of node {m.name}", cmdline, vault)
+
+    env = {**os.environ, "IGNITE_PASSWORD": vault["password"], "IGNITE_CERT_PASSWORD": vault["cert_password"],
+           "IGNITE_FS_USERNAME": vault["user"], "IGNITE_FS_PASSWORD": vault["password"],
+           "IGNITE_FS_CAFILE": vault["cafile"], "IGNITE_FS_CERTFILE": vault["certfile"],
+           "IGNITE_FS_KEYFILE": vault["keyfile"], "IGNITE_FS_CERT_PASSWORD": vault["cert_password"]}
+    np.savez(tmp_path / "rows.npz", a=np.arange(20_000, dtype=np.int64))
+    load = subprocess.Popen(
+        [*CLI, "load", "secret_cli_rows", str(tmp_path / "rows.npz"), "--host", vault["host"],
+         "--port", str(vault["port"]), "--username", vault["user"], "--cafile", vault["cafile"],
+         "--certfile", vault["certfile"], "--keyfile", vault["keyfile"], "--mode", "overwrite", "--no-progress"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    board = None
+    try:
+        # Every process on the machine while ours run (the CLI, TensorBoard's child, the JVMs).
+        board = subprocess.Popen(
+            [*CLI, "tensorboard", "--logdir", f"ignite://{vault['host']}:{vault['port']}/secret-runs",
+             "--port", "0", "--timeout", "120"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        board_child_seen = False
+        snapshots = 0
+        while time.monotonic() < deadline:
+            for pid, cmdline in _cmdlines().items():
+                _assert_clean(f"/proc/{pid}/cmdline", cmdline, vault)
+            snapshots += 1
+            kids = _children(board.pid)
+            board_child_seen |= any(b"tensorflow_ignite.cli.tensorboard" in Path(f"/proc/{k}/cmdline").read_bytes()
+                                    for k in kids if Path(f"/proc/{k}/cmdline").exists())
+            if board_child_seen and load.poll() is not None:
+                break
+            time.sleep(0.2)  # polling process lists, bounded by the deadline
+        out, err = load.communicate(timeout=120)
+        assert load.returncode == 0, err.decode()
+        _assert_clean("ignite-tf load output", out + err, vault)
+        assert board_child_seen, "the TensorBoard child never appeared"
+        assert snapshots >= 2
+        ps = subprocess.run(["ps", "-eo", "pid,args", "ww"], capture_output=True, timeout=30).stdout
+        _assert_clean("ps output", ps, vault)
+    finally:
+        for proc in (board, load):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
+        if board is not None:
+            _assert_clean("ignite-tf tensorboard output", board.stdout.read() + board.stderr.read(), vault)
+
+
+def test_failed_authentication_error_in_the_cli_names_no_password(vault: dict[str, Any], tmp_path: Path) -> None:
+    wrong = "CliBadPw-" + secrets.token_hex(8)
+    np.savez(tmp_path / "rows.npz", a=np.arange(5))
+    proc = subprocess.run(
+        [*CLI, "load", "secret_cli_fail", str(tmp_path / "rows.npz"), "--host", vault["host"],
+         "--port", str(vault["port"]), "--username", vault["user"], "--cafile", vault["cafile"],
+         "--certfile", vault["certfile"], "--keyfile", vault["keyfile"], "--no-progress"],
+        env={**os.environ, "IGNITE_PASSWORD": wrong, "IGNITE_CERT_PASSWORD": vault["cert_password"]},
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1
+    assert f"rejected the credentials of user '{vault['user']}'" in proc.stderr
+    assert wrong not in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
+    _assert_clean("ignite-tf load error", proc.stderr + proc.stdout, vault)
+
+
+def test_errors_are_typed(vault: dict[str, Any]) -> None:
+    # Wrong port on a TLS cluster: still a connection error, not a TLS one.
+    with pytest.raises(IgniteConnectionError) as info:
+        probe(vault["host"], 1, **{k: vault[k] for k in ("cafile", "certfile", "keyfile", "cert_password")})
+    assert isinstance(info.value, IgniteError) and not isinstance(info.value, TLSError)
