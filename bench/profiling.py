@@ -187,7 +187,13 @@ def _child(spec_json: str, reps: int) -> None:
     from . import contenders
 
     name, args, kwargs = json.loads(spec_json)
-    contender = getattr(contenders, name)(*args, **kwargs)
+    if ":" in name:  # "bench.filesystem:checkpoint_write": a factory outside bench.contenders
+        import importlib
+
+        module, _, name = name.partition(":")
+        contender = getattr(importlib.import_module(module), name)(*args, **kwargs)
+    else:
+        contender = getattr(contenders, name)(*args, **kwargs)
     if contender.warmup is not None:
         contender.warmup()
     print("READY", flush=True)

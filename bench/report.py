@@ -8,7 +8,7 @@ from .harness import ContenderResult, ScenarioResult
 from .machine import MachineInfo
 from .memory import format_bytes
 
-__all__ = ["scenario_table", "targets_table", "scale_section", "render_markdown"]
+__all__ = ["scenario_table", "targets_table", "scale_section", "filesystem_section", "render_markdown"]
 
 
 def _num(x: float) -> str:
@@ -33,7 +33,7 @@ def scenario_table(result: ScenarioResult) -> str:
     reference = result.results.get(sc.reference) if sc.reference else None
     ref_name = reference.contender.label if reference else ""
     steps = sc.unit == "steps/s"
-    head = ["Contender", "steps/s" if steps else "rows/s"]
+    head = ["Contender", "steps/s" if steps else ("checkpoints/s" if _is_fs(sc.key) else "rows/s")]
     if not steps:
         head.append("MB/s")
     head += [f"x {_short_ref(ref_name)}" if reference else "ratio", "median s", "runs (s)", "peak memory",
@@ -66,7 +66,14 @@ def scenario_table(result: ScenarioResult) -> str:
     return "\n".join(lines)
 
 
+def _is_fs(key: str) -> bool:
+    """The checkpoint scenarios (``bench/filesystem.py``), reported in section 5."""
+    return key.startswith("fs_")
+
+
 def _short_ref(label: str) -> str:
+    if label.lower().startswith("local disk"):
+        return "local disk"
     if label.lower().startswith("java"):
         return "Java"
     if label.lower().startswith("pyignite"):
@@ -130,12 +137,22 @@ WHAT_WAS_TRIED = """\
    and `decode_page` has a ~1 ms fixed cost per call, while a partition of the MNIST cache holds ~59
    rows. Small rows, same conditions: IgniteDataset in TF 11.6k -> 46k-121k rows/s, reader alone
    28k-52k -> 95k-195k rows/s; bulk unchanged within noise.
-2. **Small rows, remaining gap: one synchronous scan round trip per partition.** With decoding
-   coalesced, ~70% of the reader's time is the 1024 scan requests waiting for their first page
-   (0.29-0.41 s of 0.42-0.64 s per 60k rows; decoding 0.12-0.22 s in 57 calls). Java's whole-cache
-   scan pays one round trip. Next: send the next partitions' scan requests while the current one is
-   consumed (pipelined scans in `client/cache.py`), or one scan per node when a plan covers all of a
-   node's partitions.
+2. **Small rows: pipelined partition scans** (`client/cache.py`: `Cache.scan_partitions`). Before,
+   ~70% of the reader's time was the 1024 scan requests each waiting for its first page (0.29-0.41 s
+   of 0.42-0.64 s per 60k rows); Java's whole-cache scan pays one round trip. Now each reader keeps
+   up to 16 partition scans (about 16 MiB of first pages) on the wire, refilled half a window at a
+   time in one write per node (`Connection.send_many`: each write costs a system call and a wake-up
+   of the node's I/O thread, 39% of the reader's samples when requests went one by one), and answers
+   without flags skip the general header decoder. The partition-by-partition structure is kept, so
+   routing stays partition-aware and a failed partition can be re-read elsewhere (RELIABILITY.md).
+   Measured in one process, alternating, load 11-12: reader alone 1.50 -> 0.95 s (window 1 vs 16),
+   then 0.97 -> 0.61 s with batched writes. `bench.run --scenarios small,bulk --bulk-rows 256`
+   before/after (different load): IgniteDataset in TF 1.334 -> 0.626 s (45k -> 96k rows/s), reader
+   alone 0.951 -> 0.391 s (63k -> 154k rows/s); Java 0.460 / 0.249 s in those runs, so still
+   0.40x / 0.64x. Remaining reader profile: decoding ~30%, receiving ~33% (two `recv` calls per
+   frame), request writes ~18%. Default readers 4 -> 2 (1/2/4 readers: 0.64/0.68/0.81 s in TF).
+   Not tried yet: one scan per node when the plan covers all of its partitions (fewer, larger
+   pages; the partition of each row would then come from the key's affinity for failover).
 3. **Bulk, remaining gap: fresh memory.** Page faults are expensive on this VM (see "Memory copy"
    above and the page-fault column): each page frame is received into a new `bytearray`
    (`Connection._read_exact`), and TensorFlow allocates again for each tensor (`from_generator`'s
@@ -191,6 +208,8 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
     out.append("")
     out.append(WHAT_WAS_TRIED)
     for r in results:
+        if _is_fs(r.scenario.key):
+            continue  # section 5, below
         sc = r.scenario
         out.append(f"## {sc.title}")
         out.append("")
@@ -215,24 +234,82 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
             out.append(text)
             out.append("```")
             out.append("")
-    out.append(FILESYSTEM_SECTION)
+    out.append(filesystem_section([r for r in results if _is_fs(r.scenario.key)], profiles))
     return "\n".join(out)
 
 
-FILESYSTEM_SECTION = """## 5. Filesystem
+def filesystem_section(results: Sequence[ScenarioResult], profiles: dict[str, list[tuple[str, str]]]) -> str:
+    """Section 5: checkpoint write and restore through ``ignite://`` against local disk."""
+    out = ["## 5. Filesystem", ""]
+    if not results:
+        out.append("Not run in this invocation (`python -m bench.run --scenarios fs` runs it).")
+        out.append("")
+        return "\n".join(out)
+    out.append(results[0].scenario.description)
+    out.append("")
+    lines = ["| | ignite:// MB/s | local disk MB/s | ignite:// / local disk | target |", "|---|---|---|---|---|"]
+    for r in results:
+        ours, ref = r.results.get("ignite"), r.results.get("local")
+        if ours is None or ref is None or not ours.ok or not ref.ok:
+            continue
+        check = next(iter(r.checks()), None)
+        target = ""
+        if check is not None:
+            target = f">= {check.target.ratio:g}x: {'met' if check.met else '**missed**'}"
+        lines.append(f"| {r.scenario.title.split(': ', 1)[-1]} | {_num(ours.mb_per_s)} | {_num(ref.mb_per_s)} | "
+                     f"{ours.mb_per_s / ref.mb_per_s:.2f}x | {target} |")
+    out.append("\n".join(lines))
+    out.append("")
+    out.append(FILESYSTEM_NOTES)
+    for r in results:
+        sc = r.scenario
+        out.append(f"### {sc.title}")
+        out.append("")
+        out.append(scenario_table(r))
+        out.append("")
+        notes = [f"{res.contender.label}: {res.contender.note}" for res in r.results.values() if res.contender.note]
+        notes += sc.notes
+        if notes:
+            out.extend(f"- {n}" for n in notes)
+            out.append("")
+        for label, text in profiles.get(sc.key, []):
+            out.append(f"#### Profile: {label}")
+            out.append("")
+            out.append("```")
+            out.append(text)
+            out.append("```")
+            out.append("")
+    return "\n".join(out)
 
-Not yet run by this harness (issue 6 moves it here, as checkpoint write/restore against local disk).
-Measured so far by `TF_IGNITE_FS_BENCH_MB=256 make test PYTEST_ARGS="-k throughput_vs_local_disk -s"`
-(`tests/integration/test_fs_tensorflow.py`), 256 MiB through `tf.io.gfile`, MiB/s, on the machine
-above on 2026-11-21 while other test suites were running (ranges over runs):
 
-| setup | write | read, whole file | read, 256 KiB chunks |
-|---|---|---|---|
-| `ignite://`, 1 node | 224-465 | 267-275 | 590-754 |
-| local /tmp, same runs | 1,406-2,215 | 305-365 | 3,088-3,172 |
-| `ignite://`, 3 nodes, backups=0 | 218-234 | 167-186 | 345-453 |
-| `ignite://`, 3 nodes, backups=1 (default) | 140-163 | 204-224 | 372-455 |
+#: Hand-maintained, like WHAT_WAS_TRIED: what was changed in the ``ignite://`` data path and why.
+FILESYSTEM_NOTES = """\
+How a checkpoint travels (`src/tensorflow_ignite/fs/store.py`): TensorFlow's bundle writer hands the
+plugin 8 MiB appends; they are copied into 4 MiB block buffers, each stored with one put (FULL_SYNC)
+from the store's I/O threads, three blocks in flight while the next fills; one transaction then
+publishes the file. A restore reads each tensor with one `read` of its whole size: whole blocks are
+fetched, the next one in the background while the current one is copied into TensorFlow's buffer.
 
-Whole-file reads reach 0.75-0.9x local disk; writes 0.1-0.3x (every block goes to the node that owns
-it, FULL_SYNC, plus one backup by default); chunked reads 0.2x (local reads are served from the page cache).
+Where the time goes (py-spy, 256 MiB save and restore, one node): in a save, about half of the main
+thread's samples are TensorFlow's own `SaveV2` (serializing, CRC, its 8 MiB output buffer), a fifth
+copying appends into block buffers, 7% allocating fresh 4 MiB buffers; the I/O threads mostly wait
+for the node's answer (the node stores each 4 MiB value into 4 KiB pages, then acknowledges). A
+restore mostly waits: 0.7 Python threads on CPU on average, a quarter of the samples the I/O
+thread receiving each 4 MiB answer into a freshly allocated buffer (page faults, see "Memory copy"
+above), 5% the copy into TensorFlow's buffer; the rest of the time the node is serving the block.
+The store's reader is as fast as bare block gets: 256 MiB of 4 MiB gets with no file layer, one
+node, warm JVM, load average 7: one at a time 771 MB/s, two or four threads 955-962 MB/s, the
+`FileReader` 971 MB/s (with a cold JVM all four ~440-540 MB/s). So the restore gap is the node's get
+path against a page-cache copy (local restores reach 1-2 GB/s when the machine is quiet).
+
+Tried (measured while other suites ran on the 2 cores, load average 10-20, so only differences that
+repeat are believed): block buffers are now reused once their put completed and three instead of two
+puts are in flight -- no measurable change (alternating old and new store, 256 MiB: write 209-232 vs
+193-242 MB/s); pipelining 2, 3 or 6 block requests from the reading thread instead of one background
+read-ahead was *slower* (one node: 1 ahead 250-397, 3 ahead 178-270, 6 ahead 194-245 MB/s; the reading
+thread then receives and copies serially, while a background receive overlaps the copy), so it was
+reverted; 1 MiB, 512 KiB or 2 MiB blocks instead of 4 MiB showed no consistent difference. Next:
+receive block answers straight into TensorFlow's buffer (a receive-into call in
+`client/connection.py`: one copy and the page faults fewer), and a larger page size for the nodes'
+data region (fewer pages per 4 MiB block).
 """

@@ -33,7 +33,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ("bulk", "small", "train", "scale", "sql")
+SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -45,6 +45,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--bulk-rows", type=int, default=None, help="rows of 1 MiB in the bulk scenario (default 512)")
     p.add_argument("--small-rows", type=int, default=None, help="MNIST-shaped rows (default 60000)")
     p.add_argument("--sql-rows", type=int, default=None, help="rows of the SQL table (default 50000)")
+    p.add_argument("--fs-mb", type=int, default=None,
+                   help="MiB of model variables in the checkpoint scenarios (default 256; 8 with --quick)")
     p.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"), help="report file (default: BENCHMARKS.md)")
     p.add_argument("--no-write", action="store_true", help="print the report only")
     p.add_argument("--json", default=None, help="also write the results as JSON to this file")
@@ -93,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     for field, value in (("bulk_rows", args.bulk_rows), ("small_rows", args.small_rows), ("sql_rows", args.sql_rows)):
         if value is not None:
             sizes = replace(sizes, **{field: value})
+    fs_mb = args.fs_mb if args.fs_mb is not None else (8 if args.quick else 256)
     if sizes.reps < 3 and not args.quick:
         print("note: issue 6 asks for the median of at least 3 repetitions", file=sys.stderr)
 
@@ -134,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     big = not args.quick
     with CeilingServer() as ceiling:
         # Phase 1: one Ignite 2.18 node.
-        if {"bulk", "small", "train", "scale"} & set(wanted):
+        if {"bulk", "small", "train", "scale", "fs"} & set(wanted):
             region = 3072 if big else 512
             cluster = LocalCluster(work / "one", nodes=1, region_mb=region, heap_mb=2048 if big else 512,
                                    name="bench-one")
@@ -150,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
                     run(S.training_scenario(host, port, sizes, log=log))
                 if "scale" in wanted:
                     run(S.scale_scenario([(host, port)], sizes, log=log))
+                if "fs" in wanted:
+                    from .filesystem import filesystem_scenarios
+
+                    for fs_scenario in filesystem_scenarios(host, port, mb=fs_mb, log=log):
+                        run(fs_scenario)
             finally:
                 close_shared_clients()
                 cluster.stop()
@@ -186,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     scale = scale_section(by_key.get("scale1"), by_key.get(f"scale{sizes.scale_nodes}"))
     findings = _findings(results)
     text = render_markdown(command=command, machine=machine, results=results, duration=duration,
-                           sizes_text=_sizes_text(sizes), profiles=profiles, findings=findings, scale=scale)
+                           sizes_text=_sizes_text(sizes) + f"; checkpoints of {fs_mb} MiB of variables",
+                           profiles=profiles, findings=findings, scale=scale)
     log("")
     log(targets_table(results))
     if args.json:

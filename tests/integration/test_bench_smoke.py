@@ -25,6 +25,8 @@ EXPECTED = {
     "train": {"dataset", "arrays"},
     "scale1": {"dataset", "reader", "java"},
     "scale3": {"dataset", "reader", "java"},
+    "fs_write": {"ignite", "local"},
+    "fs_read": {"ignite", "local"},
 }
 
 

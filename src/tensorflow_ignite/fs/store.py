@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import errno
+import functools
 import json
 import logging
 import math
@@ -38,10 +39,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..client import IgniteClient, TransactionConflictError
-from ..errors import IgniteConnectionError, ProtocolError
+from ..errors import CacheNotFoundError, IgniteConnectionError, ProtocolError
 from ..protocol import requests
 from ..protocol.cache_config import CacheConfiguration
-from ..protocol.codes import AtomicityMode, CacheMode, Op, TypeCode, WriteSynchronizationMode
+from ..protocol.codes import (
+    AtomicityMode,
+    CacheMode,
+    Op,
+    PartitionLossPolicy,
+    TypeCode,
+    WriteSynchronizationMode,
+)
 from ..protocol.framing import REQUEST_HEADER
 from ..protocol.hashing import java_string_hash
 from .layout import (
@@ -83,7 +91,9 @@ MAX_TX_ATTEMPTS = 60
 #: Concurrent transactions per store (Ignite allows 100 per connection by default).
 MAX_CONCURRENT_TX = 48
 #: Blocks a writer keeps in flight while it fills the next one.
-WRITE_AHEAD = 2
+WRITE_AHEAD = 3
+#: Threads per store for block transfers (shared by all its readers and writers).
+IO_THREADS = 8
 #: Blocks a reader keeps (the current, the read-ahead, one behind for re-reads).
 READ_CACHE_BLOCKS = 3
 #: Files per publication transaction in :meth:`IgniteFileStore.write_files`.
@@ -99,6 +109,25 @@ _FRAME_ROOM = 96
 
 _I32 = struct.Struct("<i")
 _DELETED = object()
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _recreates_caches(method: F) -> F:
+    """Run a store operation once more after re-creating caches that vanished.
+
+    A missing cache is reported before anything was changed, so running the
+    operation again is safe.  Only the first-level operations carry this."""
+
+    @functools.wraps(method)
+    def wrapper(self: "IgniteFileStore", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except CacheNotFoundError as exc:
+            self._caches_lost(exc)
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 class StaleFileError(FileNotFoundError):
@@ -252,16 +281,7 @@ class IgniteFileStore:
         h, p = client.seeds[0]
         self.endpoint = endpoint or f"{h}:{p}"
         self._owns_client = owns_client
-        self.meta = client.get_or_create_cache(CacheConfiguration(
-            name=f"{cache_prefix}_meta", cache_mode=CacheMode.PARTITIONED,
-            atomicity_mode=AtomicityMode.TRANSACTIONAL, backups=backups,
-            write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC,
-        ))
-        self.data = client.get_or_create_cache(CacheConfiguration(
-            name=f"{cache_prefix}_data", cache_mode=CacheMode.PARTITIONED,
-            atomicity_mode=AtomicityMode.ATOMIC, backups=backups,
-            write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC,
-        ))
+        self._open_caches()
         self._lock = threading.Lock()
         self._pins: collections.Counter[str] = collections.Counter()
         self._deferred: dict[str, tuple[list[Range], int]] = {}
@@ -272,10 +292,51 @@ class IgniteFileStore:
         self._opening: collections.Counter[int] = collections.Counter()
         self._tx_slots = threading.BoundedSemaphore(MAX_CONCURRENT_TX)
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ignite-fs")
+        # Block transfers (read-ahead, write-behind) have threads of their own, so
+        # that garbage collection cannot delay them, nor they it.  The threads
+        # mostly wait for the network with the GIL released.
+        self._io = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="ignite-fs-io")
         self._background_work: set[Future[Any]] = set()
         self.closed = False
         #: Counters for tests and diagnostics.
         self.stats: collections.Counter[str] = collections.Counter()
+
+    def cache_configurations(self) -> tuple[CacheConfiguration, CacheConfiguration]:
+        """The meta and data caches: partitioned, ``backups`` copies, FULL_SYNC (a write
+        returns once primary and backups have it, so losing a node loses no
+        acknowledged write), READ_WRITE_SAFE on partition loss.  Caches that
+        already exist keep the configuration they were created with."""
+        meta = CacheConfiguration(
+            name=f"{self.cache_prefix}_meta", cache_mode=CacheMode.PARTITIONED,
+            atomicity_mode=AtomicityMode.TRANSACTIONAL, backups=self.backups,
+            write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC,
+            # A partition whose every copy is gone makes reads fail rather than
+            # return "no such block/entry" (a file silently missing or torn).
+            partition_loss_policy=PartitionLossPolicy.READ_WRITE_SAFE,
+        )
+        data = CacheConfiguration(
+            name=f"{self.cache_prefix}_data", cache_mode=CacheMode.PARTITIONED,
+            atomicity_mode=AtomicityMode.ATOMIC, backups=self.backups,
+            write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC,
+            # A partition whose every copy is gone makes reads fail rather than
+            # return "no such block/entry" (a file silently missing or torn).
+            partition_loss_policy=PartitionLossPolicy.READ_WRITE_SAFE,
+        )
+        return meta, data
+
+    def _open_caches(self) -> None:
+        meta, data = self.cache_configurations()
+        self.meta = self.client.get_or_create_cache(meta)
+        self.data = self.client.get_or_create_cache(data)
+
+    def _caches_lost(self, exc: CacheNotFoundError) -> None:
+        """The caches are gone: an in-memory cluster was restarted (or someone
+        destroyed them).  The file tree is then empty; create the caches again
+        so that this pooled store keeps working instead of failing forever."""
+        log.warning("ignite:// caches %s_meta/_data missing on %s (%s); creating them again: files stored "
+                    "before the cluster restarted are gone", self.cache_prefix, self.endpoint, exc)
+        self.stats["caches_recreated"] += 1
+        self._open_caches()
 
     @classmethod
     def connect(cls, settings: "FsSettings") -> "IgniteFileStore":
@@ -295,6 +356,7 @@ class IgniteFileStore:
             return
         self.closed = True
         self.drain()
+        self._io.shutdown(wait=True)
         self._executor.shutdown(wait=True)
         if self._owns_client:
             self.client.close()
@@ -452,6 +514,7 @@ class IgniteFileStore:
         return d
 
     # ------------------------------------------------------------------ queries
+    @_recreates_caches
     def lookup(self, path: str) -> Entry | None:
         """The entry at ``path`` or None (one read, no transaction)."""
         path = normalize_path(path)
@@ -466,6 +529,7 @@ class IgniteFileStore:
             raise _err(FileNotFoundError, errno.ENOENT, self.uri(normalize_path(path)))
         return e
 
+    @_recreates_caches
     def lookup_many(self, paths: Sequence[str]) -> dict[str, Entry]:
         """Entries of the existing ``paths`` (one request)."""
         norm = [normalize_path(p) for p in paths]
@@ -479,6 +543,7 @@ class IgniteFileStore:
                 out[p] = ROOT_ENTRY
         return out
 
+    @_recreates_caches
     def listdir(self, path: str) -> list[str]:
         """Names in directory ``path``, sorted.
 
@@ -535,6 +600,7 @@ class IgniteFileStore:
                 continue
 
     # ------------------------------------------------------------- directories
+    @_recreates_caches
     def mkdir(self, path: str) -> None:
         path = normalize_path(path)
         if path == "/":
@@ -555,6 +621,7 @@ class IgniteFileStore:
 
         self._transact(body, f"mkdir {path}")
 
+    @_recreates_caches
     def makedirs(self, path: str) -> None:
         path = normalize_path(path)
         e = self.lookup(path)
@@ -564,6 +631,7 @@ class IgniteFileStore:
             return
         self._transact(lambda v: self._ensure_dirs(v, path, _now_ns()), f"makedirs {path}")
 
+    @_recreates_caches
     def rmdir(self, path: str) -> None:
         path = normalize_path(path)
         if path == "/":
@@ -583,6 +651,7 @@ class IgniteFileStore:
 
         self._transact(body, f"rmdir {path}")
 
+    @_recreates_caches
     def rmtree(self, path: str) -> None:
         """Delete ``path`` and everything below (the root is emptied, not removed).
 
@@ -637,6 +706,7 @@ class IgniteFileStore:
         self._transact(body, f"remove {len(files)} files")
 
     # -------------------------------------------------------------------- files
+    @_recreates_caches
     def remove(self, path: str) -> None:
         path = normalize_path(path)
 
@@ -652,6 +722,7 @@ class IgniteFileStore:
 
         self._transact(body, f"remove {path}")
 
+    @_recreates_caches
     def rename(self, src: str, dst: str) -> None:
         """Atomically move ``src`` to ``dst``: a file at ``dst`` is replaced, an empty
         directory at ``dst`` is replaced by a directory, missing parents of ``dst`` are
@@ -736,6 +807,7 @@ class IgniteFileStore:
         finally:
             reader.close()
 
+    @_recreates_caches
     def open_read(self, path: str) -> "FileReader":
         path = normalize_path(path)
         with self._open_guard():
@@ -746,6 +818,7 @@ class IgniteFileStore:
                 raise _err(IsADirectoryError, errno.EISDIR, self.uri(path))
             return FileReader(self, path, e)
 
+    @_recreates_caches
     def open_write(self, path: str, append: bool = False, exclusive: bool = False) -> "FileWriter":
         return FileWriter(self, normalize_path(path), append=append, exclusive=exclusive)
 
@@ -779,6 +852,7 @@ class IgniteFileStore:
             raise
         w.close()
 
+    @_recreates_caches
     def write_files(self, files: Mapping[str, bytes | bytearray | memoryview]) -> None:
         """Write many (small) files: blocks in batched requests, then one publishing
         transaction per :data:`FILES_PER_TX` files.  Each file appears atomically;
@@ -868,6 +942,9 @@ class IgniteFileStore:
         cache_id = self.data.cache_id
         body = self.client.request(lambda rid: requests.cache_get(rid, cache_id, key), Op.CACHE_GET,
                                    node_id=self._block_node(key))
+        return self._block_of(key, body)
+
+    def _block_of(self, key: str, body: memoryview) -> memoryview | None:
         code = body[0]
         if code == TypeCode.NULL:
             return None
@@ -993,6 +1070,7 @@ class IgniteFileStore:
         except Exception as exc:  # noqa: BLE001 - recorded in g:, collect_garbage() finishes it
             log.warning("ignite:// garbage %s not deleted yet (%s); collect_garbage() will retry", gid, exc)
 
+    @_recreates_caches
     def collect_garbage(self, stale_after: float = 24 * 3600.0) -> dict[str, int]:
         """Delete blocks left behind by crashed processes (scans the meta cache).
 
@@ -1118,7 +1196,7 @@ class FileReader:
                 self._cache.move_to_end(index)
         if prefetch is not None:
             try:
-                self.store._executor.submit(self._fill, *prefetch)
+                self.store._io.submit(self._fill, *prefetch)
             except RuntimeError:  # executor shut down: fetch inline later
                 with self._lock:
                     self._cache.pop(prefetch[0], None)
@@ -1226,7 +1304,10 @@ class FileWriter:
             self._prefix_extents = ()
             self._position = 0
         self._block = self._first_block
-        self._inflight: collections.deque[Future[None]] = collections.deque()
+        # Blocks being stored, with their buffers; a buffer whose put completed is
+        # reused for a later block (fresh 4 MiB buffers cost page faults).
+        self._inflight: collections.deque[tuple[Future[None], bytearray]] = collections.deque()
+        self._spare: list[bytearray] = []
         self._pending_at = 0.0  # when the w: record was last written (0 = not yet)
         self._published_once = False
         self._published_size = 0
@@ -1289,6 +1370,7 @@ class FileWriter:
         finally:
             self._closed = True
             self._buffer = bytearray()
+            self._spare.clear()
 
     def discard(self) -> None:
         """Drop everything written and not yet published (no publication)."""
@@ -1296,6 +1378,7 @@ class FileWriter:
             self._closed = True
             self._abandon()
             self._buffer = bytearray()
+            self._spare.clear()
 
     # ------------------------------------------------------------------ blocks
     def _check_open(self) -> None:
@@ -1322,23 +1405,33 @@ class FileWriter:
             self._filled = 0
             return
         self._register_pending()
-        while len(self._inflight) >= WRITE_AHEAD:
-            self._inflight.popleft().result()
+        while self._inflight and (len(self._inflight) >= WRITE_AHEAD or self._inflight[0][0].done()):
+            self._retire()
         buffer, key = self._buffer, block_key(self.cid, self._block)
         length = self._filled
         try:
-            fut = self.store._executor.submit(self.store._put_block, buffer, key, length)
+            fut = self.store._io.submit(self.store._put_block, buffer, key, length)
         except RuntimeError:  # store closing: write inline
             self.store._put_block(buffer, key, length)
+            self._spare.append(buffer)
         else:
-            self._inflight.append(fut)
-        self._buffer = bytearray(_FRAME_ROOM + self.block_size)
+            self._inflight.append((fut, buffer))
+        full = _FRAME_ROOM + self.block_size
+        while self._spare and len(self._spare[-1]) != full:
+            self._spare.pop()  # the first, smaller buffer of a small start
+        self._buffer = self._spare.pop() if self._spare else bytearray(full)
         self._block += 1
         self._filled = 0
 
+    def _retire(self) -> None:
+        """Wait for the oldest block in flight; its buffer becomes spare."""
+        fut, buffer = self._inflight.popleft()
+        fut.result()
+        self._spare.append(buffer)
+
     def _drain(self) -> None:
         while self._inflight:
-            self._inflight.popleft().result()
+            self._retire()
 
     def _store_tail(self) -> None:
         """Wait for blocks in flight and store the partial last block (kept for more writes)."""
@@ -1431,7 +1524,7 @@ class FileWriter:
 
     def _inflight_cancel(self) -> None:
         while self._inflight:
-            fut = self._inflight.popleft()
+            fut, _ = self._inflight.popleft()
             try:
                 fut.result()
             except Exception:  # noqa: BLE001 - the block is deleted anyway

@@ -1,0 +1,229 @@
+"""Scenario 5 of issue 6: checkpoint write and restore through ``ignite://`` against local disk.
+
+A Keras model whose variables add up to ``Sizes.fs_mb`` (a few hundred MB in
+the full run) is saved with ``tf.train.Checkpoint.write`` and restored with
+``Checkpoint.read``, once into ``ignite://host:port/...`` (the filesystem
+plugin and the file store, default settings: 4 MiB blocks, one backup,
+FULL_SYNC) and once into a directory on local disk.  Two scenarios, each with
+both contenders alternating in the same run (the harness's rules):
+
+* ``fs_write`` -- the timed part is ``Checkpoint.write`` (data file, index,
+  the temporary shard renamed into place); the files are deleted afterwards,
+  untimed, so every save starts from the same state;
+* ``fs_read`` -- the timed part is ``Checkpoint.read`` of a checkpoint written
+  once before (every variable assigned).  The warm-up restores into zeroed
+  variables and checks the bytes against the saved ones, so a fast but wrong
+  restore cannot pass.
+
+Neither side calls ``fsync``: TensorFlow does not for checkpoints, so a local
+save ends in the page cache, and an ``ignite://`` save ends when every block is
+in the memory of its primary and backup node.  MB/s counts the variables'
+bytes (the checkpoint's payload).
+
+Contenders are rebuilt in a profiler child from their spec
+(``"bench.filesystem:<factory>"``), like the scan contenders.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .harness import Contender, Run, Scenario, Target
+
+__all__ = ["checkpoint_write", "checkpoint_read", "filesystem_scenarios", "model_for", "FS_TARGETS"]
+
+F = TypeVar("F", bound=Callable[..., Contender])
+
+#: The issue-6 target: ``ignite://`` at least half as fast as local disk, both ways.
+FS_TARGETS = {"fs_write": 0.5, "fs_read": 0.5}
+
+
+def _spec(factory: F) -> F:
+    """Record how to rebuild the contender (``bench.filesystem:<name>``, args, kwargs)."""
+
+    @functools.wraps(factory)
+    def build(*args: Any, **kwargs: Any) -> Contender:
+        contender = factory(*args, **kwargs)
+        contender.spec = (f"bench.filesystem:{factory.__name__}", list(args), dict(kwargs))
+        return contender
+
+    return build  # type: ignore[return-value]
+
+
+class _Model:
+    """A Keras MLP of ``mb`` MiB of float32 weights and its ``tf.train.Checkpoint``."""
+
+    def __init__(self, mb: int, seed: int) -> None:
+        import keras
+        import tensorflow as tf
+
+        width = 4096 if mb >= 64 else 1024
+        layers = max(1, (mb << 20) // (width * width * 4))
+        keras.utils.set_random_seed(seed)
+        inputs = keras.Input((width,))
+        x = inputs
+        for i in range(layers):
+            x = keras.layers.Dense(width, name=f"dense_{i}")(x)
+        self.model = keras.Model(inputs, x)
+        self.variables = list(self.model.weights)
+        self.nbytes = sum(int(v.numpy().nbytes) for v in self.variables)
+        self.checkpoint = tf.train.Checkpoint(model=self.model)
+        self.digest = self.fingerprint()
+        self.description = f"{layers} Dense layers of {width}x{width} float32 ({self.nbytes / 1e6:.0f} MB)"
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for v in self.variables:
+            h.update(v.numpy().tobytes())
+        return h.hexdigest()
+
+    def zero(self) -> None:
+        for v in self.variables:
+            v.assign(v.numpy() * 0)
+
+
+@functools.lru_cache(maxsize=2)
+def model_for(mb: int, seed: int = 5) -> _Model:
+    """One model per size and seed, shared by the contenders of a process."""
+    return _Model(mb, seed)
+
+
+class _Target:
+    """Where checkpoints go: ``ignite://host:port/<dir>`` or a local directory."""
+
+    def __init__(self, where: str, host: str, port: int, local_dir: str | None) -> None:
+        self.where = where
+        run = uuid.uuid4().hex[:8]
+        if where == "ignite":
+            self.base = f"ignite://{host}:{port}/bench-fs/{run}"
+            self._local: Path | None = None
+        elif where == "local":
+            self._local = Path(tempfile.mkdtemp(prefix=f"bench-fs-{run}-", dir=local_dir))
+            self.base = str(self._local)
+        else:
+            raise ValueError(f"where must be 'ignite' or 'local', not {where!r}")
+
+    def remove(self, directory: str) -> None:
+        if self.where == "ignite":
+            import tensorflow as tf
+
+            if tf.io.gfile.exists(directory):
+                tf.io.gfile.rmtree(directory)
+        else:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def close(self) -> None:
+        try:
+            self.remove(self.base)
+        except Exception:  # noqa: BLE001 - the nodes may be gone already; best effort
+            pass
+
+
+def _register() -> None:
+    """``ignite://`` registered with TensorFlow in this process (idempotent)."""
+    from tensorflow_ignite import fs
+
+    fs.register()
+
+
+def _labels(where: str, verb: str) -> tuple[str, str]:
+    if where == "ignite":
+        return "ignite", f"ignite:// checkpoint {verb}"
+    return "local", f"local disk checkpoint {verb} (reference)"
+
+
+@_spec
+def checkpoint_write(where: str, host: str, port: int, *, mb: int, local_dir: str | None = None) -> Contender:
+    """``Checkpoint.write`` of the shared model into ``where`` (``"ignite"`` or ``"local"``)."""
+    _register()
+    model = model_for(mb)
+    target = _Target(where, host, port, local_dir)
+    counter = [0]
+    key, label = _labels(where, "write")
+
+    def save() -> tuple[float, str]:
+        counter[0] += 1
+        directory = f"{target.base}/w{counter[0]}"
+        start = time.perf_counter()
+        model.checkpoint.write(f"{directory}/ckpt")
+        return time.perf_counter() - start, directory
+
+    def run() -> Run:
+        seconds, directory = save()
+        target.remove(directory)  # untimed: every save starts from the same state
+        return Run(seconds, 1, model.nbytes)
+
+    def warmup() -> None:
+        _, directory = save()
+        target.remove(directory)
+
+    return Contender(key, label, run, warmup=warmup, close=target.close,
+                     note=f"`tf.train.Checkpoint(model=...).write`, {model.description}; files deleted "
+                          "after each timed save (untimed)")
+
+
+@_spec
+def checkpoint_read(where: str, host: str, port: int, *, mb: int, local_dir: str | None = None) -> Contender:
+    """``Checkpoint.read`` of a checkpoint of the shared model saved once into ``where``."""
+    _register()
+    model = model_for(mb)
+    target = _Target(where, host, port, local_dir)
+    prefix = f"{target.base}/r/ckpt"
+    model.checkpoint.write(prefix)  # untimed set-up
+    key, label = _labels(where, "restore")
+
+    def restore() -> float:
+        start = time.perf_counter()
+        model.checkpoint.read(prefix).assert_consumed()
+        return time.perf_counter() - start
+
+    def run() -> Run:
+        return Run(restore(), 1, model.nbytes)
+
+    def warmup() -> None:
+        model.zero()
+        restore()
+        got = model.fingerprint()
+        if got != model.digest:
+            raise AssertionError(f"{label}: restored variables differ from the saved ones "
+                                 f"(sha256 {got[:12]} != {model.digest[:12]})")
+
+    return Contender(key, label, run, warmup=warmup, close=target.close,
+                     note=f"`Checkpoint.read(...).assert_consumed()`, {model.description}; the warm-up restores "
+                          "into zeroed variables and checks every byte")
+
+
+def filesystem_scenarios(host: str, port: int, *, mb: int, nodes: int = 1, local_dir: str | None = None,
+                         log: Any = print) -> list[Scenario]:
+    """The write and the restore scenario (``fs_write``, ``fs_read``) against the node at ``host:port``."""
+    log(f"  building a model of ~{mb} MiB for the checkpoint scenarios ...")
+    model = model_for(mb)
+    where = f"{nodes} node{'s' if nodes > 1 else ''}"
+    common = (f"{model.description}, saved with `tf.train.Checkpoint` through `ignite://` ({where}, default "
+              "settings: 4 MiB blocks, backups=1, FULL_SYNC) and into a local directory (ext4, page cache, no "
+              "fsync on either side, as TensorFlow saves checkpoints).")
+    write = Scenario(
+        "fs_write", "5a. Filesystem: checkpoint write", common, "MB/s",
+        [checkpoint_write("ignite", host, port, mb=mb, local_dir=local_dir),
+         checkpoint_write("local", host, port, mb=mb, local_dir=local_dir)],
+        reference="local",
+        targets=[Target("ignite", "local", FS_TARGETS["fs_write"],
+                        "ignite:// checkpoint write >= 0.5x local disk")],
+    )
+    read = Scenario(
+        "fs_read", "5b. Filesystem: checkpoint restore", common, "MB/s",
+        [checkpoint_read("ignite", host, port, mb=mb, local_dir=local_dir),
+         checkpoint_read("local", host, port, mb=mb, local_dir=local_dir)],
+        reference="local",
+        targets=[Target("ignite", "local", FS_TARGETS["fs_read"],
+                        "ignite:// checkpoint restore >= 0.5x local disk")],
+    )
+    return [write, read]

@@ -1,0 +1,287 @@
+"""The ``ignite://`` filesystem when nodes die (issue 8, filesystem part).
+
+Each test runs a cluster of its own (nodes are killed).  The file store's
+caches are created with its defaults -- one backup, FULL_SYNC, READ_WRITE_SAFE
+-- and the tests check that those are what the cluster reports.
+
+* A node is killed (SIGKILL) while a ``tf.train.CheckpointManager`` save is
+  streaming blocks, at several points of the save and once the node the URI
+  names: no visible file is torn (every visible checkpoint restores bit-exact,
+  every visible file reads to its end), the previous checkpoint still
+  restores, and the next save succeeds after the client re-routes.
+* The only node goes down: filesystem calls fail with a typed error naming the
+  node -- at once when the port refuses connections, after a bounded wait
+  (request and reconnect each limited by the configured timeout) when the node
+  is frozen; when a node is back on that address the
+  same pooled store works again (it re-creates the caches the restarted,
+  in-memory cluster no longer has).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from tensorflow_ignite import fs as ignite_fs  # noqa: E402
+from tensorflow_ignite.client import IgniteClient  # noqa: E402
+from tensorflow_ignite.errors import IgniteConnectionError  # noqa: E402
+from tensorflow_ignite.fs.backend import IgniteBackend  # noqa: E402
+from tensorflow_ignite.fs.store import IgniteFileStore  # noqa: E402
+from tensorflow_ignite.local.cluster import LocalCluster  # noqa: E402
+from tensorflow_ignite.native import loader  # noqa: E402
+from tensorflow_ignite.protocol.codes import PartitionLossPolicy, PeekMode, WriteSynchronizationMode  # noqa: E402
+
+gfile = tf.io.gfile
+PREFIX = "fs_faults"
+#: 4 variables of 1 Mi float32 = 16 MiB per checkpoint: 16 blocks of 1 MiB, so
+#: "kill after k blocks" lands inside the data file for every k used below.
+VARIABLES = 4
+ELEMENTS = 1 << 20
+BLOCK_SIZE = "1m"
+#: (which live node to kill, after how many blocks of the save); the last trial
+#: kills the node whose address is in the URI (the client's seed).
+#: Block 17 on is past the data file: the index, the renames and the state
+#: file, i.e. the kill lands among the publishing transactions.
+KILL_POINTS = [("other", 3), ("other", 9), ("other", 17), ("seed", 13)]
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll ``condition`` with backoff until it holds; fail naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.5)
+
+
+@pytest.fixture
+def backend() -> Iterator[None]:
+    previous = loader.set_backend(IgniteBackend())  # other modules may have installed theirs
+    try:
+        yield
+    finally:
+        ignite_fs.close_stores()  # pooled stores point at this test's nodes
+        ignite_fs.reset()
+        loader.set_backend(previous)
+
+
+@pytest.fixture
+def three_nodes(tmp_path: Path, backend: None) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(tmp_path / "nodes", nodes=3, name="tfi-fsfault", heap_mb=384, region_mb=256)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        ignite_fs.close_stores()
+        cluster.stop()
+
+
+def _values(step: int) -> list[np.ndarray]:
+    """Variable contents of checkpoint ``step`` (exact in float32: all below 2**24)."""
+    base = np.arange(ELEMENTS, dtype=np.float32)
+    return [base * (i + 1) + np.float32(step) for i in range(VARIABLES)]
+
+
+def _wait_rebalanced(cluster: LocalCluster, caches: list[str]) -> None:
+    """Every live node holds primaries and every entry has its backup copy (safe to kill a node)."""
+    live = len(cluster.addresses())
+
+    def settled() -> bool:
+        try:
+            with IgniteClient(cluster.addresses()) as client:
+                for name in caches:
+                    pmap = client.partition_map(name, refresh=True)
+                    c = client.cache(name)
+                    if len({n for n in pmap.nodes if n is not None}) != live:
+                        return False
+                    if c.size([PeekMode.PRIMARY]) != c.size([PeekMode.BACKUP]):
+                        return False
+            return True
+        except IgniteConnectionError:
+            return False
+
+    _wait_for(settled, 180, f"caches {caches} to be rebalanced over {live} nodes")
+
+
+class _Saver:
+    """Variables, a checkpoint manager on ``ignite://`` and bit-exact restore checks."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.vars = [tf.Variable(np.zeros(ELEMENTS, np.float32)) for _ in range(VARIABLES)]
+        self.ckpt = tf.train.Checkpoint(**{f"v{i}": v for i, v in enumerate(self.vars)})
+        self.manager = tf.train.CheckpointManager(self.ckpt, directory, max_to_keep=3)
+
+    def save(self, step: int) -> str:
+        for v, value in zip(self.vars, _values(step)):
+            v.assign(value)
+        return self.manager.save(checkpoint_number=step)
+
+    def assert_restores(self, prefix: str, step: int) -> None:
+        for v in self.vars:
+            v.assign(np.zeros(ELEMENTS, np.float32))
+        self.ckpt.read(prefix).assert_consumed()
+        for i, (v, want) in enumerate(zip(self.vars, _values(step))):
+            got = v.numpy()
+            assert got.tobytes() == want.tobytes(), f"{prefix}: variable {i} differs from step {step}'s values"
+
+    def assert_everything_visible_is_whole(self) -> list[int]:
+        """Every file under the directory reads to its end; every checkpoint restores exactly."""
+        files = [f"{d}/{name}" for d, _, names in gfile.walk(self.directory) for name in names]
+        for path in files:
+            size = gfile.stat(path).length
+            with gfile.GFile(path, "rb") as f:
+                assert len(f.read()) == size, f"{path}: fewer bytes than its size"
+        steps = sorted(int(m.group(1)) for p in files if (m := re.search(r"/ckpt-(\d+)\.index$", p)))
+        for step in steps:
+            self.assert_restores(f"{self.directory}/ckpt-{step}", step)
+        state = tf.train.get_checkpoint_state(self.directory)
+        assert state is not None, "the 'checkpoint' state file is missing or unreadable"
+        latest = int(state.model_checkpoint_path.rsplit("-", 1)[1])
+        assert latest in steps, f"the state file names ckpt-{latest}, which is not (wholly) there: {steps}"
+        return steps
+
+
+@pytest.mark.slow
+def test_node_killed_while_a_checkpoint_is_written(three_nodes: LocalCluster) -> None:
+    cluster = three_nodes
+    seed = cluster.members[0]
+    host, port = seed.host, seed.client_port
+    ignite_fs.configure(cache_prefix=PREFIX, block_size=BLOCK_SIZE, timeout=20.0)
+    root = f"ignite://{host}:{port}/faults"
+    saver = _Saver(f"{root}/ckpt")
+    store, _ = IgniteBackend._resolve(root)
+    assert isinstance(store, IgniteFileStore)
+
+    # The defaults this guarantee rests on, as the cluster reports them.
+    for cache in (store.meta, store.data):
+        config = cache.configuration()
+        assert config.backups == 1, cache.name
+        assert config.write_synchronization_mode == WriteSynchronizationMode.FULL_SYNC, cache.name
+        assert config.partition_loss_policy == PartitionLossPolicy.READ_WRITE_SAFE, cache.name
+
+    step = 1
+    saver.save(step)
+    for trial, (which, at_blocks) in enumerate(KILL_POINTS):
+        # The node killed by the previous trial comes back on its own ports (empty:
+        # in memory), and the data is rebalanced onto it before the next kill.
+        down = [m.index for m in cluster.members if not m.alive()]
+        if down:
+            cluster.restart_nodes(down)
+        live = list(cluster.members)
+        assert len(cluster.addresses()) == 3
+        _wait_rebalanced(cluster, [store.meta.name, store.data.name])
+        victim = seed if which == "seed" else next(m for m in live if m is not seed)
+
+        previous = step  # saved and complete before the kill: must survive it
+        start = store.stats["blocks_written"]
+        killed_at: list[float] = []
+        failure: list[BaseException] = []
+
+        def kill(victim_index: int = victim.index, start: int = start, at_blocks: int = at_blocks) -> None:
+            try:
+                _wait_for(lambda: store.stats["blocks_written"] - start >= at_blocks, 120,
+                          f"{at_blocks} blocks of the save")
+                killed_at.append(time.monotonic())
+                cluster.kill_node(victim_index, signal.SIGKILL)
+            except BaseException as exc:  # reported by the test thread
+                failure.append(exc)
+
+        killer = threading.Thread(target=kill, daemon=True)
+        killer.start()
+        save_error: BaseException | None = None
+        try:
+            saver.save(previous + 1)
+        except (tf.errors.OpError, OSError) as exc:  # allowed: the save in progress may fail...
+            save_error = exc
+        saved_at = time.monotonic()
+        killer.join(timeout=180)
+        assert not failure, failure
+        assert killed_at and killed_at[0] < saved_at, f"trial {trial}: the node was not killed during the save"
+
+        # ...but nothing it left behind is visible half-written, and nothing older is lost.
+        saver.assert_restores(f"{saver.directory}/ckpt-{previous}", previous)
+        steps = saver.assert_everything_visible_is_whole()
+        if save_error is None:
+            assert previous + 1 in steps
+        # The next save goes through (the client re-routed) and restores exactly.
+        step = previous + 2
+        saver.save(step)
+        saver.assert_restores(f"{saver.directory}/ckpt-{step}", step)
+        print(f"\ntrial {trial}: killed {which} node {victim.name} after {at_blocks} blocks; the save in "
+              f"progress {'failed: ' + type(save_error).__name__ if save_error else 'completed'}; "
+              f"visible checkpoints {steps} all restore bit-exact; next save ckpt-{step} ok")
+
+
+@pytest.mark.slow
+def test_all_nodes_down_fails_fast_and_recovers(tmp_path: Path, backend: None) -> None:
+    first = LocalCluster(tmp_path / "first", nodes=1, name="tfi-fsdown", heap_mb=384, region_mb=256)
+    timeout = 5.0
+    try:
+        first.start()
+        host, port = first.address()
+        ignite_fs.configure(cache_prefix=PREFIX, timeout=timeout)
+        uri = f"ignite://{host}:{port}/down/file.bin"
+        with gfile.GFile(uri, "wb") as f:
+            f.write(b"before")
+        store, _ = IgniteBackend._resolve(uri)
+
+        # A frozen node (SIGSTOP: the socket stays open, nothing answers) is the slow
+        # case: the request times out, then the reconnect's handshake does, each
+        # bounded by the timeout -- a typed error after a bounded wait, never a hang.
+        pid = first.members[0].pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            began = time.monotonic()
+            try:
+                got = gfile.exists(uri)
+            except tf.errors.UnavailableError as exc:
+                frozen = exc
+            else:
+                pytest.fail(f"gfile.exists returned {got!r} after {time.monotonic() - began:.1f}s while the "
+                            "only node was frozen")
+            took = time.monotonic() - began
+            assert took < 4 * timeout + 2, f"a frozen node held the call {took:.1f}s (timeout {timeout}s)"
+            assert f"{port}" in str(frozen), f"the error does not name the node: {frozen}"
+            print(f"\nfrozen node: {type(frozen).__name__} after {took:.1f}s: {frozen}")
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        first.kill_node(0, signal.SIGKILL)
+        for attempt in (lambda: gfile.exists(uri), lambda: gfile.GFile(uri, "rb").read(),
+                        lambda: gfile.GFile(uri, "wb").write(b"x")):
+            began = time.monotonic()
+            with pytest.raises(tf.errors.UnavailableError) as info:
+                attempt()
+            took = time.monotonic() - began
+            # Connection refused is immediate; the bound is the configured timeout
+            # (plus scheduling slack on a loaded machine), never a hang.
+            assert took < timeout + 1, f"the error took {took:.1f}s (timeout {timeout}s)"
+            assert f"{port}" in str(info.value), f"the error does not name the node: {info.value}"
+            print(f"\nall nodes down: {type(info.value).__name__} after {took:.2f}s: {info.value}")
+        with pytest.raises(IgniteConnectionError):
+            store.stat("/down/file.bin")
+
+        # The node is back on the same address (in memory: the old files are gone).
+        first.restart_nodes([0])
+        assert IgniteBackend._resolve(uri)[0] is store, "the pooled store was replaced, not recovered"
+        assert not gfile.exists(uri)
+        with gfile.GFile(uri, "wb") as f:
+            f.write(b"after")
+        with gfile.GFile(uri, "rb") as f:
+            assert f.read() == b"after"
+        assert store.stats["caches_recreated"] >= 1
+    finally:
+        ignite_fs.close_stores()
+        first.stop()
