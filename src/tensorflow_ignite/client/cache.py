@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Iterable, Iterator, Mapping
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CacheNotFoundError, ServerError
+from ..errors import (
+    AuthenticationError,
+    CacheNotFoundError,
+    IgniteError,
+    IgniteConnectionError,
+    ProtocolError,
+    ServerError,
+    TLSError,
+)
 from ..protocol import requests, responses
 from ..protocol.cache_config import CacheConfiguration
 from ..protocol.codes import ClientStatus, Op
+from ..protocol.columns import value_offsets
 from ..protocol.hashing import cache_id as _cache_id
 from ..protocol.responses import ScanPage
 from .connection import Connection
@@ -164,20 +175,258 @@ class Cache:
         A single-partition scan goes to that partition's primary node.  The
         cursor is closed on the server if the iterator is abandoned early.
         """
-        conn = connection
-        if conn is None:
-            if partition >= 0 and self.client.partition_awareness:
-                pmap = self.client.partition_map(self.name)
-                conn = self.client.connection_for_node(pmap.primary(partition))
-            else:
-                conn = self.client.default_connection
+        conn = connection if connection is not None else self._route(partition)
         yield from _scan(conn, self, page_size=page_size, partition=partition, local=local)
+
+    def _route(self, partition: int) -> Connection:
+        """The connection to the primary of ``partition`` (the default one for ``-1``)."""
+        if partition >= 0 and self.client.partition_awareness:
+            pmap = self.client.partition_map(self.name)
+            return self.client.connection_for_node(pmap.primary(partition))
+        return self.client.default_connection
+
+    def scan_partitions(
+        self,
+        partitions: Sequence[int],
+        *,
+        page_size: int | Callable[[], int] = 1024,
+        local: bool = False,
+        window: int | Callable[[], int] = 8,
+        failover_timeout: float | None = None,
+        on_failover: Callable[[int, BaseException], None] | None = None,
+    ) -> Iterator[tuple[int, ScanPage]]:
+        """Scan several partitions in order, pipelined, every row exactly once despite node failures.
+
+        Yields ``(position, page)`` where ``position`` indexes ``partitions``;
+        the pages of one partition come before those of the next.  Up to
+        ``window`` partitions have their scan request on the wire at once, each
+        sent to its primary node, so a partition holding a few rows costs no
+        round trip of its own (connections are multiplexed by request id).
+        ``page_size`` and ``window`` may be callables, asked before each
+        request (the dataset sizes both from observed row sizes).
+
+        When the node serving a partition fails (connection lost, node left,
+        the server reports a failed query), the partition map is fetched again
+        and the partition is scanned again on its current primary, with
+        exponential backoff, until ``failover_timeout`` seconds (default: the
+        client's ``timeout``) have passed since the failure; then the last error
+        is raised as :class:`IgniteConnectionError` naming what was tried.  Rows
+        of that partition already yielded are dropped from the new scan by key
+        (their raw pages are kept while the partition is in flight and only
+        decoded after a failure), so nothing is lost or repeated as long as the
+        cache's contents do not change during the scan.  ``on_failover(partition,
+        error)`` is called for every retry.  Whole-cache (``-1``) and ``local``
+        scans are not retried: their rows cannot be found again elsewhere.
+        """
+        size = page_size if callable(page_size) else (lambda: page_size)
+        width = window if callable(window) else (lambda: window)
+        timeout = self.client.settings.timeout if failover_timeout is None else float(failover_timeout)
+        parts = [int(p) for p in partitions]
+        inflight: deque[_PartitionScan] = deque()
+        sent = 0
+        try:
+            while True:
+                want = max(1, int(width()))
+                # Refill when half the window is consumed, in one write per node
+                # (one system call and one wake-up of the node per batch).
+                if sent < len(parts) and len(inflight) <= want // 2:
+                    batch = list(range(sent, min(len(parts), sent + want - len(inflight))))
+                    inflight.extend(self._send_scans([(i, parts[i]) for i in batch], local, size()))
+                    sent += len(batch)
+                if not inflight:
+                    return
+                yield from self._drain(inflight.popleft(), local, size, timeout, on_failover)
+        finally:
+            # Stopped early (or failed): collect the answers already on the wire
+            # and close their cursors, so no frame is parked forever and no
+            # server cursor leaks.
+            while inflight:
+                self._abandon(inflight.popleft())
+
+    def _send_scans(self, items: Sequence[tuple[int, int]], local: bool, page_size: int) -> list["_PartitionScan"]:
+        """Send the scan requests of ``(position, partition)`` items, batched per node."""
+        scans = [_PartitionScan(position, partition) for position, partition in items]
+        by_conn: dict[int, list[_PartitionScan]] = {}
+        conns: dict[int, Connection] = {}
+        for scan in scans:
+            try:
+                scan.conn = self._route(scan.partition)
+            except (IgniteConnectionError, ServerError) as exc:
+                scan.error = exc  # raised (and failed over) when this scan's turn comes
+                continue
+            by_conn.setdefault(id(scan.conn), []).append(scan)
+            conns[id(scan.conn)] = scan.conn
+        for key, group in by_conn.items():
+            encoders = [self._scan_encoder(scan.partition, local, page_size) for scan in group]
+            try:
+                ids = conns[key].send_many(encoders)
+            except IgniteConnectionError as exc:
+                for scan in group:
+                    scan.error = exc
+                continue
+            for scan, rid in zip(group, ids):
+                scan.request_id = rid
+        return scans
+
+    def _scan_encoder(self, partition: int, local: bool, page_size: int) -> Callable[[int], bytes]:
+        cid = self.cache_id
+        return lambda rid: requests.query_scan(rid, cid, page_size=page_size, partition=partition, local=local)
+
+    def _stream(self, scan: "_PartitionScan") -> Iterator[ScanPage]:
+        if scan.error is not None:
+            raise scan.error
+        assert scan.conn is not None and scan.request_id is not None
+        conn = scan.conn
+        try:
+            body = conn.receive(scan.request_id, Op.QUERY_SCAN)
+        except ServerError as exc:
+            if exc.status == ClientStatus.CACHE_DOES_NOT_EXIST:
+                raise CacheNotFoundError(
+                    f"cache {self.name!r} does not exist on the cluster", status=exc.status, op=Op.QUERY_SCAN
+                ) from None
+            raise
+        first = responses.decode_scan_page(body, first=True)
+        yield from stream_pages(
+            conn, body, first.cursor_id, lambda _b: first, requests.query_scan_cursor_get_page,
+            Op.QUERY_SCAN_CURSOR_GET_PAGE, lambda b: responses.decode_scan_page(b, first=False),
+        )
+
+    def _drain(
+        self, scan: "_PartitionScan", local: bool, size: Callable[[], int], timeout: float,
+        on_failover: Callable[[int, BaseException], None] | None,
+    ) -> Iterator[tuple[int, ScanPage]]:
+        """The pages of one partition scan, scanning again elsewhere when its node fails."""
+        retryable = scan.partition >= 0 and not local
+        # Raw pages of this partition already handed out.  Nothing is decoded on
+        # the happy path; after a failure their keys filter the new scan.
+        delivered: list[ScanPage] = []
+        seen: set[bytes] = set()
+        deadline: float | None = None
+        attempts = server_errors = 0
+        tried: list[str] = []
+        while True:
+            pages = self._stream(scan)
+            try:
+                for page in pages:
+                    if seen and page.row_count:
+                        page = _without_keys(page, seen)
+                    if retryable and page.row_count:
+                        delivered.append(page)
+                    yield scan.position, page
+                return
+            except (IgniteConnectionError, ServerError) as exc:
+                if not retryable or not _is_transient(exc):
+                    raise
+                now = time.monotonic()
+                deadline = now + timeout if deadline is None else deadline
+                if scan.conn is not None:
+                    if scan.conn.address not in tried:
+                        tried.append(scan.conn.address)
+                    if isinstance(exc, IgniteConnectionError):
+                        self.client.drop_connection(scan.conn)
+                server_errors += isinstance(exc, ServerError)
+                if now >= deadline or server_errors > _MAX_SERVER_ERROR_RETRIES:
+                    raise _gave_up(self.name, scan.partition, timeout, attempts, tried, exc) from None
+                log.info("cache %r, partition %d: %s; scanning it again (attempt %d)",
+                         self.name, scan.partition, exc, attempts + 1)
+                if on_failover is not None:
+                    on_failover(scan.partition, exc)
+                for done in delivered:
+                    seen.update(_row_keys(done))
+                delivered.clear()
+                if attempts:
+                    # Backoff while the cluster notices the loss and moves primaries.
+                    time.sleep(min(_BACKOFF_FIRST * 2 ** (attempts - 1), _BACKOFF_MAX, max(0.0, deadline - now)))
+                attempts += 1
+                scan = self._send_scans([(scan.position, scan.partition)], local, size())[0]
+            finally:
+                pages.close()
+
+    def _abandon(self, scan: "_PartitionScan") -> None:
+        conn = scan.conn
+        if conn is None or scan.request_id is None or scan.error is not None or conn.closed:
+            return
+        try:
+            first = responses.decode_scan_page(conn.receive(scan.request_id, Op.QUERY_SCAN), first=True)
+            if first.has_more and first.cursor_id is not None:
+                cid = first.cursor_id
+                conn.request(lambda rid: requests.resource_close(rid, cid), Op.RESOURCE_CLOSE)
+        except (ServerError, IgniteConnectionError, ProtocolError) as exc:
+            log.debug("cache %r: abandoning the scan of partition %d: %s", self.name, scan.partition, exc)
 
     def scan(self, *, page_size: int = 1024, partition: int = -1, local: bool = False) -> Iterator[tuple[Any, Any]]:
         """Stream ``(key, value)`` pairs, decoded to Python values."""
         dec = self.client.decoder()
         for page in self.scan_pages(page_size=page_size, partition=partition, local=local):
             yield from responses.decode_scan_rows(page, dec)
+
+
+#: Retries of a partition scan the server answered with an error (node left,
+#: partition moving); a deterministic error surfaces after this many.
+_MAX_SERVER_ERROR_RETRIES = 5
+_BACKOFF_FIRST = 0.05
+_BACKOFF_MAX = 1.0
+
+
+class _PartitionScan:
+    """One partition's scan request: where it was sent, or why it could not be."""
+
+    __slots__ = ("position", "partition", "conn", "request_id", "error")
+
+    def __init__(self, position: int, partition: int) -> None:
+        self.position = position
+        self.partition = partition
+        self.conn: Connection | None = None
+        self.request_id: int | None = None
+        self.error: BaseException | None = None
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """True for failures another attempt (perhaps on another node) can cure."""
+    if isinstance(exc, (AuthenticationError, TLSError)):
+        return False  # credentials / TLS settings: the same on every node
+    # A HandshakeError here comes from a node that dies while we connect to it:
+    # the first connection of this client succeeded with the same settings.
+    if isinstance(exc, IgniteConnectionError):
+        return True
+    if isinstance(exc, CacheNotFoundError):
+        return False
+    return isinstance(exc, ServerError) and exc.status in (
+        ClientStatus.FAILED, ClientStatus.RESOURCE_DOES_NOT_EXIST, ClientStatus.TOO_MANY_CURSORS)
+
+
+def _gave_up(cache: str, partition: int, timeout: float, attempts: int, tried: list[str],
+             exc: BaseException) -> IgniteError:
+    where = f"; nodes tried: {', '.join(tried)}" if tried else ""
+    message = (f"cache {cache!r}, partition {partition}: no node could serve the scan within the "
+               f"{timeout:g} s timeout ({attempts + 1} attempt(s){where}). Last error: {exc}. "
+               "Check that the Ignite nodes are running and reachable (or raise timeout=...); "
+               "iterating again reconnects.")
+    if isinstance(exc, ServerError):
+        return type(exc)(message, status=exc.status, op=exc.op)
+    address = getattr(exc, "address", None) or ",".join(tried) or None
+    return IgniteConnectionError(message, address=address)
+
+
+def _row_keys(page: ScanPage) -> list[bytes]:
+    """The serialized key of every row of a scan page (a key's bytes are the same on every node)."""
+    starts = value_offsets(page.rows, page.row_count, 2)
+    rows = page.rows
+    return [bytes(rows[k:v]) for k, v in zip(starts[:, 0].tolist(), starts[:, 1].tolist())]
+
+
+def _without_keys(page: ScanPage, seen: set[bytes]) -> ScanPage:
+    """``page`` without the rows whose key is in ``seen`` (rows are self-contained byte ranges)."""
+    starts = value_offsets(page.rows, page.row_count, 2)
+    rows = page.rows
+    key_starts = starts[:, 0].tolist()
+    value_starts = starts[:, 1].tolist()
+    ends = key_starts[1:] + [len(rows)]
+    keep = [i for i in range(page.row_count) if bytes(rows[key_starts[i]:value_starts[i]]) not in seen]
+    if len(keep) == page.row_count:
+        return page
+    region = b"".join(rows[key_starts[i]:ends[i]] for i in keep)
+    return ScanPage(page.cursor_id, len(keep), memoryview(region), page.has_more)
 
 
 def _scan(conn: Connection, cache: Cache, *, page_size: int, partition: int, local: bool) -> Iterator[ScanPage]:

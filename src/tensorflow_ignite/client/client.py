@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
+    AuthenticationError,
     CacheNotFoundError,
     ConfigurationError,
-    HandshakeError,
     IgniteConnectionError,
     ServerError,
     TLSError,
@@ -185,9 +185,10 @@ class IgniteClient:
             except IgniteConnectionError as exc:
                 failures.append(exc)
                 errors.append(f"{address[0]}:{address[1]}: {exc}")
-                # TLS, credentials or a non-TLS client on a TLS port: the next node
-                # is configured the same way, so this will not get better.
-                if isinstance(exc, (HandshakeError, TLSError)):
+                # TLS or credentials: the next node is configured the same way, so
+                # this will not get better.  (A plain HandshakeError may be a node
+                # dying while we connect: try the others.)
+                if isinstance(exc, (AuthenticationError, TLSError)):
                     raise
         if len(failures) == 1:
             raise failures[0]
@@ -204,8 +205,23 @@ class IgniteClient:
             with self._lock:
                 if self._default.closed:
                     self._default = self._connect_any()
+                    # The node we talked to is gone: the cluster may have been
+                    # restarted meanwhile (new node ids, topology versions counting
+                    # from 1 again), so what was learned from it is not trusted.
+                    self._endpoint_version = -1
+                    self._affinity_version = (0, 0)
+                    self._partition_maps.clear()
                 conn = self._default
         return conn
+
+    def drop_connection(self, conn: Connection) -> None:
+        """Close ``conn`` after it failed and forget what was learned through it.
+
+        Partition maps are dropped too (the node may have left), so the next
+        routed request fetches a fresh map; the default connection is reopened
+        to another node on next use.
+        """
+        self._drop(conn)
 
     def _drop(self, conn: Connection) -> None:
         conn.close()

@@ -55,8 +55,11 @@ def stream_pages(
             if pending is None:
                 open_cursor = False
                 return
-            body = conn.receive(pending, next_op)
-            pending = None
+            # Forget the id before waiting: if this receive fails (server error,
+            # dead socket) the answer is consumed or gone, and waiting for it
+            # again in ``finally`` would block until the socket timeout.
+            rid, pending = pending, None
+            body = conn.receive(rid, next_op)
             page = decode_next(body)
             open_cursor = page.has_more
     finally:

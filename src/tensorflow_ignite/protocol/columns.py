@@ -43,7 +43,7 @@ from tensorflow_ignite.protocol.buffer import I32
 from tensorflow_ignite.protocol.codes import ObjectFlag, TypeCode
 from tensorflow_ignite.protocol.hashing import field_id as _field_id
 
-__all__ = ["FieldPlan", "PagePlan", "Column", "decode_page", "scalar", "obj"]
+__all__ = ["FieldPlan", "PagePlan", "Column", "decode_page", "scalar", "obj", "value_offsets"]
 
 _NULL = TypeCode.NULL
 _HANDLE = TypeCode.HANDLE
@@ -570,9 +570,36 @@ def decode_page(
         view = view.cast("B")
     if row_count < 0:
         raise ProtocolError(f"negative row count {row_count}")
+    # Every value takes at least one byte: a row count the region cannot hold is
+    # corrupt, and must be refused before it sizes the per-row offset table.
+    if row_count * len(plan.values) > len(view):
+        raise ProtocolError(
+            f"page claims {row_count} rows of {len(plan.values)} values but holds only {len(view)} bytes"
+        )
     try:
         return _PageDecoder(view, row_count, plan, schema_resolver).run()
     except (ProtocolError, SchemaError):
         raise
+    except (IndexError, KeyError, ValueError, TypeError, struct.error, OverflowError, RecursionError) as exc:
+        raise ProtocolError(f"malformed page: {exc.__class__.__name__}: {exc}") from exc
+
+
+def value_offsets(region: bytes | bytearray | memoryview, row_count: int, values_per_row: int) -> np.ndarray:
+    """Start offset of every value of a page: int64 array ``[row_count, values_per_row]``.
+
+    Scan pages hold two values per row (key, value).  The client uses this to
+    find row boundaries without decoding (e.g. to drop rows already delivered
+    when a scan is repeated on another node).  Bounds-checked like
+    :func:`decode_page`.
+    """
+    view = region if isinstance(region, memoryview) else memoryview(region)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    if row_count < 0 or row_count * values_per_row > len(view):
+        raise ProtocolError(
+            f"page claims {row_count} rows of {values_per_row} values but holds only {len(view)} bytes"
+        )
+    try:
+        return _PageDecoder(view, row_count, PagePlan((None,) * values_per_row), None).locate()
     except (IndexError, ValueError, struct.error, OverflowError) as exc:
         raise ProtocolError(f"malformed page: {exc}") from exc
