@@ -93,8 +93,25 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
-def find_free_port_block(host: str, size: int, *, start: int = 20000, stop: int = 60000) -> int:
-    """First port ``p`` (from a per-process random start) with ``p .. p+size-1`` all free."""
+def _ephemeral_port_floor(default: int = 60000) -> int:
+    """Lowest port the kernel hands out to outgoing connections (Linux; ``default`` elsewhere)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return default
+    return low
+
+
+def find_free_port_block(host: str, size: int, *, start: int = 20000, stop: int | None = None) -> int:
+    """First port ``p`` (from a per-process random start) with ``p .. p+size-1`` all free.
+
+    By default the search stays below the kernel's ephemeral range: a port
+    found free there can be taken by any outgoing connection before the node
+    binds it.
+    """
+    if stop is None:
+        floor = _ephemeral_port_floor()
+        stop = floor if floor - start >= 2000 else 60000
     span = stop - start - size
     offset = (os.getpid() * 7919 + time.monotonic_ns() // 1000) % span
     for i in range(0, span, size):
