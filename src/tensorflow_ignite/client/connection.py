@@ -156,8 +156,9 @@ class Connection:
             except ConnectionTimeoutError:
                 raise HandshakeError(
                     f"{self.address} accepted the connection but did not answer the thin-client handshake "
-                    f"within {s.timeout}s: is it an Ignite node's client connector (default port 10800)? "
-                    "If that connector uses TLS, pass cafile=... (or certfile) to enable TLS.",
+                    f"within {s.timeout}s. Either the node is frozen or overloaded (check its log and "
+                    "GC pauses), or this is not an Ignite node's client connector (default port 10800); "
+                    "if that connector uses TLS, pass cafile=... (or certfile) to enable TLS.",
                     address=self.address,
                 ) from None
             except IgniteConnectionError as exc:
