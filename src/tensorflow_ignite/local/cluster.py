@@ -20,7 +20,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,12 +102,15 @@ def _ephemeral_port_floor(default: int = 60000) -> int:
     return low
 
 
-def find_free_port_block(host: str, size: int, *, start: int = 20000, stop: int | None = None) -> int:
+def find_free_port_block(host: str, size: int, *, start: int = 20000, stop: int | None = None,
+                         avoid: Collection[int] = ()) -> int:
     """First port ``p`` (from a per-process random start) with ``p .. p+size-1`` all free.
 
     By default the search stays below the kernel's ephemeral range: a port
     found free there can be taken by any outgoing connection before the node
-    binds it.
+    binds it.  ``avoid`` lists ports already promised to nodes that have not
+    bound them yet (a cluster's client, discovery and communication blocks
+    must not overlap).
     """
     if stop is None:
         floor = _ephemeral_port_floor()
@@ -116,7 +119,8 @@ def find_free_port_block(host: str, size: int, *, start: int = 20000, stop: int 
     offset = (os.getpid() * 7919 + time.monotonic_ns() // 1000) % span
     for i in range(0, span, size):
         base = start + (offset + i) % span
-        if all(_port_free(host, base + k) for k in range(size)):
+        block = range(base, base + size)
+        if not any(p in avoid for p in block) and all(_port_free(host, p) for p in block):
             return base
     raise NodeError(f"no block of {size} free ports found on {host}")
 
@@ -218,8 +222,17 @@ class LocalCluster:
         else:
             client_base = find_free_port_block(self.host, self.nodes)
         self.client_port = client_base
-        self._discovery_base = find_free_port_block(self.host, DISCOVERY_SLOTS)
-        self._communication_base = find_free_port_block(self.host, DISCOVERY_SLOTS)
+        promised = set(range(client_base, client_base + self.nodes))
+        self._discovery_base = find_free_port_block(self.host, DISCOVERY_SLOTS, avoid=promised)
+        promised |= set(range(self._discovery_base, self._discovery_base + DISCOVERY_SLOTS))
+        self._communication_base = find_free_port_block(self.host, DISCOVERY_SLOTS, avoid=promised)
+
+    def _promised_ports(self) -> set[int]:
+        """Ports this cluster's members use or will use (for choosing one more port)."""
+        ports = {m.client_port for m in self.members}
+        for base in (self._discovery_base, self._communication_base):
+            ports |= set(range(base, base + DISCOVERY_SLOTS))
+        return ports
 
     def _spawn(self, index: int, *, client_port: int | None = None) -> NodeInfo:
         assert self.client_port is not None
@@ -294,7 +307,7 @@ class LocalCluster:
         if index >= DISCOVERY_SLOTS:
             raise NodeError(f"at most {DISCOVERY_SLOTS} local nodes are supported")
         assert self.client_port is not None
-        port = find_free_port_block(self.host, 1)
+        port = find_free_port_block(self.host, 1, avoid=self._promised_ports())
         info = self._spawn(index, client_port=port)
         self.nodes += 1
         self.save_state()

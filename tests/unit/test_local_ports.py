@@ -1,0 +1,30 @@
+"""Port choice of local clusters: blocks never overlap and stay out of the ephemeral range."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tensorflow_ignite.local.cluster import DISCOVERY_SLOTS, LocalCluster, _ephemeral_port_floor, find_free_port_block
+
+
+def test_avoided_ports_are_never_part_of_a_block() -> None:
+    # A narrow window forces the search through the avoided ports.
+    first = find_free_port_block("127.0.0.1", 4, start=21000, stop=21100)
+    avoid = set(range(first, first + 4))
+    for _ in range(20):
+        base = find_free_port_block("127.0.0.1", 8, start=first - 10, stop=first + 40, avoid=avoid)
+        assert not avoid & set(range(base, base + 8)), (base, sorted(avoid))
+
+
+def test_cluster_port_blocks_are_disjoint_and_below_the_ephemeral_range(tmp_path: Path) -> None:
+    floor = _ephemeral_port_floor()
+    for _ in range(20):
+        cluster = LocalCluster(tmp_path, nodes=3)
+        cluster._choose_ports()
+        assert cluster.client_port is not None
+        blocks = [set(range(cluster.client_port, cluster.client_port + 3)),
+                  set(range(cluster._discovery_base, cluster._discovery_base + DISCOVERY_SLOTS)),
+                  set(range(cluster._communication_base, cluster._communication_base + DISCOVERY_SLOTS))]
+        assert not (blocks[0] & blocks[1] or blocks[0] & blocks[2] or blocks[1] & blocks[2])
+        if floor - 20000 >= 2000:
+            assert max(max(b) for b in blocks) < floor
