@@ -106,6 +106,28 @@ def test_skip_hostname_verification_is_explicit_and_loud(ignite_secure_node: Loc
                                       cafile=str(other_ca.ca_cert)))
 
 
+def test_dataset_takes_the_host_name_options(ignite_secure_node: LocalCluster, other_address: tuple[str, int],
+                                            cache_name: str) -> None:
+    # The options the TLS error message recommends are IgniteDataset (and from_sql) arguments too.
+    import tensorflow_ignite as ti
+    from tensorflow_ignite.data.dataset import close_shared_clients
+
+    settings = ignite_secure_node.client_settings()
+    host, port = ignite_secure_node.address()
+    with IgniteClient(f"{host}:{port}", **settings) as client:
+        ti.write(cache_name, {"x": np.arange(40, dtype=np.int64)}, client=client, progress=False)
+    proxy_host, proxy_port = other_address
+    try:
+        with pytest.raises(TLSError, match="server_hostname"):
+            ti.IgniteDataset(cache_name, proxy_host, proxy_port, **settings)
+        for option in ({"server_hostname": "localhost"}, {"insecure_skip_hostname_verification": True}):
+            ds = ti.IgniteDataset(cache_name, proxy_host, proxy_port, batch_size=64, **settings, **option)
+            rows = np.concatenate([b["val"]["x"].numpy() for b in ds])
+            assert sorted(rows.tolist()) == list(range(40)), option
+    finally:
+        close_shared_clients()
+
+
 def test_skip_verify_is_explicit_and_loud(ignite_secure_node: LocalCluster, other_address: tuple[str, int],
                                           caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
     other_ca = make_tls_material(tmp_path / "other-ca")

@@ -113,8 +113,10 @@ class IgniteClient:
     ``addresses`` -- one or more ``host:port`` seeds (a string with commas, a
     list, or a ``(host, port)`` tuple).  ``username``/``password`` for clusters
     with authentication; ``tls`` (or ``cafile``/``certfile``/``keyfile``/
-    ``cert_password``) for TLS, with the server certificate verified unless
-    ``insecure_skip_verify=True``.
+    ``cert_password``) for TLS, with the server certificate and host name
+    verified unless ``insecure_skip_verify=True``.  ``server_hostname`` checks
+    every node's certificate against that name instead of the address dialled;
+    ``insecure_skip_hostname_verification=True`` checks the chain only.
     """
 
     def __init__(
@@ -129,13 +131,18 @@ class IgniteClient:
         keyfile: str | None = None,
         cert_password: str | None = None,
         insecure_skip_verify: bool = False,
+        server_hostname: str | None = None,
+        insecure_skip_hostname_verification: bool = False,
         timeout: float = 30.0,
         connect_timeout: float = 10.0,
         partition_awareness: bool = True,
     ) -> None:
-        if tls is None and (cafile or certfile or insecure_skip_verify):
+        if tls is None and (cafile or certfile or insecure_skip_verify or insecure_skip_hostname_verification
+                            or server_hostname):
             tls = TLSConfig(cafile=cafile, certfile=certfile, keyfile=keyfile,
-                            cert_password=cert_password, insecure_skip_verify=insecure_skip_verify)
+                            cert_password=cert_password, insecure_skip_verify=insecure_skip_verify,
+                            server_hostname=server_hostname,
+                            insecure_skip_hostname_verification=insecure_skip_hostname_verification)
         if (username is None) != (password is None):
             raise ConfigurationError("username and password go together: give both or neither")
         self.settings = ConnectionSettings(tls=tls, username=username, password=password,

@@ -70,11 +70,19 @@ class ConnectionOptions:
     keyfile: str | None = None
     cert_password: str | None = None
     insecure_skip_verify: bool = False
+    server_hostname: str | None = None
+    insecure_skip_hostname_verification: bool = False
     timeout: float = 30.0
 
     def __repr__(self) -> str:
         return (f"ConnectionOptions(host={self.host!r}, port={self.port}, username={self.username!r}, "
-                f"tls={bool(self.cafile or self.certfile or self.insecure_skip_verify)})")
+                f"tls={self.uses_tls})")
+
+    @property
+    def uses_tls(self) -> bool:
+        """True when any TLS option is set (TLS is then on for every node)."""
+        return bool(self.cafile or self.certfile or self.insecure_skip_verify or self.server_hostname
+                    or self.insecure_skip_hostname_verification)
 
     def connect(self) -> IgniteClient:
         """A client for these options, shared by every dataset of this process that uses them."""
@@ -85,6 +93,8 @@ class ConnectionOptions:
                     f"{self.host}:{self.port}", username=self.username, password=self.password,
                     cafile=self.cafile, certfile=self.certfile, keyfile=self.keyfile,
                     cert_password=self.cert_password, insecure_skip_verify=self.insecure_skip_verify,
+                    server_hostname=self.server_hostname,
+                    insecure_skip_hostname_verification=self.insecure_skip_hostname_verification,
                     timeout=self.timeout,
                 )
                 _POOL[self] = client
@@ -325,6 +335,10 @@ class IgniteDataset(tf.data.Dataset):
       cafile: CA that signed the nodes' certificates (TLS is on when this or
         ``certfile`` is given; the server certificate is always verified unless
         ``insecure_skip_verify=True``).
+      server_hostname: check the nodes' certificates against this name instead
+        of the address dialled (e.g. nodes reached through a proxy or NAT).
+      insecure_skip_hostname_verification: verify the certificate chain but not
+        the host name (logged as a warning).
       batch_size: yield batches of this many rows instead of single elements.
       parts: scan exactly these partitions (``IGNITE_DATASET_PARTS``).
       num_parallel_reads: readers walking the partitions concurrently (default: up to 2).
@@ -358,6 +372,8 @@ class IgniteDataset(tf.data.Dataset):
         *,
         cafile: str | None = None,
         insecure_skip_verify: bool = False,
+        server_hostname: str | None = None,
+        insecure_skip_hostname_verification: bool = False,
         batch_size: int | None = None,
         drop_remainder: bool = False,
         parts: Sequence[int] | None = None,
@@ -388,7 +404,8 @@ class IgniteDataset(tf.data.Dataset):
             host=params["host"], port=int(params["port"]), username=params["username"],
             password=params["password"], cafile=params["cafile"], certfile=params["certfile"],
             keyfile=params["keyfile"], cert_password=params["cert_password"],
-            insecure_skip_verify=insecure_skip_verify, timeout=timeout,
+            insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname,
+            insecure_skip_hostname_verification=insecure_skip_hostname_verification, timeout=timeout,
         )
         self.client = client if client is not None else self.connection.connect()
 
@@ -468,6 +485,8 @@ class IgniteDataset(tf.data.Dataset):
         keyfile: str | None = None,
         cert_password: str | None = None,
         insecure_skip_verify: bool = False,
+        server_hostname: str | None = None,
+        insecure_skip_hostname_verification: bool = False,
         client: IgniteClient | None = None,
         lazy: bool = True,
     ) -> tf.data.Dataset:
@@ -484,7 +503,9 @@ class IgniteDataset(tf.data.Dataset):
                                     password=params["password"], cafile=params["cafile"],
                                     certfile=params["certfile"], keyfile=params["keyfile"],
                                     cert_password=params["cert_password"],
-                                    insecure_skip_verify=insecure_skip_verify)
+                                    insecure_skip_verify=insecure_skip_verify,
+                                    server_hostname=server_hostname,
+                                    insecure_skip_hostname_verification=insecure_skip_hostname_verification)
         cl = client if client is not None else options.connect()
         sql_kwargs = dict(schema=schema, page_size=page_size, lazy=lazy)
         ds_schema = replace(_sql_schema(cl, query, args, sql_kwargs, column_types or {}), null_masks=null_masks)
