@@ -276,20 +276,8 @@ class Cache:
         if scan.error is not None:
             raise scan.error
         assert scan.conn is not None and scan.request_id is not None
-        conn = scan.conn
-        try:
-            body = conn.receive(scan.request_id, Op.QUERY_SCAN)
-        except ServerError as exc:
-            if exc.status == ClientStatus.CACHE_DOES_NOT_EXIST:
-                raise CacheNotFoundError(
-                    f"cache {self.name!r} does not exist on the cluster", status=exc.status, op=Op.QUERY_SCAN
-                ) from None
-            raise
-        first = responses.decode_scan_page(body, first=True)
-        yield from stream_pages(
-            conn, body, first.cursor_id, lambda _b: first, requests.query_scan_cursor_get_page,
-            Op.QUERY_SCAN_CURSOR_GET_PAGE, lambda b: responses.decode_scan_page(b, first=False),
-        )
+        conn, rid = scan.conn, scan.request_id
+        yield from _scan_pages(conn, self.name, lambda: conn.receive(rid, Op.QUERY_SCAN))
 
     def _drain(
         self, scan: "_PartitionScan", local: bool, size: Callable[[], int], timeout: float,
@@ -430,16 +418,21 @@ def _without_keys(page: ScanPage, seen: set[bytes]) -> ScanPage:
 
 
 def _scan(conn: Connection, cache: Cache, *, page_size: int, partition: int, local: bool) -> Iterator[ScanPage]:
+    cid = cache.cache_id
+    yield from _scan_pages(conn, cache.name, lambda: conn.request(
+        lambda rid: requests.query_scan(rid, cid, page_size=page_size, partition=partition, local=local),
+        Op.QUERY_SCAN,
+    ))
+
+
+def _scan_pages(conn: Connection, cache_name: str, first_answer: Callable[[], memoryview]) -> Iterator[ScanPage]:
+    """The pages of one scan whose first answer ``first_answer`` waits for, later pages fetched on ``conn``."""
     try:
-        body = conn.request(
-            lambda rid: requests.query_scan(rid, cache.cache_id, page_size=page_size, partition=partition,
-                                            local=local),
-            Op.QUERY_SCAN,
-        )
+        body = first_answer()
     except ServerError as exc:
         if exc.status == ClientStatus.CACHE_DOES_NOT_EXIST:
             raise CacheNotFoundError(
-                f"cache {cache.name!r} does not exist on the cluster", status=exc.status, op=Op.QUERY_SCAN
+                f"cache {cache_name!r} does not exist on the cluster", status=exc.status, op=Op.QUERY_SCAN
             ) from None
         raise
     first = responses.decode_scan_page(body, first=True)
