@@ -217,7 +217,12 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
                         cluster.restart_nodes([joined.index])
                 else:
                     cluster.kill_node(joined.index, signal.SIGTERM)
+                # The change must really move the topology before the epoch goes on
+                # (the affinity version can lag the node's arrival or departure).
                 with IgniteClient(cluster.addresses()) as client:
+                    previous = maps[-1] if maps else None
+                    _wait_for(lambda: client.partition_map(cache_name, refresh=True).topology_version
+                              != previous, 60, f"the topology to change after the node {change}")
                     maps.append(client.partition_map(cache_name, refresh=True).topology_version)
             finally:
                 gate.set()
