@@ -153,16 +153,47 @@ WHAT_WAS_TRIED = """\
    frame), request writes ~18%. Default readers 4 -> 2 (1/2/4 readers: 0.64/0.68/0.81 s in TF).
    Not tried yet: one scan per node when the plan covers all of its partitions (fewer, larger
    pages; the partition of each row would then come from the key's affinity for failover).
-3. **Bulk, remaining gap: fresh memory.** Page faults are expensive on this VM (see "Memory copy"
-   above and the page-fault column): each page frame is received into a new `bytearray`
-   (`Connection._read_exact`), and TensorFlow allocates again for each tensor (`from_generator`'s
-   conversion, `rebatch`); the JVM reuses a pre-touched heap. One experiment: with glibc told to keep
-   freed memory (`MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=2147483648
-   MALLOC_TOP_PAD_=268435456`), the bulk read in TF went from ~210 to ~450 MB/s and the reader alone
-   to ~650 MB/s. Next: receive pages into reused, 64-byte-aligned buffers (TF can then adopt NumPy
-   memory without copying), a client change.
-4. **Tried, no measurable effect:** waking waiters when the response lock is released in
-   `Connection.receive`; more reader threads (1, 2 or 4 on 2 cores: the GIL and the node share them).
+3. **Fresh memory (page faults) and copies.** Page faults are expensive on this VM (see "Memory copy"
+   above): with glibc told to keep freed memory (`MALLOC_MMAP_THRESHOLD_=33554432` ...) the bulk read
+   in TF went from ~210 to ~450 MB/s. Changed instead in our own code: (a) `Connection` reads through
+   a 1 MiB receive buffer (frames that arrive together cost one `recv`) and receives frames above
+   256 KiB in place into buffers of a `BufferPool` (`protocol/pool.py`), reused once nothing refers
+   to them -- the pool checks the `bytearray`'s reference count, which every view, NumPy array and
+   adopting tensor holds; (b) coalesced pages are joined into pooled memory instead of `b"".join`;
+   (c) array columns are decoded into 64-byte-aligned pooled memory. Alignment matters beyond page
+   faults: `from_generator` adopts an aligned NumPy array without copying (checked: writing into the
+   array changes the tensor) and copies a 16-byte-aligned one, and `rebatch` then slices instead of
+   copying (only batches that span two pages are copied). Bulk, 384 x 1 MiB, one node: minor page
+   faults of the reader alone per read 147,746 -> 0-3; IgniteDataset in TF 150k-160k -> 100-18k;
+   reader alone 276-505 -> 440-551 MB/s (noisy machine, same process, alternating).
+4. **TensorFlow's fixed cost per epoch.** Creating the iterator of a `from_generator` costs 20-75 ms
+   on this machine (an empty one: `for _ in ds`), most of it TensorFlow instantiating the generator's
+   three functions (graph passes incl. oneDNN's layout rewrite, which scans the kernel registry:
+   5.7% of all `perf` samples of a small-rows read); an `interleave` of two generators costs
+   100-180 ms before the first batch (60k pre-decoded rows through `_assemble`: 1 reader 0.09-0.14 s
+   in all, 2 readers 0.18-0.25 s). One reader is now the default (it already keeps 16 partition
+   scans on the wire), and a reader's first batches are cut small (512 rows, doubling) so that a
+   consumer starts at once. A dataset op of our own (C++) would remove most of this; not done.
+5. **Small rows: the node's cost per partition scan.** With the reader alone, a `local` scan (one
+   scan per node, 1024-row pages) read the 60k MNIST rows in 0.13-0.27 s (0.10 s of our CPU)
+   against 0.29-0.41 s (0.19 s CPU) for 1024 pipelined partition scans: the difference is
+   mostly the node setting up and finishing a scan per partition (our process mostly waits;
+   `sendall` to the node shows as 37% of samples because the node runs on the same 2 cores). So
+   one scan per node would close the gap to Java, but keeping "every row exactly once when a node
+   dies or joins" then needs the partition of every row (rows of a node scan come partition by
+   partition, so the first and last key of each page would do) -- not done yet.
+6. **Training overhead.** Measured apart from the bench harness (same node, alternating, load 3-5),
+   Keras `fit` used the same CPU time per epoch on IgniteDataset and on in-memory arrays (1.17-1.71
+   vs 1.09-1.72 s CPU per epoch), and with a callback that only times epochs the wall times were
+   equal too; a `.cache()`d IgniteDataset (epochs 2-3 from memory) was no faster than the live one.
+   So the gap is not decoding work. The harness counts steps in `on_train_batch_end`, which Keras
+   then calls after every step (as its progress bar does); our reader thread runs its Python while a
+   step computes and may hold the GIL when the step ends (CPython hands it over after up to 5 ms).
+   That is the likely cause, not a confirmed one: `sys.setswitchinterval(0.0005)` during `fit` was
+   within the (large) noise of this machine.
+7. **Tried, no measurable effect:** waking waiters when the response lock is released in
+   `Connection.receive`; more reader threads (1, 2 or 4 on 2 cores: the GIL and the node share them);
+   `sys.setswitchinterval(0.0005)` during `fit` (within noise).
 """
 
 
@@ -285,31 +316,41 @@ def filesystem_section(results: Sequence[ScenarioResult], profiles: dict[str, li
 #: Hand-maintained, like WHAT_WAS_TRIED: what was changed in the ``ignite://`` data path and why.
 FILESYSTEM_NOTES = """\
 How a checkpoint travels (`src/tensorflow_ignite/fs/store.py`): TensorFlow's bundle writer hands the
-plugin 8 MiB appends; they are copied into 4 MiB block buffers, each stored with one put (FULL_SYNC)
-from the store's I/O threads, three blocks in flight while the next fills; one transaction then
-publishes the file. A restore reads each tensor with one `read` of its whole size: whole blocks are
-fetched, the next one in the background while the current one is copied into TensorFlow's buffer.
+plugin 8 MiB appends; they are copied into 4 MiB block buffers (reused), each stored with one put
+(FULL_SYNC) from the store's I/O threads, three blocks in flight while the next fills; one
+transaction then publishes the file. A restore reads each tensor with one `read` of its whole size:
+every block wholly inside it is received from the socket straight into TensorFlow's buffer
+(`Connection.expect_into` / `receive_into`: the buffer is registered before the get leaves, so
+whichever thread reads the answer fills it), three gets in flight; partial blocks at either end go
+through the block cache and its read-ahead.
 
-Where the time goes (py-spy, 256 MiB save and restore, one node): in a save, about half of the main
-thread's samples are TensorFlow's own `SaveV2` (serializing, CRC, its 8 MiB output buffer), a fifth
-copying appends into block buffers, 7% allocating fresh 4 MiB buffers; the I/O threads mostly wait
-for the node's answer (the node stores each 4 MiB value into 4 KiB pages, then acknowledges). A
-restore mostly waits: 0.7 Python threads on CPU on average, a quarter of the samples the I/O
-thread receiving each 4 MiB answer into a freshly allocated buffer (page faults, see "Memory copy"
-above), 5% the copy into TensorFlow's buffer; the rest of the time the node is serving the block.
-The store's reader is as fast as bare block gets: 256 MiB of 4 MiB gets with no file layer, one
-node, warm JVM, load average 7: one at a time 771 MB/s, two or four threads 955-962 MB/s, the
-`FileReader` 971 MB/s (with a cold JVM all four ~440-540 MB/s). So the restore gap is the node's get
-path against a page-cache copy (local restores reach 1-2 GB/s when the machine is quiet).
+Where the time goes. Save: TensorFlow's writing thread spends 0.30-0.56 s of a 0.57-1.03 s save in
+`FileWriter.write`, of which 0.22-0.46 s waiting for earlier block puts and ~0.08 s copying into
+block buffers; a 4 MiB put is acknowledged after ~23 ms (median, three in flight) while the node
+stores blocks one after another (~6 ms each, 0.35-0.45 s of node CPU per 256 MiB). A JFR profile of
+the node during block writes: writing into its 4 KiB memory pages dominates, 30% of samples
+per-page bookkeeping (`SharedPageLockTracker`, `IoStatisticsQueryHelper`). File and directory
+operations add 20-65 ms per checkpoint (about 15 metadata transactions of 3-8 ms) against 3-9 ms
+locally. Restore: after the direct receive, 29% of samples are the socket receive into TensorFlow's
+buffer; a 64 MiB tensor takes 43-100 ms (at best ~1.5 GB/s) and TensorFlow spends ~22 ms of its own
+between tensors. When the machine is quiet, local disk writes 1.2-1.3 GB/s and restores 1.5-1.8
+GB/s (page cache), so 0.5x needs ~0.42 s per 269 MB save and 0.30-0.34 s per restore.
 
-Tried (measured while other suites ran on the 2 cores, load average 10-20, so only differences that
-repeat are believed): block buffers are now reused once their put completed and three instead of two
-puts are in flight -- no measurable change (alternating old and new store, 256 MiB: write 209-232 vs
-193-242 MB/s); pipelining 2, 3 or 6 block requests from the reading thread instead of one background
-read-ahead was *slower* (one node: 1 ahead 250-397, 3 ahead 178-270, 6 ahead 194-245 MB/s; the reading
-thread then receives and copies serially, while a background receive overlaps the copy), so it was
-reverted; 1 MiB, 512 KiB or 2 MiB blocks instead of 4 MiB showed no consistent difference. Next:
-receive block answers straight into TensorFlow's buffer (a receive-into call in
-`client/connection.py`: one copy and the page faults fewer), and a larger page size for the nodes'
-data region (fewer pages per 4 MiB block).
+Changed, measured (alternating old/new tree, `bench.run --scenarios fs`, load 2.3-4.9): receiving
+whole blocks into TensorFlow's buffer -- restore 0.56 -> 0.45 s (averages of medians over 4 pairs;
+ratio 0.27-0.42x -> 0.35-0.57x), Python CPU per restore 0.25 -> 0.21 s (local disk ~0.15 s).
+Earlier: block buffers reused once their put completed, three puts in flight instead of two (no
+measurable change).
+
+Tried, no gain (node CPU per 256 MiB): 16 KiB memory pages on the node (write 0.45-0.57 vs
+0.35-0.44 s with 4 KiB pages; read 0.25-0.42 vs 0.27-0.36 s); the page-lock tracker off
+(`-DIGNITE_PAGE_LOCK_TRACKER_TYPE=-1`: within noise); two connections for concurrent writes (the node
+stores blocks serially either way: 2x128 MiB 0.60-0.85 vs 0.44-1.08 s); six puts in flight (median
+save 0.80/0.95 vs 0.68/0.56 s); 1/2/3/4 direct gets in flight (0.505/0.501/0.501/0.407 s: noise, 3
+kept); two blocks of read-ahead after a direct read; huge pages for fresh 64 MiB read buffers;
+256 KiB, 512 KiB, 1, 2 or 16 MiB blocks (within noise); pipelining block gets from the reading
+thread without receiving into TensorFlow's buffer (slower: the thread then receives and copies
+serially). Not tried: sending puts straight from TensorFlow's appended data (saves at most the
+~0.08 s copy while the writer waits >= 0.22 s for the node, and the put would have to finish inside
+`write()`, losing the resend to another node). The write gap is the node's put path.
 """
