@@ -47,6 +47,18 @@ MAX_FRAME = 1 << 30
 _EAGER_FRAME = 16 << 20
 
 
+class _IntoTarget:
+    """Where the body of one expected answer goes (:meth:`Connection.expect_into`)."""
+
+    __slots__ = ("into", "head", "result")
+
+    def __init__(self, into: memoryview, head: int) -> None:
+        self.into = into
+        self.head = head
+        #: The first ``head`` bytes of the body, once the rest was read into ``into``.
+        self.result: memoryview | None = None
+
+
 @dataclass(frozen=True)
 class ConnectionSettings:
     """Everything needed to open a connection, minus the address."""
@@ -86,6 +98,8 @@ class Connection:
         self._recv_lock = threading.Lock()
         self._parked: dict[int, memoryview] = {}
         self._parked_cv = threading.Condition(threading.Lock())
+        #: Answers to be read straight into a caller's buffer (:meth:`expect_into`).
+        self._into: dict[int, _IntoTarget] = {}
         self._next_id = 0
         self._id_lock = threading.Lock()
         self.handshake: framing.HandshakeResponse | None = None
@@ -368,6 +382,131 @@ class Connection:
     def request(self, encode: FrameEncoder, op: int | None = None) -> memoryview:
         """Send a request built by ``encode(request_id)`` and wait for its answer body."""
         return self.receive(self.send(encode), op)
+
+    # ------------------------------------------------- answers into caller buffers
+    def expect_into(self, request_id: int, into: memoryview, head: int) -> None:
+        """Have the answer to ``request_id`` read straight into ``into`` (see :meth:`receive_into`).
+
+        Call it right after :meth:`send`, before anything could read that answer.
+        Every registration must end with :meth:`receive_into` or :meth:`forget_into`
+        before ``into`` is released: until then any thread receiving on this
+        connection may write into it.
+        """
+        with self._parked_cv:
+            self._into[request_id] = _IntoTarget(into, head)
+
+    def forget_into(self, request_id: int) -> None:
+        """Cancel :meth:`expect_into`: once this returns, nothing writes into that buffer.
+
+        The answer, if it still comes, is read and dropped like an unclaimed one.
+        """
+        with self._recv_lock:  # a reader filling the buffer holds this lock
+            with self._parked_cv:
+                self._into.pop(request_id, None)
+                self._parked.pop(request_id, None)
+
+    def receive_into(self, request_id: int, op: int | None = None) -> tuple[memoryview, bool]:
+        """Wait for the answer to a request registered with :meth:`expect_into`.
+
+        A plain answer (success, no flags) whose body is exactly ``head + len(into)``
+        bytes has its first ``head`` bytes returned and the rest read from the
+        socket straight into ``into`` -- no intermediate buffer, no copy -- and
+        ``(head bytes, True)`` is returned.  Any other answer (another length, an
+        error, or one that :meth:`receive` in another thread read first) is
+        handled as :meth:`receive` handles it and returned whole, with ``False``;
+        ``into`` is then not written.  Whichever thread reads an answer registered
+        here fills its buffer, so several expected answers may be waited for in
+        any order.
+        """
+        try:
+            while True:
+                with self._parked_cv:
+                    target = self._into.get(request_id)
+                    if target is None or target.result is not None or request_id in self._parked:
+                        break
+                if not self._recv_lock.acquire(timeout=0.05):
+                    with self._parked_cv:
+                        if target.result is None and request_id not in self._parked:
+                            self._parked_cv.wait(timeout=0.05)
+                    continue
+                try:
+                    while True:
+                        with self._parked_cv:
+                            if target.result is not None or request_id in self._parked:
+                                break
+                        self._read_frame_into_targets()
+                finally:
+                    self._recv_lock.release()
+        finally:
+            with self._parked_cv:
+                done = self._into.pop(request_id, None)
+        if done is not None and done.result is not None:
+            return done.result, True
+        return self.receive(request_id, op), False
+
+    def _read_frame_into_targets(self) -> None:
+        """Read one frame (receive lock held): into its registered buffer, else parked."""
+        (length,) = _INT.unpack(self._read_exact(4))
+        limit = self.settings.max_frame
+        if length < 0 or length > limit:
+            self.close()
+            raise ProtocolError(f"{self.address} sent a frame header claiming {length} bytes (limit {limit}): "
+                                "not an Ignite thin-client peer, or a corrupt stream")
+        if length < _PLAIN_HEADER:
+            frame = self._read_exact(length)
+            rid = self._response_id(frame)
+        else:
+            prefix = self._read_exact(_PLAIN_HEADER)
+            rid = int(_LONG.unpack_from(prefix, 0)[0])
+            body = length - _PLAIN_HEADER
+            with self._parked_cv:
+                target = self._into.get(rid)
+            if (target is not None and self.version >= (1, 4, 0) and prefix[8] == 0 and prefix[9] == 0
+                    and body == target.head + len(target.into)):
+                head = self._read_exact(target.head)
+                self._read_into(target.into)
+                with self._parked_cv:
+                    target.result = head
+                    self._parked_cv.notify_all()
+                return
+            # Anyone else's answer: assembled as _read_frame() would return it, the
+            # bytes believed only as far as they arrive.
+            whole = bytearray(prefix)
+            while len(whole) < length:
+                whole += self._read_exact(min(length - len(whole), max(_EAGER_FRAME, len(whole))))
+            frame = memoryview(whole)
+        with self._parked_cv:
+            self._parked[rid] = frame
+            self._parked_cv.notify_all()
+
+    def _read_into(self, view: memoryview) -> None:
+        """Fill ``view`` from the socket (receive lock held)."""
+        sock = self._sock
+        if sock is None:
+            raise IgniteConnectionError(f"connection to {self.address} is closed", address=self.address)
+        n = len(view)
+        got = 0
+        try:
+            while got < n:
+                k = sock.recv_into(view[got:], n - got)
+                if k == 0:
+                    raise IgniteConnectionError(f"{self.address} closed the connection", address=self.address)
+                got += k
+        except socket.timeout:
+            self.close()  # the stream position is unknown now
+            raise ConnectionTimeoutError(
+                f"no answer from {self.address} within {self.settings.timeout}s (the node stopped "
+                "responding; the connection was closed)", address=self.address) from None
+        except ssl.SSLError as exc:
+            self.close()
+            raise tls_error(exc, self.address, self.host, stage="connection") from None
+        except OSError as exc:
+            if isinstance(exc, IgniteConnectionError):
+                raise
+            self.close()  # part of a frame is gone: the stream cannot be used again
+            raise IgniteConnectionError(f"connection to {self.address} lost: {exc}",
+                                        address=self.address) from None
+        self.bytes_received += n
 
     # ------------------------------------------------------------------ closing
     @property
