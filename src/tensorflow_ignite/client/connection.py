@@ -480,7 +480,11 @@ class Connection:
             self._parked_cv.notify_all()
 
     def _read_into(self, view: memoryview) -> None:
-        """Fill ``view`` from the socket (receive lock held)."""
+        """Fill ``view`` from the socket (receive lock held).
+
+        Reads the socket itself, like :meth:`_read_exact`: a reader that buffers
+        ahead must hand over its buffered bytes here first.
+        """
         sock = self._sock
         if sock is None:
             raise IgniteConnectionError(f"connection to {self.address} is closed", address=self.address)

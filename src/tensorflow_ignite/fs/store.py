@@ -1131,7 +1131,9 @@ class FileReader:
 
     Blocks are fetched whole and kept (a few at a time); a sequential reader
     gets the next block fetched in the background while it consumes this one.
-    Safe for concurrent ``read_into`` calls from many threads.
+    Whole blocks inside one large read bypass that cache: they are received
+    straight into the caller's buffer.  Safe for concurrent ``read_into`` calls
+    from many threads.
     """
 
     def __init__(self, store: IgniteFileStore, path: str, entry: FileEntry) -> None:
@@ -1223,6 +1225,8 @@ class FileReader:
         requests in flight; the partial blocks at either end go through the
         block cache (and its read-ahead).
         """
+        if self._closed:
+            raise ValueError(f"{self.store.uri(self.path)}: read handle is closed")
         size, bs = self.entry.size, self.entry.block_size
         want = min(len(buffer), size - offset)
         if want <= 0:
@@ -1280,10 +1284,11 @@ class FileReader:
             into = target(index)
 
             def encode(rid: int) -> bytes:
+                frame = requests.cache_get(rid, cache_id, key)
                 # Registered before the request leaves: no thread can read the answer first.
                 conn.expect_into(rid, into, 5)
                 inflight.append((index, conn, rid))
-                return requests.cache_get(rid, cache_id, key)
+                return frame
 
             conn.send(encode)
 
