@@ -387,7 +387,8 @@ class Connection:
     def expect_into(self, request_id: int, into: memoryview, head: int) -> None:
         """Have the answer to ``request_id`` read straight into ``into`` (see :meth:`receive_into`).
 
-        Call it right after :meth:`send`, before anything could read that answer.
+        Call it from the request's encoder (``send(encode)`` calls it with the id
+        before the frame leaves), so that no thread can read the answer first.
         Every registration must end with :meth:`receive_into` or :meth:`forget_into`
         before ``into`` is released: until then any thread receiving on this
         connection may write into it.
@@ -398,7 +399,8 @@ class Connection:
     def forget_into(self, request_id: int) -> None:
         """Cancel :meth:`expect_into`: once this returns, nothing writes into that buffer.
 
-        The answer, if it still comes, is read and dropped like an unclaimed one.
+        The answer, if it still comes, is parked like any answer nobody waits for
+        (meant for error paths, where the connection is usually dropped anyway).
         """
         with self._recv_lock:  # a reader filling the buffer holds this lock
             with self._parked_cv:
