@@ -201,3 +201,30 @@ def test_from_sql(ignite_sql_node: LocalCluster, cache_name: str) -> None:
     assert rows == [{"NAME": b"SOFT KITTY", "WEIGHT": 2.5}, {"NAME": b"LITTLE BALL OF FUR", "WEIGHT": 3.5}]
     batched = IgniteDataset.from_sql(f"SELECT ID FROM {table}", host=host, port=port, batch_size=2)
     assert sorted(np.concatenate([b["ID"] for b in batched.as_numpy_iterator()]).tolist()) == [0, 1, 2]
+
+
+def test_reused_memory_never_changes_batches_already_handed_out(ignite_node: LocalCluster, cache_name: str) -> None:
+    # Large rows go through the pooled receive buffers, the pooled page join and
+    # pooled, 64-byte-aligned decode buffers that TensorFlow adopts without
+    # copying.  Every batch is kept while the rest of the cache is read (and read
+    # again): if a buffer were reused while a tensor still pointed into it, the
+    # batches read first would change.
+    from tensorflow_ignite import write
+
+    rows, width = 96, 300_000
+    data = np.frombuffer(np.random.default_rng(7).bytes(rows * width), np.uint8).reshape(rows, width)
+    host, port = ignite_node.address()
+    write(cache_name, {"blob": data}, host=host, port=port, progress=False)
+    ds = IgniteDataset(cache_name, host, port, page_size=4, batch_size=6)
+    kept = list(ds) + list(ds)
+    seen: Counter[int] = Counter()
+    for batch in kept:
+        for key, blob in zip(batch["key"].numpy().tolist(), batch["val"]["blob"].numpy()):
+            assert np.array_equal(blob, data[key]), f"row {key} changed after it was handed out"
+            seen[key] += 1
+    assert seen == Counter({k: 2 for k in range(rows)})
+    assert ds._reader.pool.nbytes > 0  # the pooled path was taken
+    # The reader alone (NumPy batches), batches kept likewise.
+    kept_np = list(ds._reader.worker_batches(0, 1))
+    got = {int(k): b for batch in kept_np for k, b in zip(batch["key"], batch["val"]["blob"])}
+    assert len(got) == rows and all(np.array_equal(got[k], data[k]) for k in range(rows))

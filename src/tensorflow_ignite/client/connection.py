@@ -26,6 +26,7 @@ from ..errors import (
     TLSError,
 )
 from ..protocol import framing
+from ..protocol.pool import BufferPool
 from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, ProtocolVersion
 from .tls import TLSConfig, tls_error
 
@@ -43,8 +44,14 @@ FrameEncoder = Callable[[int], bytes]
 #: The largest frame we accept from a server (a page of 1 GiB is already absurd).
 MAX_FRAME = 1 << 30
 #: Frames up to this size are read into one buffer allocated up front; larger
-#: ones grow as their bytes arrive.
+#: ones grow as their bytes arrive (unless a reusable buffer is at hand).
 _EAGER_FRAME = 16 << 20
+#: Size of a connection's receive buffer; frames up to ``_SMALL_FRAME`` are
+#: assembled in it and copied out, larger ones get a buffer of their own.
+_RECV_BUFFER = 1 << 20
+_SMALL_FRAME = 256 << 10
+#: Most bytes of frame buffers a connection keeps for reuse.
+_FRAME_POOL_BYTES = 96 << 20
 
 
 class _IntoTarget:
@@ -110,6 +117,10 @@ class Connection:
         #: Requests sent per op code (routing is asserted from these in tests).
         self.op_counts: collections.Counter[int] = collections.Counter()
         self.bytes_received = 0
+        self._rbuf = bytearray(_RECV_BUFFER)
+        self._rview = memoryview(self._rbuf)
+        self._rpos = self._rend = 0
+        self._frames = BufferPool(_FRAME_POOL_BYTES, min_size=_SMALL_FRAME)
         self._connect()
 
     # ------------------------------------------------------------------ connect
@@ -237,21 +248,13 @@ class Connection:
             raise IgniteConnectionError(f"connection to {self.address} lost while sending: {exc}",
                                         address=self.address) from None
 
-    def _read_exact(self, n: int) -> memoryview:
+    def _recv_into(self, view: memoryview) -> int:
+        """One ``recv_into`` (> 0 bytes), with this connection's error handling."""
         sock = self._sock
         if sock is None:
             raise IgniteConnectionError(f"connection to {self.address} is closed", address=self.address)
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
         try:
-            while got < n:
-                k = sock.recv_into(view[got:], n - got)
-                if k == 0:
-                    raise IgniteConnectionError(
-                        f"{self.address} closed the connection", address=self.address
-                    )
-                got += k
+            k = sock.recv_into(view)
         except socket.timeout:
             # The stream position is unknown now (the answer may still come, or the
             # rest of a frame already begun): this connection cannot be trusted again.
@@ -267,31 +270,84 @@ class Connection:
             self.close()
             raise tls_error(exc, self.address, self.host, stage="connection") from None
         except OSError as exc:
-            if isinstance(exc, IgniteConnectionError):
-                raise
             raise IgniteConnectionError(f"connection to {self.address} lost: {exc}",
                                         address=self.address) from None
-        self.bytes_received += n
-        return view
+        if k == 0:
+            raise IgniteConnectionError(f"{self.address} closed the connection", address=self.address)
+        return k
+
+    def _buffer(self, want: int) -> None:
+        """Receive until ``want`` (<= ``_RECV_BUFFER``) bytes are buffered, taking whatever else has arrived."""
+        if self._rend - self._rpos >= want:
+            return
+        if self._rpos == self._rend:
+            self._rpos = self._rend = 0
+        elif self._rpos + want > len(self._rbuf):
+            # Move the unread bytes (a partial frame) to the front to make room.
+            n = self._rend - self._rpos
+            self._rbuf[:n] = bytes(self._rview[self._rpos:self._rend])
+            self._rpos, self._rend = 0, n
+        while self._rend - self._rpos < want:
+            self._rend += self._recv_into(self._rview[self._rend:])
 
     def _read_frame(self) -> memoryview:
-        head = self._read_exact(4)
-        (length,) = _INT.unpack(head)
+        """The next frame's payload (without its length prefix).
+
+        Reads go through a receive buffer, so the frames that arrive together
+        (pipelined scan answers, small pages) cost one system call, not two
+        each.  Small frames are copied out of it; a large frame is received in
+        place into a buffer of its own, reused for later frames once nothing
+        refers to it any more (fresh memory costs a page fault per 4 KiB).
+        """
+        self._buffer(4)
+        (length,) = _INT.unpack_from(self._rbuf, self._rpos)
         limit = self.settings.max_frame
         if length < 0 or length > limit:
+            head = bytes(self._rview[self._rpos:self._rpos + 4])
             self.close()
             raise ProtocolError(
                 f"{self.address} sent a frame header claiming {length} bytes (first bytes "
-                f"{bytes(head)!r}; limit {limit}): not an Ignite thin-client peer, or a corrupt stream. "
+                f"{head!r}; limit {limit}): not an Ignite thin-client peer, or a corrupt stream. "
                 "Check the host and port; raise ConnectionSettings.max_frame only for rows that large"
             )
-        if length <= _EAGER_FRAME:
-            return self._read_exact(length)
-        # A large claim is only believed as far as bytes arrive: grow the buffer with
-        # them, so a hostile header cannot make us allocate what it claims up front.
-        parts = bytearray()
+        self._rpos += 4
+        self.bytes_received += 4 + length
+        if length <= _SMALL_FRAME:
+            self._buffer(length)
+            frame = bytes(self._rview[self._rpos:self._rpos + length])
+            self._rpos += length
+            return memoryview(frame)
+        buf = self._frames.take(length)
+        if buf is None:
+            if length > _EAGER_FRAME:
+                return self._read_growing(length)
+            buf = bytearray(length)
+            self._frames.offer(buf)
+        view = memoryview(buf)
+        got = min(length, self._rend - self._rpos)
+        view[:got] = self._rview[self._rpos:self._rpos + got]
+        self._rpos += got
+        while got < length:
+            got += self._recv_into(view[got:length])
+        return view[:length]
+
+    def _read_growing(self, length: int) -> memoryview:
+        """A frame larger than ``_EAGER_FRAME`` with no buffer to reuse.
+
+        The claim is only believed as far as bytes arrive: the buffer grows
+        with them, so a hostile header cannot make us allocate what it claims
+        up front.  The finished buffer is kept for later frames of that size.
+        """
+        parts = bytearray(self._rview[self._rpos:self._rend][:length])
+        self._rpos += len(parts)
         while len(parts) < length:
-            parts += self._read_exact(min(length - len(parts), max(_EAGER_FRAME, len(parts))))
+            chunk = bytearray(min(length - len(parts), max(_EAGER_FRAME, len(parts))))
+            view = memoryview(chunk)
+            got = 0
+            while got < len(chunk):
+                got += self._recv_into(view[got:])
+            parts += chunk
+        self._frames.offer(parts)
         return memoryview(parts)
 
     # ----------------------------------------------------------------- requests
@@ -522,6 +578,7 @@ class Connection:
     def close(self) -> None:
         """Close the socket (idempotent)."""
         sock, self._sock = self._sock, None
+        self._frames.clear()
         if sock is not None:
             try:
                 sock.close()

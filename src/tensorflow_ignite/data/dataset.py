@@ -35,6 +35,7 @@ from ..client import IgniteClient
 from ..errors import CacheNotFoundError, ConfigurationError, SchemaError
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode
+from ..protocol.pool import BufferPool
 from ..protocol.responses import ScanPage, decode_scan_rows, decode_sql_rows
 from ..protocol.values import OptimizedObject
 from .env import apply_env_overrides
@@ -54,7 +55,11 @@ _MAX_PAGE_ROWS = 65536
 #: and the most scans it pipelines (Ignite allows 128 open cursors per connection).
 _PIPELINE_BYTES = 16 << 20
 _MAX_WINDOW = 16
-_DEFAULT_READERS = 2
+_DEFAULT_READERS = 1
+#: Most bytes of reused memory a dataset keeps for decoding (coalesced pages, array columns).
+_DECODE_POOL_BYTES = 128 << 20
+#: Rows of a reader's first coalesced batch; each next one may be twice as large.
+_FIRST_BATCH_ROWS = 512
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,8 @@ class _ScanReader:
         #: ``(partition, error)`` of every partition scan repeated after a failure.
         self.failovers: list[tuple[int, str]] = []
         self._stats_lock = threading.Lock()
+        #: Reused memory for coalesced pages and decoded array columns (see protocol.pool).
+        self.pool = BufferPool(_DECODE_POOL_BYTES)
         self._partition_rows = 0
         self._partitions_done = 0
 
@@ -219,6 +226,9 @@ class _ScanReader:
         pending_bytes = 0
         parts: list[int] = []
         current = -1
+        # The first batches are cut small, so that a consumer (a training step)
+        # starts while the rest of the epoch is read; then up to a page's rows.
+        ramp = _FIRST_BATCH_ROWS
         try:
             for position, page in pages:
                 if position != current:
@@ -237,9 +247,11 @@ class _ScanReader:
                 pending_bytes += len(page.rows)
                 if not parts or parts[-1] != partition:
                     parts.append(partition)
-                if not coalesce or pending_rows >= self.sizer.rows() or pending_bytes >= self.sizer.page_bytes:
+                if (not coalesce or pending_rows >= min(ramp, self.sizer.rows())
+                        or pending_bytes >= self.sizer.page_bytes):
                     yield self._decode(pending, pending_rows, parts)
                     pending, pending_rows, pending_bytes, parts = [], 0, 0, []
+                    ramp *= 2
             self._count_partition(current >= 0)
         finally:
             pages.close()
@@ -268,13 +280,26 @@ class _ScanReader:
         with self._stats_lock:
             self.failovers.append((partition, f"{type(error).__name__}: {error}"))
 
+    def _join(self, chunks: list[memoryview]) -> memoryview:
+        """The chunks back to back, in reused memory when they are large."""
+        total = sum(len(c) for c in chunks)
+        if total < self.pool.min_size:
+            return memoryview(b"".join(chunks))
+        view = memoryview(self.pool.get(total))
+        pos = 0
+        for c in chunks:
+            view[pos:pos + len(c)] = c
+            pos += len(c)
+        return view[:total]
+
     def _decode(self, chunks: list[memoryview], n: int, parts: list[int]) -> dict[str, Any]:
         # Page row regions are self-contained (object offsets are relative), so
         # the rows of several pages concatenate into one valid region.
-        data = chunks[0] if len(chunks) == 1 else memoryview(b"".join(chunks))
+        data = chunks[0] if len(chunks) == 1 else self._join(chunks)
         per_row = self.schema.per_row_leaves()
         try:
-            columns = C.decode_page(data, n, self.plan, schema_resolver=self.client.metadata.schema_field_ids)
+            columns = C.decode_page(data, n, self.plan, schema_resolver=self.client.metadata.schema_field_ids,
+                                    pool=self.pool)
             if per_row:
                 # Collections, maps, typed/object arrays: the general decoder, row by row.
                 rows = decode_scan_rows(ScanPage(None, n, data, False), self.client.decoder())
@@ -341,7 +366,8 @@ class IgniteDataset(tf.data.Dataset):
         the host name (logged as a warning).
       batch_size: yield batches of this many rows instead of single elements.
       parts: scan exactly these partitions (``IGNITE_DATASET_PARTS``).
-      num_parallel_reads: readers walking the partitions concurrently (default: up to 2).
+      num_parallel_reads: readers walking the partitions concurrently (default 1: one reader
+        already keeps up to 16 partition scans on the wire).
       value_type: binary type name of the values, when the cache declares none.
       key_type: Java class name (``"java.lang.Integer"``) or type code of the keys,
         for typed but empty caches (default ``long``).
@@ -427,9 +453,10 @@ class IgniteDataset(tf.data.Dataset):
         self.batch_size = batch_size
         self._reader = _ScanReader(self.client, cache_name, self.schema, self.plan.tasks,
                                    _PageSizer(params["page_size"], page_bytes))
-        # Two readers: each already keeps many partition scans on the wire, so more
-        # threads only contend for the GIL (60k small rows on 2 cores, 1/2/4 readers:
-        # 0.64/0.68/0.81 s; bulk rows: no difference within noise).
+        # One reader by default: it already keeps many partition scans on the wire,
+        # more threads only contend for the GIL, and every reader beyond the first
+        # adds an interleave whose start costs tens of milliseconds per epoch
+        # (60k small rows, 2 cores: 1/2/4 readers 0.64/0.68/0.81 s).
         reads = num_parallel_reads or min(len(self.plan), _DEFAULT_READERS)
         self._dataset = _assemble(self._reader.worker_batches, len(self.plan), self.schema, reads,
                                   batch_size, drop_remainder)

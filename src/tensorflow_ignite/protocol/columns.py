@@ -39,6 +39,7 @@ import numpy as np
 
 from tensorflow_ignite.errors import ProtocolError, SchemaError
 from tensorflow_ignite.protocol.binary import ARRAY_DTYPES, BinaryDecoder, MissingSchemaError, SchemaResolver
+from tensorflow_ignite.protocol.pool import BufferPool, aligned_empty
 from tensorflow_ignite.protocol.buffer import I32
 from tensorflow_ignite.protocol.codes import ObjectFlag, TypeCode
 from tensorflow_ignite.protocol.hashing import field_id as _field_id
@@ -158,8 +159,10 @@ class _PageDecoder:
     """State of one :func:`decode_page` call."""
 
     def __init__(
-        self, region: memoryview, row_count: int, plan: PagePlan, schema_resolver: SchemaResolver | None
+        self, region: memoryview, row_count: int, plan: PagePlan, schema_resolver: SchemaResolver | None,
+        pool: BufferPool | None = None,
     ) -> None:
+        self.pool = pool
         self.region = region
         self.n = row_count
         self.plan = plan
@@ -428,11 +431,12 @@ class _PageDecoder:
                 view = np.lib.stride_tricks.as_strided(
                     self.page[int(first[0]):], shape=(n, k * item), strides=(stride, 1), writeable=False
                 )
-                raw = np.empty((n, k * item), dtype=np.uint8)
+                raw = aligned_empty((n, k * item), np.uint8, self.pool)
                 np.copyto(raw, view)
                 out = raw.view(out_dtype).reshape(n, k)
             else:
-                out = np.zeros((n, k), dtype=out_dtype)
+                out = aligned_empty((n, k), out_dtype, self.pool)
+                out.fill(0)
                 if sel.size:
                     data = self.data
                     blob = b"".join(data[a:a + k * item] for a in first.tolist())
@@ -557,8 +561,12 @@ def decode_page(
     plan: PagePlan,
     *,
     schema_resolver: SchemaResolver | None = None,
+    pool: BufferPool | None = None,
 ) -> dict[str, Column]:
     """Decode a page region into columns keyed by path (see the module docstring).
+
+    Fixed-length array columns are 64-byte aligned (TensorFlow adopts them
+    without a copy) and, with a ``pool``, placed in reused memory.
 
     ``schema_resolver`` supplies field ids of compact-footer schemas (objects
     the server wrote with compact footers); :class:`MissingSchemaError` names
@@ -577,7 +585,7 @@ def decode_page(
             f"page claims {row_count} rows of {len(plan.values)} values but holds only {len(view)} bytes"
         )
     try:
-        return _PageDecoder(view, row_count, plan, schema_resolver).run()
+        return _PageDecoder(view, row_count, plan, schema_resolver, pool).run()
     except (ProtocolError, SchemaError):
         raise
     except (IndexError, KeyError, ValueError, TypeError, struct.error, OverflowError, RecursionError) as exc:

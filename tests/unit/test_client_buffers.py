@@ -1,0 +1,152 @@
+"""Receive buffering and buffer reuse: frames split correctly, reused memory never changes visible data."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from tensorflow_ignite.client import connection as connection_module
+from tensorflow_ignite.client.connection import Connection
+from tensorflow_ignite.protocol.pool import ALIGNMENT, BufferPool, aligned_empty
+
+
+class _Wired(Connection):
+    """A connection over one end of a socket pair, no handshake (framing only)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._given = sock
+        super().__init__("peer", 0)
+
+    def _connect(self) -> None:
+        self._given.settimeout(10)
+        self._sock = self._given
+
+
+@pytest.fixture()
+def wired() -> Iterator[tuple[Connection, socket.socket]]:
+    ours, theirs = socket.socketpair()
+    conn = _Wired(ours)
+    try:
+        yield conn, theirs
+    finally:
+        conn.close()
+        theirs.close()
+
+
+def _frame(payload: bytes) -> bytes:
+    return struct.pack("<i", len(payload)) + payload
+
+
+def _send_in_background(sock: socket.socket, data: bytes, chunk: int) -> threading.Thread:
+    def send() -> None:
+        for i in range(0, len(data), chunk):
+            sock.sendall(data[i:i + chunk])
+
+    t = threading.Thread(target=send, daemon=True)
+    t.start()
+    return t
+
+
+def test_frames_that_arrive_together_come_out_one_by_one(wired: tuple[Connection, socket.socket]) -> None:
+    conn, peer = wired
+    rng = np.random.default_rng(1)
+    payloads = [rng.bytes(int(n)) for n in rng.integers(0, 5000, 60)] + [b"", b"x"]
+    peer.sendall(b"".join(_frame(p) for p in payloads))
+    assert [bytes(conn._read_frame()) for _ in payloads] == payloads
+    assert conn.bytes_received == sum(4 + len(p) for p in payloads)
+
+
+@pytest.mark.parametrize("size", [10, 300_000, 3_000_000])
+def test_a_frame_trickling_in_is_assembled(wired: tuple[Connection, socket.socket], size: int) -> None:
+    conn, peer = wired
+    payload = np.random.default_rng(size).bytes(size)
+    # Two frames back to back, written in odd-sized pieces that cut through the
+    # length prefixes and the receive buffer's boundaries.
+    sender = _send_in_background(peer, _frame(payload) + _frame(payload[::-1]), 7919)
+    assert bytes(conn._read_frame()) == payload
+    assert bytes(conn._read_frame()) == payload[::-1]
+    sender.join()
+
+
+def test_a_large_frame_reuses_memory_only_when_nothing_refers_to_it(
+        wired: tuple[Connection, socket.socket]) -> None:
+    conn, peer = wired
+    size = 2 << 20
+    first, second, third = (bytes([i]) * size for i in (1, 2, 3))
+    sender = _send_in_background(peer, _frame(first) + _frame(second) + _frame(third), 1 << 20)
+    a = conn._read_frame()
+    held = np.frombuffer(a, np.uint8)[:16]  # a NumPy view keeps the frame's buffer alive
+    a_buffer = id(a.obj)
+    del a
+    b = conn._read_frame()
+    assert id(b.obj) != a_buffer
+    assert held.tolist() == [1] * 16 and bytes(b[:4]) == b"\x02" * 4
+    b_buffer = id(b.obj)
+    del b
+    c = conn._read_frame()  # `a`'s buffer is still held by the NumPy view: `b`'s is reused
+    assert id(c.obj) == b_buffer
+    assert bytes(c[:4]) == b"\x03" * 4 and len(c) == size
+    assert held.tolist() == [1] * 16
+    sender.join()
+
+
+def test_frames_above_the_eager_limit_grow_then_their_buffer_is_reused(
+        wired: tuple[Connection, socket.socket], monkeypatch: pytest.MonkeyPatch) -> None:
+    conn, peer = wired
+    monkeypatch.setattr(connection_module, "_EAGER_FRAME", 1 << 20)
+    size = 3 << 20
+    one, two = np.random.default_rng(2).bytes(size), np.random.default_rng(3).bytes(size)
+    sender = _send_in_background(peer, _frame(one) + _frame(two), 1 << 16)
+    first = conn._read_frame()
+    assert bytes(first) == one
+    first_buffer = id(first.obj)
+    del first
+    second = conn._read_frame()
+    assert bytes(second) == two
+    assert id(second.obj) == first_buffer  # no second growth: the finished buffer was kept
+    sender.join()
+
+
+# ------------------------------------------------------------------ BufferPool
+def test_pool_hands_out_a_buffer_again_only_after_its_last_view_is_gone() -> None:
+    pool = BufferPool(limit=64 << 20, min_size=1024)
+    buf = pool.get(4096)
+    view = memoryview(buf)[10:20]
+    array = np.frombuffer(buf, np.uint8).reshape(64, 64)[1:3]
+    del buf
+    assert pool.take(4096) is None
+    del view
+    assert pool.take(4096) is None  # the NumPy view still refers to it
+    del array
+    assert pool.take(4096) is not None
+
+
+def test_pool_respects_its_limit_and_minimum_size() -> None:
+    pool = BufferPool(limit=10_000, min_size=1000)
+    small = pool.get(500)
+    assert pool.nbytes == 0 and len(small) == 500
+    kept = [pool.get(4000), pool.get(4000)]
+    extra = pool.get(4000)  # over the limit: handed out, not kept
+    assert pool.nbytes == 8000 and len(extra) == 4000
+    del kept, extra
+    assert pool.take(4000) is not None and pool.take(5000) is None
+
+
+def test_aligned_arrays_from_a_pool_are_aligned_and_independent() -> None:
+    pool = BufferPool(limit=64 << 20, min_size=1024)
+    a = aligned_empty((100, 784), np.uint8, pool)
+    a[:] = 7
+    b = aligned_empty((100, 784), np.uint8, pool)  # `a` is alive: other memory
+    b[:] = 9
+    assert a.ctypes.data % ALIGNMENT == 0 and b.ctypes.data % ALIGNMENT == 0
+    assert a.flags.c_contiguous and int(a.sum()) == 7 * a.size
+    address = a.ctypes.data
+    del a
+    c = aligned_empty((100, 784), np.uint8, pool)
+    assert c.ctypes.data == address  # the freed buffer is reused
+    assert aligned_empty((3, 5), np.float32).ctypes.data % ALIGNMENT == 0
