@@ -96,6 +96,89 @@ def test_read_into_concurrent_threads(store: IgniteFileStore, root: str) -> None
     assert not errors
 
 
+def test_large_reads_land_in_the_buffer_from_many_threads(store: IgniteFileStore, root: str) -> None:
+    """Reads spanning whole blocks receive them straight into the caller's buffer, several
+    gets in flight; threads mixing such reads with small (cached) ones share one
+    connection, so an answer is read by whichever thread receives first."""
+    data = pattern(40 * BS + 77, seed=3)
+    store.write_file(f"{root}/f", data)
+    errors: list[BaseException] = []
+    with store.open_read(f"{root}/f") as reader:
+
+        def read(i: int) -> None:
+            try:
+                for k in range(6):
+                    offset = (i * 7919 + k * 104729) % len(data)
+                    length = 5 * BS + 13 if (i + k) % 2 else 100
+                    buf = bytearray(length)
+                    n = reader.read_into(offset, memoryview(buf))
+                    assert n == min(length, len(data) - offset)
+                    assert bytes(buf[:n]) == data[offset:offset + n]
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(exc)
+
+        threads = [threading.Thread(target=read, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors
+    with store.open_read(f"{root}/f") as reader:
+        buf = bytearray(len(data) + 10)
+        assert reader.read_into(0, memoryview(buf)) == len(data)
+        assert bytes(buf[:len(data)]) == data
+        assert reader.read_into(BS, memoryview(buf)[:2 * BS]) == 2 * BS  # exactly two blocks
+        assert bytes(buf[:2 * BS]) == data[BS:3 * BS]
+
+
+def test_receive_into_reads_the_answer_into_the_buffer(store: IgniteFileStore, root: str) -> None:
+    data = pattern(BS, seed=5)
+    store.write_file(f"{root}/f", data)
+    e = store.lookup(f"{root}/f")
+    assert isinstance(e, FileEntry)
+    key = e.key_of(0)
+    conn = store.client.default_connection
+    cache_id = store.data.cache_id
+
+    def get(into: memoryview) -> tuple[memoryview, bool]:
+        def encode(rid: int) -> bytes:
+            conn.expect_into(rid, into, 5)
+            return requests.cache_get(rid, cache_id, key)
+
+        rid = conn.send(encode)
+        return conn.receive_into(rid, Op.CACHE_GET)
+
+    buf = bytearray(BS)
+    head, filled = get(memoryview(buf))
+    assert filled and bytes(head) == bytes([12]) + BS.to_bytes(4, "little") and bytes(buf) == data
+    # An answer of another length is returned whole; the buffer is not written.
+    small = bytearray(10)
+    body, filled = get(memoryview(small))
+    assert not filled and bytes(body[5:]) == data and small == bytearray(10)
+    # Registered answers read by a thread waiting for a later request land in their buffers.
+    bufs = [bytearray(BS) for _ in range(3)]
+    rids = []
+    for b in bufs:
+        def encode(rid: int, b: bytearray = b) -> bytes:
+            conn.expect_into(rid, memoryview(b), 5)
+            return requests.cache_get(rid, cache_id, key)
+
+        rids.append(conn.send(encode))
+    for rid, b in zip(reversed(rids), reversed(bufs)):
+        body, filled = conn.receive_into(rid, Op.CACHE_GET)
+        assert bytes(b) == data if filled else bytes(body[5:]) == data
+    # A cancelled registration: the answer never touches the buffer.
+    late = bytearray(BS)
+
+    def encode_late(rid: int) -> bytes:
+        conn.expect_into(rid, memoryview(late), 5)
+        return requests.cache_get(rid, cache_id, key)
+
+    conn.forget_into(conn.send(encode_late))
+    assert store.read_file(f"{root}/f") == data  # the connection still works
+    assert late == bytearray(BS) or bytes(late) == data  # filled before it was cancelled, or not at all
+
+
 def test_directories(store: IgniteFileStore, root: str) -> None:
     store.makedirs(f"{root}/a/b")
     store.makedirs(f"{root}/a/b")  # idempotent

@@ -54,6 +54,18 @@ _SMALL_FRAME = 256 << 10
 _FRAME_POOL_BYTES = 96 << 20
 
 
+class _IntoTarget:
+    """Where the body of one expected answer goes (:meth:`Connection.expect_into`)."""
+
+    __slots__ = ("into", "head", "result")
+
+    def __init__(self, into: memoryview, head: int) -> None:
+        self.into = into
+        self.head = head
+        #: The first ``head`` bytes of the body, once the rest was read into ``into``.
+        self.result: memoryview | None = None
+
+
 @dataclass(frozen=True)
 class ConnectionSettings:
     """Everything needed to open a connection, minus the address."""
@@ -93,6 +105,8 @@ class Connection:
         self._recv_lock = threading.Lock()
         self._parked: dict[int, memoryview] = {}
         self._parked_cv = threading.Condition(threading.Lock())
+        #: Answers to be read straight into a caller's buffer (:meth:`expect_into`).
+        self._into: dict[int, _IntoTarget] = {}
         self._next_id = 0
         self._id_lock = threading.Lock()
         self.handshake: framing.HandshakeResponse | None = None
@@ -309,13 +323,17 @@ class Connection:
                 return self._read_growing(length)
             buf = bytearray(length)
             self._frames.offer(buf)
-        view = memoryview(buf)
-        got = min(length, self._rend - self._rpos)
+        view = memoryview(buf)[:length]
+        self._fill(view)
+        return view
+
+    def _fill(self, view: memoryview) -> None:
+        """Fill ``view`` with the next bytes of the stream: those buffered, then straight from the socket."""
+        got = min(len(view), self._rend - self._rpos)
         view[:got] = self._rview[self._rpos:self._rpos + got]
         self._rpos += got
-        while got < length:
-            got += self._recv_into(view[got:length])
-        return view[:length]
+        while got < len(view):
+            got += self._recv_into(view[got:])
 
     def _read_growing(self, length: int) -> memoryview:
         """A frame larger than ``_EAGER_FRAME`` with no buffer to reuse.
@@ -377,43 +395,87 @@ class Connection:
         Raises :class:`~tensorflow_ignite.errors.ServerError` (or a subclass) when
         the node answered with an error status.
         """
-        aware = self.version >= (1, 4, 0)
         while True:
             with self._parked_cv:
                 frame = self._parked.pop(request_id, None)
-            if frame is None:
-                if not self._recv_lock.acquire(timeout=0.05):
+            if frame is not None:
+                return self._body(frame, op)
+            if not self._recv_lock.acquire(timeout=0.05):
+                with self._parked_cv:
+                    if request_id not in self._parked:
+                        self._parked_cv.wait(timeout=0.05)
+                continue
+            try:
+                with self._parked_cv:
+                    frame = self._parked.pop(request_id, None)
+                while frame is None:
+                    frame = self._read_answer(request_id)
+            finally:
+                self._recv_lock.release()
+            return self._body(frame, op)
+
+    def _read_answer(self, mine: int) -> memoryview | None:
+        """Read one answer frame (receive lock held) and return it if it answers ``mine``.
+
+        Any other answer is parked for its waiter -- or, when a buffer was
+        registered for it (:meth:`expect_into`) and it is a plain answer of the
+        expected size, its body is received straight into that buffer.
+        """
+        if self._into:
+            self._buffer(4)
+            (length,) = _INT.unpack_from(self._rbuf, self._rpos)
+            if _PLAIN_HEADER <= length <= self.settings.max_frame and self.version >= (1, 4, 0):
+                self._buffer(4 + _PLAIN_HEADER)
+                at = self._rpos + 4
+                rid = int(_LONG.unpack_from(self._rbuf, at)[0])
+                with self._parked_cv:
+                    target = self._into.get(rid)
+                if (target is not None and self._rbuf[at + 8] == 0 and self._rbuf[at + 9] == 0
+                        and length - _PLAIN_HEADER == target.head + len(target.into)):
+                    self._rpos = at + _PLAIN_HEADER
+                    self.bytes_received += 4 + length
+                    into = target.into
+                    try:
+                        self._buffer(target.head)
+                        head = memoryview(bytes(self._rview[self._rpos:self._rpos + target.head]))
+                        self._rpos += target.head
+                        self._fill(into)
+                    except BaseException as exc:
+                        # The caller's buffer is TensorFlow's: no traceback frame may keep
+                        # a reference to it once the caller has given up on this answer.
+                        del into
+                        target = None
+                        exc.__context__ = None
+                        raise exc.with_traceback(None)
                     with self._parked_cv:
-                        if request_id not in self._parked:
-                            self._parked_cv.wait(timeout=0.05)
-                    continue
-                try:
-                    with self._parked_cv:
-                        frame = self._parked.pop(request_id, None)
-                    while frame is None:
-                        incoming = self._read_frame()
-                        rid = self._response_id(incoming)
-                        if rid == request_id:
-                            frame = incoming
-                            break
-                        with self._parked_cv:
-                            self._parked[rid] = incoming
-                            self._parked_cv.notify_all()
-                finally:
-                    self._recv_lock.release()
-            # Fast path: no flags (no error, no topology change) -- the header is
-            # the id and two zero bytes.  Thousands of small scan answers per
-            # second make the general decoder's cost visible.
-            if aware and len(frame) >= _PLAIN_HEADER and frame[8] == 0 and frame[9] == 0:
-                return frame[_PLAIN_HEADER:]
-            header = framing.decode_response_header(frame, aware)
-            if header.topology_version is not None and self.on_topology_change is not None:
-                self.on_topology_change(*header.topology_version)
-            if header.status != 0:
-                error = framing.server_error(header.status, header.message, op)
-                error.args = (f"{error.args[0]} [node {self.address}]",)
-                raise error
-            return frame[header.body_offset:]
+                        target.result = head
+                        self._parked_cv.notify_all()
+                    return None
+        frame = self._read_frame()
+        rid = self._response_id(frame)
+        if rid == mine:
+            return frame
+        with self._parked_cv:
+            self._parked[rid] = frame
+            self._parked_cv.notify_all()
+        return None
+
+    def _body(self, frame: memoryview, op: int | None) -> memoryview:
+        """The body of an answer frame, after its header; a server error is raised."""
+        # Fast path: no flags (no error, no topology change) -- the header is
+        # the id and two zero bytes.  Thousands of small scan answers per
+        # second make the general decoder's cost visible.
+        aware = self.version >= (1, 4, 0)
+        if aware and len(frame) >= _PLAIN_HEADER and frame[8] == 0 and frame[9] == 0:
+            return frame[_PLAIN_HEADER:]
+        header = framing.decode_response_header(frame, aware)
+        if header.topology_version is not None and self.on_topology_change is not None:
+            self.on_topology_change(*header.topology_version)
+        if header.status != 0:
+            error = framing.server_error(header.status, header.message, op)
+            error.args = (f"{error.args[0]} [node {self.address}]",)
+            raise error
+        return frame[header.body_offset:]
 
     def _response_id(self, frame: memoryview) -> int:
         if len(frame) < 8:
@@ -424,6 +486,72 @@ class Connection:
     def request(self, encode: FrameEncoder, op: int | None = None) -> memoryview:
         """Send a request built by ``encode(request_id)`` and wait for its answer body."""
         return self.receive(self.send(encode), op)
+
+    # ------------------------------------------------- answers into caller buffers
+    def expect_into(self, request_id: int, into: memoryview, head: int) -> None:
+        """Have the answer to ``request_id`` read straight into ``into`` (see :meth:`receive_into`).
+
+        Call it from the request's encoder (``send(encode)`` calls it with the id
+        before the frame leaves), so that no thread can read the answer first.
+        Every registration must end with :meth:`receive_into` or :meth:`forget_into`
+        before ``into`` is released: until then any thread receiving on this
+        connection may write into it.
+        """
+        with self._parked_cv:
+            self._into[request_id] = _IntoTarget(into, head)
+
+    def forget_into(self, request_id: int) -> None:
+        """Cancel :meth:`expect_into`: once this returns, nothing writes into that buffer.
+
+        The answer, if it still comes, is parked like any answer nobody waits for
+        (meant for error paths, where the connection is usually dropped anyway).
+        """
+        with self._recv_lock:  # a reader filling the buffer holds this lock
+            with self._parked_cv:
+                self._into.pop(request_id, None)
+                self._parked.pop(request_id, None)
+
+    def receive_into(self, request_id: int, op: int | None = None) -> tuple[memoryview, bool]:
+        """Wait for the answer to a request registered with :meth:`expect_into`.
+
+        A plain answer (success, no flags) whose body is exactly ``head + len(into)``
+        bytes has its first ``head`` bytes returned and the rest received from the
+        socket straight into ``into`` (no intermediate buffer), and ``(head bytes,
+        True)`` is returned.  Any other answer (another length, an error) is
+        handled as :meth:`receive` handles it and returned whole, with ``False``;
+        ``into`` is then not written.  Whichever thread reads an answer registered
+        here fills its buffer, so several expected answers may be waited for in
+        any order.
+        """
+        frame: memoryview | None = None
+        try:
+            while True:
+                with self._parked_cv:
+                    target = self._into.get(request_id)
+                    frame = self._parked.pop(request_id, None)
+                    if target is None or target.result is not None or frame is not None:
+                        break
+                if not self._recv_lock.acquire(timeout=0.05):
+                    with self._parked_cv:
+                        if target.result is None and request_id not in self._parked:
+                            self._parked_cv.wait(timeout=0.05)
+                    continue
+                try:
+                    with self._parked_cv:  # parked by the thread that held the lock before us?
+                        frame = self._parked.pop(request_id, None)
+                    while frame is None and target.result is None:
+                        frame = self._read_answer(request_id)
+                finally:
+                    self._recv_lock.release()
+                break
+        finally:
+            with self._parked_cv:
+                done = self._into.pop(request_id, None)
+        if done is not None and done.result is not None:
+            return done.result, True
+        if frame is None:  # registration missing (never expected): wait the ordinary way
+            return self.receive(request_id, op), False
+        return self._body(frame, op), False
 
     # ------------------------------------------------------------------ closing
     @property
