@@ -228,3 +228,30 @@ def test_reused_memory_never_changes_batches_already_handed_out(ignite_node: Loc
     kept_np = list(ds._reader.worker_batches(0, 1))
     got = {int(k): b for batch in kept_np for k, b in zip(batch["key"], batch["val"]["blob"])}
     assert len(got) == rows and all(np.array_equal(got[k], data[k]) for k in range(rows))
+
+
+@pytest.mark.parametrize("key_type", [TypeCode.LONG, TypeCode.INT])
+def test_whole_cache_is_read_with_one_scan_per_node(ignite_cluster: LocalCluster, cluster_client: IgniteClient,
+                                                    cache_name: str, key_type: int) -> None:
+    # LONG and INT keys: the reader computes each row's partition from its key
+    # (Ignite's rendezvous placement); on a stable cluster every row must land in
+    # a partition its node is primary of, or partitions would be scanned again.
+    cache = cluster_client.get_or_create_cache(cache_name)
+    people = _people(3000)
+    for start in range(0, 3000, 1000):
+        cache.put_all({k: people[k] for k in range(start, start + 1000)}, key_type=key_type)
+    host, port = ignite_cluster.address()
+    with IgniteClient(f"{host}:{port}") as fresh:
+        ds = IgniteDataset(cache_name, client=fresh, value_type="Person", batch_size=128,
+                           key_type="java.lang.Integer" if key_type == TypeCode.INT else None)
+        for _ in range(2):
+            keys = np.concatenate([b["key"].numpy() for b in ds])
+            assert sorted(keys.tolist()) == list(range(3000))  # every row exactly once
+        assert ds._reader.last_scan == "nodes" and ds._reader.rescans == []
+        pmap = fresh.partition_map(cache_name)
+        scans = {node_id: conn.op_counts[Op.QUERY_SCAN] for node_id, conn in fresh._by_node.items()}
+        # One scan per node and epoch (plus at most two one-page samples while building the dataset),
+        # instead of one per partition.
+        assert len(scans) == 3 and all(n >= 2 for n in scans.values()), scans
+        assert sum(c.op_counts[Op.QUERY_SCAN] for c in fresh.connections()) <= 2 * 3 + 2
+        assert sum(ds._reader.rows_read.values()) == 6000 and len(set(pmap.nodes)) == 3

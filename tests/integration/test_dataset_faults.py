@@ -136,16 +136,25 @@ def _assert_exactly_once(keys: list[int], rows: int, what: str) -> None:
     assert len(keys) == rows
 
 
+#: One reader covers the whole cache: one scan per node (Cache.scan_nodes); two readers
+#: each take half of the partitions: pipelined partition scans (Cache.scan_partitions).
+SCAN_MODES = [pytest.param(1, "nodes", id="node-scans"), pytest.param(2, "partitions", id="partition-scans")]
+
+
 @pytest.mark.slow
-def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cache_name: str) -> None:
+@pytest.mark.parametrize("readers,mode", SCAN_MODES)
+def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cache_name: str, readers: int,
+                                                 mode: str) -> None:
     cluster = three_nodes
     _fill(cluster, cache_name, ROWS)
     _wait_rebalanced(cluster, cache_name, ROWS)
     host, port = cluster.address(0)
     # Small pages: a partition takes a few round trips, so kills land inside partitions too.
-    ds = IgniteDataset(cache_name, host, port, batch_size=500, page_size=PAGE_ROWS, num_parallel_reads=2,
+    ds = IgniteDataset(cache_name, host, port, batch_size=500, page_size=PAGE_ROWS, num_parallel_reads=readers,
                        timeout=20)
     _assert_exactly_once(_epoch_keys(ds), ROWS, "epoch before any fault")
+    assert ds._reader.last_scan == mode
+    assert ds._reader.rescans == []  # a stable cluster: each node scanned exactly its primaries
 
     rng = random.Random(SEED)
     rerouted = 0
@@ -158,31 +167,37 @@ def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cach
         victim = rng.choice(alive)
         kill_at = rng.randrange(ROWS)
         before = len(ds._reader.failovers)
+        rescans_before = len(ds._reader.rescans)
         t0 = time.monotonic()
         keys = _epoch_keys(ds, lambda: cluster.kill_node(victim, signal.SIGKILL), at_rows=kill_at)
         took = time.monotonic() - t0
         _assert_exactly_once(keys, ROWS, f"trial {trial} (node {victim} killed after {kill_at} rows)")
         retried = len(ds._reader.failovers) - before
-        rerouted += retried > 0
+        # Node scans: partitions checked again after the node scans (a failed node's, or all of
+        # them once the topology changed -- also when the victim had already been read).
+        rescanned = sum(len(r) for r in ds._reader.rescans[rescans_before:])
+        rerouted += retried > 0 or rescanned > 0
         report.append(f"trial {trial}: node {victim} of {len(alive)} killed after {kill_at} rows, "
-                      f"{retried} partition scans repeated, epoch {took:.1f}s")
+                      f"{retried} partition scans repeated, {rescanned} partitions rescanned, epoch {took:.1f}s")
         if len(alive) == 2:
             cluster.restart_nodes([m.index for m in cluster.members if m.index not in alive or m.index == victim])
         _wait_rebalanced(cluster, cache_name, ROWS)
     print("\n".join(report))
-    print(f"{rerouted} of {KILL_TRIALS} trials re-routed partition scans; {time.monotonic() - t_start:.0f}s")
+    print(f"{rerouted} of {KILL_TRIALS} trials re-routed or rescanned partitions; "
+          f"{time.monotonic() - t_start:.0f}s")
     # A kill after the reader's last request needs no re-route; most land mid-epoch.
     assert rerouted >= KILL_TRIALS // 2
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("readers,mode", SCAN_MODES)
 def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: LocalCluster,
-                                                                 cache_name: str) -> None:
+                                                                 cache_name: str, readers: int, mode: str) -> None:
     cluster = three_nodes
     _fill(cluster, cache_name, ROWS)
     _wait_rebalanced(cluster, cache_name, ROWS)
     host, port = cluster.address(0)
-    ds = IgniteDataset(cache_name, host, port, batch_size=500, page_size=PAGE_ROWS, num_parallel_reads=2,
+    ds = IgniteDataset(cache_name, host, port, batch_size=500, page_size=PAGE_ROWS, num_parallel_reads=readers,
                        timeout=20)
     rng = random.Random(SEED + 1)
     gate = threading.Event()
@@ -231,7 +246,9 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
             _assert_exactly_once(result[0], ROWS, f"trial {trial}, node {change} after ~{stop_at} rows")
             _wait_rebalanced(cluster, cache_name, ROWS)
     print(f"3 joins and 3 leaves mid-epoch, exactly once; topology versions {maps}; "
-          f"{len(ds._reader.failovers)} partition scans repeated")
+          f"{len(ds._reader.failovers)} partition scans repeated; rescans after node scans: "
+          f"{[len(r) for r in ds._reader.rescans]}")
+    assert ds._reader.last_scan == mode
     assert len(set(maps)) == len(maps)  # every change really moved the topology
 
 

@@ -9,6 +9,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..errors import (
     AuthenticationError,
     CacheNotFoundError,
@@ -28,7 +30,7 @@ from .connection import Connection
 from .cursor import stream_pages
 
 if TYPE_CHECKING:
-    from .client import IgniteClient
+    from .client import IgniteClient, PartitionMap
 
 __all__ = ["Cache"]
 
@@ -243,6 +245,137 @@ class Cache:
             while inflight:
                 self._abandon(inflight.popleft())
 
+    def scan_nodes(
+        self,
+        row_ids: Callable[[ScanPage], tuple[Any, Any]],
+        partitions: int,
+        *,
+        page_size: int | Callable[[], int] = 1024,
+        window: int | Callable[[], int] = 8,
+        failover_timeout: float | None = None,
+        on_failover: Callable[[int, BaseException], None] | None = None,
+        on_rescan: Callable[[list[int]], None] | None = None,
+    ) -> Iterator[tuple[Any, ScanPage]]:
+        """Scan the whole cache with one scan per node, every row exactly once despite failures.
+
+        Each node scans its own primary partitions (a ``local`` scan sent to
+        it) in large pages: a node sets up one scan instead of one per partition,
+        which made reading many small rows about twice as fast.  ``row_ids(page)``
+        returns ``(partition of each row, int64 identity of each row)`` as NumPy
+        arrays (the key's affinity partition and the key itself); yields
+        ``(partitions, page)``.  ``partitions`` is the cache's partition count.
+
+        Rows a node returns for a partition it was not primary of when the
+        epoch began are dropped from its pages.  After the node scans the
+        partition map is fetched again: when a node failed, or the topology
+        changed, or rows were dropped, the affected partitions (all of them when
+        the topology changed) are scanned again one by one on their current
+        primaries (:meth:`scan_partitions`, with its own failover), and rows
+        whose identity was already yielded are dropped -- so nothing is lost or
+        repeated as long as the cache's contents do not change during the scan.
+        ``on_rescan(partitions)`` is told which partitions are scanned again.
+        """
+        size = page_size if callable(page_size) else (lambda: page_size)
+        try:
+            start = self.client.partition_map(self.name, refresh=True)
+        except (IgniteConnectionError, ServerError) as exc:
+            if not _is_transient(exc):
+                raise
+            start = None  # no node answers now: partition scans, with their failover, say why
+        if start is None or not start.applicable or start.partitions != partitions:
+            yield from self._rescan(set(range(partitions)), [], row_ids, size, window, failover_timeout,
+                                    on_failover, on_rescan)
+            return
+        owners = sorted({n for n in start.nodes if n is not None}, key=str)
+        owner_index = np.array([owners.index(n) if n is not None else -1 for n in start.nodes], dtype=np.int64)
+        delivered: list[Any] = []
+        repair: set[int] = {p for p, n in enumerate(start.nodes) if n is None}
+        scans: list[_PartitionScan] = []
+        cid = self.cache_id
+        for i, node in enumerate(owners):
+            scan = _PartitionScan(i, -1)
+            try:
+                scan.conn = self.client.connection_for_node(node)
+                scan.request_id = scan.conn.send(
+                    lambda rid: requests.query_scan(rid, cid, page_size=size(), partition=-1, local=True))
+            except (IgniteConnectionError, ServerError) as exc:
+                scan.error = exc
+            scans.append(scan)
+        try:
+            for i, scan in enumerate(scans):
+                mine = owner_index == i
+                pages = self._stream(scan)
+                try:
+                    for page in pages:
+                        if not page.row_count:
+                            continue
+                        parts, ids = row_ids(page)
+                        keep = mine[parts]
+                        if not keep.all():
+                            # Rows of partitions this node was not primary of: their
+                            # partitions are scanned again -- and this node's own, in case
+                            # the rows' partitions were computed wrong.
+                            repair.update(int(p) for p in np.unique(parts[~keep]))
+                            repair.update(int(p) for p in np.flatnonzero(mine))
+                            page, parts, ids = _select_rows(page, keep), parts[keep], ids[keep]
+                            if not page.row_count:
+                                continue
+                        delivered.append(ids)
+                        yield parts, page
+                except (IgniteConnectionError, ServerError) as exc:
+                    if not _is_transient(exc):
+                        raise
+                    log.info("cache %r: the scan of node %s failed (%s); its partitions are scanned again",
+                             self.name, owners[i], exc)
+                    if isinstance(exc, IgniteConnectionError) and scan.conn is not None:
+                        self.client.drop_connection(scan.conn)
+                    failed = [p for p, n in enumerate(start.nodes) if n == owners[i]]
+                    if on_failover is not None:
+                        for p in failed:
+                            on_failover(p, exc)
+                    repair.update(failed)
+                finally:
+                    pages.close()
+                    scans[i] = _PartitionScan(i, -1)  # consumed: nothing left to abandon
+        finally:
+            for scan in scans:
+                self._abandon(scan)
+        try:
+            end: PartitionMap | None = self.client.partition_map(self.name, refresh=True)
+        except (IgniteConnectionError, ServerError) as exc:
+            if not _is_transient(exc):
+                raise
+            end = None
+        if end is None or end.topology_version != start.topology_version or end.nodes != start.nodes:
+            log.info("cache %r: the topology changed during the scan (%s -> %s); every partition is checked "
+                     "again", self.name, start.topology_version, end.topology_version if end else "unknown")
+            repair = set(range(start.partitions))
+        yield from self._rescan(repair, delivered, row_ids, size, window, failover_timeout, on_failover, on_rescan)
+
+    def _rescan(
+        self, repair: set[int], delivered: list[Any], row_ids: Callable[[ScanPage], tuple[Any, Any]],
+        size: Callable[[], int], window: int | Callable[[], int], failover_timeout: float | None,
+        on_failover: Callable[[int, BaseException], None] | None, on_rescan: Callable[[list[int]], None] | None,
+    ) -> Iterator[tuple[Any, ScanPage]]:
+        """Scan ``repair`` partition by partition, without the rows whose identity is in ``delivered``."""
+        if not repair:
+            return
+        if on_rescan is not None:
+            on_rescan(sorted(repair))
+        seen = np.unique(np.concatenate(delivered)) if delivered else np.zeros(0, np.int64)
+        for _position, page in self.scan_partitions(
+                sorted(repair), page_size=size, window=window, failover_timeout=failover_timeout,
+                on_failover=on_failover):
+            if not page.row_count:
+                continue
+            parts, ids = row_ids(page)
+            fresh = ~np.isin(ids, seen)
+            if not fresh.all():
+                page, parts = _select_rows(page, fresh), parts[fresh]
+                if not page.row_count:
+                    continue
+            yield parts, page
+
     def _send_scans(self, items: Sequence[tuple[int, int]], local: bool, page_size: int) -> list["_PartitionScan"]:
         """Send the scan requests of ``(position, partition)`` items, batched per node."""
         scans = [_PartitionScan(position, partition) for position, partition in items]
@@ -415,6 +548,15 @@ def _without_keys(page: ScanPage, seen: set[bytes]) -> ScanPage:
         return page
     region = b"".join(rows[key_starts[i]:ends[i]] for i in keep)
     return ScanPage(page.cursor_id, len(keep), memoryview(region), page.has_more)
+
+
+def _select_rows(page: ScanPage, keep: Any) -> ScanPage:
+    """``page`` with only the rows where the boolean array ``keep`` is true."""
+    starts = value_offsets(page.rows, page.row_count, 2)[:, 0].tolist()
+    ends = starts[1:] + [len(page.rows)]
+    rows = page.rows
+    region = b"".join(rows[starts[i]:ends[i]] for i in np.flatnonzero(keep).tolist())
+    return ScanPage(page.cursor_id, int(np.count_nonzero(keep)), memoryview(region), page.has_more)
 
 
 def _scan(conn: Connection, cache: Cache, *, page_size: int, partition: int, local: bool) -> Iterator[ScanPage]:

@@ -178,6 +178,14 @@ class _ScanReader:
         self._stats_lock = threading.Lock()
         #: Reused memory for coalesced pages and decoded array columns (see protocol.pool).
         self.pool = BufferPool(_DECODE_POOL_BYTES)
+        #: Scan the whole cache with one scan per node (set by IgniteDataset when the plan
+        #: covers every partition, the cache has LONG or INT keys and partition awareness).
+        self.node_scans = False
+        self.partitions = 0
+        #: "nodes" or "partitions": how the last epoch was scanned.
+        self.last_scan = ""
+        #: Partitions scanned again after per-node scans (a node failed, the topology changed).
+        self.rescans: list[list[int]] = []
         self._partition_rows = 0
         self._partitions_done = 0
 
@@ -213,22 +221,59 @@ class _ScanReader:
             return
         cache = self.client.cache(self.cache_name)
         tasks = [self.tasks[i] for i in indices]
-        # Pipelined partition scans with failover (Cache.scan_partitions): the
-        # next partitions' requests are on the wire while this one is consumed,
-        # and a partition whose node dies is read again from its new primary
-        # without repeating rows already yielded.
-        pages = cache.scan_partitions(
-            [t.partition for t in tasks], local=tasks[0].local, page_size=self.sizer.rows,
-            window=self._window, on_failover=self._note_failover,
-        )
         pending: list[memoryview] = []
         pending_rows = 0
         pending_bytes = 0
         parts: list[int] = []
-        current = -1
         # The first batches are cut small, so that a consumer (a training step)
         # starts while the rest of the epoch is read; then up to a page's rows.
         ramp = _FIRST_BATCH_ROWS
+        for partitions, page in self._pages(cache, indices, tasks):
+            n = page.row_count
+            self.sizer.observe(len(page.rows), n)
+            pending.append(page.rows)
+            pending_rows += n
+            pending_bytes += len(page.rows)
+            for partition in partitions:
+                if not parts or parts[-1] != partition:
+                    parts.append(partition)
+            if (not coalesce or pending_rows >= min(ramp, self.sizer.rows())
+                    or pending_bytes >= self.sizer.page_bytes):
+                yield self._decode(pending, pending_rows, parts)
+                pending, pending_rows, pending_bytes, parts = [], 0, 0, []
+                ramp *= 2
+        if pending_rows:
+            yield self._decode(pending, pending_rows, parts)
+
+    def _pages(self, cache: Any, indices: list[int], tasks: list[ScanTask]) -> Iterator[tuple[list[int], ScanPage]]:
+        """Non-empty pages of the given scan tasks, each with the partitions its rows come from (in order).
+
+        A reader that covers every partition of the cache scans it with one scan
+        per node (:meth:`Cache.scan_nodes`): a node sets up one scan instead of
+        one per partition.  Otherwise pipelined partition scans
+        (:meth:`Cache.scan_partitions`): the next partitions' requests are on
+        the wire while this one is consumed.  Both read a partition whose node
+        dies again from its new primary without repeating rows already yielded.
+        """
+        if self.node_scans and len(indices) == len(self.tasks):
+            task_of = {t.partition: i for i, t in enumerate(self.tasks)}
+            self.last_scan = "nodes"
+            for partitions, page in cache.scan_nodes(self._row_ids, self.partitions, page_size=self.sizer.rows,
+                                                     window=self._window,
+                                                     on_failover=self._note_failover,
+                                                     on_rescan=self.rescans.append):
+                counts = np.bincount(partitions)
+                for p in np.flatnonzero(counts).tolist():
+                    index = task_of[p]
+                    self.rows_read[index] = self.rows_read.get(index, 0) + int(counts[p])
+                yield np.unique(partitions).tolist(), page
+            return
+        self.last_scan = "partitions"
+        pages = cache.scan_partitions(
+            [t.partition for t in tasks], local=tasks[0].local, page_size=self.sizer.rows,
+            window=self._window, on_failover=self._note_failover,
+        )
+        current = -1
         try:
             for position, page in pages:
                 if position != current:
@@ -237,26 +282,43 @@ class _ScanReader:
                 n = page.row_count
                 if not n:
                     continue
-                index = indices[position]
-                partition = tasks[position].partition
-                self.sizer.observe(len(page.rows), n)
                 self._partition_rows += n
+                index = indices[position]
                 self.rows_read[index] = self.rows_read.get(index, 0) + n
-                pending.append(page.rows)
-                pending_rows += n
-                pending_bytes += len(page.rows)
-                if not parts or parts[-1] != partition:
-                    parts.append(partition)
-                if (not coalesce or pending_rows >= min(ramp, self.sizer.rows())
-                        or pending_bytes >= self.sizer.page_bytes):
-                    yield self._decode(pending, pending_rows, parts)
-                    pending, pending_rows, pending_bytes, parts = [], 0, 0, []
-                    ramp *= 2
+                yield [tasks[position].partition], page
             self._count_partition(current >= 0)
         finally:
             pages.close()
-        if pending_rows:
-            yield self._decode(pending, pending_rows, parts)
+
+    def _row_ids(self, page: ScanPage) -> tuple[np.ndarray, np.ndarray]:
+        """Affinity partition and identity (the key) of every row of a page with LONG or INT keys."""
+        starts = C.value_offsets(page.rows, page.row_count, 2)[:, 0]
+        buf = np.frombuffer(page.rows, np.uint8)
+        codes = buf[starts]
+        longs = codes == TypeCode.LONG
+        ints = codes == TypeCode.INT
+        if not np.all(longs | ints):
+            bad = int(np.flatnonzero(~(longs | ints))[0])
+            raise SchemaError(f"cache {self.cache_name!r}: a key has type code {int(codes[bad])}; the other keys "
+                              "are LONG or INT, and a cache read as a dataset needs keys of one type")
+        ids = np.empty(len(starts), np.int64)
+        h = np.empty(len(starts), np.uint32)
+        if longs.any():  # Long.hashCode(): (int) (v ^ v >>> 32)
+            raw = np.ascontiguousarray(buf[starts[longs][:, None] + np.arange(1, 9)])
+            v = raw.view("<i8").reshape(-1)
+            u = v.view(np.uint64)
+            ids[longs] = v
+            h[longs] = ((u ^ (u >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        if ints.any():  # Integer.hashCode(): the value
+            raw = np.ascontiguousarray(buf[starts[ints][:, None] + np.arange(1, 5)])
+            ids[ints] = raw.view("<i4").reshape(-1)
+            h[ints] = raw.view("<u4").reshape(-1)
+        parts = self.partitions
+        if parts & (parts - 1) == 0:  # RendezvousAffinityFunction: (h ^ h >>> 16) & mask
+            partition = ((h ^ (h >> np.uint32(16))) & np.uint32(parts - 1)).astype(np.int64)
+        else:  # |h % parts| with Java's remainder (the dividend's sign)
+            partition = np.abs(np.fmod(h.view(np.int32).astype(np.int64), parts))
+        return partition, ids
 
     def _count_partition(self, done: bool) -> None:
         if done:
@@ -453,6 +515,13 @@ class IgniteDataset(tf.data.Dataset):
         self.batch_size = batch_size
         self._reader = _ScanReader(self.client, cache_name, self.schema, self.plan.tasks,
                                    _PageSizer(params["page_size"], page_bytes))
+        key = self.schema.key
+        if (params.get("parts") is None and params["part"] < 0 and not params["local"] and pmap.applicable
+                and pmap.partitions and self.client.partition_awareness and key is not None
+                and not key.is_object and int(key.type_code) in (TypeCode.LONG, TypeCode.INT)):
+            # The whole cache with scalar keys: one scan per node (see Cache.scan_nodes).
+            self._reader.node_scans = True
+            self._reader.partitions = pmap.partitions
         # One reader by default: it already keeps many partition scans on the wire,
         # more threads only contend for the GIL, and every reader beyond the first
         # adds an interleave whose start costs tens of milliseconds per epoch
