@@ -155,7 +155,10 @@ WHAT_WAS_TRIED = """\
    pages; the partition of each row would then come from the key's affinity for failover).
 3. **Fresh memory (page faults) and copies.** Page faults are expensive on this VM (see "Memory copy"
    above): with glibc told to keep freed memory (`MALLOC_MMAP_THRESHOLD_=33554432` ...) the bulk read
-   in TF went from ~210 to ~450 MB/s. Changed instead in our own code: (a) `Connection` reads through
+   in TF went from ~210 to ~450 MB/s. Part of the reason: TensorFlow's generator dataset op itself
+   sets glibc's `M_TRIM_THRESHOLD` to 128 KiB when it starts (its log: "Memory patch applied"), so
+   freed memory goes back to the kernel at once and every new buffer faults again. Changed in our
+   own code instead of the process's allocator: (a) `Connection` reads through
    a 1 MiB receive buffer (frames that arrive together cost one `recv`) and receives frames above
    256 KiB in place into buffers of a `BufferPool` (`protocol/pool.py`), reused once nothing refers
    to them -- the pool checks the `bytearray`'s reference count, which every view, NumPy array and
@@ -174,14 +177,16 @@ WHAT_WAS_TRIED = """\
    in all, 2 readers 0.18-0.25 s). One reader is now the default (it already keeps 16 partition
    scans on the wire), and a reader's first batches are cut small (512 rows, doubling) so that a
    consumer starts at once. A dataset op of our own (C++) would remove most of this; not done.
-5. **Small rows: the node's cost per partition scan.** With the reader alone, a `local` scan (one
-   scan per node, 1024-row pages) read the 60k MNIST rows in 0.13-0.27 s (0.10 s of our CPU)
-   against 0.29-0.41 s (0.19 s CPU) for 1024 pipelined partition scans: the difference is
-   mostly the node setting up and finishing a scan per partition (our process mostly waits;
-   `sendall` to the node shows as 37% of samples because the node runs on the same 2 cores). So
-   one scan per node would close the gap to Java, but keeping "every row exactly once when a node
-   dies or joins" then needs the partition of every row (rows of a node scan come partition by
-   partition, so the first and last key of each page would do) -- not done yet.
+5. **Small rows: one scan per node.** With the reader alone, a `local` scan (one scan per node,
+   1024-row pages) read the 60k MNIST rows in 0.13-0.27 s (0.10 s of our CPU) against 0.29-0.41 s
+   (0.19 s CPU) for 1024 pipelined partition scans: the difference was mostly the node setting up
+   and finishing a scan per partition (our process mostly waited; `sendall` to the node showed as
+   37% of samples because the node runs on the same 2 cores). So a reader covering the whole cache
+   now scans it with one scan per node (`Cache.scan_nodes`), keeping exactly-once through failures
+   by computing each row's partition from its key and keeping the keys yielded (8 bytes per row):
+   partitions of a failed node, and all partitions when the topology changed, are scanned again one
+   by one without the rows already yielded (tested with kills, joins and leaves like partition
+   scans). Launcher workers (`IGNITE_DATASET_PARTS`) and other key types still use partition scans.
 6. **Training overhead.** Measured apart from the bench harness (same node, alternating, load 3-5),
    Keras `fit` used the same CPU time per epoch on IgniteDataset and on in-memory arrays (1.17-1.71
    vs 1.09-1.72 s CPU per epoch), and with a callback that only times epochs the wall times were
