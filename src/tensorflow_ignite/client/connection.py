@@ -5,6 +5,11 @@ responses are matched to requests by id: whichever thread holds the read lock
 reads frames until its own answer arrives and parks the others' answers for them.
 That lets a reader *send* the request for the next page, decode the current one,
 and only then *receive* (prefetch without a background thread).
+
+Reads go through a receive buffer; large frames are received in place into
+reused buffers (:class:`~tensorflow_ignite.protocol.pool.BufferPool`), and an
+answer registered with :meth:`Connection.expect_into` is received straight into
+the caller's buffer by whichever thread reads it.
 """
 
 from __future__ import annotations
