@@ -6,7 +6,8 @@ import errno
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import pytest
 
@@ -59,6 +60,15 @@ def pattern(n: int, seed: int = 0) -> bytes:
     return (block * (n // 251 + 1))[:n]
 
 
+def run_threads(target: Callable[..., None], args: Iterable[tuple[Any, ...]]) -> None:
+    """Run ``target(*a)`` for every ``a`` in ``args``, each in its own thread, and wait for all."""
+    threads = [threading.Thread(target=target, args=a) for a in args]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def meta_records(s: IgniteFileStore, prefix: str) -> list[str]:
     return [k for k, _ in s.meta.scan() if isinstance(k, str) and k.startswith(prefix)]
 
@@ -88,11 +98,7 @@ def test_read_into_concurrent_threads(store: IgniteFileStore, root: str) -> None
             except BaseException as exc:  # noqa: BLE001
                 errors.append(exc)
 
-        threads = [threading.Thread(target=read, args=((i * 9973) % len(data), 40000)) for i in range(24)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_threads(read, (((i * 9973) % len(data), 40000) for i in range(24)))
     assert not errors
 
 
@@ -117,11 +123,7 @@ def test_large_reads_land_in_the_buffer_from_many_threads(store: IgniteFileStore
             except BaseException as exc:  # noqa: BLE001
                 errors.append(exc)
 
-        threads = [threading.Thread(target=read, args=(i,)) for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_threads(read, ((i,) for i in range(8)))
     assert not errors
     with store.open_read(f"{root}/f") as reader:
         buf = bytearray(len(data) + 10)
@@ -451,11 +453,7 @@ def test_concurrent_writers_to_different_files(store: IgniteFileStore, root: str
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(work, ((w,) for w in range(8)))
     assert not errors, errors[:3]
     assert len(store.listdir(f"{root}/shared")) == 64
     for w in range(8):
@@ -582,11 +580,7 @@ def test_one_pooled_store_per_endpoint(ignite_node: LocalCluster, monkeypatch: p
     c = fs_config.store_for(f"{host.upper()}:{port}")
     assert a is b is c
     results: list[IgniteFileStore] = []
-    threads = [threading.Thread(target=lambda: results.append(fs_config.store_for(""))) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(lambda: results.append(fs_config.store_for("")), (() for _ in range(8)))
     assert all(r is a for r in results)
     for i in range(20):
         a.write_file(f"/pool/{i}", b"x")
