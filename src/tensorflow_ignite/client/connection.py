@@ -347,14 +347,10 @@ class Connection:
         with them, so a hostile header cannot make us allocate what it claims
         up front.  The finished buffer is kept for later frames of that size.
         """
-        parts = bytearray(self._rview[self._rpos:self._rend][:length])
-        self._rpos += len(parts)
+        parts = bytearray()
         while len(parts) < length:
             chunk = bytearray(min(length - len(parts), max(_EAGER_FRAME, len(parts))))
-            view = memoryview(chunk)
-            got = 0
-            while got < len(chunk):
-                got += self._recv_into(view[got:])
+            self._fill(memoryview(chunk))
             parts += chunk
         self._frames.offer(parts)
         return memoryview(parts)
