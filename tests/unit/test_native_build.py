@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -59,12 +60,22 @@ def test_up_to_date_check_is_fast_and_does_not_import_tensorflow(library) -> Non
         [sys.executable, "-m", "tensorflow_ignite.native.build"],
         env=python_env(), capture_output=True, text=True, check=True,
     )
-    assert cli.stdout.strip() == f"{library} (up to date)"
+    data_library = build.library_path(None, build.DATA_OPS)
+    assert cli.stdout.strip().splitlines() == [f"{library} (up to date)", f"{data_library} (up to date)"]
     assert "RuntimeWarning" not in cli.stderr
 
 
 def test_exports_only_the_two_entry_points(library) -> None:
     assert dynamic_symbols(library, "--defined-only") == {"TF_InitPlugin", "PyInit__tf_ignite_fs"}
+
+
+def test_dataset_op_library_exports_only_its_module_entry_point() -> None:
+    path = build.build(library=build.DATA_OPS)
+    assert path.name.startswith("_tf_ignite_data")
+    assert dynamic_symbols(path, "--defined-only") == {"PyInit__tf_ignite_data"}
+    stamp = json.loads((path.parent / build.STAMP_DIR / "_tf_ignite_data.json").read_text())
+    assert stamp["inputs"]["source_sha256"] == build._sha256(build.DATA_OPS.source)
+    assert "tensorflow/core/framework/dataset.h" in stamp["inputs"]["tensorflow_headers"]
 
 
 def test_uses_only_tf_status_symbols_that_tensorflow_provides(library) -> None:
@@ -121,9 +132,9 @@ def test_prebuilt_library_is_used_without_a_compiler(library, tmp_path, monkeypa
 def test_compiler_errors_are_reported(tmp_path, monkeypatch) -> None:
     broken = tmp_path / "broken.cc"
     broken.write_text("this is not C++;\n")
-    monkeypatch.setattr(build, "SOURCE", broken)
+    library = dataclasses.replace(build.FS_PLUGIN, source=broken)
     with pytest.raises(build.NativeBuildError, match=r"(?s)compiling broken.cc failed.*error"):
-        build.build(tmp_path / "out")
+        build.build(tmp_path / "out", library=library)
     assert not list((tmp_path / "out").glob("*.so"))
 
 

@@ -1,11 +1,16 @@
-"""Compile the TensorFlow filesystem plugin (``tf_ignite_fs.cc``).
+"""Compile the native libraries: the filesystem plugin and the dataset op.
 
-``python -m tensorflow_ignite.native.build`` compiles
-``_tf_ignite_fs<EXT_SUFFIX>`` (e.g. ``_tf_ignite_fs.cpython-311-x86_64-linux-gnu.so``)
-next to the source, with ``g++`` (or ``$CXX``), TensorFlow's
-``tf.sysconfig.get_compile_flags()`` / ``get_link_flags()`` and Python's
-include directory.  The same file is TensorFlow's plugin and a Python
-extension module (see ``loader.py``).
+``python -m tensorflow_ignite.native.build`` compiles, next to their sources,
+with ``g++`` (or ``$CXX``), TensorFlow's ``tf.sysconfig.get_compile_flags()`` /
+``get_link_flags()`` and Python's include directory:
+
+* :data:`FS_PLUGIN` -- ``_tf_ignite_fs<EXT_SUFFIX>`` from ``tf_ignite_fs.cc``,
+  TensorFlow's ``ignite://`` filesystem plugin (C API only, see ``loader.py``);
+* :data:`DATA_OPS` -- ``_tf_ignite_data<EXT_SUFFIX>`` from ``tf_ignite_data.cc``,
+  the ``IgnitePyDataset`` tf.data source op (TensorFlow's C++ framework API,
+  see ``data_source.py``).
+
+Each file is both a TensorFlow library and a Python extension module.
 
 Rebuilds only when something the library depends on changed: the source,
 this recipe, the Python ABI, or the TensorFlow installation (its framework
@@ -32,12 +37,17 @@ import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from tensorflow_ignite.errors import IgniteError
 
 __all__ = [
     "NativeBuildError",
+    "Library",
+    "FS_PLUGIN",
+    "DATA_OPS",
+    "LIBRARIES",
     "SOURCE",
     "MODULE_NAME",
     "library_filename",
@@ -50,21 +60,71 @@ __all__ = [
 ]
 
 #: Bump when the compiler command below changes, to force rebuilds.
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 
-SOURCE = Path(__file__).resolve().with_name("tf_ignite_fs.cc")
-MODULE_NAME = "_tf_ignite_fs"
-EXPORTED_SYMBOLS = ("TF_InitPlugin", f"PyInit_{MODULE_NAME}")
 STAMP_DIR = ".stamps"
-
-# The TensorFlow C headers the shim includes (directly or not).
-_TF_HEADERS = (
-    "tensorflow/c/experimental/filesystem/filesystem_interface.h",
-    "tensorflow/c/tf_status.h",
-    "tensorflow/c/tf_file_statistics.h",
-    "tensorflow/c/c_api_macros.h",
-)
 _TF_FRAMEWORK = "libtensorflow_framework.so.2"
+
+
+@dataclass(frozen=True)
+class Library:
+    """One native library: its source, module name, exports and the headers it hangs on."""
+
+    #: Python extension module name (also the file's stem).
+    module_name: str
+    #: The C++ source next to this file.
+    source: Path
+    #: Dynamic symbols left visible; everything else is hidden.
+    exported_symbols: tuple[str, ...]
+    #: TensorFlow headers whose change forces a rebuild (hashed; others follow the framework library).
+    tf_headers: tuple[str, ...]
+    #: What it is, for messages.
+    what: str
+    #: Extra compiler flags.
+    extra_flags: tuple[str, ...] = ()
+
+
+_HERE = Path(__file__).resolve().parent
+
+#: The ``ignite://`` filesystem plugin: TensorFlow's C API only (stable across TF 2.x).
+FS_PLUGIN = Library(
+    module_name="_tf_ignite_fs",
+    source=_HERE / "tf_ignite_fs.cc",
+    exported_symbols=("TF_InitPlugin", "PyInit__tf_ignite_fs"),
+    tf_headers=(
+        "tensorflow/c/experimental/filesystem/filesystem_interface.h",
+        "tensorflow/c/tf_status.h",
+        "tensorflow/c/tf_file_statistics.h",
+        "tensorflow/c/c_api_macros.h",
+    ),
+    what="the ignite:// plugin",
+)
+
+#: The ``IgnitePyDataset`` op: TensorFlow's C++ framework API, so it is rebuilt
+#: whenever the TensorFlow installation changes (the framework library's stamp).
+DATA_OPS = Library(
+    module_name="_tf_ignite_data",
+    source=_HERE / "tf_ignite_data.cc",
+    # The op and kernel register themselves from static initializers at dlopen.
+    exported_symbols=("PyInit__tf_ignite_data",),
+    tf_headers=(
+        "tensorflow/core/framework/dataset.h",
+        "tensorflow/core/framework/op_kernel.h",
+        "tensorflow/core/framework/tensor.h",
+        "tensorflow/core/public/version.h",
+    ),
+    what="the IgniteDataset op library",
+    # TensorFlow's C++ headers trip warnings of their own (deprecated tsl::mutex, ...).
+    extra_flags=("-Wno-deprecated-declarations", "-Wno-interference-size", "-Wno-ignored-qualifiers",
+                 "-Wno-dangling-pointer"),
+)
+
+LIBRARIES: tuple[Library, ...] = (FS_PLUGIN, DATA_OPS)
+
+# Backward-compatible names for the filesystem plugin.
+SOURCE = FS_PLUGIN.source
+MODULE_NAME = FS_PLUGIN.module_name
+EXPORTED_SYMBOLS = FS_PLUGIN.exported_symbols
 
 
 class NativeBuildError(IgniteError):
@@ -72,14 +132,14 @@ class NativeBuildError(IgniteError):
 
 
 # -------------------------------------------------------------------- locations
-def library_filename() -> str:
-    """File name of the plugin for this interpreter (ABI-tagged)."""
-    return MODULE_NAME + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+def library_filename(library: Library = FS_PLUGIN) -> str:
+    """File name of ``library`` for this interpreter (ABI-tagged)."""
+    return library.module_name + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
 
 
 def package_dir() -> Path:
     """The directory of this package: where the plugin is built by default."""
-    return SOURCE.parent
+    return _HERE
 
 
 def user_cache_dir() -> Path:
@@ -102,13 +162,13 @@ def user_cache_dir() -> Path:
     return root / "native" / key
 
 
-def library_path(output_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Path of the plugin library in ``output_dir`` (default: the package directory)."""
-    return Path(output_dir or package_dir()) / library_filename()
+def library_path(output_dir: str | os.PathLike[str] | None = None, library: Library = FS_PLUGIN) -> Path:
+    """Path of ``library`` in ``output_dir`` (default: the package directory)."""
+    return Path(output_dir or package_dir()) / library_filename(library)
 
 
-def _stamp_path(output_dir: Path) -> Path:
-    return output_dir / STAMP_DIR / f"{MODULE_NAME}.json"
+def _stamp_path(output_dir: Path, library: Library) -> Path:
+    return output_dir / STAMP_DIR / f"{library.module_name}.json"
 
 
 # -------------------------------------------------------------------- inputs
@@ -118,7 +178,7 @@ def _tensorflow_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise NativeBuildError(
             "TensorFlow is not installed in this environment; install it with "
-            "`pip install 'tensorflow-ignite[tf]'` (or tf-cpu) to build the ignite:// plugin"
+            "`pip install 'tensorflow-ignite[tf]'` (or tf-cpu) to build the native libraries"
         )
     return Path(next(iter(spec.submodule_search_locations))).resolve()
 
@@ -131,16 +191,16 @@ def _compiler() -> list[str]:
     return shlex.split(os.environ.get("CXX") or "g++")
 
 
-def _inputs() -> dict[str, object]:
+def _inputs(library: Library = FS_PLUGIN) -> dict[str, object]:
     """Everything the built library depends on, cheap to compute (no TF import)."""
     tf_dir = _tensorflow_dir()
     include = tf_dir / "include"
     headers: dict[str, str] = {}
-    for header in _TF_HEADERS:
+    for header in library.tf_headers:
         path = include / header
         if not path.is_file():
             raise NativeBuildError(
-                f"TensorFlow's C header {header} is missing under {include}; the "
+                f"TensorFlow's header {header} is missing under {include}; the "
                 "TensorFlow wheel should ship it -- reinstall TensorFlow >= 2.21"
             )
         headers[header] = _sha256(path)
@@ -151,7 +211,8 @@ def _inputs() -> dict[str, object]:
         raise NativeBuildError(f"{framework} is missing; reinstall TensorFlow") from None
     return {
         "recipe": RECIPE_VERSION,
-        "source_sha256": _sha256(SOURCE),
+        "library": library.module_name,
+        "source_sha256": _sha256(library.source),
         "python": sys.version,
         "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
         "tensorflow_dir": str(tf_dir),
@@ -161,16 +222,16 @@ def _inputs() -> dict[str, object]:
     }
 
 
-def is_up_to_date(output_dir: str | os.PathLike[str] | None = None) -> bool:
-    """True if the library in ``output_dir`` exists and matches the current inputs."""
+def is_up_to_date(output_dir: str | os.PathLike[str] | None = None, library: Library = FS_PLUGIN) -> bool:
+    """True if ``library`` in ``output_dir`` exists and matches the current inputs."""
     out_dir = Path(output_dir or package_dir())
-    if not library_path(out_dir).is_file():
+    if not library_path(out_dir, library).is_file():
         return False
     try:
-        stamp = json.loads(_stamp_path(out_dir).read_text())
+        stamp = json.loads(_stamp_path(out_dir, library).read_text())
     except (OSError, ValueError):
         return False
-    return isinstance(stamp, dict) and stamp.get("inputs") == json.loads(json.dumps(_inputs()))
+    return isinstance(stamp, dict) and stamp.get("inputs") == json.loads(json.dumps(_inputs(library)))
 
 
 # -------------------------------------------------------------------- build
@@ -185,7 +246,7 @@ def _build_lock(out_dir: Path) -> Iterator[None]:
     if key in _held_locks:
         # A build in this very process is waiting for us (e.g. importing TensorFlow
         # for its flags triggered filesystem registration): flock would never return.
-        raise NativeBuildError("the TensorFlow plugin is being built by this process already")
+        raise NativeBuildError("the native libraries are being built by this process already")
     with open(lock_dir / "build.lock", "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         _held_locks.add(key)
@@ -225,12 +286,12 @@ def _python_include() -> Path:
     return include
 
 
-def _command(output: Path, version_script: Path) -> list[str]:
+def _command(output: Path, version_script: Path, library: Library = FS_PLUGIN) -> list[str]:
     compiler = _compiler()
     if shutil.which(compiler[0]) is None:
         raise NativeBuildError(
             f"C++ compiler {compiler[0]!r} not found: install g++ (C++17, e.g. "
-            "`apt-get install g++`) or point $CXX at a compiler to build the ignite:// plugin"
+            f"`apt-get install g++`) or point $CXX at a compiler to build {library.what}"
         )
     cflags, ldflags = _tensorflow_flags()
     tf_dir = _tensorflow_dir()
@@ -241,15 +302,16 @@ def _command(output: Path, version_script: Path) -> list[str]:
         "-O2",
         "-fPIC",
         "-shared",
-        # Export only the two entry points: TF_InitPlugin and PyInit__tf_ignite_fs.
+        # Export only the entry points (library.exported_symbols).
         "-fvisibility=hidden",
         "-fvisibility-inlines-hidden",
         "-Wall",
         "-Wextra",
         "-Wno-unused-parameter",
+        *library.extra_flags,
         "-o",
         str(output),
-        str(SOURCE),
+        str(library.source),
         *ldflags,
         f"-Wl,-rpath,{tf_dir}",
         f"-Wl,--version-script={version_script}",
@@ -261,30 +323,31 @@ def build(
     *,
     force: bool = False,
     verbose: bool = False,
+    library: Library = FS_PLUGIN,
 ) -> Path:
-    """Build the plugin into ``output_dir`` (default: the package directory) if needed.
+    """Build ``library`` into ``output_dir`` (default: the package directory) if needed.
 
     Returns the library's path.  Raises :class:`NativeBuildError` with what to
     do when the compiler, TensorFlow's headers or Python's headers are missing
     or the compiler fails.
     """
     out_dir = Path(output_dir or package_dir()).resolve()
-    target = library_path(out_dir)
-    if not force and is_up_to_date(out_dir):
+    target = library_path(out_dir, library)
+    if not force and is_up_to_date(out_dir, library):
         return target
     with _build_lock(out_dir):
-        if not force and is_up_to_date(out_dir):  # built by a concurrent process
+        if not force and is_up_to_date(out_dir, library):  # built by a concurrent process
             return target
-        inputs = _inputs()
-        with tempfile.TemporaryDirectory(prefix="tf_ignite_fs_build_") as tmp:
+        inputs = _inputs(library)
+        with tempfile.TemporaryDirectory(prefix="tf_ignite_native_build_") as tmp:
             version_script = Path(tmp) / "exports.map"
             version_script.write_text(
                 "{\n  global:\n"
-                + "".join(f"    {name};\n" for name in EXPORTED_SYMBOLS)
+                + "".join(f"    {name};\n" for name in library.exported_symbols)
                 + "  local:\n    *;\n};\n"
             )
             partial = out_dir / f".{target.name}.{os.getpid()}.tmp"
-            command = _command(partial, version_script)
+            command = _command(partial, version_script, library)
             if verbose:
                 print(shlex.join(command), file=sys.stderr)
             started = time.monotonic()
@@ -296,7 +359,7 @@ def build(
                 partial.unlink(missing_ok=True)
                 tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-40:])
                 raise NativeBuildError(
-                    f"compiling {SOURCE.name} failed (exit {proc.returncode}):\n{tail}\n"
+                    f"compiling {library.source.name} failed (exit {proc.returncode}):\n{tail}\n"
                     f"command: {shlex.join(command)}"
                 )
             os.replace(partial, target)  # atomic: processes that loaded the old file keep it
@@ -306,7 +369,7 @@ def build(
             "built_at": time.time(),
             "seconds": round(time.monotonic() - started, 2),
         }
-        stamp_path = _stamp_path(out_dir)
+        stamp_path = _stamp_path(out_dir, library)
         tmp_stamp = stamp_path.with_suffix(f".{os.getpid()}.tmp")
         tmp_stamp.write_text(json.dumps(stamp, indent=2))
         os.replace(tmp_stamp, stamp_path)
@@ -317,23 +380,25 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m tensorflow_ignite.native.build [--force] [--output-dir DIR] [--verbose]``."""
     parser = argparse.ArgumentParser(
         prog="python -m tensorflow_ignite.native.build",
-        description="Build the ignite:// TensorFlow filesystem plugin if its inputs changed.",
+        description="Build the native libraries (the ignite:// TensorFlow filesystem plugin and "
+                    "the IgniteDataset op) if their inputs changed.",
     )
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
     parser.add_argument(
-        "--output-dir", help=f"directory for the library (default: {package_dir()})"
+        "--output-dir", help=f"directory for the libraries (default: {package_dir()})"
     )
-    parser.add_argument("--verbose", "-v", action="store_true", help="print the compiler command")
+    parser.add_argument("--verbose", "-v", action="store_true", help="print the compiler commands")
     args = parser.parse_args(argv)
-    started = time.monotonic()
-    try:
-        fresh = not args.force and is_up_to_date(args.output_dir)
-        path = build(args.output_dir, force=args.force, verbose=args.verbose)
-    except NativeBuildError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    state = "up to date" if fresh else f"built in {time.monotonic() - started:.1f} s"
-    print(f"{path} ({state})")
+    for library in LIBRARIES:
+        started = time.monotonic()
+        try:
+            fresh = not args.force and is_up_to_date(args.output_dir, library)
+            path = build(args.output_dir, force=args.force, verbose=args.verbose, library=library)
+        except NativeBuildError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        state = "up to date" if fresh else f"built in {time.monotonic() - started:.1f} s"
+        print(f"{path} ({state})")
     return 0
 
 

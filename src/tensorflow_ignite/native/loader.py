@@ -163,15 +163,20 @@ def _ensure_plugin() -> ModuleType:
     return native
 
 
-def _locate_library() -> Path:
-    """An up-to-date library: in the package directory, else the user cache."""
+def _locate_library(library: build.Library = build.FS_PLUGIN, *, allow_prebuilt: bool = True) -> Path:
+    """An up-to-date ``library``: in the package directory, else the user cache.
+
+    ``allow_prebuilt``: when nothing can be built, fall back to a library shipped
+    in the package directory (right for the plugin, whose C ABI is stable across
+    TF 2.x; not for the C++ dataset op).
+    """
     package_dir = build.package_dir()
-    if build.is_up_to_date(package_dir):
-        return build.library_path(package_dir)
+    if build.is_up_to_date(package_dir, library):
+        return build.library_path(package_dir, library)
     first_error: build.NativeBuildError | None = None
     if os.access(package_dir, os.W_OK):
         try:
-            return build.build(package_dir)
+            return build.build(package_dir, library=library)
         except build.NativeBuildError as err:
             first_error = err
         except OSError:  # read-only after all: use the cache directory
@@ -180,13 +185,13 @@ def _locate_library() -> Path:
         cache_dir = build.user_cache_dir()
         try:
             cache_dir.mkdir(parents=True, exist_ok=True)
-            return build.build(cache_dir)
+            return build.build(cache_dir, library=library)
         except build.NativeBuildError as err:
             first_error = err
     # No compiler, but a library shipped with the package (e.g. in a wheel,
     # without a stamp): the plugin ABI is stable across TF 2.x, so use it.
-    shipped = build.library_path(package_dir)
-    if shipped.is_file():
+    shipped = build.library_path(package_dir, library)
+    if allow_prebuilt and shipped.is_file():
         warnings.warn(
             f"using the prebuilt {shipped.name} because it cannot be rebuilt: {first_error}",
             RuntimeWarning,

@@ -1,0 +1,188 @@
+"""The native tf.data source op (``IgnitePyDataset``) with plain Python generators.
+
+No Ignite here: the op's contract with Python (elements, memory, errors,
+iterator lifetime) is tested on generators; IgniteDataset's own tests run it
+against real nodes.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from tensorflow_ignite.native import data_source  # noqa: E402
+
+SPEC = {
+    "label": tf.TensorSpec((None,), tf.int32),
+    "val": {
+        "pixels": tf.TensorSpec((None, 4), tf.uint8),
+        "score": tf.TensorSpec((None,), tf.float64),
+        "flag": tf.TensorSpec((None,), tf.bool),
+        "name": tf.TensorSpec((None,), tf.string),
+    },
+}
+
+
+def aligned(shape: tuple[int, ...], dtype: type, offset: int = 0) -> np.ndarray:
+    """A C-contiguous array whose data starts ``offset`` bytes past a 64-byte boundary."""
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.zeros(n + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset
+    return raw[start:start + n].view(dtype).reshape(shape)
+
+
+def page(first: int, n: int) -> dict:
+    pixels = aligned((n, 4), np.uint8)
+    pixels[:] = np.arange(first, first + n, dtype=np.uint8)[:, None]
+    return {
+        "label": np.arange(first, first + n, dtype=np.int32),
+        "val": {
+            "pixels": pixels,
+            "score": np.linspace(0, 1, n),
+            "flag": np.arange(n) % 2 == 0,
+            "name": np.array([f"row-{i}".encode() for i in range(first, first + n)], dtype=object),
+        },
+    }
+
+
+PAGES = [page(0, 5), page(5, 7), page(12, 1)]
+
+
+def as_numpy(batch: dict) -> dict:
+    return tf.nest.map_structure(lambda t: t.numpy(), batch)
+
+
+def test_elements_match_from_generator() -> None:
+    native = data_source.python_source(lambda: iter(PAGES), SPEC)
+    reference = tf.data.Dataset.from_generator(lambda: iter(PAGES), output_signature=SPEC)
+    got = [as_numpy(b) for b in native.rebatch(4)]
+    want = [as_numpy(b) for b in reference.rebatch(4)]
+    assert len(got) == len(want) == 4
+    for g, w in zip(got, want):
+        tf.nest.assert_same_structure(g, w)
+        for a, b in zip(tf.nest.flatten(g), tf.nest.flatten(w)):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_array_equal(a, b)
+    assert native.element_spec == SPEC
+
+
+def test_aligned_arrays_are_adopted_and_others_copied() -> None:
+    spec = (tf.TensorSpec((3,), tf.float32), tf.TensorSpec((3,), tf.float32))
+    adopted, copied = aligned((3,), np.float32), aligned((3,), np.float32, offset=4)
+    adopted[:] = copied[:] = 1.0
+    it = iter(data_source.python_source(lambda: iter([(adopted, copied)]), spec))
+    a, c = next(it)
+    adopted[:] = copied[:] = 7.0
+    assert a.numpy().tolist() == [7.0, 7.0, 7.0]  # the tensor is the array's memory
+    assert c.numpy().tolist() == [1.0, 1.0, 1.0]  # unaligned: a copy
+    held, copied_refs = sys.getrefcount(adopted), sys.getrefcount(copied)
+    del a, c
+    gc.collect()
+    assert data_source.release_pending() >= 1
+    assert sys.getrefcount(adopted) == held - 1  # the tensor's reference is gone
+    assert sys.getrefcount(copied) == copied_refs  # a copy never referred to the array
+
+
+def test_every_iterator_runs_the_factory_and_an_abandoned_one_closes_its_generator() -> None:
+    events: list[str] = []
+
+    def factory():
+        events.append("start")
+        try:
+            yield from PAGES
+        finally:
+            events.append("closed")
+
+    ds = data_source.python_source(factory, SPEC)
+    assert sum(int(b["label"].shape[0]) for b in ds) == 13
+    assert sum(int(b["label"].shape[0]) for b in ds) == 13
+    assert events == ["start", "closed", "start", "closed"]
+
+    it = iter(ds)
+    next(it)
+    del it
+    gc.collect()
+    assert events[-2:] == ["start", "closed"]
+
+
+def test_generator_errors_name_the_exception() -> None:
+    def factory():
+        yield PAGES[0]
+        raise ValueError("cache 'mnist' went away")
+
+    it = iter(data_source.python_source(factory, SPEC))
+    next(it)
+    with pytest.raises(tf.errors.UnknownError, match=r"ValueError: cache 'mnist' went away") as caught:
+        next(it)
+    assert "Traceback (most recent call last)" in caught.value.message
+    assert "in factory" in caught.value.message  # the generator's own frame
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ((np.zeros((2, 3), np.float32),), r"output 0 has shape \[2,3\], expected \[\?,4\]"),
+        ((np.zeros((2, 4), np.float64),), r"output 0 has items of 8 bytes, expected float"),
+    ],
+)
+def test_elements_that_break_the_signature_are_errors(bad, message) -> None:
+    spec = (tf.TensorSpec((None, 4), tf.float32),)
+    # Bypass the flattener's dtype conversion to reach the op's own checks.
+    ds = data_source.python_source(lambda: iter([bad]), spec)
+    source_id = ds._source_id
+    data_source._sources[source_id] = (lambda: iter([bad]), lambda elements: iter(elements))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        next(iter(ds))
+
+
+def test_works_inside_tf_function_and_through_tf_data_rewrites() -> None:
+    ds = data_source.python_source(lambda: iter(PAGES), SPEC)
+    pipeline = ds.map(lambda b: tf.reduce_sum(b["label"]), num_parallel_calls=2).prefetch(2)
+
+    @tf.function
+    def total(d):
+        s = tf.constant(0, tf.int32)
+        for x in d:
+            s += x
+        return s
+
+    assert int(total(pipeline)) == sum(range(13))
+    options = tf.data.Options()
+    options.experimental_optimization.map_parallelization = True
+    assert sum(int(x) for x in pipeline.with_options(options)) == sum(range(13))
+
+
+def test_keras_fit_reads_the_source() -> None:
+    def factory():
+        rng = np.random.default_rng(0)
+        for _ in range(4):
+            yield aligned((8, 4), np.float32) + rng.random((8, 4), np.float32), rng.random((8, 1), np.float32)
+
+    spec = (tf.TensorSpec((None, 4), tf.float32), tf.TensorSpec((None, 1), tf.float32))
+    ds = data_source.python_source(factory, spec)
+    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    history = model.fit(ds, epochs=2, verbose=0)
+    assert len(history.history["loss"]) == 2 and all(np.isfinite(history.history["loss"]))
+
+
+def test_registry_entry_goes_with_the_dataset() -> None:
+    ds = data_source.python_source(lambda: iter(PAGES), SPEC)
+    source_id = ds._source_id
+    assert source_id in data_source._sources
+    del ds
+    gc.collect()
+    assert source_id not in data_source._sources
+
+
+def test_supports_dense_specs_only() -> None:
+    assert data_source.supports(SPEC)
+    assert not data_source.supports({"v": tf.RaggedTensorSpec((None, None), tf.int32)})
+    assert not data_source.supports(tf.SparseTensorSpec((None, 3), tf.int64))
+    with pytest.raises(ValueError, match="dense"):
+        data_source.python_source(lambda: iter(()), tf.RaggedTensorSpec((None, None), tf.int32))
