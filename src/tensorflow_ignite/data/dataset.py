@@ -6,8 +6,10 @@ Shape of the pipeline ("describe ranges, read a chunk"):
    schema is resolved from metadata (:mod:`.schema`) and a
    :class:`~.plan.PartitionPlan` lists the scans (one per partition, or one
    ``local`` scan).
-2. ``tf.data`` interleaves ``num_parallel_reads`` generators, each walking its
-   share of the scans.  Each scan streams pages of its partition *from that
+2. A generator walks the scans; TensorFlow pulls it through the native source
+   op (:mod:`tensorflow_ignite.native.data_source`), or, with
+   ``num_parallel_reads`` > 1, interleaves that many ``from_generator``
+   readers, each walking its share of the scans.  Each scan streams pages of its partition *from that
    partition's primary node* (one page requested ahead, and the next
    partitions' scans already on the wire: :meth:`Cache.scan_partitions`); a
    partition whose node fails is read again from its new primary without
@@ -16,13 +18,14 @@ Shape of the pipeline ("describe ranges, read a chunk"):
    (:func:`tensorflow_ignite.protocol.columns.decode_page`).
 3. Batches are re-cut to ``batch_size`` with ``rebatch`` (or unbatched to
    single elements when no ``batch_size`` is given), so the per-element cost of
-   ``from_generator`` is paid per page, not per row.
+   the Python source is paid per page, not per row.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -33,6 +36,7 @@ import tensorflow as tf
 
 from ..client import IgniteClient
 from ..errors import CacheNotFoundError, ConfigurationError, SchemaError
+from ..native import data_source
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode
 from ..protocol.pool import BufferPool
@@ -664,12 +668,39 @@ def _sql_schema(client: IgniteClient, query: str, args: Sequence[Any], sql_kwarg
     return DatasetSchema(None, None, columns=tuple(cols))
 
 
+#: ``TF_IGNITE_DATASET_SOURCE=generator`` makes datasets use ``tf.data.Dataset.from_generator``
+#: instead of the native source op (``native``, the default when it can be built).
+SOURCE_ENV = "TF_IGNITE_DATASET_SOURCE"
+_native_warned = False
+
+
+def _use_native_source(signature: Any) -> bool:
+    """The native source op for this signature, unless disabled or unavailable (warned once)."""
+    global _native_warned
+    choice = os.environ.get(SOURCE_ENV, "native").strip().lower()
+    if choice not in ("native", "generator"):
+        raise ConfigurationError(f"{SOURCE_ENV} is 'native' or 'generator', not {choice!r}")
+    if choice == "generator" or not data_source.supports(signature):
+        return False
+    reason = data_source.unavailable_reason()
+    if reason is None:
+        return True
+    if not _native_warned:
+        _native_warned = True
+        log.warning("IgniteDataset falls back to tf.data.Dataset.from_generator (a slower start of "
+                    "every epoch): the native source op is not available: %s", reason)
+    return False
+
+
 def _assemble(batches: Any, n_tasks: int, schema: DatasetSchema, parallel: int, batch_size: int | None,
               drop_remainder: bool) -> tf.data.Dataset:
     """Interleave ``parallel`` generators ``batches(worker, workers)``, then cut batches or unbatch.
 
     Each generator walks its share of the ``n_tasks`` scans (see
-    :meth:`_ScanReader.worker_batches`).
+    :meth:`_ScanReader.worker_batches`).  One reader runs through the native
+    source op (:mod:`tensorflow_ignite.native.data_source`) when the element
+    spec is dense; several readers, ragged fields or ``TF_IGNITE_DATASET_SOURCE=generator``
+    use ``from_generator``.
     """
     signature = schema.element_spec(batched=True)
     workers = max(1, min(parallel, n_tasks))
@@ -677,7 +708,9 @@ def _assemble(batches: Any, n_tasks: int, schema: DatasetSchema, parallel: int, 
     def make(worker: Any) -> tf.data.Dataset:
         return tf.data.Dataset.from_generator(batches, args=(worker, np.int64(workers)), output_signature=signature)
 
-    if workers == 1:
+    if workers == 1 and _use_native_source(signature):
+        ds = data_source.python_source(lambda: batches(np.int64(0), np.int64(1)), signature)
+    elif workers == 1:
         ds = make(np.int64(0))
     else:
         ds = tf.data.Dataset.range(workers).interleave(
