@@ -203,19 +203,24 @@ def test_from_sql(ignite_sql_node: LocalCluster, cache_name: str) -> None:
     assert sorted(np.concatenate([b["ID"] for b in batched.as_numpy_iterator()]).tolist()) == [0, 1, 2]
 
 
-def test_reused_memory_never_changes_batches_already_handed_out(ignite_node: LocalCluster, cache_name: str) -> None:
+@pytest.mark.parametrize("source", ["native", "generator"])
+def test_reused_memory_never_changes_batches_already_handed_out(ignite_node: LocalCluster, cache_name: str,
+                                                               source: str, monkeypatch) -> None:
     # Large rows go through the pooled receive buffers, the pooled page join and
     # pooled, 64-byte-aligned decode buffers that TensorFlow adopts without
-    # copying.  Every batch is kept while the rest of the cache is read (and read
-    # again): if a buffer were reused while a tensor still pointed into it, the
-    # batches read first would change.
+    # copying (through the native source op or from_generator).  Every batch is
+    # kept while the rest of the cache is read (and read again): if a buffer were
+    # reused while a tensor still pointed into it, the batches read first would change.
     from tensorflow_ignite import write
+    from tensorflow_ignite.native import data_source
 
     rows, width = 96, 300_000
     data = np.frombuffer(np.random.default_rng(7).bytes(rows * width), np.uint8).reshape(rows, width)
     host, port = ignite_node.address()
     write(cache_name, {"blob": data}, host=host, port=port, progress=False)
+    monkeypatch.setenv("TF_IGNITE_DATASET_SOURCE", source)
     ds = IgniteDataset(cache_name, host, port, page_size=4, batch_size=6)
+    assert data_source.uses_python_source(ds._dataset) == (source == "native")
     kept = list(ds) + list(ds)
     seen: Counter[int] = Counter()
     for batch in kept:

@@ -186,3 +186,18 @@ def test_supports_dense_specs_only() -> None:
     assert not data_source.supports(tf.SparseTensorSpec((None, 3), tf.int64))
     with pytest.raises(ValueError, match="dense"):
         data_source.python_source(lambda: iter(()), tf.RaggedTensorSpec((None, None), tf.int32))
+
+
+def test_ignite_dataset_falls_back_to_from_generator_with_one_warning(monkeypatch, caplog) -> None:
+    from tensorflow_ignite.data import dataset as dataset_module
+
+    monkeypatch.setattr(data_source, "unavailable_reason", lambda: "NativeBuildError: no C++ compiler")
+    monkeypatch.setattr(dataset_module, "_native_warned", False)
+    with caplog.at_level("WARNING", logger=dataset_module.__name__):
+        assert not dataset_module._use_native_source(SPEC)
+        assert not dataset_module._use_native_source(SPEC)
+    warnings = [r for r in caplog.records if "from_generator" in r.getMessage()]
+    assert len(warnings) == 1 and "no C++ compiler" in warnings[0].getMessage()
+    monkeypatch.setenv(dataset_module.SOURCE_ENV, "sometimes")
+    with pytest.raises(Exception, match="'native' or 'generator'"):
+        dataset_module._use_native_source(SPEC)

@@ -47,7 +47,7 @@ import numpy as np
 
 from tensorflow_ignite.native import build
 
-__all__ = ["python_source", "supports", "available", "unavailable_reason", "release_pending", "NativeBuildError"]
+__all__ = ["python_source", "supports", "available", "unavailable_reason", "release_pending", "uses_python_source", "NativeBuildError"]
 
 NativeBuildError = build.NativeBuildError
 
@@ -121,6 +121,16 @@ def release_pending() -> int:
     if _loaded is None:
         return 0
     return int(_loaded[1].release_pending())
+
+
+def uses_python_source(dataset: Any) -> bool:
+    """True if ``dataset`` or a dataset it is built on is a :func:`python_source`."""
+    seen = 0
+    while dataset is not None and seen < 64:
+        if getattr(dataset, "_source_id", None) in _sources:
+            return True
+        dataset, seen = getattr(dataset, "_input_dataset", None), seen + 1
+    return False
 
 
 def _dispatch(source_id: int) -> Iterator[tuple[Any, ...]]:
