@@ -71,6 +71,24 @@ def test_elements_match_from_generator() -> None:
     assert native.element_spec == SPEC
 
 
+@pytest.mark.parametrize("batch_size", [1, 4, 6, 13, 20])
+@pytest.mark.parametrize("drop_remainder", [False, True])
+def test_batches_are_recut_like_rebatch(batch_size: int, drop_remainder: bool) -> None:
+    pages = [page(0, 0), *PAGES, page(13, 0), page(13, 9)]
+    native = data_source.python_source(lambda: iter(pages), SPEC, batch_size=batch_size,
+                                       drop_remainder=drop_remainder)
+    reference = tf.data.Dataset.from_generator(lambda: iter(pages), output_signature=SPEC).rebatch(
+        batch_size, drop_remainder=drop_remainder)
+    assert native.element_spec == reference.element_spec
+    got = [as_numpy(b) for b in native]
+    want = [as_numpy(b) for b in reference]
+    assert [len(b["label"]) for b in got] == [len(b["label"]) for b in want]
+    for g, w in zip(got, want):
+        for a, b in zip(tf.nest.flatten(g), tf.nest.flatten(w)):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+
+
 def test_aligned_arrays_are_adopted_and_others_copied() -> None:
     spec = (tf.TensorSpec((3,), tf.float32), tf.TensorSpec((3,), tf.float32))
     adopted, copied = aligned((3,), np.float32), aligned((3,), np.float32, offset=4)

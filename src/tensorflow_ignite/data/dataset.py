@@ -709,8 +709,14 @@ def _assemble(batches: Any, n_tasks: int, schema: DatasetSchema, parallel: int, 
         return tf.data.Dataset.from_generator(batches, args=(worker, np.int64(workers)), output_signature=signature)
 
     if workers == 1 and _use_native_source(signature):
-        ds = data_source.python_source(lambda: batches(np.int64(0), np.int64(1)), signature)
-    elif workers == 1:
+        def factory() -> Any:
+            return batches(np.int64(0), np.int64(1))
+
+        if batch_size is not None:  # cut in Python: cheaper per batch than Dataset.rebatch
+            return data_source.python_source(factory, signature, batch_size=batch_size,
+                                             drop_remainder=drop_remainder)
+        return data_source.python_source(factory, signature).unbatch()
+    if workers == 1:
         ds = make(np.int64(0))
     else:
         ds = tf.data.Dataset.range(workers).interleave(

@@ -24,6 +24,10 @@ tensor the reference is queued and dropped by the next thread that holds the
 GIL anyway (the next element's ``GetNext`` or :func:`release_pending`): taking
 the GIL in TensorFlow's threads just to drop a reference would stall them.
 
+The factory's generator must not change an array after yielding it (the
+tensors may be that memory; IgniteDataset's reader reuses a buffer only once
+nothing refers to it -- :class:`tensorflow_ignite.protocol.pool.BufferPool`).
+
 Only dense ``tf.TensorSpec`` elements (numbers, booleans, strings) are
 supported; :func:`supports` says whether a signature qualifies.  Errors from
 the Python iterator reach TensorFlow as ``tf.errors.UnknownError`` whose message
@@ -144,8 +148,15 @@ def _dispatch(source_id: int) -> Iterator[tuple[Any, ...]]:
     return flatten(factory())
 
 
-def _flattener(element_spec: Any) -> Callable[[Iterable[Any]], Iterator[tuple[Any, ...]]]:
-    """A generator wrapper turning structured elements into the op's flat tuples."""
+def _flattener(element_spec: Any, batch_size: int | None = None,
+               drop_remainder: bool = False) -> Callable[[Iterable[Any]], Iterator[tuple[Any, ...]]]:
+    """A generator wrapper turning structured elements into the op's flat tuples.
+
+    With ``batch_size`` the elements are batches (every leaf has the rows on
+    axis 0) re-cut to ``batch_size`` rows: slices of one batch are views (no
+    copy; the op adopts them when they are aligned), only a batch that spans two
+    input batches is joined.
+    """
     import tensorflow as tf
 
     specs = tf.nest.flatten(element_spec)
@@ -160,15 +171,45 @@ def _flattener(element_spec: Any) -> Callable[[Iterable[Any]], Iterator[tuple[An
             flat = [v if isinstance(v, bytes) else str(v).encode() for v in flat]
         return array.shape, flat
 
+    def arrays(element: Any) -> list[np.ndarray]:
+        return [np.asarray(value) if is_string else contiguous(value, dtype)
+                for value, (is_string, dtype) in zip(flatten(element), kinds)]
+
+    def out(parts: list[np.ndarray]) -> tuple[Any, ...]:
+        return tuple(strings(a) if is_string else a for a, (is_string, _) in zip(parts, kinds))
+
+    def cut(elements: Iterator[Any], size: int) -> Iterator[list[np.ndarray]]:
+        carry: list[np.ndarray] | None = None
+        for element in elements:
+            parts = arrays(element)
+            n = len(parts[0])
+            start = 0
+            if carry is not None and n:
+                take = min(size - len(carry[0]), n)
+                carry = [np.concatenate((c, a[:take])) for c, a in zip(carry, parts)]
+                start = take
+                if len(carry[0]) < size:
+                    continue
+                yield carry
+                carry = None
+            while n - start >= size:
+                yield [a[start:start + size] for a in parts]
+                start += size
+            if start < n:
+                carry = [a[start:] for a in parts]
+        if carry is not None and not drop_remainder:
+            yield carry
+
     def run(elements: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
         release_pending()  # tensors of the previous epoch freed since: their arrays can be reused
         iterator = iter(elements)
         try:
-            for element in iterator:
-                yield tuple(
-                    strings(value) if is_string else contiguous(value, dtype)
-                    for value, (is_string, dtype) in zip(flatten(element), kinds)
-                )
+            if batch_size is None:
+                for element in iterator:
+                    yield out(arrays(element))
+            else:
+                for parts in cut(iterator, batch_size):
+                    yield out(parts)
         finally:
             close = getattr(iterator, "close", None)
             if close is not None:
@@ -177,27 +218,38 @@ def _flattener(element_spec: Any) -> Callable[[Iterable[Any]], Iterator[tuple[An
     return run
 
 
-def python_source(factory: Callable[[], Iterable[Any]], element_spec: Any) -> Any:
+def python_source(factory: Callable[[], Iterable[Any]], element_spec: Any, *, batch_size: int | None = None,
+                  drop_remainder: bool = False) -> Any:
     """A ``tf.data.Dataset`` whose every iterator runs ``factory()`` and yields its elements.
 
     ``element_spec``: the nested structure of dense ``tf.TensorSpec`` the
-    elements follow (see :func:`supports`).  Raises :class:`NativeBuildError`
-    when the op library cannot be built or loaded, ``ValueError`` for an
-    unsupported spec.
+    elements follow (see :func:`supports`).  With ``batch_size``, the elements
+    are batches of any length (rows on axis 0 of every leaf) and the dataset
+    yields them re-cut to ``batch_size`` rows, like ``Dataset.rebatch`` (the
+    last one shorter unless ``drop_remainder``) -- in Python, where slicing
+    costs less than TensorFlow's rebatch step per batch.  Raises
+    :class:`NativeBuildError` when the op library cannot be built or loaded,
+    ``ValueError`` for an unsupported spec or batch size.
     """
     import tensorflow as tf
     from tensorflow.python.data.ops import dataset_ops
 
     if not supports(element_spec):
         raise ValueError(f"the native source supports dense numeric, bool and string TensorSpecs only: {element_spec}")
+    if batch_size is not None and batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
     ops, _ = _load()
+    flattener = _flattener(element_spec, batch_size, drop_remainder)
+    if batch_size is not None:
+        element_spec = tf.nest.map_structure(
+            lambda s: tf.TensorSpec([batch_size if drop_remainder else None, *s.shape[1:]], s.dtype), element_spec)
     specs = tf.nest.flatten(element_spec)
 
     class _PythonSource(dataset_ops.DatasetSource):
         def __init__(self) -> None:
             self._spec = element_spec
             self._source_id = next(_ids)
-            _sources[self._source_id] = (factory, _flattener(element_spec))
+            _sources[self._source_id] = (factory, flattener)
             weakref.finalize(self, _sources.pop, self._source_id, None)
             variant = ops.ignite_py_dataset(
                 source_id=self._source_id,
