@@ -16,9 +16,10 @@ Shape of the pipeline ("describe ranges, read a chunk"):
    repeating rows.  Pages are decoded at once (consecutive small pages
    together) into columnar NumPy batches
    (:func:`tensorflow_ignite.protocol.columns.decode_page`).
-3. Batches are re-cut to ``batch_size`` with ``rebatch`` (or unbatched to
-   single elements when no ``batch_size`` is given), so the per-element cost of
-   the Python source is paid per page, not per row.
+3. Batches are re-cut to ``batch_size`` (by the native source, as slices of
+   the decoded pages; with ``from_generator`` by ``rebatch``), or unbatched to
+   single elements when no ``batch_size`` is given, so the per-element cost of
+   the Python source is paid per page or batch, not per row.
 """
 
 from __future__ import annotations
