@@ -73,10 +73,18 @@ def test_elements_match_from_generator() -> None:
 
 @pytest.mark.parametrize("batch_size", [1, 4, 6, 13, 20])
 @pytest.mark.parametrize("drop_remainder", [False, True])
-def test_batches_are_recut_like_rebatch(batch_size: int, drop_remainder: bool) -> None:
+@pytest.mark.parametrize("allocator", [None, "aligned"])
+def test_batches_are_recut_like_rebatch(batch_size: int, drop_remainder: bool, allocator: str | None) -> None:
     pages = [page(0, 0), *PAGES, page(13, 0), page(13, 9)]
+    joined: list[tuple[int, ...]] = []
+
+    def allocate(shape, dtype):
+        joined.append(shape)
+        return aligned(shape, dtype)
+
     native = data_source.python_source(lambda: iter(pages), SPEC, batch_size=batch_size,
-                                       drop_remainder=drop_remainder)
+                                       drop_remainder=drop_remainder,
+                                       allocate=allocate if allocator else None)
     reference = tf.data.Dataset.from_generator(lambda: iter(pages), output_signature=SPEC).rebatch(
         batch_size, drop_remainder=drop_remainder)
     assert native.element_spec == reference.element_spec
@@ -87,6 +95,8 @@ def test_batches_are_recut_like_rebatch(batch_size: int, drop_remainder: bool) -
         for a, b in zip(tf.nest.flatten(g), tf.nest.flatten(w)):
             assert a.dtype == b.dtype
             np.testing.assert_array_equal(a, b)
+    if allocator and batch_size in (4, 6):
+        assert joined and all(shape[0] <= batch_size for shape in joined)  # joins used its memory
 
 
 def test_aligned_arrays_are_adopted_and_others_copied() -> None:

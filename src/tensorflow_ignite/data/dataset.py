@@ -40,7 +40,7 @@ from ..errors import CacheNotFoundError, ConfigurationError, SchemaError
 from ..native import data_source
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode
-from ..protocol.pool import BufferPool
+from ..protocol.pool import BufferPool, aligned_empty
 from ..protocol.responses import ScanPage, decode_scan_rows, decode_sql_rows
 from ..protocol.values import OptimizedObject
 from .env import apply_env_overrides
@@ -533,8 +533,10 @@ class IgniteDataset(tf.data.Dataset):
         # adds an interleave whose start costs tens of milliseconds per epoch
         # (60k small rows, 2 cores: 1/2/4 readers 0.64/0.68/0.81 s).
         reads = num_parallel_reads or min(len(self.plan), _DEFAULT_READERS)
+        pool = self._reader.pool
         self._dataset = _assemble(self._reader.worker_batches, len(self.plan), self.schema, reads,
-                                  batch_size, drop_remainder)
+                                  batch_size, drop_remainder,
+                                  allocate=lambda shape, dtype: aligned_empty(shape, dtype, pool))
         super().__init__(self._dataset._variant_tensor)
 
     # ---------------------------------------------------------------- schema
@@ -694,13 +696,13 @@ def _use_native_source(signature: Any) -> bool:
 
 
 def _assemble(batches: Any, n_tasks: int, schema: DatasetSchema, parallel: int, batch_size: int | None,
-              drop_remainder: bool) -> tf.data.Dataset:
+              drop_remainder: bool, allocate: data_source.Allocator | None = None) -> tf.data.Dataset:
     """Interleave ``parallel`` generators ``batches(worker, workers)``, then cut batches or unbatch.
 
     Each generator walks its share of the ``n_tasks`` scans (see
     :meth:`_ScanReader.worker_batches`).  One reader runs through the native
     source op (:mod:`tensorflow_ignite.native.data_source`) when the element
-    spec is dense; several readers, ragged fields or ``TF_IGNITE_DATASET_SOURCE=generator``
+    spec is dense (batches spanning two pages joined into ``allocate``'s memory); several readers, ragged fields or ``TF_IGNITE_DATASET_SOURCE=generator``
     use ``from_generator``.
     """
     signature = schema.element_spec(batched=True)
@@ -715,7 +717,7 @@ def _assemble(batches: Any, n_tasks: int, schema: DatasetSchema, parallel: int, 
 
         if batch_size is not None:  # cut in Python: cheaper per batch than Dataset.rebatch
             return data_source.python_source(factory, signature, batch_size=batch_size,
-                                             drop_remainder=drop_remainder)
+                                             drop_remainder=drop_remainder, allocate=allocate)
         return data_source.python_source(factory, signature).unbatch()
     if workers == 1:
         ds = make(np.int64(0))
