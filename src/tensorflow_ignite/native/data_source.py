@@ -51,7 +51,16 @@ import numpy as np
 
 from tensorflow_ignite.native import build
 
-__all__ = ["python_source", "supports", "available", "unavailable_reason", "release_pending", "uses_python_source", "NativeBuildError"]
+__all__ = [
+    "python_source",
+    "supports",
+    "available",
+    "unavailable_reason",
+    "release_pending",
+    "uses_python_source",
+    "Allocator",
+    "NativeBuildError",
+]
 
 NativeBuildError = build.NativeBuildError
 
@@ -60,6 +69,7 @@ _EXTENSION_NAME = "tensorflow_ignite.native._tf_ignite_data"
 _lock = threading.Lock()
 _loaded: tuple[Any, ModuleType] | None = None  # (TF op module, extension module)
 _load_error: Exception | None = None
+#: source id -> (generator factory, flattener turning its elements into the op's tuples)
 _sources: dict[int, tuple[Callable[[], Iterable[Any]], Callable[[Iterable[Any]], Iterator[tuple[Any, ...]]]]] = {}
 _ids = itertools.count(1)
 
