@@ -702,7 +702,8 @@ def _assemble(batches: Any, n_tasks: int, schema: DatasetSchema, parallel: int, 
     Each generator walks its share of the ``n_tasks`` scans (see
     :meth:`_ScanReader.worker_batches`).  One reader runs through the native
     source op (:mod:`tensorflow_ignite.native.data_source`) when the element
-    spec is dense (batches spanning two pages joined into ``allocate``'s memory); several readers, ragged fields or ``TF_IGNITE_DATASET_SOURCE=generator``
+    spec is dense (batches spanning two pages are joined into ``allocate``'s
+    memory); several readers, ragged fields or ``TF_IGNITE_DATASET_SOURCE=generator``
     use ``from_generator``.
     """
     signature = schema.element_spec(batched=True)
