@@ -1407,7 +1407,8 @@ class FileWriter:
     into a block buffer that the store's I/O threads send.  Either way up to
     ``WRITE_AHEAD`` puts await their acknowledgement while the writer goes on.
     A writer that lost a block (or failed in the middle of a ``write``) stores
-    and publishes nothing more: its later calls raise ``EIO``.
+    and publishes nothing more: the call that met the failure raises it, later
+    writes and flushes raise ``EIO``, and ``close`` drops the file with a warning.
     """
 
     def __init__(self, store: IgniteFileStore, path: str, *, append: bool, exclusive: bool) -> None:
@@ -1536,8 +1537,15 @@ class FileWriter:
     def close(self) -> None:
         if self._closed:
             return
+        if self._failed is not None:
+            # The failure was raised to the caller of the call that met it (as a
+            # failed write(2) is, not again by close(2)); TensorFlow drops such a
+            # file without Close, and the shim then closes it quietly.
+            log.warning("%s was not published: an earlier write to it failed (%s)",
+                        self.store.uri(self.path), self._failed)
+            self.discard()
+            return
         try:
-            self._check_failed()
             if self._orphaned:
                 pass
             elif self._dirty or not self._published_once:
