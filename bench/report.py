@@ -350,7 +350,10 @@ needs ~0.42 s per 269 MB save and 0.30-0.34 s per restore.
 
 Changed, measured: whole blocks sent from TensorFlow's buffer (one process alternating the old and
 the new `write`, 12 rounds after 8 warm-up saves, load 4.8-5.0): client CPU per save 0.33 -> 0.23 s,
-node CPU 0.45 -> 0.43 s (unchanged), median save 0.80 -> 0.67 s. The price: a put whose connection
+node CPU 0.45 -> 0.43 s (unchanged), median save 0.80 -> 0.67 s; with the warm-up below, in
+`bench.run --scenarios fs --reps 5` alternating the old and the new tree (old, new, new, old; load
+1.9-2.4): median save 0.587/0.601 -> 0.467/0.417 s, 0.40x/0.30x -> 0.48x/0.46x of local disk (local
+0.18-0.24 s), restore unchanged (0.379/0.371 vs 0.386/0.302 s). The price: a put whose connection
 dies after the block was sent cannot be resent (the block was TensorFlow's memory), so that save
 fails instead of completing on another node; a writer that lost a block publishes nothing. The
 fs scenarios warm up until steady (at least 5 untimed saves or restores, then until two in a row
