@@ -335,41 +335,58 @@ def filesystem_section(results: Sequence[ScenarioResult], profiles: dict[str, li
 #: Hand-maintained, like WHAT_WAS_TRIED: what was changed in the ``ignite://`` data path and why.
 FILESYSTEM_NOTES = """\
 How a checkpoint travels (`src/tensorflow_ignite/fs/store.py`): TensorFlow's bundle writer hands the
-plugin 8 MiB appends; they are copied into 4 MiB block buffers (reused), each stored with one put
-(FULL_SYNC) from the store's I/O threads, three blocks in flight while the next fills; one
-transaction then publishes the file. A restore reads each tensor with one `read` of its whole size:
-every block wholly inside it is received from the socket straight into TensorFlow's buffer
-(`Connection.expect_into` / `receive_into`: the buffer is registered before the get leaves, so
-whichever thread reads the answer fills it), three gets in flight; partial blocks at either end go
-through the block cache and its read-ahead.
+plugin 8 MiB appends; each whole 4 MiB block inside an append is sent straight from TensorFlow's
+buffer (`FileWriter.write` -> `Connection.send_parts`: the put's header and the block in one
+`sendmsg`, no copy) by the writing thread before `write` returns, and its acknowledgement is awaited
+on the store's I/O threads; pieces smaller than a block are copied into a (reused) block buffer that
+the I/O threads send. Every block is one put (FULL_SYNC), three puts in flight while the writer goes
+on; one transaction then publishes the file. A restore reads each tensor with one `read` of its
+whole size: every block wholly inside it is received from the socket straight into TensorFlow's
+buffer (`Connection.expect_into` / `receive_into`: the buffer is registered before the get leaves,
+so whichever thread reads the answer fills it), three gets in flight; partial blocks at either end
+go through the block cache and its read-ahead.
 
-Where the time goes. Save: TensorFlow's writing thread spends 0.30-0.56 s of a 0.57-1.03 s save in
-`FileWriter.write`, of which 0.22-0.46 s waiting for earlier block puts and ~0.08 s copying into
-block buffers; a 4 MiB put is acknowledged after ~23 ms (median, three in flight) while the node
-stores blocks one after another (~6 ms each, 0.35-0.45 s of node CPU per 256 MiB). A JFR profile of
-the node during block writes: writing into its 4 KiB memory pages dominates, 30% of samples
-per-page bookkeeping (`SharedPageLockTracker`, `IoStatisticsQueryHelper`). File and directory
-operations add 20-65 ms per checkpoint (about 15 metadata transactions of 3-8 ms) against 3-9 ms
-locally. Restore: after the direct receive, 29% of samples are the socket receive into TensorFlow's
-buffer; a 64 MiB tensor takes 43-100 ms (at best ~1.5 GB/s) and TensorFlow spends ~22 ms of its own
-between tensors. When the machine is quiet, local disk writes 1.2-1.3 GB/s and restores 1.5-1.8
-GB/s (page cache), so 0.5x needs ~0.42 s per 269 MB save and 0.30-0.34 s per restore.
+Where the time goes. Save (269 MB, warm node, measured per save through /proc and getrusage): the
+node uses 0.43-0.47 s of CPU (client-connector threads writing the blocks into 4 KiB memory pages,
+its NIO thread reading the socket), our process 0.23 s -- as much as the same save into local disk
+costs TensorFlow (0.24 s), since the copy into block buffers is gone. On 2 cores that shares the
+machine with other jobs, the node's put path is what separates the two: a 4 MiB put is acknowledged
+after ~23 ms (three in flight) while the node stores blocks one after another (an earlier JFR
+profile put 30% of the node's samples in per-page bookkeeping, `SharedPageLockTracker` and
+`IoStatisticsQueryHelper`; turning the tracker off did not change node CPU, below). A fresh node's JIT
+makes its first saves 2-6x dearer in node CPU (2.8, 1.2, 0.8-1.1, 0.6-0.8, 0.5-0.6 s, steady from the
+sixth save), hence the warm-up until steady. File and directory operations add 20-65 ms per
+checkpoint (about 15 metadata transactions of 3-8 ms) against 3-9 ms locally. Restore: after the
+direct receive, 29% of samples are the socket receive into TensorFlow's buffer; a 64 MiB tensor
+takes 43-100 ms (at best ~1.5 GB/s) and TensorFlow spends ~22 ms of its own between tensors. When
+the machine is quiet, local disk writes 1.2-1.3 GB/s and restores 1.5-1.8 GB/s (page cache), so 0.5x
+needs ~0.42 s per 269 MB save and 0.30-0.34 s per restore.
 
-Changed, measured (alternating old/new tree, `bench.run --scenarios fs`, load 2.3-4.9): receiving
-whole blocks into TensorFlow's buffer -- restore 0.56 -> 0.45 s (averages of medians over 4 pairs;
-ratio 0.27-0.42x -> 0.35-0.57x), Python CPU per restore 0.25 -> 0.21 s (local disk ~0.15 s).
-Earlier: block buffers reused once their put completed, three puts in flight instead of two (no
-measurable change).
+Changed, measured: whole blocks sent from TensorFlow's buffer (one process alternating the old and
+the new `write`, 12 rounds after 8 warm-up saves, load 4.8-5.0): client CPU per save 0.33 -> 0.23 s,
+node CPU 0.45 -> 0.43 s (unchanged), median save 0.80 -> 0.67 s; with the warm-up below, in
+`bench.run --scenarios fs --reps 5` alternating the old and the new tree (old, new, new, old; load
+1.9-2.4): median save 0.587/0.601 -> 0.467/0.417 s, 0.40x/0.30x -> 0.48x/0.46x of local disk (local
+0.18-0.24 s), restore unchanged (0.379/0.371 vs 0.386/0.302 s). The price: a put whose connection
+dies after the block was sent cannot be resent (the block was TensorFlow's memory), so that save
+fails instead of completing on another node; a writer that lost a block publishes nothing. The
+fs scenarios warm up until steady (at least 5 untimed saves or restores, then until two in a row
+are within 10%) instead of one save that still timed the node's JIT. Earlier (alternating old/new
+tree, `bench.run --scenarios fs`, load 2.3-4.9): receiving whole blocks into TensorFlow's buffer --
+restore 0.56 -> 0.45 s (averages of medians over 4 pairs; ratio 0.27-0.42x -> 0.35-0.57x), Python CPU
+per restore 0.25 -> 0.21 s (local disk ~0.15 s); block buffers reused once their put completed, three
+puts in flight instead of two (no measurable change).
 
-Tried, no gain (node CPU per 256 MiB): 16 KiB memory pages on the node (write 0.45-0.57 vs
-0.35-0.44 s with 4 KiB pages; read 0.25-0.42 vs 0.27-0.36 s); the page-lock tracker off
-(`-DIGNITE_PAGE_LOCK_TRACKER_TYPE=-1`: within noise); two connections for concurrent writes (the node
-stores blocks serially either way: 2x128 MiB 0.60-0.85 vs 0.44-1.08 s); six puts in flight (median
-save 0.80/0.95 vs 0.68/0.56 s); 1/2/3/4 direct gets in flight (0.505/0.501/0.501/0.407 s: noise, 3
-kept); two blocks of read-ahead after a direct read; huge pages for fresh 64 MiB read buffers;
-256 KiB, 512 KiB, 1, 2 or 16 MiB blocks (within noise); pipelining block gets from the reading
-thread without receiving into TensorFlow's buffer (slower: the thread then receives and copies
-serially). Not tried: sending puts straight from TensorFlow's appended data (saves at most the
-~0.08 s copy while the writer waits >= 0.22 s for the node, and the put would have to finish inside
-`write()`, losing the resend to another node). The write gap is the node's put path.
+Tried, no gain (node CPU per 256 MiB): the page-lock tracker off (`-DIGNITE_PAGE_LOCK_TRACKER_TYPE=-1`,
+which makes Ignite 2.18 hand out a no-op lock listener): two one-node clusters side by side, 11 and 15
+alternating rounds after 8 warm-up saves, node CPU per save 0.44/0.47 s with the tracker vs
+0.42/0.46 s without, per restore 0.30/0.30 vs 0.32/0.32 s -- within noise, so nodes keep it (it
+is what dumps page locks when a node hangs); 16 KiB memory pages on the node (write 0.45-0.57 vs
+0.35-0.44 s with 4 KiB pages; read 0.25-0.42 vs 0.27-0.36 s); two connections for concurrent writes
+(the node stores blocks serially either way: 2x128 MiB 0.60-0.85 vs 0.44-1.08 s); six puts in flight
+(median save 0.80/0.95 vs 0.68/0.56 s); 1/2/3/4 direct gets in flight (0.505/0.501/0.501/0.407 s:
+noise, 3 kept); two blocks of read-ahead after a direct read; huge pages for fresh 64 MiB read
+buffers; 256 KiB, 512 KiB, 1, 2 or 16 MiB blocks (within noise); pipelining block gets from the
+reading thread without receiving into TensorFlow's buffer (slower: the thread then receives and
+copies serially). The write gap is the node's put path.
 """

@@ -252,6 +252,70 @@ def test_append_rewrites_only_the_last_partial_block(isolated: IgniteFileStore) 
     assert s.read_file("/even") == pattern(BS) + b"tail"
 
 
+def test_whole_blocks_of_a_large_write_go_straight_from_the_callers_memory(isolated: IgniteFileStore) -> None:
+    s = isolated
+    sent: list[int] = []
+    send = s._send_block_from
+
+    def spy(key: str, block: memoryview) -> Callable[[], None]:
+        sent.append(len(block))
+        return send(key, block)
+
+    s._send_block_from = spy  # type: ignore[method-assign]
+    data = bytearray(pattern(5 * BS + 300, seed=3))
+    want = bytes(data)
+    with s.open_write("/big") as w:
+        w.write(bytes(data[:100]))  # a partial block first
+        view = memoryview(data)[100:]
+        w.write(view)  # fills block 0 (copied), blocks 1-4 from ``data``, 200 bytes copied
+        view.release()
+        data.append(0)  # BufferError if the writer still held a view of the caller's memory
+        data[:] = bytes(len(data))  # ...which may change at once: every block taken was sent
+    assert sent == [BS] * 4
+    s.drain()
+    assert s.read_file("/big") == want
+    assert s.stats["blocks_written"] == 6 and s.data.size() == 6
+
+
+@pytest.mark.parametrize("blocks", [6, 2])
+def test_a_block_that_was_not_stored_leaves_nothing_published(isolated: IgniteFileStore, blocks: int) -> None:
+    from tensorflow_ignite.errors import IgniteConnectionError
+
+    s = isolated
+    send = s._send_block_from
+    calls = [0]
+
+    def second_put_lost(key: str, block: memoryview) -> Callable[[], None]:
+        acknowledged = send(key, block)
+        calls[0] += 1
+        if calls[0] != 2:
+            return acknowledged
+
+        def lost() -> None:
+            acknowledged()
+            raise IgniteConnectionError("connection lost before the acknowledgement (test)")
+
+        return lost
+
+    s._send_block_from = second_put_lost  # type: ignore[method-assign]
+    w = s.open_write("/f")
+    if blocks > 1 + 3:  # the second put is awaited before a later block is sent (three in flight)
+        with pytest.raises(OSError, match="lost before the acknowledgement"):
+            w.write(pattern(blocks * BS))  # the lost block surfaces in a later write...
+        with pytest.raises(OSError) as info:
+            w.write(b"more")  # ...and the writer takes nothing more
+        assert info.value.errno == errno.EIO and "failed" in str(info.value)
+        w.close()  # already reported: dropped with a warning
+    else:
+        w.write(pattern(blocks * BS))
+        with pytest.raises(OSError, match="lost before the acknowledgement"):
+            w.close()  # ...or at close at the latest: no publication either way
+    assert s.lookup("/f") is None
+    s.drain()
+    assert s.data.size() == 0, "the blocks stored before the failure are deleted"
+    assert meta_records(s, "w:") == []
+
+
 def test_append_creates_a_missing_file(store: IgniteFileStore, root: str) -> None:
     with store.open_write(f"{root}/new", append=True) as w:
         w.write(b"abc")

@@ -150,3 +150,48 @@ def test_aligned_arrays_from_a_pool_are_aligned_and_independent() -> None:
     c = aligned_empty((100, 784), np.uint8, pool)
     assert c.ctypes.data == address  # the freed buffer is reused
     assert aligned_empty((3, 5), np.float32).ctypes.data % ALIGNMENT == 0
+
+
+def _read_exactly(sock: socket.socket, n: int, chunk: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        got = sock.recv(min(chunk, n - len(out)))
+        assert got, "peer closed early"
+        out += got
+    return bytes(out)
+
+
+@pytest.mark.parametrize("size", [0, 1, 70_000, 3_000_000])
+def test_send_parts_sends_header_then_payload_and_keeps_no_view(
+        wired: tuple[Connection, socket.socket], size: int) -> None:
+    conn, peer = wired
+    conn._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16 << 10)  # partial sendmsg calls
+    data = bytearray(np.random.default_rng(size).bytes(size))
+    view = memoryview(data)
+    head_len = 4 + 2 + 8 + 3
+
+    def encode_head(rid: int) -> bytes:
+        return struct.pack("<ihq", head_len - 4 + size, 1000, rid) + b"abc"
+
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(_read_exactly(peer, head_len + size, 5003)))
+    reader.start()
+    rid = conn.send_parts(encode_head, view)
+    reader.join(10)
+    view.release()
+    data.append(0)  # BufferError if any view (a slice, a cast) of the caller's memory were still alive
+    data[:] = b"\0" * (size + 1)  # the caller's memory may change at once: everything was sent
+    assert received == [encode_head(rid) + np.random.default_rng(size).bytes(size)]
+    assert conn.op_counts[1000] == 1 and conn.requests_sent == 1
+
+
+def test_send_parts_failure_keeps_no_view(wired: tuple[Connection, socket.socket]) -> None:
+    conn, peer = wired
+    peer.close()
+    data = bytearray(1 << 20)
+    view = memoryview(data)
+    with pytest.raises(connection_module.IgniteConnectionError) as info:
+        for _ in range(50):  # the first sends may still land in the socket buffer
+            conn.send_parts(lambda rid: struct.pack("<ihq", 10 + len(data), 1000, rid), view)
+    view.release()
+    data.append(0)  # BufferError if a frame of the raised exception kept a view of ``data``

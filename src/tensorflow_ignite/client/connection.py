@@ -253,6 +253,49 @@ class Connection:
             raise IgniteConnectionError(f"connection to {self.address} lost while sending: {exc}",
                                         address=self.address) from None
 
+    def _sendall_parts(self, head: bytes | bytearray | memoryview, payload: memoryview) -> None:
+        """Send ``head`` then ``payload`` as one stream write where the socket allows it.
+
+        Plain sockets use ``sendmsg`` with both buffers (one system call for a
+        small header and a large body, no joined copy); TLS sockets send each
+        part with ``sendall``.  On failure no reference to ``payload`` survives
+        in the raised exception's frames (it may be a view over memory that is
+        valid only during the caller's call).
+        """
+        sock = self._sock
+        if sock is None:
+            raise IgniteConnectionError(f"connection to {self.address} is closed", address=self.address)
+        parts: list[memoryview] | None = [memoryview(head).cast("B"), payload.cast("B")]
+        error: IgniteConnectionError | None = None
+        try:
+            if isinstance(sock, ssl.SSLSocket):
+                for part in parts:
+                    sock.sendall(part)
+                del part
+            else:
+                while parts:
+                    n = sock.sendmsg(parts)
+                    while parts and n >= len(parts[0]):
+                        n -= len(parts[0])
+                        parts.pop(0).release()
+                    if n:
+                        rest = parts[0][n:]
+                        parts[0].release()
+                        parts[0] = rest
+                        del rest
+        except socket.timeout:
+            error = ConnectionTimeoutError(f"sending to {self.address} timed out", address=self.address)
+        except OSError as exc:
+            error = IgniteConnectionError(f"connection to {self.address} lost while sending: {exc}",
+                                          address=self.address)
+        finally:
+            for part in parts or ():
+                part.release()
+            parts = None
+            payload = None  # type: ignore[assignment]
+        if error is not None:
+            raise error
+
     def _recv_into(self, view: memoryview) -> int:
         """One ``recv_into`` (> 0 bytes), with this connection's error handling."""
         sock = self._sock
@@ -365,6 +408,26 @@ class Connection:
         op = _OP.unpack_from(frame, 4)[0]
         with self._send_lock:
             self._sendall(frame)
+            self.requests_sent += 1
+            self.op_counts[op] += 1
+        return rid
+
+    def send_parts(self, encode_head: FrameEncoder, payload: memoryview) -> int:
+        """Send one request whose frame is ``encode_head(request_id)`` followed by ``payload``.
+
+        For a request whose body ends in a large value the caller does not own
+        (a file block inside TensorFlow's buffer): the frame is never assembled.
+        ``encode_head`` returns the frame's first bytes, length prefix included
+        (which must count ``payload``).  Every byte has been handed to the
+        socket when this returns; the answer is awaited with :meth:`receive`.
+        """
+        with self._id_lock:
+            self._next_id += 1
+            rid = self._next_id
+        head = encode_head(rid)
+        op = _OP.unpack_from(head, 4)[0]
+        with self._send_lock:
+            self._sendall_parts(head, payload)
             self.requests_sent += 1
             self.op_counts[op] += 1
         return rid

@@ -959,16 +959,16 @@ class IgniteFileStore:
         self.stats["blocks_read"] += 1
         return body[5:5 + n]
 
-    def _put_frame(self, buffer: bytearray, key: str, length: int) -> memoryview:
-        """A CACHE_PUT request frame built in place in front of a block buffer.
+    def _put_header_into(self, buffer: bytearray, end: int, key: str, length: int) -> int:
+        """Write a CACHE_PUT request's header for a ``length``-byte block ending at ``end``.
 
-        ``buffer`` holds the block at ``[_FRAME_ROOM, _FRAME_ROOM + length)``; the
-        header (request header, cache id, flags, String key, byte[] type and
-        length) is written just before it, so the block is never copied.
+        The header (request header with id 0, cache id, flags, String key,
+        byte[] type and length) occupies ``[start, end)`` of ``buffer``; the
+        block's bytes follow it in the frame.  Returns ``start``.
         """
         kb = key.encode()
         header_len = REQUEST_HEADER.size + 5 + 5 + len(kb) + 5
-        start = _FRAME_ROOM - header_len
+        start = end - header_len
         if start < 0:
             raise ValueError(f"block key {key!r} too long")
         p = start
@@ -979,6 +979,15 @@ class IgniteFileStore:
         buffer[p:p + len(kb)] = kb
         p += len(kb)
         struct.pack_into("<Bi", buffer, p, TypeCode.BYTE_ARR, length)
+        return start
+
+    def _put_frame(self, buffer: bytearray, key: str, length: int) -> memoryview:
+        """A CACHE_PUT request frame built in place in front of a block buffer.
+
+        ``buffer`` holds the block at ``[_FRAME_ROOM, _FRAME_ROOM + length)``; the
+        header is written just before it, so the block is never copied.
+        """
+        start = self._put_header_into(buffer, _FRAME_ROOM, key, length)
         return memoryview(buffer)[start:_FRAME_ROOM + length]
 
     def _put_block(self, buffer: bytearray, key: str, length: int) -> None:
@@ -991,6 +1000,44 @@ class IgniteFileStore:
         # idempotent: a retry writes the same bytes
         self.client.request(encode, Op.CACHE_PUT, node_id=self._block_node(key))
         self.stats["blocks_written"] += 1
+
+    def _send_block_from(self, key: str, block: memoryview) -> "Callable[[], None]":
+        """Send a CACHE_PUT of ``block`` (memory the caller does not own) straight from it.
+
+        The frame's header is sent followed by ``block`` itself (no copy into a
+        block buffer); every byte is on the socket when this returns, so the
+        caller may release ``block`` at once.  A connection that fails while
+        sending is dropped and the put sent once more to another node (the
+        block is still at hand).  Returns a function that waits for the
+        acknowledgement (call it from any thread); a connection lost after the
+        send fails it -- the block is gone by then, it cannot be sent again.
+        """
+        head = bytearray(_FRAME_ROOM)
+        start = self._put_header_into(head, _FRAME_ROOM, key, len(block))
+        frame_head = memoryview(head)[start:]
+
+        def encode(rid: int) -> memoryview:
+            struct.pack_into("<q", frame_head, 6, rid)
+            return frame_head
+
+        client = self.client
+        conn = client.connection_for_node(self._block_node(key))
+        try:
+            rid = conn.send_parts(encode, block)
+        except IgniteConnectionError:
+            client._drop(conn)
+            conn = client.default_connection
+            rid = conn.send_parts(encode, block)
+
+        def acknowledged() -> None:
+            try:
+                conn.receive(rid, Op.CACHE_PUT)
+            except IgniteConnectionError:
+                client._drop(conn)
+                raise
+            self.stats["blocks_written"] += 1
+
+        return acknowledged
 
     def _put_block_and_record(self, buffer: bytearray, key: str, length: int, record_key: str,
                               record: str) -> None:
@@ -1353,6 +1400,15 @@ class FileWriter:
     generation); if another writer replaced the file or someone deleted it
     meanwhile, this writer's further output is dropped with a warning -- as
     writes to an unlinked file are on POSIX.
+
+    Whole blocks inside a large ``write`` (TensorFlow's checkpoint writer
+    appends 8 MiB at a time) are sent straight from the caller's memory, in
+    the caller's thread, before ``write`` returns; smaller pieces are copied
+    into a block buffer that the store's I/O threads send.  Either way up to
+    ``WRITE_AHEAD`` puts await their acknowledgement while the writer goes on.
+    A writer that lost a block (or failed in the middle of a ``write``) stores
+    and publishes nothing more: the call that met the failure raises it, later
+    writes and flushes raise ``EIO``, and ``close`` drops the file with a warning.
     """
 
     def __init__(self, store: IgniteFileStore, path: str, *, append: bool, exclusive: bool) -> None:
@@ -1415,7 +1471,8 @@ class FileWriter:
         self._block = self._first_block
         # Blocks being stored, with their buffers; a buffer whose put completed is
         # reused for a later block (fresh 4 MiB buffers cost page faults).
-        self._inflight: collections.deque[tuple[Future[None], bytearray]] = collections.deque()
+        # Blocks sent straight from the caller's memory (:meth:`_ship_block_from`) have no buffer.
+        self._inflight: collections.deque[tuple[Future[None], bytearray | None]] = collections.deque()
         self._spare: list[bytearray] = []
         self._pending_at = 0.0  # when the w: record was last written (0 = not yet)
         self._published_once = False
@@ -1423,22 +1480,37 @@ class FileWriter:
         self._dirty = True
         self._orphaned = False
         self._closed = False
+        #: Why this writer failed (a block it took could not be stored): it publishes nothing more.
+        self._failed: str | None = None
 
     # ---------------------------------------------------------------- contract
     def write(self, data: memoryview | bytes | bytearray) -> None:
         self._check_open()
         view = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
         bs = self.block_size
-        while view:
-            n = min(bs - self._filled, len(view))
-            self._reserve(self._filled + n)
-            start = _FRAME_ROOM + self._filled
-            self._buffer[start:start + n] = view[:n]
-            self._filled += n
-            self._position += n
-            view = view[n:]
-            if self._filled == bs:
-                self._ship_full_block()
+        try:
+            while view:
+                if not self._filled and len(view) >= bs:
+                    # A whole block inside the caller's data (TensorFlow's checkpoint
+                    # writer appends 8 MiB at a time): sent from there, not copied.
+                    self._ship_block_from(view[:bs])
+                    self._position += bs
+                    view = view[bs:]
+                    continue
+                n = min(bs - self._filled, len(view))
+                self._reserve(self._filled + n)
+                start = _FRAME_ROOM + self._filled
+                self._buffer[start:start + n] = view[:n]
+                self._filled += n
+                self._position += n
+                view = view[n:]
+                if self._filled == bs:
+                    self._ship_full_block()
+        except BaseException as exc:
+            # Part of ``data`` may be taken and part not, or a block lost: the
+            # content is no longer what the caller wrote, so it is never published.
+            self._fail(exc)
+            raise
         if len(data):
             self._dirty = True
 
@@ -1464,6 +1536,14 @@ class FileWriter:
 
     def close(self) -> None:
         if self._closed:
+            return
+        if self._failed is not None:
+            # The failure was raised to the caller of the call that met it (as a
+            # failed write(2) is, not again by close(2)); TensorFlow drops such a
+            # file without Close, and the shim then closes it quietly.
+            log.warning("%s was not published: an earlier write to it failed (%s)",
+                        self.store.uri(self.path), self._failed)
+            self.discard()
             return
         try:
             if self._orphaned:
@@ -1493,6 +1573,16 @@ class FileWriter:
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError(f"{self.store.uri(self.path)}: write handle is closed")
+        self._check_failed()
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._failed is None:
+            self._failed = f"{type(exc).__name__}: {exc}"
+
+    def _check_failed(self) -> None:
+        if self._failed is not None:
+            raise OSError(errno.EIO, f"an earlier write to this file failed ({self._failed}); "
+                                     "nothing more is stored or published", self.store.uri(self.path))
 
     def _pending_record(self) -> str:
         record = {"p": self.path, "b": self._first_block, "t": _now_ns(),
@@ -1532,11 +1622,46 @@ class FileWriter:
         self._block += 1
         self._filled = 0
 
+    def _ship_block_from(self, block: memoryview) -> None:
+        """Store one whole block straight from the caller's memory (see :meth:`write`).
+
+        ``block`` is valid only during the caller's call: it is written to the
+        socket here, in the caller's thread, and only the acknowledgement is
+        awaited in the background (it counts as one of the blocks in flight).
+        """
+        if self._orphaned:
+            self._block += 1
+            return
+        self._register_pending()
+        while self._inflight and (len(self._inflight) >= WRITE_AHEAD or self._inflight[0][0].done()):
+            self._retire()
+        key = block_key(self.cid, self._block)
+        try:
+            acknowledged = self.store._send_block_from(key, block)
+        except BaseException as exc:
+            # No traceback frame may keep a view of the caller's memory past this call.
+            del block
+            exc.__context__ = exc.__cause__ = None
+            raise exc.with_traceback(None)
+        del block
+        self._block += 1
+        try:
+            fut = self.store._io.submit(acknowledged)
+        except RuntimeError:  # store closing: wait inline
+            acknowledged()
+        else:
+            self._inflight.append((fut, None))
+
     def _retire(self) -> None:
-        """Wait for the oldest block in flight; its buffer becomes spare."""
+        """Wait for the oldest block in flight; its buffer (if it had one) becomes spare."""
         fut, buffer = self._inflight.popleft()
-        fut.result()
-        self._spare.append(buffer)
+        try:
+            fut.result()
+        except BaseException as exc:
+            self._fail(exc)  # a block of the file is missing
+            raise
+        if buffer is not None:
+            self._spare.append(buffer)
 
     def _drain(self) -> None:
         while self._inflight:
