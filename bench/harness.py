@@ -137,6 +137,9 @@ class Scenario:
     reference: str | None = None
     targets: list[Target] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: At least this many repetitions (unless a run asks for one, as ``--quick`` does): the
+    #: scenarios whose timed part is short swing most on a shared 2-core machine.
+    min_reps: int = 0
 
 
 @dataclass
@@ -181,7 +184,12 @@ def _measure(c: Contender) -> Run:
 
 
 def run_scenario(sc: Scenario, reps: int, log: Callable[[str], None] = print) -> ScenarioResult:
-    """Warm every contender up once, then ``reps`` rounds of all contenders, rotating the order."""
+    """Warm every contender up once, then ``reps`` rounds of all contenders, rotating the order.
+
+    ``reps`` is raised to the scenario's ``min_reps`` unless it is 1.
+    """
+    if reps > 1:
+        reps = max(reps, sc.min_reps)
     t0 = time.perf_counter()
     results = {c.key: ContenderResult(c) for c in sc.contenders}
     for c in sc.contenders:

@@ -273,12 +273,16 @@ def _as_json(results: list[Any], sizes: Any, duration: float) -> dict[str, Any]:
 
 
 def _sizes_text(s: Any) -> str:
+    from .scenarios import SHORT_SCENARIO_REPS
+
     return (f"bulk {s.bulk_rows} x {s.bulk_row_bytes // 1024} KiB (pages of {s.bulk_page_rows} rows, "
             f"batch {s.bulk_batch}); small rows {s.small_rows:,} (pages {s.small_page_rows}, batch {s.small_batch}); "
             f"SQL {s.sql_rows:,} rows (pages {s.sql_page_rows}); training {s.train_rows:,} rows x "
             f"{s.train_epochs} epochs (batch {s.train_batch}); scale-out {s.scale_rows} x "
-            f"{s.bulk_row_bytes // 1024} KiB on 1 and {s.scale_nodes} nodes; {s.reps} repetition(s), "
-            f"{s.java_warmup} JVM warm-up scans per Java run")
+            f"{s.bulk_row_bytes // 1024} KiB on 1 and {s.scale_nodes} nodes; {s.reps} repetition(s)"
+            + (f" ({SHORT_SCENARIO_REPS} for small rows and training)" if s.reps > 1 and s.reps < SHORT_SCENARIO_REPS
+               else "")
+            + f", {s.java_warmup} JVM warm-up scans per Java run")
 
 
 if __name__ == "__main__":
