@@ -15,6 +15,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
+from tensorflow_ignite.errors import CacheNotFoundError, ConfigurationError, IgniteConnectionError  # noqa: E402
 from tensorflow_ignite.native import data_source  # noqa: E402
 
 SPEC = {
@@ -141,14 +142,31 @@ def test_every_iterator_runs_the_factory_and_an_abandoned_one_closes_its_generat
 def test_generator_errors_name_the_exception() -> None:
     def factory():
         yield PAGES[0]
-        raise ValueError("cache 'mnist' went away")
+        raise RuntimeError("cache 'mnist' went away")
 
     it = iter(data_source.python_source(factory, SPEC))
     next(it)
-    with pytest.raises(tf.errors.UnknownError, match=r"ValueError: cache 'mnist' went away") as caught:
+    with pytest.raises(tf.errors.InternalError, match=r"RuntimeError: cache 'mnist' went away") as caught:
         next(it)
     assert "Traceback (most recent call last)" in caught.value.message
     assert "in factory" in caught.value.message  # the generator's own frame
+
+
+@pytest.mark.parametrize(
+    "error, tf_error",
+    [
+        (IgniteConnectionError("no node could serve the scan of cache 'mnist'"), tf.errors.UnavailableError),
+        (CacheNotFoundError("cache 'mnist' does not exist", status=1000), tf.errors.NotFoundError),
+        (ConfigurationError("page_size must be positive"), tf.errors.InvalidArgumentError),
+    ],
+)
+def test_ignite_errors_keep_their_tf_error_class(error, tf_error) -> None:
+    def factory():
+        raise error
+        yield  # a generator
+
+    with pytest.raises(tf_error, match=type(error).__name__):
+        next(iter(data_source.python_source(factory, SPEC)))
 
 
 @pytest.mark.parametrize(

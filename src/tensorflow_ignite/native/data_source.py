@@ -30,9 +30,13 @@ nothing refers to it -- :class:`tensorflow_ignite.protocol.pool.BufferPool`).
 
 Only dense ``tf.TensorSpec`` elements (numbers, booleans, strings) are
 supported; :func:`supports` says whether a signature qualifies.  Errors from
-the Python iterator reach TensorFlow as ``tf.errors.UnknownError`` whose message
-names the exception type and text, followed by the Python traceback.  Iterators cannot be saved in a ``tf.train``
-checkpoint (neither can ``from_generator``'s).
+the Python iterator reach TensorFlow as the ``tf.errors`` class the ignite://
+plugin uses for them (:func:`tensorflow_ignite.native.status.code_for_exception`:
+``IgniteConnectionError`` -> ``UnavailableError``, ``CacheNotFoundError`` ->
+``NotFoundError``, ``ValueError`` -> ``InvalidArgumentError``, other errors
+``InternalError``), the message naming the exception
+type and text, followed by the Python traceback.  Iterators cannot be saved in
+a ``tf.train`` checkpoint (neither can ``from_generator``'s).
 """
 
 from __future__ import annotations
@@ -96,7 +100,10 @@ def _load() -> tuple[Any, ModuleType]:
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)
                 sys.modules[_EXTENSION_NAME] = module
+            from tensorflow_ignite.native.status import code_for_exception
+
             module.set_dispatcher(_dispatch)
+            module.set_error_code(lambda exc: int(code_for_exception(exc)))
             atexit.register(module.shutdown)
         except Exception as err:  # noqa: BLE001 - remembered and re-raised to every caller
             _load_error = err

@@ -62,6 +62,7 @@ constexpr size_t kAlignment = 64;
 
 std::atomic<bool> g_closed{false};
 PyObject* g_dispatcher = nullptr;  // strong reference, guarded by the GIL
+PyObject* g_error_code = nullptr;  // fn(exception) -> TF_Code int; strong reference, GIL
 
 bool InterpreterFinalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -113,13 +114,23 @@ size_t ReleasePending() {
   return batch.size();
 }
 
-// Pending Python exception -> Status (GIL held).  The message names the
-// exception's type and text, then carries the Python traceback.
+// Pending Python exception -> Status (GIL held).  The code comes from the
+// installed error_code function (IgniteConnectionError -> UNAVAILABLE, ...;
+// UNKNOWN without one); the message names the exception's type and text, then
+// carries the Python traceback.
 tf::Status StatusFromPython(const char* what) {
   PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
   PyErr_Fetch(&type, &value, &traceback);
   PyErr_NormalizeException(&type, &value, &traceback);
   std::string message = std::string("IgniteDataset: ") + what + " failed";
+  long code = static_cast<long>(absl::StatusCode::kUnknown);
+  if (value != nullptr && g_error_code != nullptr) {
+    PyObject* result = PyObject_CallFunctionObjArgs(g_error_code, value, nullptr);
+    const long c = result != nullptr ? PyLong_AsLong(result) : -1;
+    if (!PyErr_Occurred() && c > 0 && c <= static_cast<long>(absl::StatusCode::kUnauthenticated)) code = c;
+    Py_XDECREF(result);
+    PyErr_Clear();
+  }
   if (value != nullptr) {
     PyObject* name = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(value)), "__name__");
     PyObject* text = PyObject_Str(value);
@@ -147,7 +158,7 @@ tf::Status StatusFromPython(const char* what) {
   Py_XDECREF(type);
   Py_XDECREF(value);
   Py_XDECREF(traceback);
-  return tf::errors::Unknown(message);
+  return tf::Status(static_cast<absl::StatusCode>(code), message);
 }
 
 tf::Status Shutdown() {
@@ -470,6 +481,18 @@ PyObject* PySetDispatcher(PyObject*, PyObject* fn) {
   return previous;  // the reference the module held
 }
 
+PyObject* PySetErrorCode(PyObject*, PyObject* fn) {
+  if (fn != Py_None && !PyCallable_Check(fn)) {
+    PyErr_SetString(PyExc_TypeError, "set_error_code() needs a callable or None");
+    return nullptr;
+  }
+  PyObject* previous = g_error_code;
+  Py_XINCREF(fn == Py_None ? nullptr : fn);
+  g_error_code = fn == Py_None ? nullptr : fn;
+  Py_XDECREF(previous);
+  Py_RETURN_NONE;
+}
+
 PyObject* PyReleasePending(PyObject*, PyObject*) {
   return PyLong_FromSize_t(ReleasePending());
 }
@@ -488,6 +511,8 @@ PyObject* PyShutdown(PyObject*, PyObject*) {
 PyMethodDef kModuleMethods[] = {
     {"set_dispatcher", PySetDispatcher, METH_O,
      "set_dispatcher(fn(source_id) -> iterator, or None) -> the previous one or None"},
+    {"set_error_code", PySetErrorCode, METH_O,
+     "set_error_code(fn(exception) -> TF_Code int, or None): the status code of reader errors"},
     {"release_pending", PyReleasePending, METH_NOARGS,
      "Drop the references of tensors TensorFlow has freed; returns how many."},
     {"pending_count", PyPendingCount, METH_NOARGS,
