@@ -15,7 +15,7 @@ from tensorflow_ignite.errors import ProtocolError, SchemaError
 from tensorflow_ignite.protocol.binary import BinaryDecoder, BinaryEncoder, MissingSchemaError
 from tensorflow_ignite.protocol.buffer import ByteWriter
 from tensorflow_ignite.protocol.codes import TypeCode
-from tensorflow_ignite.protocol.columns import PagePlan, decode_page, obj, scalar
+from tensorflow_ignite.protocol.columns import PagePlan, decode_page, obj, scalar, take
 from tensorflow_ignite.protocol.hashing import field_id, schema_id, type_id
 from tensorflow_ignite.protocol.values import BinaryObject, Date, EnumValue, Time, Timestamp, Typed
 
@@ -268,3 +268,53 @@ def test_columns_match_the_general_decoder(values: list[BinaryObject | None]) ->
                 np.testing.assert_array_equal(col.values[col.row_splits[i]:col.row_splits[i + 1]], expected)
             else:
                 assert col.values[i] == expected
+
+
+@pytest.mark.parametrize("dtype", ["u1", "<i2", "<i4", "<i8", "<f8"])
+@pytest.mark.parametrize("positions", [
+    [], [5], [3, 4], [0, 7, 14, 21, 28], [1, 9, 17, 25],  # evenly spaced (strided, unaligned)
+    [0, 7, 15, 21], [21, 14, 7, 0], [4, 4, 4], [2, 40, 3],  # not: fancy indexing
+])
+def test_take_reads_values_at_any_positions(dtype: str, positions: list[int]) -> None:
+    rng = np.random.default_rng(7)
+    page = rng.integers(0, 256, 64, dtype=np.uint8)
+    idx = np.asarray(positions, dtype=np.int64)
+    got = take(page, idx, dtype)
+    size = np.dtype(dtype).itemsize
+    expected = np.array([page[i:i + size].view(dtype)[0] for i in positions], dtype=dtype)
+    assert got.dtype == np.dtype(dtype) and got.shape == (len(positions),)
+    np.testing.assert_array_equal(got, expected)
+    got[...] = 0  # a copy: the page is untouched
+    np.testing.assert_array_equal(page, np.random.default_rng(7).integers(0, 256, 64, dtype=np.uint8))
+
+
+_uniform_fields = {
+    "i": st.integers(-(2**31), 2**31 - 1).map(lambda v: Typed(v, TypeCode.INT)),
+    "l": st.integers(-(2**63), 2**63 - 1),
+    "d": st.floats(allow_nan=False),
+    "z": st.booleans(),
+    "ts": st.builds(Timestamp, st.integers(-(2**40), 2**40), st.integers(0, 999_999)),
+}
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.fixed_dictionaries(_uniform_fields), min_size=1, max_size=40), st.booleans())
+def test_uniform_pages_match_the_general_decoder(values: list[dict[str, object]], int_keys: bool) -> None:
+    """Rows of one layout (the strided path): same columns as decoding row by row."""
+    code = TypeCode.INT if int_keys else TypeCode.LONG
+    rows = [(i * 3 - 7, BinaryObject("Row", {**v, "arr": np.arange(i, i + 3, dtype=np.int32)}))
+            for i, v in enumerate(values)]
+    region = page_of(rows, (code, None))
+    plan = PagePlan.scan(scalar("key", code), obj("value", *[
+        scalar("i", TypeCode.INT), scalar("l", TypeCode.LONG), scalar("d", TypeCode.DOUBLE),
+        scalar("z", TypeCode.BOOL), scalar("ts", TypeCode.TIMESTAMP),
+        scalar("arr", TypeCode.INT_ARR, fixed_length=3)]))
+    cols = decode_page(region, len(rows), plan)
+    assert len(region) % len(rows) == 0  # every row has the same length
+    np.testing.assert_array_equal(cols["key"].values, [k for k, _ in rows])
+    np.testing.assert_array_equal(cols["value.i"].values, [v["i"].value for v in values])
+    np.testing.assert_array_equal(cols["value.l"].values, [v["l"] for v in values])
+    np.testing.assert_array_equal(cols["value.d"].values, [v["d"] for v in values])
+    np.testing.assert_array_equal(cols["value.z"].values, [v["z"] for v in values])
+    np.testing.assert_array_equal(cols["value.ts"].values, [v["ts"].epoch_ns for v in values])
+    np.testing.assert_array_equal(cols["value.arr"].values, [np.arange(i, i + 3) for i in range(len(rows))])

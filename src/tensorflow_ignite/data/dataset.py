@@ -300,25 +300,29 @@ class _ScanReader:
         """Affinity partition and identity (the key) of every row of a page with LONG or INT keys."""
         starts = C.value_offsets(page.rows, page.row_count, 2)[:, 0]
         buf = np.frombuffer(page.rows, np.uint8)
-        codes = buf[starts]
+        codes = C.take(buf, starts, np.uint8)
         longs = codes == TypeCode.LONG
         ints = codes == TypeCode.INT
-        if not np.all(longs | ints):
+        all_longs = bool(longs.all())
+        if not all_longs and not np.all(longs | ints):
             bad = int(np.flatnonzero(~(longs | ints))[0])
             raise SchemaError(f"cache {self.cache_name!r}: a key has type code {int(codes[bad])}; the other keys "
                               "are LONG or INT, and a cache read as a dataset needs keys of one type")
         ids = np.empty(len(starts), np.int64)
         h = np.empty(len(starts), np.uint32)
-        if longs.any():  # Long.hashCode(): (int) (v ^ v >>> 32)
-            raw = np.ascontiguousarray(buf[starts[longs][:, None] + np.arange(1, 9)])
-            v = raw.view("<i8").reshape(-1)
+        if all_longs or longs.any():  # Long.hashCode(): (int) (v ^ v >>> 32)
+            v = C.take(buf, (starts if all_longs else starts[longs]) + 1, "<i8")
             u = v.view(np.uint64)
-            ids[longs] = v
-            h[longs] = ((u ^ (u >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        if ints.any():  # Integer.hashCode(): the value
-            raw = np.ascontiguousarray(buf[starts[ints][:, None] + np.arange(1, 5)])
-            ids[ints] = raw.view("<i4").reshape(-1)
-            h[ints] = raw.view("<u4").reshape(-1)
+            hashes = ((u ^ (u >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+            if all_longs:
+                ids, h = v, hashes
+            else:
+                ids[longs] = v
+                h[longs] = hashes
+        if not all_longs and ints.any():  # Integer.hashCode(): the value
+            v32 = C.take(buf, starts[ints] + 1, "<i4")
+            ids[ints] = v32
+            h[ints] = v32.view(np.uint32)
         parts = self.partitions
         if parts & (parts - 1) == 0:  # RendezvousAffinityFunction: (h ^ h >>> 16) & mask
             partition = ((h ^ (h >> np.uint32(16))) & np.uint32(parts - 1)).astype(np.int64)

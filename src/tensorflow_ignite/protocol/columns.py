@@ -44,12 +44,16 @@ from tensorflow_ignite.protocol.buffer import I32
 from tensorflow_ignite.protocol.codes import ObjectFlag, TypeCode
 from tensorflow_ignite.protocol.hashing import field_id as _field_id
 
-__all__ = ["FieldPlan", "PagePlan", "Column", "decode_page", "scalar", "obj", "value_offsets"]
+__all__ = ["FieldPlan", "PagePlan", "Column", "decode_page", "scalar", "obj", "value_offsets", "take"]
 
-_NULL = TypeCode.NULL
-_HANDLE = TypeCode.HANDLE
-_OBJ = TypeCode.OBJ
-_WRAPPED = TypeCode.BINARY_OBJ
+# Plain ints: enum member lookups cost a call each in the per-page paths.
+_NULL = int(TypeCode.NULL)
+_HANDLE = int(TypeCode.HANDLE)
+_OBJ = int(TypeCode.OBJ)
+_WRAPPED = int(TypeCode.BINARY_OBJ)
+_STRING = int(TypeCode.STRING)
+_TIMESTAMP = int(TypeCode.TIMESTAMP)
+_UUID = int(TypeCode.UUID)
 
 #: wire size (after the type code) and output dtype of fixed-size scalars.
 _FIXED: dict[int, tuple[int, str]] = {
@@ -155,6 +159,41 @@ class Column:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def _step(idx: np.ndarray) -> int | None:
+    """The stride of ``idx`` if its positions are evenly spaced and increasing, else None."""
+    n = len(idx)
+    if n < 2:
+        return 1 if n else None
+    first = int(idx[0])
+    step = int(idx[1]) - first
+    if step <= 0 or int(idx[-1]) - first != step * (n - 1):
+        return None
+    if n > 2 and not bool(np.all(idx[2:] - idx[1:-1] == step)):
+        return None
+    return step
+
+
+_UNKNOWN = -1
+
+
+def take(page: np.ndarray, idx: np.ndarray, dtype: Any, step: int | None = _UNKNOWN) -> np.ndarray:
+    """The ``dtype`` values at byte positions ``idx`` of ``page`` (a new array).
+
+    The caller has bounds-checked ``idx``.  Evenly spaced positions -- every
+    row of a page that repeats one layout -- are read through one strided
+    (possibly unaligned) view; others by fancy indexing.  ``step`` is
+    ``_step(idx)`` when the caller already knows it.
+    """
+    dt = np.dtype(dtype)
+    if step == _UNKNOWN:
+        step = _step(idx)
+    if step is not None:
+        return np.ndarray((len(idx),), dt, buffer=page, offset=int(idx[0]), strides=(step,)).copy()
+    if dt.itemsize == 1:
+        return page[idx].view(dt)
+    return page[idx[:, None] + np.arange(dt.itemsize, dtype=np.int64)].view(dt).reshape(len(idx))
+
+
 class _PageDecoder:
     """State of one :func:`decode_page` call."""
 
@@ -187,10 +226,7 @@ class _PageDecoder:
     def gather(self, idx: np.ndarray, size: int, dtype: str, what: str) -> np.ndarray:
         """Values of ``size`` bytes at positions ``idx``, as ``dtype``."""
         self.check(idx, size, what)
-        if size == 1:
-            return self.page[idx].view(dtype)
-        raw = self.page[idx[:, None] + np.arange(size, dtype=np.int64)]
-        return raw.view(dtype).reshape(len(idx))
+        return take(self.page, idx, dtype)
 
     def i32(self, idx: np.ndarray, what: str) -> np.ndarray:
         return self.gather(idx, 4, "<i4", what).astype(np.int64)
@@ -199,11 +235,10 @@ class _PageDecoder:
     def locate(self) -> np.ndarray:
         """Start offset of every value: int64 array ``[rows, values per row]``."""
         n, k = self.n, len(self.plan.values)
-        starts = np.zeros((n, k), dtype=np.int64)
         if n == 0 or k == 0:
             if self.size:
                 raise ProtocolError(f"page: {self.size} bytes for {n} rows")
-            return starts
+            return np.zeros((n, k), dtype=np.int64)
         buf = self.region
         pos = 0
         first = []
@@ -214,6 +249,7 @@ class _PageDecoder:
         if row_len * n == self.size and self._uniform(first, row_len):
             base = np.arange(n, dtype=np.int64) * row_len
             return base[:, None] + np.asarray(first, dtype=np.int64)[None, :]
+        starts = np.empty((n, k), dtype=np.int64)
         pos = 0
         skip = self.skip
         for i in range(n):
@@ -230,21 +266,20 @@ class _PageDecoder:
         n = self.n
         if n == 1:
             return True
-        base = np.arange(n, dtype=np.int64) * row_len
-        page = self.page
+        rows = self.page[:n * row_len].reshape(n, row_len)
         for start in first:
-            idx = base + start
-            code = page[start]
-            if not np.all(page[idx] == code):
+            code = int(rows[0, start])
+            if not np.all(rows[:, start] == code):
                 return False
             if code in _VALUE_SIZE:
                 continue
             if code == _OBJ:
-                lens = self.gather(idx + 12, 4, "<i4", "object length")
-            elif code in (TypeCode.STRING, _WRAPPED) or code in ARRAY_DTYPES:
-                lens = self.gather(idx + 1, 4, "<i4", "length")
+                at = start + 12
+            elif code == _STRING or code == _WRAPPED or code in ARRAY_DTYPES:
+                at = start + 1
             else:
                 return False
+            lens = np.ndarray((n,), "<i4", buffer=self.page, offset=at, strides=(row_len,))
             if not np.all(lens == lens[0]):
                 return False
         return True
@@ -264,7 +299,7 @@ class _PageDecoder:
             if length < 24:
                 raise ProtocolError(f"page: object at {pos} has length {length}")
             end = pos + length
-        elif code == TypeCode.STRING or code in ARRAY_DTYPES or code == _WRAPPED:
+        elif code == _STRING or code in ARRAY_DTYPES or code == _WRAPPED:
             if pos + 5 > self.size:
                 raise ProtocolError(f"page: length at {pos} truncated")
             length = I32.unpack_from(buf, pos + 1)[0]
@@ -290,11 +325,17 @@ class _PageDecoder:
 
     def codes_at(self, pos: np.ndarray, valid: np.ndarray, path: str) -> tuple[np.ndarray, np.ndarray]:
         """Type codes at ``pos`` after following handles; returns (pos, codes) for valid rows."""
-        sel = np.flatnonzero(valid)
-        self.check(pos[sel], 1, f"{path}: type code")
-        codes = np.zeros(len(pos), dtype=np.uint8)
-        codes[sel] = self.page[pos[sel]]
-        handles = sel[codes[sel] == _HANDLE]
+        if valid.all():
+            sel = None
+            self.check(pos, 1, f"{path}: type code")
+            codes = take(self.page, pos, np.uint8)
+            handles = np.flatnonzero(codes == _HANDLE)
+        else:
+            sel = np.flatnonzero(valid)
+            self.check(pos[sel], 1, f"{path}: type code")
+            codes = np.zeros(len(pos), dtype=np.uint8)
+            codes[sel] = self.page[pos[sel]]
+            handles = sel[codes[sel] == _HANDLE]
         if handles.size:
             back = self.i32(pos[handles] + 1, f"{path}: handle")
             target = pos[handles] - back
@@ -342,19 +383,19 @@ class _PageDecoder:
         sel = np.flatnonzero(present)
         p = pos[sel]
         n = self.n
-        if code in _FIXED and code not in (TypeCode.TIMESTAMP, TypeCode.UUID):
+        if code in _FIXED and code != _TIMESTAMP and code != _UUID:
             size, dt = _FIXED[code]
             out = np.zeros(n, dtype=_OUT_DTYPE[code])
             vals = self.gather(p + 1, size, dt, path)
             out[sel] = vals != 0 if code == TypeCode.BOOL else vals
             self.emit(path, plan, out, present)
-        elif code == TypeCode.TIMESTAMP:
+        elif code == _TIMESTAMP:
             out = np.zeros(n, dtype=np.int64)
             ms = self.gather(p + 1, 8, "<i8", path)
             ns = self.gather(p + 9, 4, "<i4", path).astype(np.int64)
             out[sel] = ms * 1_000_000 + ns
             self.emit(path, plan, out, present)
-        elif code == TypeCode.UUID:
+        elif code == _UUID:
             self.check(p + 1, 16, path)
             out = np.empty(n, dtype=object)
             out[:] = b""
@@ -382,7 +423,7 @@ class _PageDecoder:
             out = np.zeros(n, dtype=np.float64)
             out[sel] = [float(dec.decode(self.region, q)) for q in p.tolist()]
             self.emit(path, plan, out, present)
-        elif code == TypeCode.STRING:
+        elif code == _STRING:
             self.bytes_column(plan, path, p, sel, present, 1)
         elif code in ARRAY_DTYPES:
             if plan.as_bytes:
@@ -480,14 +521,14 @@ class _PageDecoder:
         if sel.size:
             p = pos[sel]
             self.check(p, 24, f"{path}: object header")
-            hdr = self.page[p[:, None] + np.arange(24, dtype=np.int64)]
-            if np.any(hdr[:, 1] != 1):
+            page, step = self.page, _step(p)
+            if np.any(take(page, p + 1, np.uint8, step) != 1):
                 raise ProtocolError(f"{path}: unsupported binary object version")
-            flags = hdr[:, 2:4].copy().view("<i2").reshape(-1).astype(np.int64) & 0xFFFF
-            tids = hdr[:, 4:8].copy().view("<i4").reshape(-1).astype(np.int64)
-            total = hdr[:, 12:16].copy().view("<i4").reshape(-1).astype(np.int64)
-            sids = hdr[:, 16:20].copy().view("<i4").reshape(-1).astype(np.int64)
-            soff = hdr[:, 20:24].copy().view("<i4").reshape(-1).astype(np.int64)
+            flags = take(page, p + 2, "<u2", step).astype(np.int64)
+            tids = take(page, p + 4, "<i4", step).astype(np.int64)
+            total = take(page, p + 12, "<i4", step).astype(np.int64)
+            sids = take(page, p + 16, "<i4", step).astype(np.int64)
+            soff = take(page, p + 20, "<i4", step).astype(np.int64)
             if np.any(total < 24) or np.any(p + total > self.size):
                 raise ProtocolError(f"{path}: object length outside the page")
             keys = np.stack([tids, sids, flags], axis=1)
@@ -536,8 +577,9 @@ class _PageDecoder:
             first = int(footer[0])
             ids = tuple(I32.unpack_from(self.region, first + i * entry)[0] for i in range(count))
             if len(rows) > 1 and count:
-                idx = footer[:, None] + (np.arange(count, dtype=np.int64) * entry)[None, :]
-                got = self.gather(idx.reshape(-1), 4, "<i4", f"{path}: footer").reshape(len(rows), count)
+                self.check(footer, count * entry, f"{path}: footer")
+                step = _step(footer)
+                got = np.stack([take(self.page, footer + i * entry, "<i4", step) for i in range(count)], axis=1)
                 if np.any(got != np.asarray(ids, dtype=np.int32)[None, :]):
                     raise ProtocolError(f"{path}: objects with schema id {sid} have different field ids")
         index = {fid: i for i, fid in enumerate(ids)}
