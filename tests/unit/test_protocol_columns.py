@@ -318,3 +318,54 @@ def test_uniform_pages_match_the_general_decoder(values: list[dict[str, object]]
     np.testing.assert_array_equal(cols["value.z"].values, [v["z"] for v in values])
     np.testing.assert_array_equal(cols["value.ts"].values, [v["ts"].epoch_ns for v in values])
     np.testing.assert_array_equal(cols["value.arr"].values, [np.arange(i, i + 3) for i in range(len(rows))])
+
+
+def _pair(a: int, b: int, order: str = "ab", note: str = "xyz") -> BinaryObject:
+    fields = {"a": Typed(a, TypeCode.INT), "b": Typed(b, TypeCode.LONG), "note": note}
+    return BinaryObject("Pair", {k: fields[k] for k in (*order, "note")})
+
+
+_PAIR_PLAN = PagePlan.scan(scalar("key", TypeCode.LONG),
+                           obj("value", scalar("a", TypeCode.INT), scalar("b", TypeCode.LONG)))
+
+
+def _decoded_pairs(rows: list[tuple[int, BinaryObject | None]]) -> dict[str, list[object]]:
+    cols = decode_page(page_of(rows, (TypeCode.LONG, None)), len(rows), _PAIR_PLAN)
+    return {k: c.values.tolist() for k, c in cols.items()} | {
+        f"{k}.mask": c.mask.tolist() for k, c in cols.items() if c.mask is not None}
+
+
+def test_layouts_are_made_once_and_checked_on_every_page() -> None:
+    from tensorflow_ignite.protocol import columns
+
+    columns._LAYOUTS.clear()
+    rows = [(i, _pair(i, -i)) for i in range(8)]
+    got = _decoded_pairs(rows)
+    assert got["key"] == list(range(8)) and got["value.a"] == list(range(8)) and got["value.b"] == [-i for i in range(8)]
+    assert len(columns._LAYOUTS) == 1  # the strided path was taken
+    layout = next(iter(columns._LAYOUTS.values()))
+    # Same row length, fields in another order (footer and offsets differ): the
+    # kept layout must not be used; the page's own one replaces it.
+    swapped = [(i, _pair(10 + i, 20 + i, order="ba")) for i in range(8)]
+    got = _decoded_pairs(swapped)
+    assert got["value.a"] == [10 + i for i in range(8)] and got["value.b"] == [20 + i for i in range(8)]
+    assert next(iter(columns._LAYOUTS.values())) is not layout
+
+
+@pytest.mark.parametrize("case", ["unwanted field differs", "null in a later row", "null in row 0", "null object"])
+def test_rows_that_do_not_repeat_one_layout_decode_like_before(case: str) -> None:
+    rows: list[tuple[int, BinaryObject | None]] = [(i, _pair(i, 2 * i)) for i in range(6)]
+    if case == "unwanted field differs":
+        rows[3] = (3, _pair(3, 6, note="abc"))  # same length, other bytes in a field the plan skips
+    elif case == "null in a later row":
+        rows[4] = (4, BinaryObject("Pair", {"a": Typed(4, TypeCode.INT), "note": "xyz"}))
+    elif case == "null in row 0":
+        rows[0] = (0, BinaryObject("Pair", {"a": Typed(0, TypeCode.INT), "note": "xyz"}))
+    else:
+        rows[2] = (2, None)
+    got = _decoded_pairs(rows)
+    null_row = {"null in a later row": 4, "null in row 0": 0, "null object": 2}.get(case)
+    expected_b = [0 if i == null_row else 2 * i for i in range(6)]
+    assert got["key"] == list(range(6))
+    assert got["value.b"] == expected_b
+    assert got["value.b.mask"] == [i != null_row for i in range(6)]

@@ -8,12 +8,16 @@ path (``"key"``, ``"value.label"``, ``"value.address.city"``, SQL column
 names...).
 
 Speed comes from never building Python objects per row where numpy can do the
-work: rows are located with one cheap hop per value (object total lengths)
-or, when every row has the same length, with no per-row Python at all; object
-headers and footers are gathered for all rows at once; field offsets come
-from the footer by position in the schema, resolved once per (type, schema,
-flags) group, never via per-row dicts; fixed-size values are gathered with
-fancy indexing, equal-length arrays with a strided view.
+work.  Pages whose rows repeat one layout (every row as long as row 0 and
+equal to it except in its value bytes and object hash codes; see
+:class:`_Layout`) cost one comparison and one strided read per column.
+Otherwise rows are located with one cheap hop per value (object total
+lengths) or, when every row has the same length, with no per-row Python at
+all; object headers and footers are gathered for all rows at once; field
+offsets come from the footer by position in the schema, resolved once per
+(type, schema, flags) group, never via per-row dicts; values at evenly spaced
+positions are read through strided views (:func:`take`), others with fancy
+indexing.
 
 Output per leaf type (``mask`` True = present; nulls hold a default):
 
@@ -29,6 +33,7 @@ Output per leaf type (``mask`` True = present; nulls hold a default):
 
 from __future__ import annotations
 
+import functools
 import struct
 import uuid as _uuid
 from collections.abc import Sequence
@@ -194,6 +199,78 @@ def take(page: np.ndarray, idx: np.ndarray, dtype: Any, step: int | None = _UNKN
     return page[idx[:, None] + np.arange(dt.itemsize, dtype=np.int64)].view(dt).reshape(len(idx))
 
 
+def _leaf_uniform(plan: FieldPlan) -> bool:
+    """True if ``plan`` wants only values of a fixed encoded size (see :class:`_Layout`)."""
+    if plan.type_code == _OBJ:
+        return all(_leaf_uniform(f) for f in plan.fields)
+    if plan.type_code in _FIXED:
+        return plan.type_code != _UUID
+    return plan.type_code in ARRAY_DTYPES and plan.fixed_length is not None and not plan.as_bytes
+
+
+@functools.lru_cache(maxsize=64)
+def _plan_uniform(plan: PagePlan) -> bool:
+    return all(v is None or _leaf_uniform(v) for v in plan.values)
+
+
+@dataclass
+class _Layout:
+    """Where every wanted value sits in a row, for pages whose rows repeat one layout.
+
+    Made by decoding one row with the general decoder while it records the
+    byte offset of each leaf value and of each object's hash code.  A page
+    uses the layout if all its rows have the layout's length and repeat row
+    0's bytes everywhere except at those offsets (type codes, lengths, object
+    headers, footers, unwanted fields...): then every row decodes exactly like
+    row 0, and each column is one strided read of the page.  Layouts are kept
+    per (plan, row length) and checked against every page.
+    """
+
+    row_len: int
+    #: Offsets (within a row) that every row must repeat, and row 0's bytes there.
+    fixed_idx: np.ndarray
+    fixed_ref: np.ndarray
+    #: (kind, path, plan, offset of the value bytes, type code) in decoding order.
+    leaves: list[tuple[str, str, FieldPlan, int, int]]
+
+    def matches(self, rows: np.ndarray) -> bool:
+        return bool((rows[:, self.fixed_idx] == self.fixed_ref).all())
+
+    @classmethod
+    def of(cls, row: memoryview, plan: PagePlan, resolver: SchemaResolver | None,
+           starts: list[int]) -> _Layout | None:
+        """The layout of one row (``row`` is exactly one row), or None if it has nulls."""
+        dec = _PageDecoder(row, 1, plan, resolver)
+        dec.trace = []
+        dec.run()
+        if not dec.traceable:
+            return None
+        varying = np.zeros(len(row), dtype=bool)
+        for kind, _, fplan, off, code in dec.trace:
+            if kind == "hash":
+                size = 4
+            elif kind == "array":
+                assert fplan.fixed_length is not None
+                size = fplan.fixed_length * ARRAY_DTYPES[code].itemsize
+            else:
+                size = _FIXED[code][0]
+            varying[off:off + size] = True
+        # Values the plan skips (e.g. keys of a value-only read) may differ per row too.
+        for start, vplan in zip(starts, plan.values):
+            code = row[start]
+            if vplan is None and code in _VALUE_SIZE:
+                varying[start + 1:start + _VALUE_SIZE[code]] = True
+        fixed_idx = np.flatnonzero(~varying)
+        page = np.frombuffer(row, dtype=np.uint8)
+        leaves = [t for t in dec.trace if t[0] != "hash"]
+        return cls(len(row), fixed_idx, page[fixed_idx].copy(), leaves)
+
+
+#: Layouts by (plan, row length); bounded (cleared when full).
+_LAYOUTS: dict[tuple[PagePlan, int], _Layout] = {}
+_MAX_LAYOUTS = 64
+
+
 class _PageDecoder:
     """State of one :func:`decode_page` call."""
 
@@ -210,6 +287,9 @@ class _PageDecoder:
         self.resolver = schema_resolver
         self._bytes: bytes | None = None
         self.out: dict[str, Column] = {}
+        #: Set by :meth:`_Layout.of`: record value offsets (decoding one row).
+        self.trace: list[tuple[str, str, FieldPlan, int, int]] | None = None
+        self.traceable = True
 
     @property
     def data(self) -> bytes:
@@ -316,12 +396,77 @@ class _PageDecoder:
 
     # ------------------------------------------------------------ decoding
     def run(self) -> dict[str, Column]:
+        if self.n > 1 and self.trace is None and _plan_uniform(self.plan) and self._run_uniform():
+            return self.out
         starts = self.locate()
         valid = np.ones(self.n, dtype=bool)
         for j, plan in enumerate(self.plan.values):
             if plan is not None:
                 self.slot(plan, starts[:, j].copy(), valid, plan.name)
         return self.out
+
+    def _run_uniform(self) -> bool:
+        """Decode through a :class:`_Layout` if every row repeats one; False if not."""
+        buf = self.region
+        pos = 0
+        first = []
+        for _ in self.plan.values:
+            first.append(pos)
+            pos = self.skip(buf, pos)
+        row_len = pos
+        n = self.n
+        if row_len * n != self.size:
+            return False
+        rows = self.page.reshape(n, row_len)
+        key = (self.plan, row_len)
+        layout = _LAYOUTS.get(key)
+        if layout is None or not layout.matches(rows):
+            layout = _Layout.of(buf[:row_len], self.plan, self.resolver, first)
+            if layout is None or not layout.matches(rows):
+                return False
+            if len(_LAYOUTS) >= _MAX_LAYOUTS:
+                _LAYOUTS.clear()
+            _LAYOUTS[key] = layout
+        page = self.page
+        present = np.ones(n, dtype=bool)
+        for kind, path, plan, off, code in layout.leaves:
+            if kind == "fixed":
+                size, dt = _FIXED[code]
+                vals = np.ndarray((n,), dt, buffer=page, offset=off, strides=(row_len,))
+                out = vals != 0 if code == TypeCode.BOOL else vals.astype(_OUT_DTYPE[code])
+            elif kind == "ts":
+                ms = np.ndarray((n,), "<i8", buffer=page, offset=off, strides=(row_len,))
+                ns = np.ndarray((n,), "<i4", buffer=page, offset=off + 8, strides=(row_len,))
+                out = ms * 1_000_000 + ns.astype(np.int64)
+            else:
+                dtype = ARRAY_DTYPES[code]
+                k = plan.fixed_length
+                assert k is not None
+                width = k * dtype.itemsize
+                view = np.lib.stride_tricks.as_strided(page[off:], shape=(n, width), strides=(row_len, 1),
+                                                       writeable=False)
+                raw = aligned_empty((n, width), np.uint8, self.pool)
+                np.copyto(raw, view)
+                out = raw.view(dtype if dtype.kind != "b" else np.uint8).reshape(n, k)
+                if dtype.kind == "b":
+                    out = out != 0
+            self.emit(path, plan, out, present)
+        return True
+
+    def _trace_leaf(self, plan: FieldPlan, path: str, code: int, p: np.ndarray, sel: np.ndarray) -> None:
+        """Record where the (one) row's leaf value sits (:meth:`_Layout.of`)."""
+        assert self.trace is not None
+        if sel.size != self.n:
+            self.traceable = False  # a null: other rows may differ in length
+        elif code == _TIMESTAMP:
+            self.trace.append(("ts", path, plan, int(p[0]) + 1, code))
+        elif code in _FIXED and code != _UUID:
+            self.trace.append(("fixed", path, plan, int(p[0]) + 1, code))
+        elif code in ARRAY_DTYPES and plan.fixed_length is not None and not plan.as_bytes:
+            self.trace.append(("array", path, plan, int(p[0]) + 5, code))
+        else:
+            self.traceable = False
+
 
     def codes_at(self, pos: np.ndarray, valid: np.ndarray, path: str) -> tuple[np.ndarray, np.ndarray]:
         """Type codes at ``pos`` after following handles; returns (pos, codes) for valid rows."""
@@ -383,6 +528,8 @@ class _PageDecoder:
         sel = np.flatnonzero(present)
         p = pos[sel]
         n = self.n
+        if self.trace is not None:
+            self._trace_leaf(plan, path, code, p, sel)
         if code in _FIXED and code != _TIMESTAMP and code != _UUID:
             size, dt = _FIXED[code]
             out = np.zeros(n, dtype=_OUT_DTYPE[code])
@@ -516,6 +663,11 @@ class _PageDecoder:
                 raise SchemaError(f"column {path!r}: wrapped value is not an object")
         sel = np.flatnonzero(present)
         n = self.n
+        if self.trace is not None:
+            if sel.size != n:
+                self.traceable = False
+            else:
+                self.trace.append(("hash", path, plan, int(pos[sel[0]]) + 8, _OBJ))
         field_pos = {f.name: np.zeros(n, dtype=np.int64) for f in plan.fields}
         field_ok = {f.name: np.zeros(n, dtype=bool) for f in plan.fields}
         if sel.size:
