@@ -212,7 +212,25 @@ WHAT_WAS_TRIED = """\
    Python, as for any tf.data pipeline).
 8. **Tried, no measurable effect:** waking waiters when the response lock is released in
    `Connection.receive`; more reader threads (1, 2 or 4 on 2 cores: the GIL and the node share them);
-   `sys.setswitchinterval(0.0005)` during `fit` (within noise).
+   `sys.setswitchinterval(0.0005)` during `fit` (within noise); coalescing at most 1, 2 or 3 scan
+   pages instead of up to `page_bytes` (0.195/0.199/0.194 vs 0.190 s, 13 alternating rounds; an
+   earlier 11-round run had shown 0.196 vs 0.228 s -- noise of that size is why one run proves
+   little here); `.prefetch(1)`/`(2)` after the dataset (0.236/0.240 vs 0.230 s: the reader and the
+   consumer contend for the GIL).
+9. **Pages whose rows repeat one layout decode through strided reads**
+   (`src/tensorflow_ignite/protocol/columns.py`: `_Layout`, `take`). After item 7 the decoder was
+   the reader's largest cost: ~700 small NumPy calls per page (per-row index arrays for fancy
+   indexing, per-field masks), 0.5 ms fixed per page. Now, when every row of a page is as long as
+   row 0 and repeats row 0's bytes except in its value bytes and object hash codes (one comparison
+   of the ~35 structural bytes of every row), each column is one strided read of the page; the
+   layout comes from decoding row 0 with the general decoder, which records where each value sits,
+   and is kept per plan and row length, checked on every page (rows with nulls, other schemas or
+   differing unwanted fields fall back to the general path, tested). Elsewhere, evenly spaced
+   positions are read through strided views instead of fancy indexing. Measured on the 60k MNIST
+   rows (CPU, same process): decoding the 15 coalesced pages 66 -> 13 ms, keys' partition ids for
+   exactly-once 15.9 -> 5.5 ms; against a node, alternating with the layout path switched off (12
+   rounds): IgniteDataset in TF 0.196 -> 0.165 s (CPU 0.135 -> 0.106 s), reader alone 0.145 ->
+   0.130 s (CPU 0.089 -> 0.068 s).
 """
 
 
@@ -356,8 +374,16 @@ after ~23 ms (three in flight) while the node stores blocks one after another (a
 profile put 30% of the node's samples in per-page bookkeeping, `SharedPageLockTracker` and
 `IoStatisticsQueryHelper`; turning the tracker off did not change node CPU, below). A fresh node's JIT
 makes its first saves 2-6x dearer in node CPU (2.8, 1.2, 0.8-1.1, 0.6-0.8, 0.5-0.6 s, steady from the
-sixth save), hence the warm-up until steady. File and directory operations add 20-65 ms per
-checkpoint (about 15 metadata transactions of 3-8 ms) against 3-9 ms locally. Restore: after the
+sixth save), hence the warm-up until steady. The node's thin-client listener reads sockets 8 KiB at a
+time (Ignite's `ByteBufferNioClientWorker` allocates a fixed `8 << 10` read buffer; no setting changes
+it): a 269 MB save is ~33,000 reads, each a pass through the selector loop of the node's NIO thread, time that
+JFR's execution sampler does not see (it samples threads running Java code, not threads inside system
+calls), so that JFR profile under-counts the NIO thread. File and directory operations: TensorFlow
+makes 12 per save (makedirs, mkdir, three renames, two index files published, remove, rmdir, ...),
+traced through the backend on a quiet machine at 58-97 ms per 269 MB save (13-20% of it) against 3-9
+ms locally; each is one optimistic transaction, e.g. a rename (medians of 40): start 0.4 ms, two
+rounds of reads 1.9 ms, put 0.6 ms, remove 0.5 ms, commit 2.5 ms -- the commit (prepare and commit
+inside the node) is the largest part and the one that grows most under load (2-16 ms). Restore: after the
 direct receive, 29% of samples are the socket receive into TensorFlow's buffer; a 64 MiB tensor
 takes 43-100 ms (at best ~1.5 GB/s) and TensorFlow spends ~22 ms of its own between tensors. When
 the machine is quiet, local disk writes 1.2-1.3 GB/s and restores 1.5-1.8 GB/s (page cache), so 0.5x
@@ -389,5 +415,10 @@ is what dumps page locks when a node hangs); 16 KiB memory pages on the node (wr
 noise, 3 kept); two blocks of read-ahead after a direct read; huge pages for fresh 64 MiB read
 buffers; 256 KiB, 512 KiB, 1, 2 or 16 MiB blocks (within noise); pipelining block gets from the
 reading thread without receiving into TensorFlow's buffer (slower: the thread then receives and
-copies serially). The write gap is the node's put path.
+copies serially); `copy_on_read=false` on the data cache (two one-node clusters side by side, 8
+alternating rounds after the warm-up, default vs off: restore 0.356 vs 0.397 s, node CPU 0.29 vs 0.31 s;
+save 0.469 vs 0.498 s). The data cache with an on-heap tier (`onheap_cache_enabled`): restores 0.356 -> 0.313 s,
+node CPU per restore 0.29 -> 0.23 s (gets served from the heap, not from 1,024 memory pages per
+block), but a thin client cannot give the cache an eviction policy, so every stored checkpoint would
+stay on the node's heap until it runs out: not adopted. The write gap is the node's put path.
 """
