@@ -184,13 +184,15 @@ def java_scan(host: str, port: int, cache: str, *, page_size: int, warmup: int =
 @_spec
 def pyignite_scan(host: str, port: int, cache: str, *, fields: Mapping[str, tuple[Any, Sequence[int]]],
                   row_bytes: int, page_size: int, batch_size: int, max_seconds: float | None = None,
-                  label: str = "pyignite + from_generator", key: str = "pyignite") -> Contender:
+                  max_reps: int | None = None, label: str = "pyignite + from_generator",
+                  key: str = "pyignite") -> Contender:
     """``cache.scan()`` in a generator yielding one dict per row, into ``from_generator().batch()``.
 
     ``fields`` maps value field -> (dtype, per-row shape); byte-array fields
     arrive from pyignite as ``bytes`` and become arrays with ``np.frombuffer``.
     ``max_seconds`` stops a slow read early (the rate is then that of the rows
-    read; the run's ``extra["partial"]`` says how many).
+    read; the run's ``extra["partial"]`` says how many); ``max_reps`` caps its
+    timed repetitions (:attr:`Contender.max_reps`).
     """
     import tensorflow as tf
     from pyignite import Client
@@ -231,17 +233,19 @@ def pyignite_scan(host: str, port: int, cache: str, *, fields: Mapping[str, tupl
             pass
 
     limit = f"; stops after {max_seconds:g} s (rate of the rows read)" if max_seconds else ""
+    if max_reps is not None:
+        limit += f"; {max_reps} timed repetitions"
     return Contender(key, label, run, warmup=warm, note=f"page_size={page_size}, batch({batch_size}){limit}",
-                     close=client.close)
+                     close=client.close, max_reps=max_reps)
 
 
 @_spec
 def pyignite_sql(host: str, port: int, query: str, *, columns: Sequence[tuple[str, Any]], row_bytes: int,
-                 page_size: int, batch_size: int, max_seconds: float | None = None,
+                 page_size: int, batch_size: int, max_seconds: float | None = None, max_reps: int | None = None,
                  label: str = "pyignite SQL + from_generator", key: str = "pyignite") -> Contender:
     """``client.sql(query)`` rows (lists) in a generator, into ``from_generator().batch()``.
 
-    ``max_seconds`` as for :func:`pyignite_scan`.
+    ``max_seconds`` and ``max_reps`` as for :func:`pyignite_scan`.
     """
     import tensorflow as tf
     from pyignite import Client
@@ -274,8 +278,10 @@ def pyignite_sql(host: str, port: int, query: str, *, columns: Sequence[tuple[st
             pass
 
     limit = f"; stops after {max_seconds:g} s (rate of the rows read)" if max_seconds else ""
+    if max_reps is not None:
+        limit += f"; {max_reps} timed repetitions"
     return Contender(key, label, run, warmup=warm, note=f"page_size={page_size}, batch({batch_size}){limit}",
-                     close=client.close)
+                     close=client.close, max_reps=max_reps)
 
 
 # ------------------------------------------------------------------ SQL

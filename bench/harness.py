@@ -71,6 +71,10 @@ class Contender:
     spec: tuple[str, list[Any], dict[str, Any]] | None = None
     #: Releases what the contender holds (connections); called once the scenario is done.
     close: Callable[[], None] | None = None
+    #: At most this many timed repetitions (None: as many as the scenario runs). For a
+    #: contender so slow that it is stopped after a fixed time (pyignite): more rounds of
+    #: it would only lengthen the run, while the others' medians gain from more rounds.
+    max_reps: int | None = None
 
 
 @dataclass
@@ -186,7 +190,8 @@ def _measure(c: Contender) -> Run:
 def run_scenario(sc: Scenario, reps: int, log: Callable[[str], None] = print) -> ScenarioResult:
     """Warm every contender up once, then ``reps`` rounds of all contenders, rotating the order.
 
-    ``reps`` is raised to the scenario's ``min_reps`` unless it is 1.
+    ``reps`` is raised to the scenario's ``min_reps`` unless it is 1; a contender
+    with ``max_reps`` sits out the rounds after its ``max_reps``-th.
     """
     if reps > 1:
         reps = max(reps, sc.min_reps)
@@ -207,6 +212,8 @@ def run_scenario(sc: Scenario, reps: int, log: Callable[[str], None] = print) ->
         for c in order:
             res = results[c.key]
             if res.error is not None:  # failed once: its later rounds are skipped
+                continue
+            if c.max_reps is not None and len(res.runs) >= c.max_reps:
                 continue
             try:
                 run = _measure(c)

@@ -273,15 +273,15 @@ def _as_json(results: list[Any], sizes: Any, duration: float) -> dict[str, Any]:
 
 
 def _sizes_text(s: Any) -> str:
-    from .scenarios import SHORT_SCENARIO_REPS
+    from .scenarios import PYIGNITE_REPS, SHORT_SCENARIO_REPS, SMALL_ROWS_REPS
 
     return (f"bulk {s.bulk_rows} x {s.bulk_row_bytes // 1024} KiB (pages of {s.bulk_page_rows} rows, "
             f"batch {s.bulk_batch}); small rows {s.small_rows:,} (pages {s.small_page_rows}, batch {s.small_batch}); "
             f"SQL {s.sql_rows:,} rows (pages {s.sql_page_rows}); training {s.train_rows:,} rows x "
             f"{s.train_epochs} epochs (batch {s.train_batch}); scale-out {s.scale_rows} x "
             f"{s.bulk_row_bytes // 1024} KiB on 1 and {s.scale_nodes} nodes; {s.reps} repetition(s)"
-            + (f" ({SHORT_SCENARIO_REPS} for small rows and training)" if s.reps > 1 and s.reps < SHORT_SCENARIO_REPS
-               else "")
+            + (f" ({max(s.reps, SMALL_ROWS_REPS)} for small rows, {max(s.reps, SHORT_SCENARIO_REPS)} for training; "
+               f"pyignite {PYIGNITE_REPS} in small rows)" if s.reps > 1 else "")
             + f", {s.java_warmup} JVM warm-up scans per Java run")
 
 
