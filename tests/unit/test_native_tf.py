@@ -31,9 +31,12 @@ gfile = tf.io.gfile
 
 @pytest.fixture(scope="module")
 def native(tmp_path_factory):
-    """The plugin, registered once for the module."""
+    """The plugin, registered once for the module; the backend installed before
+    (the Ignite one, in a full test run) is put back afterwards."""
+    before = loader.get_backend()
     loader.register_filesystems(lambda: LocalDirBackend(tmp_path_factory.mktemp("initial")))
-    return loader.native_module()
+    yield loader.native_module()
+    loader.set_backend(before)
 
 
 @pytest.fixture
