@@ -132,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from .ceiling import CeilingServer
     from tensorflow_ignite.data.dataset import close_shared_clients
-    from tensorflow_ignite.local.cluster import LocalCluster
+    from tensorflow_ignite.local.cluster import LocalCluster, stop_nodes_with_process
+
+    stop_nodes_with_process(os.getpid())  # an interrupted run leaves no node behind
 
     big = not args.quick
     with CeilingServer() as ceiling:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what tensorflow-ignite needs from the system: a JDK (17+), Maven and a
-# C++ compiler. Does nothing when they are already there.
+# C++ compiler; for the tests, gdb (a stuck test prints every thread's native
+# stack: tests/conftest.py). Does nothing when they are already there.
 set -euo pipefail
 
 need=()
@@ -10,6 +11,7 @@ fi
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
+command -v gdb >/dev/null 2>&1 || need+=(gdb)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "system dependencies present: $(java -version 2>&1 | head -n1); $(mvn -v 2>/dev/null | head -n1)"

@@ -1,1 +1,97 @@
+"""Test-suite wiring: real Ignite nodes from the project's plugin; stack dumps of a stuck test.
+
+A test stuck in native code (TensorFlow's runtime, the GIL, a socket) never
+returns to the interpreter, so a SIGALRM-based timeout cannot fire there.  The
+suite uses pytest-timeout's ``thread`` method (pyproject.toml); before it dumps
+the Python stacks and ends the process, :func:`pytest_timeout_set_timer` below
+also prints every thread's *native* stack (gdb), which is what tells a deadlock
+between TensorFlow's threads and the GIL apart from a wait on the network.  The
+nodes the run started stop by themselves once the process is gone
+(``stop_nodes_with_process``).
+
+That timer is a Python thread: if the stuck thread holds the GIL, it never
+runs.  So pytest's faulthandler watchdog (``faulthandler_timeout``, a C thread)
+is armed a little later: it dumps the Python stack of every thread without
+taking the GIL and ends the process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from typing import Any
+
+import pytest
+
 pytest_plugins = ["tensorflow_ignite.testing.pytest_plugin"]
+
+#: Frames shown per thread in the condensed native dump.
+_NATIVE_FRAMES = 14
+
+
+def _allow_gdb_to_attach() -> None:
+    """Let a child process ptrace this one under Yama's ``ptrace_scope=1``."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(0x59616D61, ctypes.c_ulong(-1 & 0xFFFFFFFFFFFFFFFF), 0, 0, 0)  # PR_SET_PTRACER, ANY
+    except (OSError, AttributeError):
+        pass
+
+
+def native_stacks(pid: int | None = None, timeout: float = 180.0) -> str:
+    """Every thread's native backtrace of process ``pid`` (default: this one), condensed."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        return "(gdb is not installed: no native stacks)"
+    _allow_gdb_to_attach()
+    try:
+        run = subprocess.run(
+            [gdb, "-p", str(pid or os.getpid()), "-batch", "-nx", "-ex", "set pagination off",
+             "-ex", f"thread apply all bt {_NATIVE_FRAMES}"],
+            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"(gdb failed: {exc})"
+    lines: list[str] = []
+    for line in run.stdout.splitlines():
+        if line.startswith("Thread "):
+            lines.append(line)
+        elif line.startswith("#"):
+            # "#3  0x... in fn (args) at file:line" -> "#3 fn  file:line"
+            m = re.match(r"#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+)(?: \(.*?\))?(?: (?:at|from) (\S+))?", line)
+            lines.append(f"  #{m.group(1)} {m.group(2)}  {m.group(3) or ''}" if m else f"  {line}")
+    return "\n".join(lines) if lines else f"(no stacks from gdb: {run.stderr.strip()[-500:]})"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    """pytest-timeout's ``thread`` method, plus native stacks before the Python ones."""
+    if settings.method != "thread":
+        return None
+    import pytest_timeout
+
+    def expired() -> None:
+        try:
+            sys.stderr.write(f"\n+++ {item.nodeid}: no progress in {settings.timeout:.0f} s; "
+                             "native stacks of every thread (gdb):\n")
+            sys.stderr.write(native_stacks() + "\n")
+            sys.stderr.flush()
+        finally:
+            pytest_timeout.timeout_timer(item, settings)  # Python stacks, then os._exit(1)
+
+    timer = threading.Timer(settings.timeout, expired)
+    timer.name = f"timeout {item.nodeid}"
+    timer.daemon = True
+
+    def cancel() -> None:
+        timer.cancel()
+        timer.join()
+
+    item.cancel_timeout = cancel  # type: ignore[attr-defined]  # read by pytest-timeout's cancel hook
+    timer.start()
+    return True

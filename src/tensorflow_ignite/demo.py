@@ -170,7 +170,7 @@ def run_demo(
     cluster: LocalCluster | None = None
     if host is None:
         cluster = _start_own_nodes(Path(work_dir) if work_dir else demo_work_dir(distributed),
-                                   nodes=3 if distributed else 1, node_port=node_port)
+                                   nodes=3 if distributed else 1, node_port=node_port, keep=keep_node)
         host, port = cluster.address()
     node_running = False
     try:
@@ -192,7 +192,7 @@ def run_demo(
     return result
 
 
-def _start_own_nodes(work_dir: Path, *, nodes: int, node_port: int | None) -> LocalCluster:
+def _start_own_nodes(work_dir: Path, *, nodes: int, node_port: int | None, keep: bool) -> LocalCluster:
     previous = LocalCluster.load_state(work_dir)
     if previous is not None and any(m.alive() for m in previous.members):
         raise NodeError(
@@ -202,7 +202,9 @@ def _start_own_nodes(work_dir: Path, *, nodes: int, node_port: int | None) -> Lo
     print(f"Starting {nodes} local Apache Ignite node(s) with persistence in {work_dir} ...", flush=True)
     # The default node name: `ignite-tf node start --persistence --work-dir DIR` later
     # finds the same consistent ids, hence the same stored data.
-    cluster = LocalCluster(work_dir, nodes=nodes, client_port=port, persistence=True).start()
+    # Unless kept, the nodes also stop when the demo is killed before it can stop them.
+    cluster = LocalCluster(work_dir, nodes=nodes, client_port=port, persistence=True,
+                           owner_pid=None if keep else os.getpid()).start()
     host, first = cluster.address()
     print(f"Ignite ready at {host}:{first}" + (f" (and {nodes - 1} more nodes)" if nodes > 1 else ""),
           flush=True)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +57,41 @@ def test_node_that_fails_to_start_shows_its_log(tmp_path: Path) -> None:
     cluster = LocalCluster(tmp_path, nodes=1, jvm_options=("-Xmx1m", "-Xms1m"))
     cluster.heap_mb = 1
     with pytest.raises(NodeError, match=r"exited during start-up.*node\.log"):
+        cluster.start(timeout=60)
+    assert cluster.java_pids() == []
+
+
+def test_fixture_nodes_are_tied_to_the_test_process(ignite_node: LocalCluster) -> None:
+    # A run killed by a timeout leaves no node behind (stop_nodes_with_process).
+    assert ignite_node.owner_pid == os.getpid()
+    cmdline = Path(f"/proc/{ignite_node.members[0].pid}/cmdline").read_bytes().split(b"\0")
+    assert cmdline[cmdline.index(b"--exit-with") + 1] == str(os.getpid()).encode()
+
+
+def test_nodes_stop_when_their_owner_process_is_killed(tmp_path: Path) -> None:
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    cluster = LocalCluster(tmp_path, nodes=2, region_mb=128, heap_mb=384, owner_pid=owner.pid)
+    try:
+        cluster.start(timeout=120)
+        assert len(cluster.java_pids()) == 2
+        owner.kill()  # SIGKILL: no clean-up code of the owner runs
+        owner.wait()
+        deadline = time.monotonic() + 60
+        while cluster.java_pids() and time.monotonic() < deadline:
+            time.sleep(0.1)  # polling for the exits, not a fixed wait
+        assert cluster.java_pids() == []
+        for m in cluster.members:
+            assert f"owner process {owner.pid} ended" in Path(m.log).read_text(errors="replace")
+    finally:
+        owner.kill()
+        cluster.stop()
+
+
+def test_an_owner_that_is_not_running_is_a_start_up_error(tmp_path: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    cluster = LocalCluster(tmp_path, nodes=1, owner_pid=gone.pid)
+    with pytest.raises(NodeError, match=rf"exited during start-up(.|\n)*owner process {gone.pid} is not running"):
         cluster.start(timeout=60)
     assert cluster.java_pids() == []
 

@@ -29,13 +29,35 @@ from ..errors import IgniteError, NodeError
 from .java import JVM_OPENS, java_runtime, launcher_classpath
 from .tls import TLSMaterial, make_tls_material
 
-__all__ = ["LocalCluster", "NodeInfo", "DEFAULT_USER", "DEFAULT_PASSWORD", "find_free_port_block"]
+__all__ = [
+    "LocalCluster", "NodeInfo", "DEFAULT_USER", "DEFAULT_PASSWORD", "find_free_port_block", "stop_nodes_with_process",
+]
 
 DEFAULT_USER = "ignite"
 DEFAULT_PASSWORD = "ignite"
 STATE_FILE = "cluster.json"
 #: Discovery slots reserved per cluster: nodes added later find the others.
 DISCOVERY_SLOTS = 10
+
+_default_owner: int | None = None
+
+
+def stop_nodes_with_process(pid: int | None) -> None:
+    """Nodes started from now on in this process stop by themselves when process ``pid`` ends.
+
+    However ``pid`` ends -- also killed by a signal or a CI timeout, when no
+    ``stop()`` runs -- its nodes follow it within a second (the node launcher
+    watches the process).  The pytest plugin and the benchmarks tie their nodes
+    to their own process this way; ``None`` (the default) lets nodes outlive the
+    process that started them, as ``ignite-tf node start`` needs.  A cluster's
+    own ``owner_pid`` overrides this.
+    """
+    global _default_owner
+    _default_owner = pid
+
+
+def _owner_default() -> int | None:
+    return _default_owner
 
 
 @dataclass
@@ -146,7 +168,9 @@ class LocalCluster:
     error naming the port.  ``sql=True`` runs nodes with the H2 SQL engine
     (Ignite 2.17.0, the newest release publishing one).  ``auth=True`` needs and
     implies persistence; the user is ``ignite``/``ignite``.  ``tls=True``
-    generates a private CA under the work directory.
+    generates a private CA under the work directory.  ``owner_pid``: the nodes
+    stop by themselves when that process ends (default: the process given to
+    :func:`stop_nodes_with_process`, else none -- the nodes outlive their starter).
     """
 
     work_dir: Path
@@ -163,6 +187,7 @@ class LocalCluster:
     extra_classpath: tuple[str, ...] = ()
     jvm_options: tuple[str, ...] = ()
     name: str = "tf-ignite"
+    owner_pid: int | None = field(default_factory=_owner_default)
     members: list[NodeInfo] = field(default_factory=list)
     tls_material: TLSMaterial | None = None
     _discovery_base: int = 0
@@ -274,6 +299,8 @@ class LocalCluster:
             "--region-mb", str(self.region_mb),
         ]
         env = dict(os.environ)
+        if self.owner_pid is not None:
+            cmd += ["--exit-with", str(self.owner_pid)]
         if self.persistence:
             cmd += ["--persistence", "--activate-at", str(self.nodes)]
         if self.auth:

@@ -3,7 +3,9 @@
 Enable with ``pytest_plugins = ["tensorflow_ignite.testing.pytest_plugin"]``.
 
 Session-scoped clusters are started the first time a test asks for them and
-stopped when the session ends -- also when tests fail, and on SIGTERM.  Ports
+stopped when the session ends -- also when tests fail, and on SIGTERM; every
+node started in the test process stops by itself if that process is killed
+(:func:`~tensorflow_ignite.local.cluster.stop_nodes_with_process`).  Ports
 are picked free per run, so parallel runs on one machine do not collide, and
 ``cache_name`` gives every test a cache name of its own.
 """
@@ -11,6 +13,7 @@ are picked free per run, so parallel runs on one machine do not collide, and
 from __future__ import annotations
 
 import atexit
+import os
 import re
 import signal
 import threading
@@ -20,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from ..local.cluster import LocalCluster
+from ..local.cluster import LocalCluster, stop_nodes_with_process
 
 _started: list[LocalCluster] = []
 _lock = threading.Lock()
@@ -43,6 +46,9 @@ def _on_sigterm(signum: int, frame: Any) -> None:  # pragma: no cover - signal p
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Every node a test starts (fixtures or LocalCluster in a test) stops with this
+    # process, also when a timeout or CI kills it before any teardown runs.
+    stop_nodes_with_process(os.getpid())
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
 

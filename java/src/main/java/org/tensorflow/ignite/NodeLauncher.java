@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 import org.apache.ignite.Ignite;
 import org.apache.ignite.Ignition;
@@ -68,10 +69,13 @@ public final class NodeLauncher {
         String storeType = "PKCS12";
         long failureDetectionMs = 10_000;
         boolean launcherService = true;
+        long exitWith = -1;
     }
 
     public static void main(String[] args) throws Exception {
         Options o = parse(args);
+        if (o.exitWith > 0)
+            exitWithOwner(o.exitWith);
         IgniteConfiguration cfg = configure(o);
         Ignite ignite = Ignition.start(cfg);
         if (o.launcherService)
@@ -109,6 +113,7 @@ public final class NodeLauncher {
                 case "--store-type": o.storeType = args[++i]; break;
                 case "--failure-detection-ms": o.failureDetectionMs = Long.parseLong(args[++i]); break;
                 case "--no-launcher-service": o.launcherService = false; break;
+                case "--exit-with": o.exitWith = Long.parseLong(args[++i]); break;
                 default:
                     System.err.println("NodeLauncher: unknown flag " + a);
                     System.exit(2);
@@ -207,6 +212,23 @@ public final class NodeLauncher {
     }
 
     /** Keeps the status file current and activates a persistent cluster once it is complete. */
+    /**
+     * Stops this node when process {@code pid} ends, however it ends (a test run
+     * killed by a timeout must not leave its nodes running).  Java polls processes
+     * that are not its children, so this also works across {@code setsid}.
+     */
+    static void exitWithOwner(long pid) {
+        Optional<ProcessHandle> owner = ProcessHandle.of(pid);
+        if (owner.isEmpty() || !owner.get().isAlive()) {
+            System.err.println("NodeLauncher: owner process " + pid + " is not running; not starting");
+            System.exit(3);
+        }
+        owner.get().onExit().thenRun(() -> {
+            System.out.println("NodeLauncher: owner process " + pid + " ended; stopping the node");
+            System.exit(0);
+        });
+    }
+
     static void watch(Options o, Ignite ignite) throws InterruptedException {
         String last = null;
         while (true) {
