@@ -1,8 +1,9 @@
-"""A test stuck in native code ends the run with stacks, instead of hanging CI.
+"""A stuck or terminated test run ends, with stacks, instead of hanging CI.
 
-Runs a small pytest session in a subprocess with this suite's conftest and
-short timeouts; the stuck tests call libc directly, as TensorFlow's runtime or
-a GIL wait would.
+Each test runs a small pytest session in a subprocess with this suite's
+conftest (and so the project's pytest plugin): a test stuck in native code
+(calling libc directly, as TensorFlow's runtime or a GIL wait would) ends the
+run with native and Python stacks; SIGTERM ends the whole session.
 """
 
 from __future__ import annotations
@@ -60,3 +61,37 @@ def test_a_test_stuck_holding_the_gil_still_ends_with_python_stacks(tmp_path: Pa
     assert took < 120, f"took {took:.0f} s"
     assert "Timeout (0:00:06)" in out, out[-3000:]  # faulthandler's header
     assert "test_stuck_holding_the_gil" in out, out[-3000:]
+
+
+SLOW = '''
+import time
+from pathlib import Path
+
+def test_first():
+    Path("started").write_text("1")
+    time.sleep(120)
+
+def test_second():
+    Path("second-ran").write_text("1")
+'''
+
+
+def test_sigterm_ends_the_whole_session_not_just_the_running_test(tmp_path: Path) -> None:
+    shutil.copy(CONFTEST, tmp_path / "conftest.py")
+    (tmp_path / "test_slow.py").write_text(SLOW)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_slow.py"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            time.sleep(0.05)  # polling for the marker, not a fixed wait
+        proc.terminate()
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + 15, out
+    assert "terminated by signal 15" in out, out
+    assert not (tmp_path / "second-ran").exists(), "the session went on after SIGTERM"

@@ -41,8 +41,10 @@ atexit.register(_stop_all)
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:  # pragma: no cover - signal path
+    # SystemExit would only fail the running test (pytest reports it and goes on
+    # with the next one); pytest.exit ends the session, running the teardowns.
     _stop_all()
-    raise SystemExit(128 + signum)
+    pytest.exit(f"terminated by signal {signum}; local Ignite nodes stopped", returncode=128 + signum)
 
 
 def pytest_configure(config: pytest.Config) -> None:
