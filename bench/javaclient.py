@@ -49,6 +49,8 @@ __all__ = [
 JAVA_MODULE = Path(__file__).resolve().parent / "java"
 JAR = JAVA_MODULE / "target" / "tensorflow-ignite-bench.jar"
 LIB = JAVA_MODULE / "target" / "lib"
+#: async-profiler's jar (its native agents inside), for bench/nodeprofile.py.
+PROFILER = JAVA_MODULE / "target" / "profiler"
 PACKAGE = "org.tensorflow.ignite.bench"
 
 _build_lock = threading.Lock()
@@ -64,7 +66,7 @@ def _sources_mtime() -> float:
 
 
 def _needs_build() -> bool:
-    if not JAR.exists() or not any(LIB.glob("ignite-core-*.jar")):
+    if not JAR.exists() or not any(LIB.glob("ignite-core-*.jar")) or not any(PROFILER.glob("async-profiler-*.jar")):
         return True
     return JAR.stat().st_mtime < _sources_mtime()
 

@@ -127,8 +127,14 @@ def summarize_collapsed(path: str | os.PathLike[str], *, top: int = 22, self_top
 
 
 def profile_contender(spec: tuple[str, list[Any], dict[str, Any]], *, reps: int = 1, rate: int = 250,
-                      timeout: float = 600.0, log: Any = print) -> str:
-    """Profile ``reps`` timed reads of the contender built from ``spec``; returns the summary text."""
+                      timeout: float = 600.0, log: Any = print, node_pids: list[int] | None = None) -> str:
+    """Profile ``reps`` timed reads of the contender built from ``spec``; returns the summary text.
+
+    With ``node_pids``, the Ignite nodes are profiled over the same reads
+    (:class:`bench.nodeprofile.NodeProfile`) and their summary follows.
+    """
+    from .nodeprofile import NodeProfile
+
     tool = tool_available()
     if tool is None:
         return "(no profiler: `pip install py-spy` or `pip install pyinstrument` into the venv)"
@@ -154,13 +160,20 @@ def profile_contender(spec: tuple[str, list[Any], dict[str, Any]], *, reps: int 
                                     "--format", "raw", "--output", str(out), "--nonblocking"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             time.sleep(1.5)  # let py-spy attach before the work starts
-        child.stdin.write("go\n")
-        child.stdin.flush()
-        result: dict[str, Any] = {}
-        for line in child.stdout:
-            if line.startswith("RESULT "):
-                result = json.loads(line[len("RESULT "):])
-        child.wait(timeout=timeout)
+        nodes = NodeProfile(node_pids) if node_pids else None
+        if nodes is not None:
+            nodes.__enter__()
+        try:
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            result: dict[str, Any] = {}
+            for line in child.stdout:
+                if line.startswith("RESULT "):
+                    result = json.loads(line[len("RESULT "):])
+            child.wait(timeout=timeout)
+        finally:
+            if nodes is not None:
+                nodes.__exit__(None, None, None)
         seconds = float(result.get("seconds", 0.0))
         if tool == "py-spy" and spy is not None:
             _, err = spy.communicate(timeout=60)
@@ -173,6 +186,8 @@ def profile_contender(spec: tuple[str, list[Any], dict[str, Any]], *, reps: int 
         head = f"profiler: {tool}; {reps} timed read(s), {seconds:.2f} s"
         if result.get("rate"):
             head += f", {result['rate']:,.0f} units/s while profiled"
+        if nodes is not None:
+            text += "\n\nthe node(s) during the same reads:\n" + nodes.summary()
         return head + "\n" + text
     finally:
         if spy is not None and spy.poll() is None:

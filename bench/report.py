@@ -272,7 +272,9 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
     out.append("## What was tried, and where the time goes")
     out.append("")
     out.append("Each scenario that misses a target ends with py-spy profiles of IgniteDataset and of our reader "
-               "alone (one read in a child process, CPU samples of every Python thread, grouped by area). "
+               "alone (one read in a child process, CPU samples of every Python thread, grouped by area); "
+               "the contender of a missed target is also profiled on the node(s) during the same reads "
+               "(async-profiler, loaded into the running JVMs only for those reads: `bench/nodeprofile.py`). "
                "Changes and experiments so far:")
     out.append("")
     out.append(WHAT_WAS_TRIED)

@@ -9,7 +9,8 @@ Starts its own Ignite nodes with :class:`~tensorflow_ignite.local.cluster.LocalC
 
 Every scenario alternates its contenders over ``--reps`` rounds (median reported).
 Where an issue-6 target is missed, the contender is profiled with py-spy in a
-child process and the top of the profile goes into the report.
+child process, and the nodes with async-profiler over the same operations
+(``bench/nodeprofile.py``); the top of both profiles goes into the report.
 
     python -m bench.run                 # full run (~10-15 min on 2 cores), writes BENCHMARKS.md
     python -m bench.run --quick --output /tmp/b.md   # smoke run: tiny sizes, one repetition
@@ -119,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     budget = [args.max_profiles if args.max_profiles is not None else (1 if args.quick else 1_000)]
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="tf-ignite-bench-"))
     by_key: dict[str, ScenarioResult] = {}
+    node_pids: list[int] = []  # the nodes serving the current scenario (for node profiles)
 
     def run(sc: Any) -> ScenarioResult:
         log(f"scenario {sc.key}: {sc.description}")
@@ -127,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         by_key[sc.key] = res
         log(scenario_table(res))
         if profiled_tool is not None:
-            _profile_misses(res, profiles, log, reps=1, budget=budget)
+            # A checkpoint operation is a third of a second: profile five of them.
+            _profile_misses(res, profiles, log, reps=5 if sc.key.startswith("fs_") else 1, budget=budget,
+                            node_pids=list(node_pids))
         return res
 
     from .ceiling import CeilingServer
@@ -146,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"starting 1 node (region {region} MiB) in {cluster.work_dir} ...")
             try:
                 cluster.start()
+                node_pids[:] = [m.pid for m in cluster.members]
                 host, port = cluster.address()
                 if "bulk" in wanted:
                     run(S.bulk_scenario(host, port, sizes, ceiling.port, log=log))
@@ -161,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                     for fs_scenario in filesystem_scenarios(host, port, mb=fs_mb, log=log):
                         run(fs_scenario)
             finally:
+                node_pids.clear()
                 close_shared_clients()
                 cluster.stop()
         # Phase 2: one SQL node.
@@ -217,14 +223,20 @@ def _profiler_name() -> str | None:
 
 
 def _profile_misses(res: Any, profiles: dict[str, list[tuple[str, str]]], log: Callable[[str], None],
-                    reps: int, budget: list[int]) -> None:
-    """Profile the contender of every missed target (and, for scans, our reader alone)."""
+                    reps: int, budget: list[int], node_pids: list[int] | None = None) -> None:
+    """Profile the contender of every missed target (and, for scans, our reader alone).
+
+    The contender of a missed target is profiled on the nodes too (``node_pids``,
+    :mod:`bench.nodeprofile`) while the same operations run.
+    """
     from .profiling import profile_contender
 
     keys: list[str] = []
+    missed: set[str] = set()
     for check in res.checks():
         if check.met or check.measured is None:
             continue
+        missed.add(check.target.contender)
         for key in (check.target.contender, "reader"):
             if key in res.results and key not in keys and res.results[key].ok:
                 keys.append(key)
@@ -234,7 +246,8 @@ def _profile_misses(res: Any, profiles: dict[str, list[tuple[str, str]]], log: C
             continue
         budget[0] -= 1
         log(f"  profiling {contender.label} ({res.scenario.key}) ...")
-        text = profile_contender(contender.spec, reps=reps, log=log)
+        text = profile_contender(contender.spec, reps=reps, log=log,
+                                 node_pids=node_pids if key in missed else None)
         profiles.setdefault(res.scenario.key, []).append((contender.label, text))
         log(text)
 
