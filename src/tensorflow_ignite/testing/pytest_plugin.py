@@ -7,12 +7,15 @@ stopped when the session ends -- also when tests fail, and on SIGTERM; every
 node started in the test process stops by itself if that process is killed
 (:func:`~tensorflow_ignite.local.cluster.stop_nodes_with_process`).  Ports
 are picked free per run, so parallel runs on one machine do not collide, and
-``cache_name`` gives every test a cache name of its own.
+``cache_name`` gives every test a cache name of its own and destroys the
+caches named after it when the test ends.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
+import itertools
 import os
 import re
 import signal
@@ -107,8 +110,50 @@ def ignite_secure_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loc
     _finish(cluster)
 
 
+_cache_serial = itertools.count(1)
+
+
+def _cache_name_for(nodeid: str, name: str) -> str:
+    """``t_<test name>_<serial>_<hash of the node id>``: unique within the session.
+
+    The test name is cut to keep the name short (parametrized ids differ at the
+    end, so the hash of the full node id and a serial keep them apart), and only
+    letters, digits and ``_`` remain, so the name is also a valid SQL table name.
+    """
+    base = re.sub(r"[^A-Za-z0-9_]", "_", name)[:48]
+    digest = hashlib.blake2s(nodeid.encode(), digest_size=3).hexdigest()
+    return f"t_{base}_{next(_cache_serial):x}_{digest}"
+
+
+def _destroy_caches_named(name: str) -> None:
+    """Destroy, on every cluster this session started, the caches whose name contains ``name``.
+
+    Best effort: a cluster a test has stopped or is restarting is skipped.  Keeps
+    the shared nodes' memory flat over a session instead of growing with every test.
+    """
+    from ..client import IgniteClient
+    from ..errors import IgniteError
+
+    needle = name.lower()
+    with _lock:
+        clusters = list(_started)
+    for cluster in clusters:
+        addresses = cluster.addresses()
+        if not addresses:
+            continue
+        try:
+            with IgniteClient([f"{h}:{p}" for h, p in addresses], timeout=60.0, connect_timeout=5.0,
+                              **cluster.client_settings()) as client:
+                for cache in client.cache_names():
+                    if needle in cache.lower():
+                        client.destroy_cache(cache)
+        except (IgniteError, OSError):
+            continue
+
+
 @pytest.fixture
-def cache_name(request: pytest.FixtureRequest) -> str:
-    """A cache name unique to this test."""
-    base = re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:60]
-    return f"t_{base}_{id(request) & 0xFFFF:x}"
+def cache_name(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A cache name unique to this test; caches named after it are destroyed afterwards."""
+    name = _cache_name_for(request.node.nodeid, request.node.name)
+    yield name
+    _destroy_caches_named(name)
