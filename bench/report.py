@@ -197,6 +197,19 @@ WHAT_WAS_TRIED = """\
    That is the likely cause, not a confirmed one: `sys.setswitchinterval(0.0005)` during `fit` was
    within the (large) noise of this machine. With the source op of item 7 (an epoch's iterator
    starts in ~1 ms instead of 20-75 ms) the harness measured 0.95x and 1.02x in two runs.
+   Runs since range from 0.75x to 0.96x, bimodal per repetition (2.40-2.47 s or 3.06-3.76 s for
+   epochs 2-5 against 2.16-2.42 s on arrays). Timing every step: the slow repetitions have one or two
+   epochs whose first step takes 400-670 ms instead of 20-70 ms. gdb at that moment: Keras's main
+   thread is deleting the previous epoch's iterator, blocked in tf.data's `RootDataset::Iterator`
+   destructor until that iterator's autotuning model thread (`Model::OptimizeLoop`, waiting out its
+   optimization period, which doubles up to 640 ms by the end of an epoch) returns; no Python code of
+   ours runs meanwhile. With `Options.autotune.enabled = False` the stalls vanish (5 alternating
+   rounds: 2.33-2.39 s vs 2.21-2.24 s on arrays, 0.95x). Reproduced without Keras (a new iterator,
+   then the exhausted one deleted, 30 epochs each): our source + `map` + `prefetch(AUTOTUNE)` stalls
+   5-7 times (~350 ms), the same without the `map`, `from_generator` + `map` and the arrays never.
+   Not the cause: `inject_prefetch` or `map_parallelization` off, zero-copy adoption (copied arrays
+   stall as often), the op's model node kind (source or known-ratio). Left open: why the
+   cancellation does not wake that thread with this pipeline shape.
 7. **A tf.data source op of our own** (`src/tensorflow_ignite/native/tf_ignite_data.cc`,
    `native/data_source.py`). `IgnitePyDataset`'s iterator calls the reader's Python generator
    directly (GIL taken in TensorFlow's thread) and adopts the 64-byte-aligned NumPy arrays it yields
@@ -426,4 +439,23 @@ stay on the node's heap until it runs out: not adopted. Reading ahead 1, 3 or 6 
 tensor's direct read, to use the 30-50 ms TensorFlow spends between tensors (checksum, copy into the
 variable): 0.336/0.348/0.340 s (14 alternating rounds; the node's CPU, ~0.29 s per 0.33 s restore,
 is busy throughout). The write gap is the node's put path; the restore gap too.
+
+Where the node's time goes on a restore (async-profiler inside the node during five restores,
+`bench/nodeprofile.py`; the profile of a missed target in this file shows the same split): the
+cache get is 30-40% of the node's CPU (B+tree page reads, each 4 MiB value assembled from 1,024
+4 KiB pages by `readFragment` copies, then `CacheObjectByteArrayImpl.value` copies it again and a
+fresh array is zeroed first), the response is copied once more into Ignite's `BinaryHeapOutputStream`
+(~8%), then from the heap into the connection's direct write buffer and the socket (12-24%); the
+JIT takes 15-20% and GC 4-10%. Three to four copies of every byte inside the node, on a core the
+reader shares with TensorFlow: the get path of Ignite's thin-client protocol, which no client can
+change. The node's direct write buffer is as large as the accepted socket's send buffer (3.9 MB on
+loopback here), so 4 MiB answers are not written in small pieces. Also tried: G1 regions of 32 MiB,
+which make 4 MiB arrays ordinary instead of humongous allocations (`-XX:G1HeapRegionSize=32m`; two
+one-node clusters side by side, 12 alternating rounds after the warm-up): restore 0.278 -> 0.271 s,
+node CPU 0.250 -> 0.235 s per restore -- 3-6%, not enough to matter and bad for small heaps, so not
+adopted. The reference moves with the machine's load: on a quiet machine (load 0.6-0.8, `bench.run
+--scenarios fs`) local disk restores 269 MB in 0.109 s (2.45 GB/s) and saves in 0.138 s, ignite://
+in 0.274 s and 0.337 s (0.40x and 0.41x); on a loaded one local disk slows more than the node does.
+Reaching 0.5x would need a read path that skips the thin-client get -- a block service inside the
+node with its own port, TLS and authentication -- which is a design change outside this issue.
 """
