@@ -204,12 +204,18 @@ WHAT_WAS_TRIED = """\
    destructor until that iterator's autotuning model thread (`Model::OptimizeLoop`, waiting out its
    optimization period, which doubles up to 640 ms by the end of an epoch) returns; no Python code of
    ours runs meanwhile. With `Options.autotune.enabled = False` the stalls vanish (5 alternating
-   rounds: 2.33-2.39 s vs 2.21-2.24 s on arrays, 0.95x). Reproduced without Keras (a new iterator,
-   then the exhausted one deleted, 30 epochs each): our source + `map` + `prefetch(AUTOTUNE)` stalls
-   5-7 times (~350 ms), the same without the `map`, `from_generator` + `map` and the arrays never.
-   Not the cause: `inject_prefetch` or `map_parallelization` off, zero-copy adoption (copied arrays
-   stall as often), the op's model node kind (source or known-ratio). Left open: why the
-   cancellation does not wake that thread with this pipeline shape.
+   rounds: 2.33-2.39 s vs 2.21-2.24 s on arrays, 0.95x). Why the thread is late: TensorFlow's
+   `CancellationManager::StartCancel` runs the cancellation callbacks first and marks itself
+   cancelled only afterwards; the model thread's callback wakes it, it re-checks `IsCancelled()`,
+   still sees false, and sleeps out the rest of its period -- a race inside TensorFlow that any
+   autotuned pipeline can lose. Reproduced without Keras (a new iterator, then the exhausted one
+   deleted, 30 epochs each; on a loaded machine): from_tensor_slices + map + prefetch stalled 6
+   times (585-643 ms), from_generator 2, our source 7-11 (140-350 ms); on a quiet machine our source
+   + map 5-7 times and the other two never, so how often it hits depends on timing, not on what
+   the pipeline reads. Not the cause: `inject_prefetch` or `map_parallelization` off, zero-copy
+   adoption, the op's model node kind or its external-state answer (each tried). Users who see
+   these stalls can turn autotuning off (`tf.data.Options().autotune.enabled = False`) and size
+   their `prefetch` themselves.
 7. **A tf.data source op of our own** (`src/tensorflow_ignite/native/tf_ignite_data.cc`,
    `native/data_source.py`). `IgnitePyDataset`'s iterator calls the reader's Python generator
    directly (GIL taken in TensorFlow's thread) and adopts the 64-byte-aligned NumPy arrays it yields
