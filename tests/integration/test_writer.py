@@ -18,7 +18,7 @@ import tensorflow_ignite
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.data.tensor_schema import load_schema
 from tensorflow_ignite.data.writer import WriteError, WriteResult, write
-from tensorflow_ignite.errors import ConfigurationError
+from tensorflow_ignite.errors import ConfigurationError, IgniteConnectionError
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol.codes import AtomicityMode, TypeCode, WriteSynchronizationMode
 from tensorflow_ignite.protocol.values import BinaryObject, Timestamp, values_equal
@@ -447,3 +447,20 @@ def test_cli_load_with_tls_and_password_from_the_environment(ignite_secure_node:
 
     no_password = run_cli(*args[:-1], "--mode", "overwrite")
     assert no_password.returncode == 1 and "IGNITE_PASSWORD" in no_password.stderr
+
+
+def test_a_write_that_fills_the_nodes_memory_says_the_node_stopped(tmp_path: Path) -> None:
+    # Ignite stops a node whose data region is full (IgniteOutOfMemoryException is a
+    # critical failure).  The writer's error must point there -- not at TLS or at a
+    # wrong port, which is what a dropped handshake or a refused connection suggest
+    # for a node that never answered.
+    with LocalCluster(tmp_path / "full", nodes=1, region_mb=64, heap_mb=256, name="tfi-full") as cluster:
+        host, port = cluster.address()
+        node = cluster.members[0]
+        with pytest.raises(IgniteConnectionError) as info:
+            write("too_big", {"blob": np.zeros((160, 1 << 20), np.uint8)}, host=host, port=port, progress=False)
+        message = str(info.value)
+        assert "has stopped or is restarting" in message and "Out of memory in data region" in message, message
+        assert "TLS" not in message and "Is a node running there" not in message, message
+        assert not node.alive()
+        assert "Out of memory in data region [name=default" in Path(node.log).read_text()

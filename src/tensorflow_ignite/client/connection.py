@@ -58,6 +58,17 @@ _SMALL_FRAME = 256 << 10
 #: Most bytes of frame buffers a connection keeps for reuse.
 _FRAME_POOL_BYTES = 96 << 20
 
+#: (address, TLS on) of every node that completed a handshake in this process:
+#: when one of them later refuses or drops connections, the node has stopped
+#: (or is restarting), and a hint about TLS or a wrong port would mislead.
+_answered: set[tuple[str, bool]] = set()
+_answered_lock = threading.Lock()
+_STOPPED_HINT = (
+    "A node answered there earlier in this process, so it has stopped or is restarting; its log says "
+    "why (a node whose data region is full stops itself: 'Out of memory in data region' -- give its "
+    "region more room, e.g. `ignite-tf node start --region-mb`, or store less)."
+)
+
 
 class _IntoTarget:
     """Where the body of one expected answer goes (:meth:`Connection.expect_into`)."""
@@ -139,9 +150,10 @@ class Connection:
                 address=self.address,
             ) from None
         except OSError as exc:
+            hint = (_STOPPED_HINT if self._answered_before() else
+                    "Is a node running there with its client connector on this port?")
             raise IgniteConnectionError(
-                f"cannot connect to Ignite at {self.address}: {exc.strerror or exc}. "
-                "Is a node running there with its client connector on this port?",
+                f"cannot connect to Ignite at {self.address}: {exc.strerror or exc}. {hint}",
                 address=self.address,
             ) from None
         raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -171,6 +183,14 @@ class Connection:
         except BaseException:
             self.close()
             raise
+
+    def _answer_key(self) -> tuple[str, bool]:
+        return self.address, self.settings.tls is not None
+
+    def _answered_before(self) -> bool:
+        """Whether a handshake with this address and these settings succeeded earlier in this process."""
+        with _answered_lock:
+            return self._answer_key() in _answered
 
     def _handshake(self) -> None:
         s = self.settings
@@ -206,9 +226,10 @@ class Connection:
                         f"({exc}); {cause}",
                         address=self.address,
                     ) from None
+                hint = (_STOPPED_HINT if self._answered_before() else
+                        "If the node's client connector uses TLS, pass cafile=... (or certfile) to enable TLS.")
                 raise HandshakeError(
-                    f"{self.address} closed the connection during the thin-client handshake ({exc}). "
-                    "If the node's client connector uses TLS, pass cafile=... (or certfile) to enable TLS.",
+                    f"{self.address} closed the connection during the thin-client handshake ({exc}). {hint}",
                     address=self.address,
                 ) from None
             except ProtocolError as exc:
@@ -218,6 +239,8 @@ class Connection:
                     address=self.address,
                 ) from None
             if result.success:
+                with _answered_lock:
+                    _answered.add(self._answer_key())
                 self.handshake = result
                 self.version = version
                 self.features = result.negotiated()
