@@ -31,6 +31,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .javaclient import PROFILER
+from .profiling import read_collapsed
 
 __all__ = ["NodeProfile", "agent_library", "summarize_java_collapsed"]
 
@@ -97,13 +98,8 @@ def summarize_java_collapsed(path: str | Path, *, top: int = 14, per_area: int =
     area_self: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     depth: dict[str, int] = {}
     total = 0
-    for line in Path(path).read_text(errors="replace").splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        n = int(count)
+    for raw, n in read_collapsed(path):
         total += n
-        raw = [f for f in stack.split(";") if f]
         area = next((name for f in raw for name, rx in _AREAS if rx.search(f.replace("/", "."))), "other")
         areas[area] += n
         frames = [_short(f) for f in raw]

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,18 @@ _AREAS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 
+def read_collapsed(path: str | os.PathLike[str]) -> Iterator[tuple[list[str], int]]:
+    """``(frames, samples)`` of every line of a collapsed profile (``outer;...;inner count``).
+
+    Both py-spy's raw output and async-profiler's ``collapsed`` output use this
+    format; lines that do not end in a count are skipped.
+    """
+    for line in Path(path).read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            yield [f for f in stack.split(";") if f], int(count)
+
+
 def summarize_collapsed(path: str | os.PathLike[str], *, top: int = 22, self_top: int = 12,
                         rate: int = 0, seconds: float = 0.0) -> str:
     """Top functions of a py-spy raw (collapsed) profile: inclusive and self sample shares."""
@@ -88,13 +101,9 @@ def summarize_collapsed(path: str | os.PathLike[str], *, top: int = 22, self_top
     own: collections.Counter[str] = collections.Counter()
     areas: collections.Counter[str] = collections.Counter()
     total = 0
-    for line in Path(path).read_text(errors="replace").splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        n = int(count)
+    for raw, n in read_collapsed(path):
         total += n
-        frames = [_short(f) for f in stack.split(";") if f]
+        frames = [_short(f) for f in raw]
         for f in set(frames):
             inclusive[f] += n
         if frames:
