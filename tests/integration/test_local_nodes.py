@@ -69,7 +69,8 @@ def test_fixture_nodes_are_tied_to_the_test_process(ignite_node: LocalCluster) -
 
 
 def test_nodes_stop_when_their_owner_process_is_killed(tmp_path: Path) -> None:
-    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    # The owner runs until this test kills it (signal.pause: no timer involved).
+    owner = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
     cluster = LocalCluster(tmp_path, nodes=2, region_mb=128, heap_mb=384, owner_pid=owner.pid)
     try:
         cluster.start(timeout=120)

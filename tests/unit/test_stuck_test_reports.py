@@ -64,12 +64,12 @@ def test_a_test_stuck_holding_the_gil_still_ends_with_python_stacks(tmp_path: Pa
 
 
 SLOW = '''
-import time
+import signal
 from pathlib import Path
 
 def test_first():
     Path("started").write_text("1")
-    time.sleep(120)
+    signal.pause()  # runs until the outer test's SIGTERM
 
 def test_second():
     Path("second-ran").write_text("1")
