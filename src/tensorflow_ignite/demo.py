@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError, IgniteError, NodeError
 from .local.cluster import LocalCluster, _port_free
+from .local.state import state_dir
+from .protocol.endpoint import DEFAULT_PORT
 
 if TYPE_CHECKING:
     import keras
@@ -86,9 +88,13 @@ def demo_work_dir(distributed: bool = False) -> Path:
     ``~/.local/state/tensorflow-ignite/demo``: next to ``ignite-tf node``'s
     default, so ``ignite-tf node start --work-dir`` on it brings the data back.
     """
-    from .cli.node import default_work_dir
+    return state_dir() / ("demo-distributed" if distributed else "demo")
 
-    return default_work_dir().parent / ("demo-distributed" if distributed else "demo")
+
+def demo_output_dir(run: str) -> Path:
+    """Where a run's local output (the training-curve PNG) goes by default: ``demo-output/<run>``
+    in the state directory, never the current directory."""
+    return state_dir() / "demo-output" / run
 
 
 def _require(module: str) -> None:
@@ -134,13 +140,13 @@ def _shell(argv: Sequence[str]) -> str:
 
 def run_demo(
     host: str | None = None,
-    port: int = 10800,
+    port: int = DEFAULT_PORT,
     *,
     epochs: int = 20,
     batch_size: int = 64,
-    out_dir: str | os.PathLike[str] = ".",
+    out_dir: str | os.PathLike[str] | None = None,
     work_dir: str | os.PathLike[str] | None = None,
-    node_port: int | None = 10800,
+    node_port: int | None = DEFAULT_PORT,
     keep_node: bool = False,
     distributed: bool = False,
     progress: bool = True,
@@ -178,7 +184,7 @@ def run_demo(
             result = _train_distributed(host, port, epochs=epochs, run=run, progress=progress,
                                         started=started)
         else:
-            result = _train(host, port, epochs=epochs, batch_size=batch_size, out_dir=Path(out_dir),
+            result = _train(host, port, epochs=epochs, batch_size=batch_size, out_dir=Path(out_dir) if out_dir is not None else demo_output_dir(run),
                             progress=progress, settings=settings, run=run, started=started)
         node_running = cluster is not None and keep_node
     finally:
@@ -428,17 +434,19 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     )
     p.add_argument("--host", default=None,
                    help="use a running cluster at HOST instead of starting local nodes")
-    p.add_argument("--port", type=int, default=10800, help="thin-client port of --host (default 10800)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"thin-client port of --host (default {DEFAULT_PORT})")
     p.add_argument("--distributed", action="store_true",
                    help="train across a local 3-node cluster (or --host) through `ignite-tf start`")
     p.add_argument("--epochs", type=int, default=None,
                    help="training epochs (default 20; 4 with --distributed)")
-    p.add_argument("--out-dir", default=".", help="where to save training_curves.png (default .)")
+    p.add_argument("--out-dir", default=None,
+                   help="where to save training_curves.png (default: demo-output/RUN in the state directory, "
+                   "$IGNITE_TF_HOME or ~/.local/state/tensorflow-ignite)")
     p.add_argument("--work-dir", type=Path, default=None,
                    help="where the demo's own nodes keep their data (default: demo/ next to "
                    "`ignite-tf node`'s default work directory)")
-    p.add_argument("--node-port", type=int, default=10800,
-                   help="client port of the demo's own node when free (default 10800; 0 = any free port)")
+    p.add_argument("--node-port", type=int, default=DEFAULT_PORT,
+                   help=f"client port of the demo's own node when free (default {DEFAULT_PORT}; 0 = any free port)")
     p.add_argument("--keep-node", action="store_true",
                    help="leave the demo's own node(s) running at the end (prints the stop command)")
     p.add_argument("--username", default=None, help="user for clusters with authentication "

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from tensorflow_ignite.cli.quiet import is_chatter
 from tensorflow_ignite.demo import TEST_CACHE, build_model, demo_dataset, run_demo
 from tensorflow_ignite.local.cluster import LocalCluster
 
@@ -182,18 +183,24 @@ def _demo_jvms(marker: Path) -> list[str]:
 
 def test_demo_command_stops_its_node_and_the_printed_commands_bring_the_logs_back(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    env = {**os.environ, "IGNITE_TF_HOME": str(home), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["IGNITE_TF_HOME"] = str(home)
     work = home / "demo"  # the default: demo/ next to `ignite-tf node`'s work directory
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
     try:
         proc = subprocess.run(
-            [str(BIN / "ignite-tf"), "demo", "--epochs", "2", "--no-progress", "--node-port", "0",
-             "--out-dir", str(tmp_path)],
-            capture_output=True, text=True, timeout=900, env=env,
+            [str(BIN / "ignite-tf"), "demo", "--epochs", "2", "--no-progress", "--node-port", "0"],
+            capture_output=True, text=True, timeout=900, env=env, cwd=cwd,
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         out = proc.stdout
         assert "Held-out accuracy:" in out and "Ignite node(s) stopped" in out
-        assert (tmp_path / "training_curves.png").read_bytes()[:8] == PNG_MAGIC
+        assert list(cwd.iterdir()) == [], "the demo leaves nothing in the current directory"
+        [png] = (home / "demo-output").glob("run-*/training_curves.png")
+        assert png.read_bytes()[:8] == PNG_MAGIC and f"Training curves:   {png}" in out
+        # TensorFlow's native start-up lines are kept out of the command's output.
+        assert not [line for line in proc.stderr.splitlines() if is_chatter(line)], proc.stderr[-3000:]
         assert _demo_jvms(work) == [], "the demo stopped the node it started"
         commands = [line.strip() for line in out.splitlines() if line.strip().startswith("ignite-tf ")]
         start, tensorboard, stop = commands[-3:]

@@ -606,7 +606,7 @@ def test_endpoints_and_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in [v for v in os.environ if v.startswith(("IGNITE_FS_", "IGNITE_DATASET_"))]:
         monkeypatch.delenv(var)
     fs_config.reset()
-    assert fs_config.parse_endpoint("") == ("localhost", 10800)
+    assert fs_config.parse_endpoint("") == ("127.0.0.1", 10800)
     monkeypatch.setenv("IGNITE_DATASET_HOST", "dataset-host")
     monkeypatch.setenv("IGNITE_DATASET_PORT", "1111")
     assert fs_config.parse_endpoint("") == ("dataset-host", 1111)

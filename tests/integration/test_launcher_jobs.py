@@ -8,6 +8,7 @@ on a cluster of its own).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -146,6 +147,9 @@ def test_gradients_job_reads_each_row_exactly_once(ignite_cluster: LocalCluster,
     assert cli(["ps", *addr(ignite_cluster)]) == 0
     listing = capsys.readouterr().out
     assert job["id"] in listing and "SUCCEEDED" in listing
+    assert cli(["ps", "--json", *addr(ignite_cluster)]) == 0
+    listed = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert listed[job["id"]]["state"] == "SUCCEEDED" and listed[job["id"]]["exit_code"] == 0
     assert cli(["describe", job["id"], *addr(ignite_cluster)]) == 0
     text = capsys.readouterr().out
     assert "SUCCEEDED (exit code 0)" in text and "Restarts: none" in text

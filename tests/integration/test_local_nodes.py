@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import json
 import subprocess
 import sys
 import time
@@ -124,6 +125,13 @@ def test_cli_start_status_stop_three_nodes(tmp_path: Path) -> None:
                                 capture_output=True, text=True, timeout=60)
         assert status.returncode == 0, status.stdout + status.stderr
         assert "topology: 3 server node(s); 3/3 recorded node(s) running" in status.stdout
+        as_json = subprocess.run([*cli, "node", "status", "--json", "--work-dir", str(work)],
+                                 capture_output=True, text=True, timeout=60)
+        assert as_json.returncode == 0, as_json.stderr
+        nodes = json.loads(as_json.stdout)["nodes"]
+        assert [n["state"] for n in nodes] == ["running"] * 3
+        assert [n["servers"] for n in nodes] == [3, 3, 3]
+        assert len({n["client_port"] for n in nodes}) == 3
         cluster = LocalCluster.load_state(work)
         assert cluster is not None and len(cluster.java_pids()) == 3
     finally:
@@ -135,6 +143,10 @@ def test_cli_start_status_stop_three_nodes(tmp_path: Path) -> None:
     after = subprocess.run([*cli, "node", "status", "--work-dir", str(work)],
                            capture_output=True, text=True, timeout=60)
     assert after.returncode == 1
+    after_json = subprocess.run([*cli, "node", "status", "--json", "--work-dir", str(work)],
+                                capture_output=True, text=True, timeout=60)
+    assert after_json.returncode == 1
+    assert [n["state"] for n in json.loads(after_json.stdout)["nodes"]] == ["stopped"] * 3
 
 
 def test_secure_node_accepts_right_settings(ignite_secure_node: LocalCluster) -> None:

@@ -22,7 +22,7 @@ from tensorflow_ignite.native.backend import (
 from tensorflow_ignite.native.status import TFCode, code_for_exception, status_for_exception
 from tensorflow_ignite.native.uri import canonical_uri, is_root, parse_uri
 
-ROOT = "ignite://localhost:10800"
+ROOT = "ignite://127.0.0.1:10800"  # the default endpoint (igfs:/// resolves to it)
 
 # (input, canonical) -- also checked against the C++ translate_name in test_native_tf.py.
 URI_CASES = [
@@ -141,8 +141,9 @@ def test_root_exists_and_default_host(backend: LocalDirBackend) -> None:
     assert backend.stat("igfs:///").is_dir
     write(backend, "igfs:///hello.txt", b"hi")
     assert read_all(backend, f"{ROOT}/hello.txt") == b"hi"
-    assert backend.listdir("ignite://LOCALHOST:10800/") == ["hello.txt"]
-    assert (backend.root / "localhost:10800" / "hello.txt").read_bytes() == b"hi"
+    assert backend.listdir("ignite://127.0.0.1:10800/") == ["hello.txt"]
+    assert backend.listdir("ignite://LOCALHOST:10800/") == []  # another host name, another store
+    assert (backend.root / "127.0.0.1:10800" / "hello.txt").read_bytes() == b"hi"
     with pytest.raises(ValueError, match="invalid host"):
         backend.stat("ignite://.staging/")
 
@@ -231,7 +232,7 @@ def test_writes_create_missing_parents(backend: LocalDirBackend) -> None:
     assert read_all(backend, f"{ROOT}/moved/b/file") == b"x"
     with pytest.raises(FileNotFoundError):  # a failing copy creates nothing
         backend.copy(f"{ROOT}/missing", f"{ROOT}/never/created")
-    assert not (backend.root / "localhost:10800" / "never").exists()
+    assert not (backend.root / "127.0.0.1:10800" / "never").exists()
 
 
 def test_reader_is_a_snapshot(backend: LocalDirBackend) -> None:

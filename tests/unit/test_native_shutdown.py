@@ -61,7 +61,7 @@ import tensorflow as tf
 from tensorflow_ignite.native import loader
 loader.register_filesystems()  # backend from $TF_IGNITE_FS_BACKEND
 native = loader.native_module()
-R = "ignite://localhost:10800"
+R = "ignite://127.0.0.1:10800"
 tf.io.gfile.makedirs(R + "/rec")
 for shard in range(4):
     with tf.io.TFRecordWriter(f"{R}/rec/{shard}.tfrecord") as writer:

@@ -25,7 +25,7 @@ from tensorflow_ignite.native import loader  # noqa: E402
 from tensorflow_ignite.native.backend import FileSystemBackend, LocalDirBackend  # noqa: E402
 from tensorflow_ignite.native.uri import canonical_uri  # noqa: E402
 
-ROOT = "ignite://localhost:10800"
+ROOT = "ignite://127.0.0.1:10800"  # the default endpoint (igfs:/// resolves to it)
 gfile = tf.io.gfile
 
 

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from ..errors import ConfigurationError
 from ..launcher import layout
 from ..launcher.jobs import JobClient, OutputLine
+from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import validate
 
 __all__ = ["register"]
@@ -82,6 +83,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     ps = sub.add_parser("ps", help="list jobs", description="List the cluster's jobs, newest first.")
     _address(ps)
     ps.add_argument("--active", action="store_true", help="only jobs that have not finished")
+    ps.add_argument("--json", action="store_true", help="the job records as a JSON array (for scripts)")
     ps.set_defaults(handler=_ps)
 
     describe = sub.add_parser(
@@ -148,8 +150,8 @@ def _address(p: argparse.ArgumentParser) -> None:
         f"asked for on the terminal, never taken from the command line; a client key's password "
         f"comes from ${_CERT_PASSWORD_ENV}.",
     )
-    conn.add_argument("--host", default="127.0.0.1", help="an Ignite node's host (default 127.0.0.1)")
-    conn.add_argument("--port", type=validate.port, default=10800, help="its thin-client port (default 10800)")
+    conn.add_argument("--host", default=DEFAULT_HOST, help=f"an Ignite node's host (default {DEFAULT_HOST})")
+    conn.add_argument("--port", type=validate.port, default=DEFAULT_PORT, help=f"its thin-client port (default {DEFAULT_PORT})")
     conn.add_argument("--username", help="user name, for clusters with authentication")
     conn.add_argument("--password-env", default=_PASSWORD_ENV, metavar="VAR",
                       help=f"environment variable holding the password (default {_PASSWORD_ENV})")
@@ -247,6 +249,9 @@ def _ps(args: argparse.Namespace) -> int:
         records = jobs.jobs()
     if args.active:
         records = [r for r in records if r.get("state") not in layout.TERMINAL_STATES]
+    if args.json:
+        print(json.dumps(records, indent=2, default=str))
+        return 0
     rows = [("JOB", "STATE", "EXIT", "ATTEMPT", "RESTARTS", "WORKERS", "CACHE", "AGE", "COMMAND")]
     now = time.time() * 1000
     for r in records:

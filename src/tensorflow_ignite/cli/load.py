@@ -8,6 +8,7 @@ import os
 import sys
 
 from ..errors import ConfigurationError, IgniteError
+from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import validate
 
 __all__ = ["register"]
@@ -40,9 +41,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("cache", metavar="CACHE", help="name of the cache to write")
     p.add_argument("path", metavar="PATH", help="input file: .npz, .csv or .parquet")
     conn = p.add_argument_group("connection")
-    conn.add_argument("--host", default="localhost",
-                      help="Ignite node to connect to; also HOST:PORT or a comma-separated list (default localhost)")
-    conn.add_argument("--port", type=validate.port, default=10800, help="thin-client port (default 10800)")
+    conn.add_argument("--host", default=DEFAULT_HOST,
+                      help=f"Ignite node to connect to; also HOST:PORT or a comma-separated list (default {DEFAULT_HOST})")
+    conn.add_argument("--port", type=validate.port, default=DEFAULT_PORT, help=f"thin-client port (default {DEFAULT_PORT})")
     conn.add_argument("--username", help="user name, for clusters with authentication "
                       f"(password from ${_PASSWORD_ENV} or a prompt)")
     conn.add_argument("--cafile", help="CA certificate (PEM) to verify the node's TLS certificate; enables TLS")

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ..errors import IgniteError
 from .. import demo
 from . import job, load, node, tensorboard
+from .quiet import quiet_tensorflow_import
 
 __all__ = ["main", "build_parser"]
 
@@ -31,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Run `ignite-tf COMMAND --help` for the options of each command.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log debug details, and let TensorFlow's native start-up messages through")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in _COMMANDS:
         module.register(sub)
@@ -42,6 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ignite-tf`` console script; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not args.verbose:
+        quiet_tensorflow_import()
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",

@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 from ..errors import NodeError
 from ..local.cluster import DEFAULT_PASSWORD, DEFAULT_USER, DISCOVERY_SLOTS, LocalCluster
+from ..local.state import state_dir
+from ..protocol.endpoint import DEFAULT_HOST
 from . import validate
 
-__all__ = ["register", "default_work_dir"]
+__all__ = ["register", "default_work_dir", "node_states"]
 
 
 def default_work_dir() -> Path:
     """``$IGNITE_TF_HOME/nodes``, else ``$XDG_STATE_HOME/tensorflow-ignite/nodes``."""
-    home = os.environ.get("IGNITE_TF_HOME")
-    if home:
-        return Path(home) / "nodes"
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "tensorflow-ignite" / "nodes"
+    return state_dir() / "nodes"
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -48,7 +47,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     start.add_argument("--client-port", type=validate.int_between(0, 65535), default=10800, metavar="PORT",
                        help="thin-client port of the first node; node i uses PORT+i (default 10800; "
                        "0 picks free ports)")
-    start.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    start.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
     start.add_argument("--persistence", action="store_true", help="enable native persistence (data survives restarts)")
     start.add_argument("--auth", action="store_true",
                        help=f"require username/password (implies --persistence; user {DEFAULT_USER}/{DEFAULT_PASSWORD})")
@@ -74,6 +73,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     status = nsub.add_parser("status", help="show nodes, ports and topology size",
                              description="Exit code 0 when every recorded node is running, 1 otherwise.")
     _work_dir_arg(status)
+    status.add_argument("--json", action="store_true",
+                        help="the nodes as JSON: name, pid, state, host, ports, servers seen, cluster state")
     status.set_defaults(handler=_status)
 
 
@@ -144,7 +145,26 @@ def _stop(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     cluster = _load(args)
+    if args.json:
+        nodes = node_states(cluster)
+        print(json.dumps({"work_dir": str(cluster.work_dir), "nodes": nodes}, indent=2))
+        return 0 if nodes and all(n["state"] == "running" for n in nodes) else 1
     return 0 if _print_status(cluster) else 1
+
+
+def node_states(cluster: LocalCluster) -> list[dict[str, Any]]:
+    """One record per node recorded in ``cluster``'s work directory (what ``status --json`` prints)."""
+    out = []
+    for m in cluster.members:
+        alive = m.alive()
+        st = m.status() if alive else {}
+        out.append({
+            "name": m.name, "pid": m.pid, "state": "running" if alive else "stopped",
+            "host": m.host, "client_port": m.client_port, "discovery_port": m.discovery_port,
+            "servers": len(st.get("servers", [])) if alive else None,
+            "cluster_state": st.get("cluster_state") if alive else None,
+        })
+    return out
 
 
 def _print_status(cluster: LocalCluster) -> bool:

@@ -39,7 +39,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
             "it serves, print its URL, and stop it on Ctrl+C.\n\n"
             "LOGDIR is ignite://HOST:PORT/path (or igfs://...); ignite:///path uses the default\n"
             "endpoint from $IGNITE_FS_HOST/$IGNITE_FS_PORT (else $IGNITE_DATASET_HOST/PORT, else\n"
-            "localhost:10800).  Credentials and TLS come from $IGNITE_FS_USERNAME, _PASSWORD,\n"
+            "127.0.0.1:10800).  Credentials and TLS come from $IGNITE_FS_USERNAME, _PASSWORD,\n"
             "_CAFILE, _CERTFILE, _KEYFILE, _CERT_PASSWORD (else the IGNITE_DATASET_* ones); they\n"
             "are never taken from the URI or the command line.\n\n"
             "Arguments after `--` go to TensorBoard unchanged (e.g. -- --reload_interval 5)."

@@ -28,6 +28,7 @@ from ..errors import (
     TLSError,
 )
 from ..protocol import requests, responses
+from ..protocol.endpoint import DEFAULT_ENDPOINT, DEFAULT_PORT
 from ..protocol.binary import BinaryDecoder, BinaryEncoder
 from ..protocol.buffer import ByteReader
 from ..protocol.cache_config import CacheConfiguration
@@ -51,7 +52,7 @@ log = logging.getLogger(__name__)
 Address = tuple[str, int]
 
 
-def parse_addresses(addresses: str | Address | Sequence[str | Address], default_port: int = 10800) -> list[Address]:
+def parse_addresses(addresses: str | Address | Sequence[str | Address], default_port: int = DEFAULT_PORT) -> list[Address]:
     """``"h1:p1,h2"`` / ``("h", p)`` / a list of either -> ``[(host, port), ...]``."""
     if isinstance(addresses, tuple) and len(addresses) == 2 and isinstance(addresses[1], int):
         items: list[str | Address] = [addresses]  # type: ignore[list-item]
@@ -121,7 +122,7 @@ class IgniteClient:
 
     def __init__(
         self,
-        addresses: str | Address | Sequence[str | Address] = "127.0.0.1:10800",
+        addresses: str | Address | Sequence[str | Address] = DEFAULT_ENDPOINT,
         *,
         username: str | None = None,
         password: str | None = None,

@@ -40,6 +40,7 @@ from ..errors import CacheNotFoundError, ConfigurationError, SchemaError
 from ..native import data_source
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode
+from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.pool import BufferPool, aligned_empty
 from ..protocol.responses import ScanPage, decode_scan_rows, decode_sql_rows
 from ..protocol.values import OptimizedObject
@@ -71,8 +72,8 @@ _FIRST_BATCH_ROWS = 512
 class ConnectionOptions:
     """Where and how to connect; secrets are kept out of ``repr``."""
 
-    host: str = "localhost"
-    port: int = 10800
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
     username: str | None = None
     password: str | None = None
     cafile: str | None = None
@@ -457,8 +458,8 @@ class IgniteDataset(tf.data.Dataset):
     def __init__(
         self,
         cache_name: str,
-        host: str = "localhost",
-        port: int = 10800,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
         local: bool = False,
         part: int = -1,
         page_size: int | None = None,
@@ -577,8 +578,8 @@ class IgniteDataset(tf.data.Dataset):
     def from_sql(
         query: str,
         args: Sequence[Any] = (),
-        host: str = "localhost",
-        port: int = 10800,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
         *,
         batch_size: int | None = None,
         drop_remainder: bool = False,

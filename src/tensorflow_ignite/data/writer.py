@@ -43,6 +43,7 @@ import numpy as np
 from ..errors import ConfigurationError, IgniteConnectionError, IgniteError, ServerError
 from ..protocol.binary import BinaryEncoder
 from ..protocol.buffer import I32, ByteWriter
+from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.cache_config import JAVA_TYPE_NAMES, CacheConfiguration, QueryEntity, QueryField
 from ..protocol.codes import AtomicityMode, ClientStatus, ObjectFlag, Op, TypeCode, WriteSynchronizationMode
 from ..protocol.framing import REQUEST_HEADER
@@ -1096,8 +1097,8 @@ def write(
     data: Any,
     *,
     client: "IgniteClient | None" = None,
-    host: str = "localhost",
-    port: int = 10800,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
     username: str | None = None,
     password: str | None = None,
     cafile: str | None = None,

@@ -6,7 +6,7 @@ Resolution, for each setting, first match wins:
 2. ``IGNITE_FS_<NAME>`` environment variables;
 3. ``IGNITE_DATASET_<NAME>`` (the dataset's variables: one set of settings
    serves both features);
-4. built-in defaults (``localhost:10800``, no TLS, no credentials).
+4. built-in defaults (``127.0.0.1:10800``, no TLS, no credentials).
 
 Names: ``HOST``, ``PORT`` (the default endpoint, used for ``ignite:///path``
 and ``igfs:///path``), ``USERNAME``, ``PASSWORD``, ``CAFILE``, ``CERTFILE``,
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
+from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 
 if TYPE_CHECKING:
     from .store import IgniteFileStore
@@ -46,7 +47,6 @@ __all__ = [
     "DEFAULT_PORT",
 ]
 
-DEFAULT_PORT = 10800
 _PREFIXES = ("IGNITE_FS_", "IGNITE_DATASET_")
 _SECRET_FIELDS = frozenset({"password", "cert_password"})
 
@@ -55,7 +55,7 @@ _SECRET_FIELDS = frozenset({"password", "cert_password"})
 class FsSettings:
     """Everything that decides which store a path lives in; secrets kept out of ``repr``."""
 
-    host: str = "localhost"
+    host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     username: str | None = None
     password: str | None = field(default=None, repr=False)

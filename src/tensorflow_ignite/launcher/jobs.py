@@ -25,6 +25,7 @@ from typing import Any
 from ..client import IgniteClient
 from ..errors import ConfigurationError, IgniteError, ServerError
 from ..protocol import requests, responses
+from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.codes import Op
 from . import layout
 
@@ -141,7 +142,7 @@ class JobClient:
         self._owns = owns_client
 
     @classmethod
-    def connect(cls, host: str = "127.0.0.1", port: int = 10800, **settings: Any) -> "JobClient":
+    def connect(cls, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, **settings: Any) -> "JobClient":
         return cls(IgniteClient(f"{host}:{port}", **settings), owns_client=True)
 
     def close(self) -> None:

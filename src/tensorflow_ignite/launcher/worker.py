@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data.env import parse_partition_list
+from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import layout
 
 __all__ = ["WorkerContext", "report", "node_client_settings", "gather_ints", "equal_steps"]
@@ -64,8 +65,8 @@ class WorkerContext:
             node=env.get("TF_IGNITE_NODE", ""),
             cache=env.get("TF_IGNITE_CACHE", ""),
             partitions=parse_partition_list(env["IGNITE_DATASET_PARTS"]) if env.get("IGNITE_DATASET_PARTS") else (),
-            host=env.get("IGNITE_DATASET_HOST", "localhost"),
-            port=int(env.get("IGNITE_DATASET_PORT", "10800")),
+            host=env.get("IGNITE_DATASET_HOST", DEFAULT_HOST),
+            port=int(env.get("IGNITE_DATASET_PORT", str(DEFAULT_PORT))),
             checkpoint_dir=env.get("TF_IGNITE_CHECKPOINT_DIR") or None,
             task_type=env.get("TF_IGNITE_TASK_TYPE", "worker"),
             task_index=int(env.get("TF_IGNITE_TASK_INDEX", env.get("TF_IGNITE_WORKER_INDEX", "0"))),

@@ -74,6 +74,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from tensorflow_ignite.native.uri import IgniteURI, parse_uri
+from tensorflow_ignite.protocol.endpoint import DEFAULT_ENDPOINT
 
 __all__ = [
     "FileStat",
@@ -86,7 +87,7 @@ __all__ = [
 
 #: Host used for URIs without one (``igfs:///file``) by :class:`LocalDirBackend`:
 #: Ignite's default thin-client endpoint.
-DEFAULT_HOST = "localhost:10800"
+DEFAULT_HOST = DEFAULT_ENDPOINT
 
 
 class FileStat(NamedTuple):
