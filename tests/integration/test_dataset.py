@@ -150,6 +150,27 @@ def test_partition_scans_go_to_primaries(ignite_cluster: LocalCluster, cluster_c
         assert sum(c.op_counts[Op.QUERY_SCAN] for c in fresh.connections()) == pmap.partitions
 
 
+def test_partition_awareness_off_reads_everything_through_the_seed(
+        ignite_cluster: LocalCluster, cluster_client: IgniteClient, cache_name: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nodes behind NAT announce addresses the client cannot reach: the switch keeps every
+    request on the seed connection, and the epoch is still complete."""
+    cluster_client.get_or_create_cache(cache_name).put_all(_people(1500))
+    host, port = ignite_cluster.address()
+    monkeypatch.setenv("TF_IGNITE_PARTITION_AWARENESS", "off")
+    with IgniteClient(f"{host}:{port}") as seed_only:
+        assert not seed_only.partition_awareness
+        ds = IgniteDataset(cache_name, client=seed_only, value_type="Person", batch_size=256)
+        keys = sorted(int(k) for b in ds.as_numpy_iterator() for k in b["key"])
+        assert keys == list(range(1500))
+        assert [(c.host, c.port) for c in seed_only.connections()] == [(host, port)]
+    monkeypatch.delenv("TF_IGNITE_PARTITION_AWARENESS")
+    with IgniteClient(f"{host}:{port}") as aware:
+        ds = IgniteDataset(cache_name, client=aware, value_type="Person", batch_size=256)
+        assert sum(len(b["key"]) for b in ds.as_numpy_iterator()) == 1500
+        assert len(aware.connections()) == 3  # the switch is what kept the other one on the seed
+
+
 def test_local_scans_cover_cluster_once(ignite_cluster: LocalCluster, cluster_client: IgniteClient,
                                         cache_name: str) -> None:
     cluster_client.get_or_create_cache(cache_name).put_all(_people(500))

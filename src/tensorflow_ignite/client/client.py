@@ -13,6 +13,7 @@ another node when it is safe to repeat.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import uuid as _uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from .sql import SqlCursor
     from .transactions import Transaction
 
-__all__ = ["IgniteClient", "PartitionMap", "parse_addresses"]
+__all__ = ["IgniteClient", "PartitionMap", "parse_addresses", "partition_awareness_from_env", "PARTITION_AWARENESS_ENV"]
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,15 @@ class PartitionMap:
         return tuple(p for p, n in enumerate(self.nodes) if n == node_id)
 
 
+PARTITION_AWARENESS_ENV = "TF_IGNITE_PARTITION_AWARENESS"
+
+
+def partition_awareness_from_env() -> bool:
+    """``$TF_IGNITE_PARTITION_AWARENESS``: on unless ``0``, ``false``, ``no`` or ``off``."""
+    value = os.environ.get(PARTITION_AWARENESS_ENV, "").strip().lower()
+    return value not in ("0", "false", "no", "off")
+
+
 class IgniteClient:
     """A thin client for an Ignite cluster.
 
@@ -118,6 +128,14 @@ class IgniteClient:
     verified unless ``insecure_skip_verify=True``.  ``server_hostname`` checks
     every node's certificate against that name instead of the address dialled;
     ``insecure_skip_hostname_verification=True`` checks the chain only.
+
+    ``partition_awareness`` -- connect to every node and send each partition's
+    requests to its primary (the default).  Off, every request goes through the
+    seed connections only: for clusters whose nodes announce addresses this
+    machine cannot reach (NAT, containers, a load balancer in front).  ``None``
+    reads ``$TF_IGNITE_PARTITION_AWARENESS`` (``0``/``false``/``off`` turn it
+    off), so the dataset, the writer, ``ignite://`` and launcher workers can be
+    switched without code changes.
     """
 
     def __init__(
@@ -136,7 +154,7 @@ class IgniteClient:
         insecure_skip_hostname_verification: bool = False,
         timeout: float = 30.0,
         connect_timeout: float = 10.0,
-        partition_awareness: bool = True,
+        partition_awareness: bool | None = None,
     ) -> None:
         if tls is None and (cafile or certfile or insecure_skip_verify or insecure_skip_hostname_verification
                             or server_hostname):
@@ -149,7 +167,8 @@ class IgniteClient:
         self.settings = ConnectionSettings(tls=tls, username=username, password=password,
                                            timeout=timeout, connect_timeout=connect_timeout)
         self.seeds = parse_addresses(addresses)
-        self.partition_awareness = partition_awareness
+        self.partition_awareness = (partition_awareness if partition_awareness is not None
+                                    else partition_awareness_from_env())
         self._lock = threading.RLock()
         self._by_node: dict[_uuid.UUID, Connection] = {}
         self._by_address: dict[Address, Connection] = {}
@@ -437,6 +456,7 @@ class IgniteClient:
         return list(self.node_endpoints())
 
     def connections(self) -> list[Connection]:
+        """Every open connection of this client (one per node it has talked to)."""
         with self._lock:
             return [c for c in self._by_address.values() if not c.closed]
 
