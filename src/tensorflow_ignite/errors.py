@@ -5,10 +5,12 @@ split by origin, the way asyncpg splits them:
 
 * :class:`ClientError` -- something went wrong on our side (bad arguments,
   a frame we could not decode, a cache whose data does not fit the schema).
-* :class:`ConnectionError_` family -- the network or the peer (refused, closed,
-  timed out, TLS failure, handshake rejected).
+* :class:`IgniteConnectionError` family -- the network or the peer (refused,
+  closed, timed out, TLS failure, handshake rejected).
 * :class:`ServerError` -- the Ignite node answered a request with an error
   status; the numeric status code is kept on ``.status``.
+* :class:`NodeError` (local nodes) and :class:`FileSystemError` (``ignite://``;
+  also an ``OSError``, so file code can catch what it always catches).
 
 Messages name the cache, field, type or node involved and say what to do.
 """
@@ -30,6 +32,7 @@ __all__ = [
     "CacheNotFoundError",
     "NodeError",
     "FileSystemError",
+    "StaleFileError",
 ]
 
 
@@ -103,3 +106,8 @@ class NodeError(IgniteError):
 
 class FileSystemError(IgniteError, OSError):
     """An ``ignite://`` filesystem operation failed."""
+
+
+class StaleFileError(FileSystemError, FileNotFoundError):
+    """The blocks of an open ``ignite://`` file disappeared: another process replaced or
+    deleted the file while it was being read (like NFS's ``ESTALE``); reopen it."""

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tensorflow_ignite.client import IgniteClient
-from tensorflow_ignite.errors import AuthenticationError, ConfigurationError
+from tensorflow_ignite.errors import AuthenticationError, ConfigurationError, IgniteError
 from tensorflow_ignite.fs import config as fs_config
 from tensorflow_ignite.fs.layout import SPLIT_NAMES, FileEntry, block_key
 from tensorflow_ignite.fs.store import FileWriter, IgniteFileStore, StaleFileError
@@ -499,7 +499,7 @@ def test_reader_of_another_process_gets_a_stale_error(client: IgniteClient, isol
         isolated.drain()
         with pytest.raises(StaleFileError) as info:
             reader.read_into(0, memoryview(bytearray(10)))
-        assert info.value.errno == errno.ESTALE
+        assert info.value.errno == errno.ESTALE and isinstance(info.value, IgniteError)
         reader.close()
     finally:
         other.close()

@@ -39,7 +39,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..client import IgniteClient, TransactionConflictError
-from ..errors import CacheNotFoundError, IgniteConnectionError, ProtocolError
+from ..errors import CacheNotFoundError, IgniteConnectionError, ProtocolError, StaleFileError
 from ..protocol import requests
 from ..protocol.cache_config import CacheConfiguration
 from ..protocol.codes import (
@@ -132,10 +132,6 @@ def _recreates_caches(method: F) -> F:
 
     return wrapper  # type: ignore[return-value]
 
-
-class StaleFileError(FileNotFoundError):
-    """The blocks of an open file disappeared: another process replaced or deleted
-    the file while it was being read (like NFS's ``ESTALE``)."""
 
 
 class _Superseded(Exception):
