@@ -434,7 +434,7 @@ def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) ->
         (["load", "c", "data.npz", "--keyfile", "k.pem"], "--keyfile needs --certfile"),
         (["load", "c", "no-such-file.npz", "--port", "{free}"], "no-such-file.npz"),
         (["load", "c", "data.txt", "--port", "{free}"], "expected a .npz, .csv or .parquet file"),
-        (["load", "c", "data.npz", "--port", "{free}"], "cannot connect to Ignite at localhost:{free}"),
+        (["load", "c", "data.npz", "--port", "{free}"], "cannot connect to Ignite at 127.0.0.1:{free}"),
         (["load", "c", "data.npz", "--username", "bob", "--port", "{free}"], "needs a password: set $IGNITE_PASSWORD"),
         (["tensorboard"], "the following arguments are required: --logdir"),
         (["tensorboard", "--logdir", ""], "argument --logdir: must not be empty"),

@@ -9,9 +9,7 @@ start`` runs).  These commands talk to that service over the thin client.
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
-import os
 import shlex
 import sys
 import time
@@ -22,6 +20,7 @@ from ..launcher import layout
 from ..launcher.jobs import JobClient, OutputLine
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import validate
+from .credentials import CERT_PASSWORD_ENV, PASSWORD_ENV, client_settings
 
 __all__ = ["register"]
 
@@ -33,8 +32,6 @@ _EPILOG_ENV = (
     "On secured clusters workers get their credentials from their node's TF_IGNITE_WORKER_* settings, "
     "never from the job: --env refuses names that look like secrets."
 )
-_PASSWORD_ENV = "IGNITE_PASSWORD"
-_CERT_PASSWORD_ENV = "IGNITE_CERT_PASSWORD"
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -146,46 +143,22 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 def _address(p: argparse.ArgumentParser) -> None:
     conn = p.add_argument_group(
         "connection",
-        f"The password is read from the variable named by --password-env (default ${_PASSWORD_ENV}) or "
+        f"The password is read from the variable named by --password-env (default ${PASSWORD_ENV}) or "
         f"asked for on the terminal, never taken from the command line; a client key's password "
-        f"comes from ${_CERT_PASSWORD_ENV}.",
+        f"comes from ${CERT_PASSWORD_ENV}.",
     )
     conn.add_argument("--host", default=DEFAULT_HOST, help=f"an Ignite node's host (default {DEFAULT_HOST})")
     conn.add_argument("--port", type=validate.port, default=DEFAULT_PORT, help=f"its thin-client port (default {DEFAULT_PORT})")
     conn.add_argument("--username", help="user name, for clusters with authentication")
-    conn.add_argument("--password-env", default=_PASSWORD_ENV, metavar="VAR",
-                      help=f"environment variable holding the password (default {_PASSWORD_ENV})")
+    conn.add_argument("--password-env", default=PASSWORD_ENV, metavar="VAR",
+                      help=f"environment variable holding the password (default {PASSWORD_ENV})")
     conn.add_argument("--cafile", help="CA certificate (PEM) to verify the node's TLS certificate; enables TLS")
     conn.add_argument("--certfile", help="client certificate (PEM), for nodes that require one")
     conn.add_argument("--keyfile", help="private key of --certfile (PEM)")
 
 
-def _password(args: argparse.Namespace) -> str | None:
-    if args.username is None:
-        return None
-    value = os.environ.get(args.password_env)
-    if value is not None:
-        return value
-    if not sys.stdin.isatty():
-        raise ConfigurationError(
-            f"--username {args.username} needs a password: set ${args.password_env} (no terminal to ask on)"
-        )
-    return getpass.getpass(f"Ignite password for {args.username}: ")
-
-
 def _connect(args: argparse.Namespace) -> JobClient:
-    if args.keyfile and not args.certfile:
-        raise ConfigurationError("--keyfile needs --certfile")
-    settings: dict[str, Any] = {}
-    if args.username is not None:
-        settings.update(username=args.username, password=_password(args))
-    if args.cafile:
-        settings["cafile"] = args.cafile
-    if args.certfile:
-        settings.update(certfile=args.certfile, keyfile=args.keyfile)
-        if os.environ.get(_CERT_PASSWORD_ENV):
-            settings["cert_password"] = os.environ[_CERT_PASSWORD_ENV]
-    return JobClient.connect(args.host, args.port, **settings)
+    return JobClient.connect(args.host, args.port, **client_settings(args))
 
 
 # ------------------------------------------------------------------- handlers

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import getpass
-import os
 import sys
 
-from ..errors import ConfigurationError, IgniteError
+from ..errors import IgniteError
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import validate
+from .credentials import CERT_PASSWORD_ENV, PASSWORD_ENV, client_settings
 
 __all__ = ["register"]
 
-_PASSWORD_ENV = "IGNITE_PASSWORD"
-_CERT_PASSWORD_ENV = "IGNITE_CERT_PASSWORD"
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -32,9 +29,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
             "bool or string inferred per column), .parquet (needs pyarrow).\n\n"
             "Modes: create (default; fails if the cache holds data), append, overwrite (destroys the\n"
             "cache first).  In create/overwrite mode a failed load removes the half-written cache.\n\n"
-            f"The password is read from ${_PASSWORD_ENV}, or asked for on the terminal; it is never a\n"
+            f"The password is read from ${PASSWORD_ENV}, or asked for on the terminal; it is never a\n"
             f"command-line argument (other users could see it in `ps`).  A password for an encrypted\n"
-            f"client key comes from ${_CERT_PASSWORD_ENV}."
+            f"client key comes from ${CERT_PASSWORD_ENV}."
         ),
         epilog="example: ignite-tf load mnist mnist.npz --port 10800 --key id",
     )
@@ -45,7 +42,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                       help=f"Ignite node to connect to; also HOST:PORT or a comma-separated list (default {DEFAULT_HOST})")
     conn.add_argument("--port", type=validate.port, default=DEFAULT_PORT, help=f"thin-client port (default {DEFAULT_PORT})")
     conn.add_argument("--username", help="user name, for clusters with authentication "
-                      f"(password from ${_PASSWORD_ENV} or a prompt)")
+                      f"(password from ${PASSWORD_ENV} or a prompt)")
     conn.add_argument("--cafile", help="CA certificate (PEM) to verify the node's TLS certificate; enables TLS")
     conn.add_argument("--certfile", help="client certificate (PEM), for nodes that require one")
     conn.add_argument("--keyfile", help="private key of --certfile (PEM)")
@@ -72,38 +69,18 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.set_defaults(handler=_load)
 
 
-def _password(username: str | None) -> str | None:
-    if username is None:
-        return None
-    value = os.environ.get(_PASSWORD_ENV)
-    if value is not None:
-        return value
-    if not sys.stdin.isatty():
-        raise ConfigurationError(
-            f"--username {username} needs a password: set ${_PASSWORD_ENV} (no terminal to ask on)"
-        )
-    return getpass.getpass(f"Ignite password for {username}: ")
-
-
 def _load(args: argparse.Namespace) -> int:
     from ..data.writer import write
 
-    if args.keyfile and not args.certfile:
-        raise ConfigurationError("--keyfile needs --certfile")
+    settings = client_settings(args)
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
-    password = _password(args.username)
     try:
         result = write(
             args.cache,
             args.path,
             host=args.host,
             port=args.port,
-            username=args.username,
-            password=password,
-            cafile=args.cafile,
-            certfile=args.certfile,
-            keyfile=args.keyfile,
-            cert_password=os.environ.get(_CERT_PASSWORD_ENV),
+            **settings,
             type_name=args.type_name,
             key=args.key,
             key_offset=args.key_offset,
