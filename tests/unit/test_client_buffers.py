@@ -1,4 +1,6 @@
-"""Receive buffering and buffer reuse: frames split correctly, reused memory never changes visible data."""
+"""Receive buffering and buffer reuse: frames split correctly, reused memory never changes visible data.
+
+The frame tests run :class:`FrameReader` over a real socket pair, as a connection does."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 from tensorflow_ignite.client import connection as connection_module
 from tensorflow_ignite.client.connection import Connection
 from tensorflow_ignite.protocol.pool import ALIGNMENT, BufferPool, aligned_empty
+from tensorflow_ignite.protocol.receive import FrameReader
 
 
 class _Wired(Connection):
@@ -38,6 +41,17 @@ def wired() -> Iterator[tuple[Connection, socket.socket]]:
         theirs.close()
 
 
+@pytest.fixture()
+def piped() -> Iterator[tuple[FrameReader, socket.socket]]:
+    ours, theirs = socket.socketpair()
+    ours.settimeout(10)
+    try:
+        yield FrameReader(ours.recv_into, peer="peer"), theirs
+    finally:
+        ours.close()
+        theirs.close()
+
+
 def _frame(payload: bytes) -> bytes:
     return struct.pack("<i", len(payload)) + payload
 
@@ -52,64 +66,66 @@ def _send_in_background(sock: socket.socket, data: bytes, chunk: int) -> threadi
     return t
 
 
-def test_frames_that_arrive_together_come_out_one_by_one(wired: tuple[Connection, socket.socket]) -> None:
-    conn, peer = wired
+def test_frames_that_arrive_together_come_out_one_by_one(piped: tuple[FrameReader, socket.socket]) -> None:
+    conn, peer = piped
     rng = np.random.default_rng(1)
     payloads = [rng.bytes(int(n)) for n in rng.integers(0, 5000, 60)] + [b"", b"x"]
     peer.sendall(b"".join(_frame(p) for p in payloads))
-    assert [bytes(conn._read_frame()) for _ in payloads] == payloads
+    assert [bytes(conn.read_frame()) for _ in payloads] == payloads
     assert conn.bytes_received == sum(4 + len(p) for p in payloads)
 
 
 @pytest.mark.parametrize("size", [10, 300_000, 3_000_000])
-def test_a_frame_trickling_in_is_assembled(wired: tuple[Connection, socket.socket], size: int) -> None:
-    conn, peer = wired
+def test_a_frame_trickling_in_is_assembled(piped: tuple[FrameReader, socket.socket], size: int) -> None:
+    conn, peer = piped
     payload = np.random.default_rng(size).bytes(size)
     # Two frames back to back, written in odd-sized pieces that cut through the
     # length prefixes and the receive buffer's boundaries.
     sender = _send_in_background(peer, _frame(payload) + _frame(payload[::-1]), 7919)
-    assert bytes(conn._read_frame()) == payload
-    assert bytes(conn._read_frame()) == payload[::-1]
+    assert bytes(conn.read_frame()) == payload
+    assert bytes(conn.read_frame()) == payload[::-1]
     sender.join()
 
 
 def test_a_large_frame_reuses_memory_only_when_nothing_refers_to_it(
-        wired: tuple[Connection, socket.socket]) -> None:
-    conn, peer = wired
+        piped: tuple[FrameReader, socket.socket]) -> None:
+    conn, peer = piped
     size = 2 << 20
     first, second, third = (bytes([i]) * size for i in (1, 2, 3))
     sender = _send_in_background(peer, _frame(first) + _frame(second) + _frame(third), 1 << 20)
-    a = conn._read_frame()
+    a = conn.read_frame()
     held = np.frombuffer(a, np.uint8)[:16]  # a NumPy view keeps the frame's buffer alive
     a_buffer = id(a.obj)
     del a
-    b = conn._read_frame()
+    b = conn.read_frame()
     assert id(b.obj) != a_buffer
     assert held.tolist() == [1] * 16 and bytes(b[:4]) == b"\x02" * 4
     b_buffer = id(b.obj)
     del b
-    c = conn._read_frame()  # `a`'s buffer is still held by the NumPy view: `b`'s is reused
+    c = conn.read_frame()  # `a`'s buffer is still held by the NumPy view: `b`'s is reused
     assert id(c.obj) == b_buffer
     assert bytes(c[:4]) == b"\x03" * 4 and len(c) == size
     assert held.tolist() == [1] * 16
     sender.join()
 
 
-def test_frames_above_the_eager_limit_grow_then_their_buffer_is_reused(
-        wired: tuple[Connection, socket.socket], monkeypatch: pytest.MonkeyPatch) -> None:
-    conn, peer = wired
-    monkeypatch.setattr(connection_module, "_EAGER_FRAME", 1 << 20)
+def test_frames_above_the_eager_limit_grow_then_their_buffer_is_reused() -> None:
+    ours, peer = socket.socketpair()
+    ours.settimeout(10)
+    conn = FrameReader(ours.recv_into, eager_frame=1 << 20)
     size = 3 << 20
     one, two = np.random.default_rng(2).bytes(size), np.random.default_rng(3).bytes(size)
     sender = _send_in_background(peer, _frame(one) + _frame(two), 1 << 16)
-    first = conn._read_frame()
+    first = conn.read_frame()
     assert bytes(first) == one
     first_buffer = id(first.obj)
     del first
-    second = conn._read_frame()
+    second = conn.read_frame()
     assert bytes(second) == two
     assert id(second.obj) == first_buffer  # no second growth: the finished buffer was kept
     sender.join()
+    ours.close()
+    peer.close()
 
 
 # ------------------------------------------------------------------ BufferPool

@@ -27,7 +27,8 @@ from tensorflow_ignite.protocol.binary import BinaryDecoder
 from tensorflow_ignite.protocol.buffer import ByteReader, ByteWriter
 from tensorflow_ignite.protocol.codes import TypeCode
 from tensorflow_ignite.protocol.columns import PagePlan, decode_page, scalar, value_offsets
-from tensorflow_ignite.protocol.framing import FrameAssembler, decode_handshake_response, decode_response_header
+from tensorflow_ignite.protocol.framing import decode_handshake_response, decode_response_header
+from tensorflow_ignite.protocol.receive import FrameReader
 from tensorflow_ignite.protocol.fuzz_targets import ALLOWED_ERRORS, SEEDS, encode_input, run_target, target_names
 
 _FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -121,19 +122,26 @@ def test_object_array_with_unregistered_type_and_huge_class_name() -> None:
         BinaryDecoder().decode(wire + b"abc")
 
 
-def test_frame_assembler_refuses_huge_length_before_buffering() -> None:
-    asm = FrameAssembler()
-    asm.feed(struct.pack("<i", _TWO_GIB))
-    with _bounded(), pytest.raises(ProtocolError, match="frame length"):
-        asm.next_frame()
-    small = FrameAssembler(max_frame=1024)
-    small.feed(struct.pack("<i", 4096) + b"x" * 10)
+def _source(data: bytes):  # type: ignore[no-untyped-def]
+    chunks = [data]
+
+    def recv_into(view: memoryview) -> int:
+        if not chunks:
+            raise EOFError
+        chunk = chunks.pop()
+        view[:len(chunk)] = chunk
+        return len(chunk)
+
+    return recv_into
+
+
+def test_frame_reader_refuses_huge_length_before_buffering() -> None:
+    with _bounded(), pytest.raises(ProtocolError, match="claiming 2147483647 bytes"):
+        FrameReader(_source(struct.pack("<i", _TWO_GIB))).read_frame()
     with pytest.raises(ProtocolError, match="limit 1024"):
-        small.next_frame()
-    neg = FrameAssembler()
-    neg.feed(struct.pack("<i", -5))
+        FrameReader(_source(struct.pack("<i", 4096) + b"x" * 10), max_frame=1024).read_frame()
     with pytest.raises(ProtocolError):
-        neg.next_frame()
+        FrameReader(_source(struct.pack("<i", -5))).read_frame()
 
 
 def test_reader_lengths_are_checked_against_what_is_left() -> None:

@@ -15,9 +15,9 @@ from tensorflow_ignite.errors import (
     ServerError,
 )
 from tensorflow_ignite.protocol.codes import V1_0_0, V1_3_0, V1_4_0, V1_7_0, Feature, ProtocolVersion
+from tensorflow_ignite.protocol.receive import FrameReader
 from tensorflow_ignite.protocol.framing import (
     DEFAULT_FEATURES,
-    FrameAssembler,
     decode_handshake_response,
     decode_response_header,
     encode_handshake,
@@ -191,27 +191,51 @@ def test_truncated_headers(payload: str) -> None:
 
 
 # ------------------------------------------------------------------ frames
-def test_frame_assembler_splits_and_joins() -> None:
-    fa = FrameAssembler()
+class _Chunks:
+    """An in-memory byte source for FrameReader: ``chunk`` bytes per call, then EOFError."""
+
+    def __init__(self, data: bytes, chunk: int = 1) -> None:
+        self.data, self.chunk, self.pos = data, chunk, 0
+
+    def __call__(self, view: memoryview) -> int:
+        if self.pos >= len(self.data):
+            raise EOFError
+        n = min(self.chunk, len(view), len(self.data) - self.pos)
+        view[:n] = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return n
+
+
+def test_frame_reader_splits_and_joins() -> None:
     stream = h("02000000 aabb 00000000 03000000 010203")
-    for i in range(len(stream)):  # byte by byte
-        fa.feed(stream[i : i + 1])
-    assert fa.next_frame() == h("aabb")
-    assert fa.next_frame() == b""
-    assert fa.next_frame() == h("010203")
-    assert fa.next_frame() is None
-    fa.feed(h("0500"))
-    assert fa.needed() == 2 and fa.next_frame() is None
-    fa.feed(h("0000 01"))
-    assert fa.needed() == 4 and fa.pending() == 5
+    reader = FrameReader(_Chunks(stream, 1), small_frame=16, buffer_size=16)  # byte by byte
+    assert bytes(reader.read_frame()) == h("aabb")
+    assert bytes(reader.read_frame()) == b""
+    assert bytes(reader.read_frame()) == h("010203")
+    assert reader.bytes_received == len(stream)
+    with pytest.raises(EOFError):
+        reader.read_frame()
 
 
-def test_frame_assembler_rejects_hostile_lengths() -> None:
-    fa = FrameAssembler(max_frame=1 << 20)
-    fa.feed(h("ffffff7f"))  # 2 GiB
+def test_frame_reader_peek_take_fill_follow_one_frame() -> None:
+    body = bytes(range(40))
+    reader = FrameReader(_Chunks(struct.pack("<i", len(body)) + body + h("01000000 ff"), 3), small_frame=16,
+                         buffer_size=32)
+    assert reader.peek_length() == 40 and reader.buffered() >= 4
+    assert reader.start_frame() == 40
+    assert bytes(reader.peek(4)) == body[:4]
+    assert bytes(reader.take(10)) == body[:10]
+    rest = bytearray(30)
+    reader.fill(memoryview(rest))
+    assert bytes(rest) == body[10:]
+    assert bytes(reader.read_frame()) == h("ff")  # the next frame is intact
+
+
+def test_frame_reader_rejects_hostile_lengths() -> None:
+    closed: list[bool] = []
+    reader = FrameReader(_Chunks(h("ffffff7f"), 4), max_frame=1 << 20, on_corrupt=lambda: closed.append(True))
+    with pytest.raises(ProtocolError, match="limit 1048576"):  # 2 GiB: refused before any allocation
+        reader.read_frame()
+    assert closed == [True]
     with pytest.raises(ProtocolError):
-        fa.next_frame()
-    fa2 = FrameAssembler()
-    fa2.feed(h("ffffffff"))  # negative
-    with pytest.raises(ProtocolError):
-        fa2.next_frame()
+        FrameReader(_Chunks(h("ffffffff"), 4)).read_frame()  # negative

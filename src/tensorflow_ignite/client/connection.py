@@ -6,8 +6,9 @@ reads frames until its own answer arrives and parks the others' answers for them
 That lets a reader *send* the request for the next page, decode the current one,
 and only then *receive* (prefetch without a background thread).
 
-Reads go through a receive buffer; large frames are received in place into
-reused buffers (:class:`~tensorflow_ignite.protocol.pool.BufferPool`), and an
+Frames are split by :class:`~tensorflow_ignite.protocol.receive.FrameReader`
+over this connection's socket (a receive buffer, length checks, large frames
+received in place into reused buffers) -- the same class the fuzzers drive. An
 answer registered with :meth:`Connection.expect_into` is received straight into
 the caller's buffer by whichever thread reads it.
 """
@@ -31,13 +32,12 @@ from ..errors import (
     TLSError,
 )
 from ..protocol import framing
-from ..protocol.pool import BufferPool
+from ..protocol.receive import DEFAULT_MAX_FRAME, FrameReader
 from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, ProtocolVersion
 from .tls import TLSConfig, tls_error
 
 __all__ = ["Connection", "ConnectionSettings", "probe"]
 
-_INT = struct.Struct("<i")
 _OP = struct.Struct("<h")  # op code at offset 4 of a request frame
 _LONG = struct.Struct("<q")  # request id at offset 0 of a response frame
 #: Response header with no flags set (protocol 1.4+): long request id, short flags = 0.
@@ -47,16 +47,7 @@ _PLAIN_HEADER = 10
 FrameEncoder = Callable[[int], bytes]
 
 #: The largest frame we accept from a server (a page of 1 GiB is already absurd).
-MAX_FRAME = 1 << 30
-#: Frames up to this size are read into one buffer allocated up front; larger
-#: ones grow as their bytes arrive (unless a reusable buffer is at hand).
-_EAGER_FRAME = 16 << 20
-#: Size of a connection's receive buffer; frames up to ``_SMALL_FRAME`` are
-#: assembled in it and copied out, larger ones get a buffer of their own.
-_RECV_BUFFER = 1 << 20
-_SMALL_FRAME = 256 << 10
-#: Most bytes of frame buffers a connection keeps for reuse.
-_FRAME_POOL_BYTES = 96 << 20
+MAX_FRAME = DEFAULT_MAX_FRAME
 
 #: (address, TLS on) of every node that completed a handshake in this process:
 #: when one of them later refuses or drops connections, the node has stopped
@@ -132,12 +123,15 @@ class Connection:
         self.requests_sent = 0
         #: Requests sent per op code (routing is asserted from these in tests).
         self.op_counts: collections.Counter[int] = collections.Counter()
-        self.bytes_received = 0
-        self._rbuf = bytearray(_RECV_BUFFER)
-        self._rview = memoryview(self._rbuf)
-        self._rpos = self._rend = 0
-        self._frames = BufferPool(_FRAME_POOL_BYTES, min_size=_SMALL_FRAME)
+        #: The receive buffer and frame splitter (the same class the fuzzers drive).
+        self.reader = FrameReader(self._recv_into, max_frame=self.settings.max_frame, peer=self.address,
+                                  on_corrupt=self.close)
         self._connect()
+
+    @property
+    def bytes_received(self) -> int:
+        """Bytes of every frame received on this connection, length prefixes included."""
+        return self.reader.bytes_received
 
     # ------------------------------------------------------------------ connect
     def _connect(self) -> None:
@@ -199,7 +193,7 @@ class Connection:
             frame = framing.encode_handshake(version, username=s.username, password=s.password)
             try:
                 self._sendall(frame)
-                payload = self._read_frame()
+                payload = self.reader.read_frame()
                 result = framing.decode_handshake_response(payload, version)
             except TLSError:
                 raise
@@ -347,80 +341,6 @@ class Connection:
             raise IgniteConnectionError(f"{self.address} closed the connection", address=self.address)
         return k
 
-    def _buffer(self, want: int) -> None:
-        """Receive until ``want`` (<= ``_RECV_BUFFER``) bytes are buffered, taking whatever else has arrived."""
-        if self._rend - self._rpos >= want:
-            return
-        if self._rpos == self._rend:
-            self._rpos = self._rend = 0
-        elif self._rpos + want > len(self._rbuf):
-            # Move the unread bytes (a partial frame) to the front to make room.
-            n = self._rend - self._rpos
-            self._rbuf[:n] = bytes(self._rview[self._rpos:self._rend])
-            self._rpos, self._rend = 0, n
-        while self._rend - self._rpos < want:
-            self._rend += self._recv_into(self._rview[self._rend:])
-
-    def _read_frame(self) -> memoryview:
-        """The next frame's payload (without its length prefix).
-
-        Reads go through a receive buffer, so the frames that arrive together
-        (pipelined scan answers, small pages) cost one system call, not two
-        each.  Small frames are copied out of it; a large frame is received in
-        place into a buffer of its own, reused for later frames once nothing
-        refers to it any more (fresh memory costs a page fault per 4 KiB).
-        """
-        self._buffer(4)
-        (length,) = _INT.unpack_from(self._rbuf, self._rpos)
-        limit = self.settings.max_frame
-        if length < 0 or length > limit:
-            head = bytes(self._rview[self._rpos:self._rpos + 4])
-            self.close()
-            raise ProtocolError(
-                f"{self.address} sent a frame header claiming {length} bytes (first bytes "
-                f"{head!r}; limit {limit}): not an Ignite thin-client peer, or a corrupt stream. "
-                "Check the host and port; raise ConnectionSettings.max_frame only for rows that large"
-            )
-        self._rpos += 4
-        self.bytes_received += 4 + length
-        if length <= _SMALL_FRAME:
-            self._buffer(length)
-            frame = bytes(self._rview[self._rpos:self._rpos + length])
-            self._rpos += length
-            return memoryview(frame)
-        buf = self._frames.take(length)
-        if buf is None:
-            if length > _EAGER_FRAME:
-                return self._read_growing(length)
-            buf = bytearray(length)
-            self._frames.offer(buf)
-        view = memoryview(buf)[:length]
-        self._fill(view)
-        return view
-
-    def _fill(self, view: memoryview) -> None:
-        """Fill ``view`` with the next bytes of the stream: those buffered, then straight from the socket."""
-        got = min(len(view), self._rend - self._rpos)
-        view[:got] = self._rview[self._rpos:self._rpos + got]
-        self._rpos += got
-        while got < len(view):
-            got += self._recv_into(view[got:])
-
-    def _read_growing(self, length: int) -> memoryview:
-        """A frame larger than ``_EAGER_FRAME`` with no buffer to reuse.
-
-        The claim is only believed as far as bytes arrive: the buffer grows
-        with them, so a hostile header cannot make us allocate what it claims
-        up front.  The finished buffer is kept for later frames of that size.
-        """
-        parts = bytearray()
-        while len(parts) < length:
-            chunk = bytearray(min(length - len(parts), max(_EAGER_FRAME, len(parts))))
-            self._fill(memoryview(chunk))
-            parts += chunk
-        self._frames.offer(parts)
-        return memoryview(parts)
-
     # ----------------------------------------------------------------- requests
     def send(self, encode: FrameEncoder) -> int:
         """Send one request built by ``encode(request_id)``; returns the id for :meth:`receive`."""
@@ -508,25 +428,23 @@ class Connection:
         registered for it (:meth:`expect_into`) and it is a plain answer of the
         expected size, its body is received straight into that buffer.
         """
+        reader = self.reader
         if self._into:
-            self._buffer(4)
-            (length,) = _INT.unpack_from(self._rbuf, self._rpos)
-            if _PLAIN_HEADER <= length <= self.settings.max_frame and self.version >= (1, 4, 0):
-                self._buffer(4 + _PLAIN_HEADER)
-                at = self._rpos + 4
-                rid = int(_LONG.unpack_from(self._rbuf, at)[0])
+            length = reader.peek_length()
+            if _PLAIN_HEADER <= length <= reader.max_frame and self.version >= (1, 4, 0):
+                header = reader.peek(4 + _PLAIN_HEADER)
+                rid = int(_LONG.unpack_from(header, 4)[0])
+                plain = header[12] == 0 and header[13] == 0
+                del header
                 with self._parked_cv:
                     target = self._into.get(rid)
-                if (target is not None and self._rbuf[at + 8] == 0 and self._rbuf[at + 9] == 0
-                        and length - _PLAIN_HEADER == target.head + len(target.into)):
-                    self._rpos = at + _PLAIN_HEADER
-                    self.bytes_received += 4 + length
+                if target is not None and plain and length - _PLAIN_HEADER == target.head + len(target.into):
+                    reader.start_frame()
+                    reader.take(_PLAIN_HEADER)
                     into = target.into
                     try:
-                        self._buffer(target.head)
-                        head = memoryview(bytes(self._rview[self._rpos:self._rpos + target.head]))
-                        self._rpos += target.head
-                        self._fill(into)
+                        head = reader.take(target.head)
+                        reader.fill(into)
                     except BaseException as exc:
                         # The caller's buffer is TensorFlow's: no traceback frame may keep
                         # a reference to it once the caller has given up on this answer.
@@ -538,7 +456,7 @@ class Connection:
                         target.result = head
                         self._parked_cv.notify_all()
                     return None
-        frame = self._read_frame()
+        frame = reader.read_frame()
         rid = self._response_id(frame)
         if rid == mine:
             return frame
@@ -648,7 +566,7 @@ class Connection:
     def close(self) -> None:
         """Close the socket (idempotent)."""
         sock, self._sock = self._sock, None
-        self._frames.clear()
+        self.reader.release()
         if sock is not None:
             try:
                 sock.close()

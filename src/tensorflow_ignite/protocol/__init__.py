@@ -7,7 +7,8 @@ Modules:
 * :mod:`.buffer` -- bounds-checked little-endian reader and writer;
 * :mod:`.values` -- the Python value model (``BinaryObject``, ``Timestamp``...);
 * :mod:`.binary` -- binary object codec (``BinaryDecoder``, ``BinaryEncoder``);
-* :mod:`.framing` -- frames, handshake, request/response headers;
+* :mod:`.framing` -- handshake, request/response headers;
+* :mod:`.receive` -- the receive buffer and frame splitter (``FrameReader``);
 * :mod:`.requests` / :mod:`.responses` -- per-operation bodies;
 * :mod:`.cache_config` -- cache configuration and query entities;
 * :mod:`.columns` -- whole-page decoding into numpy columns for datasets;
@@ -15,8 +16,8 @@ Modules:
   for the fuzz tests (hypothesis, atheris): bad bytes raise only ``ProtocolError``
   or ``SchemaError``.
 
-The I/O layer sends what these functions return and feeds what it reads to
-:class:`~.framing.FrameAssembler` and the decoders.
+The I/O layer sends what these functions return, receives frames through a
+:class:`~.receive.FrameReader` over its socket, and hands them to the decoders.
 """
 
 from tensorflow_ignite.protocol.binary import (
@@ -38,13 +39,13 @@ from tensorflow_ignite.protocol.codes import (
 )
 from tensorflow_ignite.protocol.framing import (
     DEFAULT_FEATURES,
-    FrameAssembler,
     HandshakeResponse,
     ResponseHeader,
     decode_handshake_response,
     decode_response_header,
     encode_handshake,
 )
+from tensorflow_ignite.protocol.receive import FrameReader
 from tensorflow_ignite.protocol.hashing import cache_id, field_id, schema_id, type_id
 from tensorflow_ignite.protocol.values import (
     BinaryField,
@@ -82,7 +83,7 @@ __all__ = [
     "ProtocolVersion",
     "TypeCode",
     "DEFAULT_FEATURES",
-    "FrameAssembler",
+    "FrameReader",
     "HandshakeResponse",
     "ResponseHeader",
     "decode_handshake_response",

@@ -28,10 +28,10 @@ from tensorflow_ignite.protocol.codes import SUPPORTED_VERSIONS, TypeCode
 from tensorflow_ignite.protocol.columns import PagePlan, decode_page, obj, scalar, value_offsets
 from tensorflow_ignite.protocol.framing import (
     DEFAULT_FEATURES,
-    FrameAssembler,
     decode_handshake_response,
     decode_response_header,
 )
+from tensorflow_ignite.protocol.receive import FrameReader
 from tensorflow_ignite.protocol.values import BinaryObject, Collection, Map, Typed
 
 __all__ = ["ALLOWED_ERRORS", "TARGETS", "SEEDS", "run_target", "encode_input", "target_names"]
@@ -52,16 +52,46 @@ _PLANS: tuple[PagePlan, ...] = (
 )
 
 
+class _EndOfInput(Exception):
+    """The in-memory byte source of :func:`_frames` is exhausted."""
+
+
 def _frames(data: bytes, param: int) -> None:
-    # Feed in chunks of a size picked by ``param`` and drain: the assembler must
-    # reject bad lengths before buffering them and never hand out a partial frame.
-    asm = FrameAssembler(max_frame=1 << 20)
+    # The connection's own FrameReader, over the input delivered in chunks of a
+    # size picked by ``param``, with buffers small enough that short inputs reach
+    # every path (copied small frames, pooled large ones, frames that grow, the
+    # peek/take/fill sequence of answers received into a caller's buffer).  It
+    # must reject bad lengths before allocating for them and never hand out a
+    # partial frame.
     step = 1 + param % 7
-    for i in range(0, len(data), step):
-        asm.feed(data[i : i + step])
-        while asm.next_frame() is not None:
-            pass
-        asm.needed()
+    pos = 0
+
+    def source(view: memoryview) -> int:
+        nonlocal pos
+        if pos >= len(data):
+            raise _EndOfInput
+        n = min(step, len(data) - pos, len(view))
+        view[:n] = data[pos:pos + n]
+        pos += n
+        return n
+
+    reader = FrameReader(source, max_frame=1 << 20, buffer_size=256, small_frame=64, eager_frame=512,
+                         pool_bytes=4096)
+    into_style = bool(param & 8)
+    try:
+        while True:
+            if into_style and reader.peek_length() >= 0:
+                length = reader.start_frame()
+                reader.peek(min(length, 16))
+                head = reader.take(min(length, 10))
+                rest = bytearray(length - len(head))
+                reader.fill(memoryview(rest))
+            else:
+                frame = reader.read_frame()
+                if reader.bytes_received > len(data) or len(frame) > len(data):
+                    raise AssertionError("a frame longer than the input")
+    except _EndOfInput:
+        pass
 
 
 def _handshake(data: bytes, param: int) -> None:
