@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import struct
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -24,6 +23,7 @@ from ..protocol import requests, responses
 from ..protocol.cache_config import CacheConfiguration
 from ..protocol.codes import ClientStatus, Op
 from ..protocol.columns import value_offsets
+from ..protocol.framing import reusable_frame
 from ..protocol.hashing import cache_id as _cache_id
 from ..protocol.responses import ScanPage
 from .connection import Connection
@@ -36,7 +36,6 @@ __all__ = ["Cache"]
 
 log = logging.getLogger(__name__)
 
-_REQUEST_ID = struct.Struct("<q")  # at offset 6 of every request frame
 
 
 class Cache:
@@ -78,12 +77,7 @@ class Cache:
         enc = self.client.encoder()
         frame = bytearray(build(0, enc))
         self.client.register_types(enc)
-
-        def encode(rid: int) -> bytearray:
-            _REQUEST_ID.pack_into(frame, 6, rid)
-            return frame
-
-        return self._call(encode, op, retry=retry)
+        return self._call(reusable_frame(frame), op, retry=retry)
 
     # ------------------------------------------------------------ key-value
     def get(self, key: Any, *, key_type: int | None = None) -> Any:

@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import uuid as _uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 

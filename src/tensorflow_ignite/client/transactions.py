@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import IgniteConnectionError, ServerError
 from ..protocol import requests, responses
 from ..protocol.codes import ClientStatus, Op, TxConcurrency, TxIsolation
+from ..protocol.framing import reusable_frame
 from ..protocol.requests import CacheOptions
 
 if TYPE_CHECKING:
@@ -133,13 +134,7 @@ class Transaction:
         enc = self.client.encoder()
         frame = requests.cache_put_all(0, cache.cache_id, pairs, opts=self._opts, encoder=enc)
         self.client.register_types(enc)
-        buf = bytearray(frame)
-
-        def encode(rid: int) -> bytearray:
-            buf[6:14] = rid.to_bytes(8, "little", signed=True)
-            return buf
-
-        self._request(encode, Op.CACHE_PUT_ALL)
+        self._request(reusable_frame(bytearray(frame)), Op.CACHE_PUT_ALL)
 
     def remove_key(self, cache: "Cache", key: Any) -> bool:
         body = self._request(

@@ -46,7 +46,8 @@ from ..protocol.buffer import I32, ByteWriter
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.cache_config import JAVA_TYPE_NAMES, CacheConfiguration, QueryEntity, QueryField
 from ..protocol.codes import AtomicityMode, ClientStatus, ObjectFlag, Op, TypeCode, WriteSynchronizationMode
-from ..protocol.framing import REQUEST_HEADER
+from ..protocol import requests
+from ..protocol.framing import reusable_frame
 from ..protocol.hashing import cache_id as _cache_id
 from ..protocol.hashing import field_id as _field_id
 from ..protocol.hashing import schema_id as _schema_id
@@ -76,7 +77,6 @@ Mode = Literal["create", "append", "overwrite"]
 _MODES = ("create", "append", "overwrite")
 _HEADER_LEN = 24
 _MAX_OBJECT = (1 << 31) - 1
-_CACHE_HEADER = struct.Struct("<ibi")  # cache id, flags, entry count
 _ROW_KEY = "key"  # name of the row-index key in the schema record and the SQL table
 
 
@@ -947,22 +947,12 @@ class _PutAllSender:
         self.bytes_sent = 0
         self.on_ack: Callable[[int], None] = lambda rows: None
 
-    def _frame(self, rows: int, payload: bytes | bytearray | memoryview) -> bytearray:
-        frame = bytearray(REQUEST_HEADER.size + _CACHE_HEADER.size + len(payload))
-        REQUEST_HEADER.pack_into(frame, 0, len(frame) - 4, Op.CACHE_PUT_ALL, 0)
-        _CACHE_HEADER.pack_into(frame, REQUEST_HEADER.size, self.cache_id, 0, rows)
-        frame[REQUEST_HEADER.size + _CACHE_HEADER.size:] = payload
-        return frame
-
     @staticmethod
     def _encoder(frame: bytearray) -> Callable[[int], bytearray]:
-        def encode(rid: int) -> bytearray:
-            struct.pack_into("<q", frame, 6, rid)
-            return frame
-        return encode
+        return reusable_frame(frame)
 
     def submit(self, rows: int, payload: bytes | bytearray | memoryview) -> None:
-        frame = self._frame(rows, payload)
+        frame = requests.cache_put_all_encoded(self.cache_id, rows, payload)
         self.wait()
         try:
             rid = self.conn.send(self._encoder(frame))

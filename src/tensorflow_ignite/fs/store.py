@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..client import IgniteClient, TransactionConflictError
 from ..errors import CacheNotFoundError, IgniteConnectionError, ProtocolError, StaleFileError
-from ..protocol import requests
+from ..protocol import requests, responses
 from ..protocol.cache_config import CacheConfiguration
 from ..protocol.codes import (
     AtomicityMode,
@@ -50,7 +50,7 @@ from ..protocol.codes import (
     TypeCode,
     WriteSynchronizationMode,
 )
-from ..protocol.framing import REQUEST_HEADER
+from ..protocol.framing import reusable_frame
 from ..protocol.hashing import java_string_hash
 from .layout import (
     DEFAULT_BLOCK_SIZE,
@@ -944,38 +944,10 @@ class IgniteFileStore:
         return self._block_of(key, body)
 
     def _block_of(self, key: str, body: memoryview) -> memoryview | None:
-        code = body[0]
-        if code == TypeCode.NULL:
-            return None
-        if code != TypeCode.BYTE_ARR or len(body) < 5:
-            raise ProtocolError(f"data block {key} of cache {self.data.name!r} is not a byte[] (type {code})")
-        (n,) = _I32.unpack_from(body, 1)
-        if n < 0 or 5 + n > len(body):
-            raise ProtocolError(f"data block {key}: length {n} exceeds the response")
-        self.stats["blocks_read"] += 1
-        return body[5:5 + n]
-
-    def _put_header_into(self, buffer: bytearray, end: int, key: str, length: int) -> int:
-        """Write a CACHE_PUT request's header for a ``length``-byte block ending at ``end``.
-
-        The header (request header with id 0, cache id, flags, String key,
-        byte[] type and length) occupies ``[start, end)`` of ``buffer``; the
-        block's bytes follow it in the frame.  Returns ``start``.
-        """
-        kb = key.encode()
-        header_len = REQUEST_HEADER.size + 5 + 5 + len(kb) + 5
-        start = end - header_len
-        if start < 0:
-            raise ValueError(f"block key {key!r} too long")
-        p = start
-        REQUEST_HEADER.pack_into(buffer, p, header_len - 4 + length, Op.CACHE_PUT, 0)
-        p += REQUEST_HEADER.size
-        struct.pack_into("<iBBi", buffer, p, self.data.cache_id, 0, TypeCode.STRING, len(kb))
-        p += 10
-        buffer[p:p + len(kb)] = kb
-        p += len(kb)
-        struct.pack_into("<Bi", buffer, p, TypeCode.BYTE_ARR, length)
-        return start
+        block = responses.decode_byte_array_view(body, f"data block {key} of cache {self.data.name!r}")
+        if block is not None:
+            self.stats["blocks_read"] += 1
+        return block
 
     def _put_frame(self, buffer: bytearray, key: str, length: int) -> memoryview:
         """A CACHE_PUT request frame built in place in front of a block buffer.
@@ -983,16 +955,11 @@ class IgniteFileStore:
         ``buffer`` holds the block at ``[_FRAME_ROOM, _FRAME_ROOM + length)``; the
         header is written just before it, so the block is never copied.
         """
-        start = self._put_header_into(buffer, _FRAME_ROOM, key, length)
+        start = requests.cache_put_bytes_head_into(buffer, _FRAME_ROOM, self.data.cache_id, key, length)
         return memoryview(buffer)[start:_FRAME_ROOM + length]
 
     def _put_block(self, buffer: bytearray, key: str, length: int) -> None:
-        frame = self._put_frame(buffer, key, length)
-
-        def encode(rid: int) -> memoryview:
-            struct.pack_into("<q", frame, 6, rid)
-            return frame
-
+        encode = reusable_frame(self._put_frame(buffer, key, length))
         # idempotent: a retry writes the same bytes
         self.client.request(encode, Op.CACHE_PUT, node_id=self._block_node(key))
         self.stats["blocks_written"] += 1
@@ -1009,12 +976,8 @@ class IgniteFileStore:
         send fails it -- the block is gone by then, it cannot be sent again.
         """
         head = bytearray(_FRAME_ROOM)
-        start = self._put_header_into(head, _FRAME_ROOM, key, len(block))
-        frame_head = memoryview(head)[start:]
-
-        def encode(rid: int) -> memoryview:
-            struct.pack_into("<q", frame_head, 6, rid)
-            return frame_head
+        start = requests.cache_put_bytes_head_into(head, _FRAME_ROOM, self.data.cache_id, key, len(block))
+        encode = reusable_frame(memoryview(head)[start:])
 
         client = self.client
         conn = client.connection_for_node(self._block_node(key))
@@ -1039,12 +1002,8 @@ class IgniteFileStore:
                               record: str) -> None:
         """Store a meta record and a block with one round trip (both requests sent, then
         both answers read); falls back to two plain requests if the connection fails."""
-        frame = self._put_frame(buffer, key, length)
+        encode_block = reusable_frame(self._put_frame(buffer, key, length))
         meta_id = self.meta.cache_id
-
-        def encode_block(rid: int) -> memoryview:
-            struct.pack_into("<q", frame, 6, rid)
-            return frame
 
         conn = self.client.connection_for_node(self._block_node(key))
         try:

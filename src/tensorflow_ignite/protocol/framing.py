@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import struct
 import uuid as _uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from tensorflow_ignite.errors import (
     AuthenticationError,
     CacheNotFoundError,
     HandshakeError,
-    ProtocolError,
     ServerError,
 )
 from tensorflow_ignite.protocol.buffer import ByteReader, ByteWriter
@@ -57,7 +57,6 @@ __all__ = [
     "LENGTH_PREFIX",
     "REQUEST_HEADER",
     "DEFAULT_FEATURES",
-    "DEFAULT_MAX_FRAME",
     "features_to_bytes",
     "features_from_bytes",
     "encode_handshake",
@@ -66,10 +65,11 @@ __all__ = [
     "start_request",
     "finish_request",
     "encode_request",
+    "REQUEST_ID_OFFSET",
+    "reusable_frame",
     "ResponseHeader",
     "decode_response_header",
     "server_error",
-    "FrameAssembler",
 ]
 
 LENGTH_PREFIX = struct.Struct("<i")
@@ -94,10 +94,6 @@ DEFAULT_FEATURES: frozenset[Feature] = frozenset(
         Feature.ALL_AFFINITY_MAPPINGS,
     }
 )
-
-#: Largest frame :class:`FrameAssembler` accepts by default (1 GiB).
-DEFAULT_MAX_FRAME = 1 << 30
-
 
 def features_to_bytes(features: Iterable[int]) -> bytes:
     """Encode feature bit numbers like ``BitSet.toByteArray`` (minimal length)."""
@@ -257,6 +253,26 @@ def encode_request(op: int, request_id: int, body: bytes | bytearray | memoryvie
     return REQUEST_HEADER.pack(10 + len(body), op, request_id) + bytes(body)
 
 
+#: Where the request id sits in a request frame: after the int length and the short op code.
+REQUEST_ID_OFFSET = 6
+_REQUEST_ID = struct.Struct("<q")
+
+FrameT = TypeVar("FrameT", bytearray, memoryview)
+
+
+def reusable_frame(frame: FrameT) -> Callable[[int], FrameT]:
+    """The request encoder (id -> frame) of a frame built once, with request id 0.
+
+    For frames that are costly to build (a large ``put_all``, a file block): each
+    send, a retry included, writes its own request id into the same memory.
+    """
+    def encode(request_id: int) -> FrameT:
+        _REQUEST_ID.pack_into(frame, REQUEST_ID_OFFSET, request_id)
+        return frame
+
+    return encode
+
+
 # ------------------------------------------------------------------- responses
 def server_error(status: int, message: str | None, op: int | None = None) -> ServerError:
     """The typed exception for a failed response status."""
@@ -327,54 +343,3 @@ def decode_response_header(
 
 
 # -------------------------------------------------------------- frame assembly
-class FrameAssembler:
-    """Splits a byte stream into frames; the I/O layer feeds it what it reads.
-
-    ``feed`` appends bytes; ``next_frame`` returns the next complete frame's
-    payload (without the length prefix) or None.  A negative length or one
-    above ``max_frame`` raises :class:`ProtocolError` immediately, before any
-    buffering of the claimed size.
-    """
-
-    __slots__ = ("_buf", "_pos", "max_frame")
-
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
-        self._buf = bytearray()
-        self._pos = 0
-        self.max_frame = max_frame
-
-    def feed(self, data: bytes | bytearray | memoryview) -> None:
-        if self._pos and self._pos == len(self._buf):
-            self._buf.clear()
-            self._pos = 0
-        self._buf += data
-
-    def pending(self) -> int:
-        """Bytes received but not yet returned as frames."""
-        return len(self._buf) - self._pos
-
-    def needed(self) -> int:
-        """Bytes still missing for the next frame (4 when even the length is missing)."""
-        avail = len(self._buf) - self._pos
-        if avail < 4:
-            return 4 - avail
-        n = LENGTH_PREFIX.unpack_from(self._buf, self._pos)[0]
-        return max(0, 4 + n - avail)
-
-    def next_frame(self) -> bytes | None:
-        avail = len(self._buf) - self._pos
-        if avail < 4:
-            return None
-        n = LENGTH_PREFIX.unpack_from(self._buf, self._pos)[0]
-        if n < 0 or n > self.max_frame:
-            raise ProtocolError(f"frame length {n} is invalid (limit {self.max_frame}); the stream is corrupt")
-        if avail < 4 + n:
-            return None
-        start = self._pos + 4
-        frame = bytes(self._buf[start : start + n])
-        self._pos = start + n
-        if self._pos > 1 << 20 and self._pos * 2 > len(self._buf):
-            del self._buf[: self._pos]
-            self._pos = 0
-        return frame
-

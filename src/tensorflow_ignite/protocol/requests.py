@@ -14,6 +14,7 @@ add ``long create, long update, long access`` (expiry policy, 0x04) and then
 
 from __future__ import annotations
 
+import struct
 import uuid as _uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -31,10 +32,11 @@ from tensorflow_ignite.protocol.codes import (
     PlatformId,
     ProtocolVersion,
     StatementType,
+    TypeCode,
     TxConcurrency,
     TxIsolation,
 )
-from tensorflow_ignite.protocol.framing import DEFAULT_FEATURES, finish_request, start_request
+from tensorflow_ignite.protocol.framing import REQUEST_HEADER, DEFAULT_FEATURES, finish_request, start_request
 from tensorflow_ignite.protocol.values import BinaryType
 
 __all__ = [
@@ -47,6 +49,8 @@ __all__ = [
     "cache_put_if_absent",
     "cache_get_all",
     "cache_put_all",
+    "cache_put_all_encoded",
+    "cache_put_bytes_head_into",
     "cache_get_and_put",
     "cache_get_and_replace",
     "cache_get_and_remove",
@@ -353,6 +357,51 @@ def cache_put_all(
         enc.write(w, k, key_type)
         enc.write(w, v, value_type)
     return finish_request(w)
+
+
+#: ``int cache id, byte flags`` of a plain cache request ...
+_CACHE_HEAD = struct.Struct("<ib")
+#: ... and of a put-all, followed by ``int count``.
+_PUT_ALL_HEAD = struct.Struct("<ibi")
+_STRING_HEAD = struct.Struct("<Bi")  # type code, length: a String or a byte[] header
+
+
+def cache_put_all_encoded(cache_id: int, rows: int, entries: bytes | bytearray | memoryview) -> bytearray:
+    """A CACHE_PUT_ALL frame (request id 0, see :func:`~.framing.reusable_frame`) around
+    ``rows`` key/value pairs already encoded back to back (the writer's bulk encoder)."""
+    head = REQUEST_HEADER.size + _PUT_ALL_HEAD.size
+    frame = bytearray(head + len(entries))
+    REQUEST_HEADER.pack_into(frame, 0, len(frame) - 4, Op.CACHE_PUT_ALL, 0)
+    _PUT_ALL_HEAD.pack_into(frame, REQUEST_HEADER.size, cache_id, 0, rows)
+    frame[head:] = entries
+    return frame
+
+
+def cache_put_bytes_head_into(buffer: bytearray, end: int, cache_id: int, key: str, length: int) -> int:
+    """Write the head of a CACHE_PUT of a String key and a ``length``-byte ``byte[]`` value so
+    that it ends at ``buffer[end]``; returns where it starts.
+
+    The value's bytes are not part of it: they follow in the buffer (a block read into
+    place after the head's room) or are sent from the caller's memory
+    (``Connection.send_parts``), so a large value is never copied into a frame.  The
+    request id is 0 (:func:`~.framing.reusable_frame`).
+    """
+    kb = key.encode()
+    head_len = REQUEST_HEADER.size + _CACHE_HEAD.size + _STRING_HEAD.size + len(kb) + _STRING_HEAD.size
+    start = end - head_len
+    if start < 0:
+        raise ValueError(f"key {key!r} too long for the {end} bytes of room before the value")
+    p = start
+    REQUEST_HEADER.pack_into(buffer, p, head_len - 4 + length, Op.CACHE_PUT, 0)
+    p += REQUEST_HEADER.size
+    _CACHE_HEAD.pack_into(buffer, p, cache_id, 0)
+    p += _CACHE_HEAD.size
+    _STRING_HEAD.pack_into(buffer, p, TypeCode.STRING, len(kb))
+    p += _STRING_HEAD.size
+    buffer[p:p + len(kb)] = kb
+    p += len(kb)
+    _STRING_HEAD.pack_into(buffer, p, TypeCode.BYTE_ARR, length)
+    return start
 
 
 def cache_clear(request_id: int, cache_id: int, *, opts: CacheOptions | None = None) -> bytes:

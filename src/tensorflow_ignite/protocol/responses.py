@@ -22,9 +22,11 @@ from tensorflow_ignite.errors import ProtocolError
 from tensorflow_ignite.protocol.binary import BinaryDecoder
 from tensorflow_ignite.protocol.buffer import ByteReader
 from tensorflow_ignite.protocol.cache_config import CacheConfiguration, decode_cache_configuration
-from tensorflow_ignite.protocol.codes import V1_7_0, Feature, ProtocolVersion
+from tensorflow_ignite.protocol.codes import V1_7_0, Feature, ProtocolVersion, TypeCode
 from tensorflow_ignite.protocol.framing import DEFAULT_FEATURES
 from tensorflow_ignite.protocol.values import BinaryField, BinaryType
+
+_I32 = struct.Struct("<i")
 
 __all__ = [
     "decode_object",
@@ -33,6 +35,7 @@ __all__ = [
     "decode_long",
     "decode_string",
     "decode_byte",
+    "decode_byte_array_view",
     "decode_get_all",
     "decode_cache_names",
     "decode_cache_configuration_response",
@@ -89,6 +92,23 @@ def decode_long(body: bytes | bytearray | memoryview) -> int:
 def decode_string(body: bytes | bytearray | memoryview) -> str | None:
     """A ``ClientStringResponse`` (binary type name)."""
     return _reader(body).typed_string("string result")
+
+
+def decode_byte_array_view(body: bytes | bytearray | memoryview, what: str = "value") -> memoryview | None:
+    """A ``byte[]`` (or null) answer as a view of ``body``, without copying it (large file blocks).
+
+    Anything else is a :class:`ProtocolError` naming ``what``.
+    """
+    view = memoryview(body)
+    code = view[0] if len(view) else None
+    if code == TypeCode.NULL:
+        return None
+    if code != TypeCode.BYTE_ARR or len(view) < 5:
+        raise ProtocolError(f"{what} is not a byte[] (type {code})")
+    (n,) = _I32.unpack_from(view, 1)
+    if n < 0 or 5 + n > len(view):
+        raise ProtocolError(f"{what}: byte[] length {n} exceeds the response's {len(view) - 5} bytes")
+    return view[5:5 + n]
 
 
 def decode_get_all(
