@@ -77,8 +77,9 @@ def test_readme_blocks_say_what_they_are() -> None:
     assert len(skipped) <= MAX_NOT_RUN, [(b.line, b.not_run) for b in skipped]
     assert len(runnable) - len(skipped) >= 12
     assert {b.lang for b in runnable if b.not_run is None} == set(RUNNABLE)
-    # The quickstart comes first: the README opens with the two commands.
-    assert "make demo" in runnable[0].source and "make test" in runnable[0].source
+    # The README opens with installing the wheel, then a checkout's two commands.
+    assert "pip install 'tensorflow-ignite[tf]'" in runnable[0].source
+    assert "make demo" in runnable[1].source and "make test" in runnable[1].source
 
 
 _RUNNER = r'''
