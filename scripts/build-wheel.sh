@@ -31,6 +31,8 @@ find_python() {
     command -v "python$ver" || { echo "build-wheel: no Python $ver (pyenv install $ver, or put python$ver on PATH)" >&2; exit 1; }
 }
 
+git rev-parse --git-dir >/dev/null 2>&1 ||
+    { echo "build-wheel: $root is not a git checkout (the wheel is built from the files git knows)" >&2; exit 1; }
 jars="$root/src/tensorflow_ignite/jars"
 [ -f "$jars/tensorflow-ignite-node.jar" ] && [ -d "$jars/lib" ] && [ -d "$jars/lib-sql" ] ||
     { echo "build-wheel: no jars in src/tensorflow_ignite/jars: run \`make java\` first" >&2; exit 1; }
