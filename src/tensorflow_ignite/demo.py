@@ -49,8 +49,9 @@ __all__ = ["DemoResult", "DemoError", "run_demo", "build_model", "demo_work_dir"
 
 TRAIN_CACHE = "DIGITS_TRAIN"
 TEST_CACHE = "DIGITS_TEST"
-#: The launcher job the distributed demo runs (a source checkout's examples).
-DISTRIBUTED_JOB_DIR = Path(__file__).resolve().parents[2] / "examples" / "launcher_jobs" / "digits_resnet"
+#: The launcher job the distributed demo runs: package data, so an installed wheel has it
+#: (the repository's ``examples/launcher_jobs/digits_resnet`` links to it).
+DISTRIBUTED_JOB_DIR = Path(__file__).resolve().parent / "demo_jobs" / "digits_resnet"
 
 
 class DemoError(IgniteError):
@@ -330,8 +331,9 @@ def _train_distributed(host: str, port: int, *, epochs: int, run: str, progress:
 
     if not (DISTRIBUTED_JOB_DIR / "train.py").is_file():
         raise ConfigurationError(
-            f"--distributed runs the launcher example {DISTRIBUTED_JOB_DIR} of a source checkout, "
-            "which this installation does not have; run the demo from the repository (`make demo`)")
+            f"--distributed runs the launcher job {DISTRIBUTED_JOB_DIR / 'train.py'}, which is missing: "
+            "this installation of tensorflow-ignite is incomplete; reinstall it "
+            "(`pip install --force-reinstall tensorflow-ignite`)")
     train, test = _load(host, port, {}, progress)
     base = f"ignite://{host}:{port}/demo/{run}"
     ckpt_dir, log_dir = f"{base}/checkpoints", f"{base}/logs"

@@ -77,8 +77,10 @@ def test_readme_blocks_say_what_they_are() -> None:
     assert len(skipped) <= MAX_NOT_RUN, [(b.line, b.not_run) for b in skipped]
     assert len(runnable) - len(skipped) >= 12
     assert {b.lang for b in runnable if b.not_run is None} == set(RUNNABLE)
-    # The quickstart comes first: the README opens with the two commands.
-    assert "make demo" in runnable[0].source and "make test" in runnable[0].source
+    # The README's first code block is a checkout's two commands (the main job, the tests);
+    # installing the wheel comes right after it.
+    assert "make demo" in blocks[0].source and "make test" in blocks[0].source
+    assert 'pip install "tensorflow-ignite[tf]"' in blocks[1].source
 
 
 _RUNNER = r'''

@@ -85,22 +85,28 @@ def test_uses_only_tf_status_symbols_that_tensorflow_provides(library) -> None:
     assert needed <= dynamic_symbols(framework, "--defined-only")
 
 
-def test_builds_into_the_user_cache_when_package_dir_is_read_only(tmp_path, monkeypatch) -> None:
+def test_installed_package_builds_only_on_opt_in_and_only_into_the_user_cache(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("TF_IGNITE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(build, "package_dir", lambda: tmp_path / "readonly-package")
-    (tmp_path / "readonly-package").mkdir()
-    real_access = os.access
-    monkeypatch.setattr(
-        os, "access", lambda p, mode: False if "readonly-package" in str(p) else real_access(p, mode)
-    )
+    monkeypatch.delenv(build.BUILD_ENV, raising=False)
+    package = tmp_path / "installed-package"
+    package.mkdir()
+    monkeypatch.setattr(build, "package_dir", lambda: package)
+    monkeypatch.setattr(build, "source_checkout", lambda: False)
+    with pytest.raises(build.NativeBuildError, match=r"no prebuilt .*TF_IGNITE_BUILD_NATIVE=1"):
+        loader._locate_library()
+    assert not build.user_cache_dir().exists()
+
+    monkeypatch.setenv(build.BUILD_ENV, "1")
     path = loader._locate_library()
     cache_dir = build.user_cache_dir()
     assert path == cache_dir / build.library_filename() and path.is_file()
     assert str(cache_dir).startswith(str(tmp_path / "cache"))
     assert build.is_up_to_date(cache_dir)
+    assert list(package.iterdir()) == []  # nothing written into the installation
 
     started = time.monotonic()
-    assert loader._locate_library() == path  # second time: stamp check only
+    monkeypatch.delenv(build.BUILD_ENV)
+    assert loader._locate_library() == path  # built before: found without the opt-in, stamp check only
     assert time.monotonic() - started < 0.5
 
     stamp_file = cache_dir / build.STAMP_DIR / "_tf_ignite_fs.json"
@@ -119,14 +125,31 @@ def test_missing_compiler_is_a_clear_error(tmp_path, monkeypatch) -> None:
     assert build.main(["--output-dir", str(tmp_path)]) == 1
 
 
-def test_prebuilt_library_is_used_without_a_compiler(library, tmp_path, monkeypatch) -> None:
+def test_prebuilt_library_is_used_only_for_its_tensorflow_series(library, tmp_path, monkeypatch) -> None:
     package = tmp_path / "wheel-package"
     package.mkdir()
     shutil.copy(library, package / library.name)  # shipped without a stamp
+    build.write_build_info(package)
     monkeypatch.setattr(build, "package_dir", lambda: package)
+    monkeypatch.setattr(build, "source_checkout", lambda: False)
+    monkeypatch.setenv("TF_IGNITE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv(build.BUILD_ENV, raising=False)
     monkeypatch.setenv("CXX", "/nonexistent/g++")
-    with pytest.warns(RuntimeWarning, match="prebuilt"):
-        assert loader._locate_library() == package / library.name
+    assert build.read_build_info(package)["tensorflow_series"] == build.tensorflow_series() == "2.21"
+    assert loader._locate_library() == package / library.name
+
+    info = build.read_build_info(package)
+    (package / build.BUILD_INFO).write_text(json.dumps({**info, "tensorflow_series": "2.99"}))
+    with pytest.raises(build.NativeBuildError,
+                       match=r"compiled against TensorFlow 2\.99\.x but TensorFlow 2\.21 is installed\. "
+                             r"Install TensorFlow 2\.99\.x .*TF_IGNITE_BUILD_NATIVE=1"):
+        loader._locate_library()
+    assert sorted(p.name for p in package.iterdir()) == sorted([library.name, build.BUILD_INFO])
+
+
+def test_checkout_libraries_find_tensorflow_next_to_the_package(library) -> None:
+    rpath = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
+    assert "$ORIGIN/../../tensorflow" in rpath
 
 
 def test_compiler_errors_are_reported(tmp_path, monkeypatch) -> None:

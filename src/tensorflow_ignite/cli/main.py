@@ -17,9 +17,53 @@ from .. import demo
 from . import job, load, node, tensorboard
 from .quiet import quiet_tensorflow_import
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "version_text"]
 
 _COMMANDS = (node, load, demo, tensorboard, job)
+
+
+def version_text() -> str:
+    """What ``ignite-tf --version`` prints: this package, TensorFlow, protocol, bundled Ignite.
+
+    Reads package metadata and file names only: TensorFlow is not imported.
+    """
+    from .. import __version__
+    from ..local.java import jars_dir
+    from ..native import build
+    from ..protocol.codes import SUPPORTED_VERSIONS
+
+    lines = [f"tensorflow-ignite {__version__}"]
+    try:
+        tf_version = build.tensorflow_version()
+    except build.NativeBuildError:
+        tf_version = "not installed (pip install 'tensorflow-ignite[tf]')"
+    info = build.read_build_info()
+    if info is not None:
+        tf_version += f" (native libraries built for TensorFlow {info.get('tensorflow_series')}.x)"
+    elif build.source_checkout():
+        tf_version += " (native libraries built from this source checkout)"
+    lines.append(f"TensorFlow {tf_version}")
+    lines.append(f"thin-client protocol {SUPPORTED_VERSIONS[0]} (accepts down to {SUPPORTED_VERSIONS[-1]})")
+
+    def bundled(name: str) -> str:
+        jars = sorted((jars_dir() / name).glob("ignite-core-*.jar"))
+        return jars[0].name[len("ignite-core-"):-len(".jar")] if jars else "not bundled"
+
+    lines.append(f"local nodes: Apache Ignite {bundled('lib')} (SQL nodes: {bundled('lib-sql')} with H2)")
+    return "\n".join(lines)
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print :func:`version_text` and exit (computed only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        print(version_text())
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="log debug details, and let TensorFlow's native start-up messages through")
+    parser.add_argument("--version", action=_VersionAction,
+                        help="show the versions of tensorflow-ignite, TensorFlow, the thin-client "
+                             "protocol and the bundled Apache Ignite, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in _COMMANDS:
         module.register(sub)

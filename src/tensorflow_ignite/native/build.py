@@ -12,6 +12,17 @@ with ``g++`` (or ``$CXX``), TensorFlow's ``tf.sysconfig.get_compile_flags()`` /
 
 Each file is both a TensorFlow library and a Python extension module.
 
+Where the libraries come from (see :func:`tensorflow_ignite.native.loader`):
+
+* a wheel ships them prebuilt (``make wheel`` builds them with ``--wheel``:
+  relocatable, and :data:`BUILD_INFO` records the TensorFlow series they were
+  compiled against); they are used when the installed TensorFlow is of that
+  series, and nothing is compiled or written into the installation at run time;
+* a source checkout builds them next to their sources (``make setup``) and
+  rebuilds them there when an input changed;
+* anywhere else, only with ``TF_IGNITE_BUILD_NATIVE=1`` (:data:`BUILD_ENV`):
+  built into :func:`user_cache_dir`.
+
 Rebuilds only when something the library depends on changed: the source,
 this recipe, the Python ABI, or the TensorFlow installation (its framework
 library and C headers).  That check reads a stamp file (``.stamps/`` next to
@@ -29,6 +40,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -56,6 +68,13 @@ __all__ = [
     "library_path",
     "is_up_to_date",
     "build",
+    "BUILD_ENV",
+    "BUILD_INFO",
+    "source_checkout",
+    "tensorflow_version",
+    "tensorflow_series",
+    "read_build_info",
+    "write_build_info",
     "main",
 ]
 
@@ -63,6 +82,11 @@ __all__ = [
 RECIPE_VERSION = 2
 
 STAMP_DIR = ".stamps"
+#: ``TF_IGNITE_BUILD_NATIVE=1``: an installed package may compile its native
+#: libraries (into :func:`user_cache_dir`) when it has none for this TensorFlow.
+BUILD_ENV = "TF_IGNITE_BUILD_NATIVE"
+#: Written next to prebuilt libraries by ``--wheel`` builds: what they were built against.
+BUILD_INFO = "_build_info.json"
 _TF_FRAMEWORK = "libtensorflow_framework.so.2"
 
 
@@ -162,6 +186,70 @@ def user_cache_dir() -> Path:
     return root / "native" / key
 
 
+def source_checkout() -> bool:
+    """True when this package runs from a source checkout (``src/`` next to ``pyproject.toml``).
+
+    Only there are the libraries built (and rebuilt) in the package directory.
+    """
+    src = _HERE.parents[1]
+    return src.name == "src" and (src.parent / "pyproject.toml").is_file()
+
+
+def tensorflow_version() -> str:
+    """Version of the installed TensorFlow, from its package metadata (no import).
+
+    The metadata is that of whichever distribution installed the ``tensorflow``
+    package (``tensorflow``, ``tensorflow-cpu``, ``tf-nightly``, ...).
+    """
+    tf_dir = _tensorflow_dir()
+    for dist_info in sorted(tf_dir.parent.glob("*.dist-info")):
+        try:
+            if "tensorflow" not in (dist_info / "top_level.txt").read_text().split():
+                continue
+            metadata = (dist_info / "METADATA").read_text(errors="replace")
+        except OSError:
+            continue
+        m = re.search(r"^Version:\s*(\S+)", metadata, re.MULTILINE)
+        if m:
+            return m.group(1)
+    raise NativeBuildError(
+        f"cannot tell which TensorFlow is installed at {tf_dir}: no package metadata names it; "
+        "reinstall TensorFlow with pip"
+    )
+
+
+def tensorflow_series() -> str:
+    """``"MAJOR.MINOR"`` of the installed TensorFlow (no import)."""
+    version = tensorflow_version()
+    m = re.match(r"(\d+)\.(\d+)", version)
+    if m is None:
+        raise NativeBuildError(f"cannot read TensorFlow's version {version!r}; reinstall TensorFlow")
+    return f"{m.group(1)}.{m.group(2)}"
+
+
+def read_build_info(output_dir: str | os.PathLike[str] | None = None) -> dict[str, object] | None:
+    """The :data:`BUILD_INFO` of prebuilt libraries in ``output_dir``, or ``None``."""
+    try:
+        info = json.loads((Path(output_dir or package_dir()) / BUILD_INFO).read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def write_build_info(output_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Record what the libraries in ``output_dir`` were built against (for a wheel)."""
+    out_dir = Path(output_dir or package_dir())
+    info = {
+        "tensorflow_series": tensorflow_series(),
+        "python_abi": sysconfig.get_config_var("EXT_SUFFIX"),
+        "libraries": [library_filename(lib) for lib in LIBRARIES],
+        "recipe": RECIPE_VERSION,
+    }
+    path = out_dir / BUILD_INFO
+    path.write_text(json.dumps(info, indent=2) + "\n")
+    return path
+
+
 def library_path(output_dir: str | os.PathLike[str] | None = None, library: Library = FS_PLUGIN) -> Path:
     """Path of ``library`` in ``output_dir`` (default: the package directory)."""
     return Path(output_dir or package_dir()) / library_filename(library)
@@ -191,7 +279,7 @@ def _compiler() -> list[str]:
     return shlex.split(os.environ.get("CXX") or "g++")
 
 
-def _inputs(library: Library = FS_PLUGIN) -> dict[str, object]:
+def _inputs(library: Library = FS_PLUGIN, relocatable: bool = False) -> dict[str, object]:
     """Everything the built library depends on, cheap to compute (no TF import)."""
     tf_dir = _tensorflow_dir()
     include = tf_dir / "include"
@@ -219,6 +307,7 @@ def _inputs(library: Library = FS_PLUGIN) -> dict[str, object]:
         "tensorflow_framework": [fst.st_size, fst.st_mtime_ns],
         "tensorflow_headers": headers,
         "compiler": _compiler(),
+        "relocatable": relocatable,
     }
 
 
@@ -286,7 +375,14 @@ def _python_include() -> Path:
     return include
 
 
-def _command(output: Path, version_script: Path, library: Library = FS_PLUGIN) -> list[str]:
+def _command(output: Path, version_script: Path, library: Library = FS_PLUGIN,
+             relocatable: bool = False) -> list[str]:
+    """The compiler command.
+
+    The library finds ``libtensorflow_framework`` through its RPATH: TensorFlow's
+    directory as installed next to this package (``$ORIGIN/../../tensorflow``),
+    and, unless ``relocatable`` (wheels), the absolute directory it was built against.
+    """
     compiler = _compiler()
     if shutil.which(compiler[0]) is None:
         raise NativeBuildError(
@@ -313,7 +409,8 @@ def _command(output: Path, version_script: Path, library: Library = FS_PLUGIN) -
         str(output),
         str(library.source),
         *ldflags,
-        f"-Wl,-rpath,{tf_dir}",
+        "-Wl,-rpath,$ORIGIN/../../tensorflow",
+        *([] if relocatable else [f"-Wl,-rpath,{tf_dir}"]),
         f"-Wl,--version-script={version_script}",
     ]
 
@@ -324,12 +421,13 @@ def build(
     force: bool = False,
     verbose: bool = False,
     library: Library = FS_PLUGIN,
+    relocatable: bool = False,
 ) -> Path:
     """Build ``library`` into ``output_dir`` (default: the package directory) if needed.
 
     Returns the library's path.  Raises :class:`NativeBuildError` with what to
     do when the compiler, TensorFlow's headers or Python's headers are missing
-    or the compiler fails.
+    or the compiler fails.  ``relocatable``: no absolute RPATH (for a wheel).
     """
     out_dir = Path(output_dir or package_dir()).resolve()
     target = library_path(out_dir, library)
@@ -338,7 +436,7 @@ def build(
     with _build_lock(out_dir):
         if not force and is_up_to_date(out_dir, library):  # built by a concurrent process
             return target
-        inputs = _inputs(library)
+        inputs = _inputs(library, relocatable)
         with tempfile.TemporaryDirectory(prefix="tf_ignite_native_build_") as tmp:
             version_script = Path(tmp) / "exports.map"
             version_script.write_text(
@@ -347,7 +445,7 @@ def build(
                 + "  local:\n    *;\n};\n"
             )
             partial = out_dir / f".{target.name}.{os.getpid()}.tmp"
-            command = _command(partial, version_script, library)
+            command = _command(partial, version_script, library, relocatable)
             if verbose:
                 print(shlex.join(command), file=sys.stderr)
             started = time.monotonic()
@@ -388,17 +486,24 @@ def main(argv: list[str] | None = None) -> int:
         "--output-dir", help=f"directory for the libraries (default: {package_dir()})"
     )
     parser.add_argument("--verbose", "-v", action="store_true", help="print the compiler commands")
+    parser.add_argument(
+        "--wheel", action="store_true",
+        help=f"build for a wheel: relocatable (no absolute RPATH), and write {BUILD_INFO}",
+    )
     args = parser.parse_args(argv)
     for library in LIBRARIES:
         started = time.monotonic()
         try:
             fresh = not args.force and is_up_to_date(args.output_dir, library)
-            path = build(args.output_dir, force=args.force, verbose=args.verbose, library=library)
+            path = build(args.output_dir, force=args.force, verbose=args.verbose, library=library,
+                         relocatable=args.wheel)
         except NativeBuildError as err:
             print(f"error: {err}", file=sys.stderr)
             return 1
         state = "up to date" if fresh else f"built in {time.monotonic() - started:.1f} s"
         print(f"{path} ({state})")
+    if args.wheel:
+        print(write_build_info(args.output_dir))
     return 0
 
 

@@ -91,7 +91,7 @@ def _load() -> tuple[Any, ModuleType]:
 
             from tensorflow_ignite.native.loader import _locate_library
 
-            path = _locate_library(build.DATA_OPS, allow_prebuilt=False)
+            path = _locate_library(build.DATA_OPS)
             ops = tf.load_op_library(str(path))
             module = sys.modules.get(_EXTENSION_NAME)
             if module is None:

@@ -10,8 +10,9 @@ How the backend reaches the C++ shim
 The compiled library is both TensorFlow's plugin and a Python extension
 module, ``_tf_ignite_fs``.  This module
 
-1. builds the library if needed (:mod:`.build`; into the package directory
-   if writable, else into :func:`.build.user_cache_dir`),
+1. finds the library (:func:`_locate_library`): the wheel's prebuilt one, built
+   next to its source in a checkout, or -- opt-in only -- built into
+   :func:`.build.user_cache_dir`,
 2. imports it as an extension module from that path,
 3. hands the same path to ``tf.experimental.register_filesystem_plugin``;
    both loaders ``dlopen`` one file, so TensorFlow's plugin and the extension
@@ -40,7 +41,6 @@ import importlib.util
 import os
 import sys
 import threading
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -163,42 +163,45 @@ def _ensure_plugin() -> ModuleType:
     return native
 
 
-def _locate_library(library: build.Library = build.FS_PLUGIN, *, allow_prebuilt: bool = True) -> Path:
-    """An up-to-date ``library``: in the package directory, else the user cache.
+def _locate_library(library: build.Library = build.FS_PLUGIN) -> Path:
+    """The ``library`` to load for the installed TensorFlow; never writes into an installation.
 
-    ``allow_prebuilt``: when nothing can be built, fall back to a library shipped
-    in the package directory (right for the plugin, whose C ABI is stable across
-    TF 2.x; not for the C++ dataset op).
+    * source checkout: built (or rebuilt, when an input changed) next to its source,
+      as ``make setup`` does;
+    * installed package: the prebuilt library of the wheel when the installed
+      TensorFlow is the series it was compiled against (its ``_build_info.json``);
+      otherwise, only with ``TF_IGNITE_BUILD_NATIVE=1``, built into the user cache
+      directory; else :class:`~tensorflow_ignite.native.build.NativeBuildError`
+      saying which TensorFlow the package supports and how to get a matching one.
     """
     package_dir = build.package_dir()
-    if build.is_up_to_date(package_dir, library):
-        return build.library_path(package_dir, library)
-    first_error: build.NativeBuildError | None = None
-    if os.access(package_dir, os.W_OK):
-        try:
-            return build.build(package_dir, library=library)
-        except build.NativeBuildError as err:
-            first_error = err
-        except OSError:  # read-only after all: use the cache directory
-            pass
-    if first_error is None:
-        cache_dir = build.user_cache_dir()
-        try:
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            return build.build(cache_dir, library=library)
-        except build.NativeBuildError as err:
-            first_error = err
-    # No compiler, but a library shipped with the package (e.g. in a wheel,
-    # without a stamp): the plugin ABI is stable across TF 2.x, so use it.
-    shipped = build.library_path(package_dir, library)
-    if allow_prebuilt and shipped.is_file():
-        warnings.warn(
-            f"using the prebuilt {shipped.name} because it cannot be rebuilt: {first_error}",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return shipped
-    raise first_error
+    if build.source_checkout():
+        return build.build(package_dir, library=library)
+    prebuilt = build.library_path(package_dir, library)
+    info = build.read_build_info(package_dir)
+    series = build.tensorflow_series()
+    if info is not None and prebuilt.is_file() and info.get("tensorflow_series") == series:
+        return prebuilt
+    cache_dir = build.user_cache_dir()
+    if build.is_up_to_date(cache_dir, library):  # built earlier with the opt-in below
+        return build.library_path(cache_dir, library)
+    if os.environ.get(build.BUILD_ENV, "").strip() == "1":
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        return build.build(cache_dir, library=library)
+    if info is None or not prebuilt.is_file():
+        why = (f"this installation of tensorflow-ignite has no prebuilt {prebuilt.name} for this "
+               "Python (it was not installed from a wheel built by `make wheel`)")
+    else:
+        why = (f"its prebuilt {prebuilt.name} is compiled against TensorFlow "
+               f"{info.get('tensorflow_series')}.x but TensorFlow {series} is installed")
+    supported = info.get("tensorflow_series") if info else None
+    raise build.NativeBuildError(
+        f"{library.what} is not available: {why}. "
+        + (f"Install TensorFlow {supported}.x (`pip install 'tensorflow-ignite[tf]'`), or "
+           if supported else "Install tensorflow-ignite from its wheel, or ")
+        + f"set {build.BUILD_ENV}=1 to compile it for this TensorFlow into {cache_dir} "
+        "(needs g++ and the Python headers)"
+    )
 
 
 def _load_extension(path: Path) -> ModuleType:
