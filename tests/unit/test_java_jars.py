@@ -38,3 +38,25 @@ def test_an_installed_package_without_jars_says_how_to_fix_it(tmp_path, monkeypa
     monkeypatch.setattr(java, "jars_dir", lambda: tmp_path / "jars")
     with pytest.raises(NodeError, match=r"no tensorflow-ignite-node.jar under .*reinstall"):
         java.launcher_classpath()
+
+
+def _fake_java(directory, version: str):  # type: ignore[no-untyped-def]
+    directory.mkdir(parents=True)
+    exe = directory / "java"
+    exe.write_text(f'#!/bin/sh\necho \'openjdk version "{version}" 2024-01-01\' >&2\n')
+    exe.chmod(0o755)
+    return exe
+
+
+def test_java_older_than_17_is_passed_over_and_named(tmp_path, monkeypatch) -> None:
+    old = _fake_java(tmp_path / "old" / "bin", "11.0.2")
+    new = _fake_java(tmp_path / "new" / "bin", "17.0.15")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "old"))
+    monkeypatch.setenv("PATH", str(new.parent))
+    assert java.java_runtime() == java.JavaRuntime(str(new), 17)  # JAVA_HOME's Java 11 skipped
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    with pytest.raises(NodeError, match=rf"need Java 17 or newer; found only {old} \(Java 11\)"):
+        java.java_runtime()
+    monkeypatch.delenv("JAVA_HOME")
+    with pytest.raises(NodeError, match="Java was not found: local Ignite nodes need a Java 17 runtime"):
+        java.java_runtime()

@@ -88,14 +88,24 @@ class JavaRuntime:
     major: int
 
 
+#: The Java release the project's jars are compiled for (class files of Java 17).
+REQUIRED_JAVA = 17
+
+
 def java_runtime() -> JavaRuntime:
-    """Locate ``java`` (``$JAVA_HOME/bin/java`` first, then ``PATH``); require Java 11+."""
+    """Locate a Java 17+ ``java``: ``$JAVA_HOME/bin/java`` first, then the one on ``PATH``.
+
+    The project's jars are Java 17 class files, so an older ``java`` is passed
+    over for the next candidate; when none is new enough the error names each
+    one found and its version.
+    """
     candidates = []
     if os.environ.get("JAVA_HOME"):
         candidates.append(str(Path(os.environ["JAVA_HOME"]) / "bin" / "java"))
     found = shutil.which("java")
-    if found:
+    if found and found not in candidates:
         candidates.append(found)
+    too_old: list[str] = []
     for exe in candidates:
         if not os.access(exe, os.X_OK):
             continue
@@ -106,15 +116,20 @@ def java_runtime() -> JavaRuntime:
         major = int(m.group(1))
         if major == 1 and m.group(2):  # "1.8.0_x" style
             major = int(m.group(2))
-        if major < 11:
-            raise NodeError(
-                f"{exe} is Java {major}; Apache Ignite 2.18 needs Java 11 or newer "
-                "(17 recommended). Install a newer JDK or set JAVA_HOME."
-            )
+        if major < REQUIRED_JAVA:
+            too_old.append(f"{exe} (Java {major})")
+            continue
         return JavaRuntime(exe, major)
+    if too_old:
+        raise NodeError(
+            f"local Ignite nodes need Java {REQUIRED_JAVA} or newer; found only {', '.join(too_old)}. "
+            f"Install a Java {REQUIRED_JAVA} runtime (e.g. `apt-get install openjdk-17-jre-headless`) and "
+            "put it first on PATH or set JAVA_HOME to it."
+        )
     raise NodeError(
-        "Java was not found: install a JDK 17 (e.g. `apt-get install openjdk-17-jdk-headless`) "
-        "or set JAVA_HOME. `make setup` checks this for you."
+        f"Java was not found: local Ignite nodes need a Java {REQUIRED_JAVA} runtime (e.g. `apt-get install "
+        "openjdk-17-jre-headless`); put it on PATH or set JAVA_HOME. A cluster you already run needs no "
+        "Java here."
     )
 
 
