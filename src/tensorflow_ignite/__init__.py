@@ -10,8 +10,7 @@ TensorFlow until something that needs it is used, so the command line stays fast
 
 from __future__ import annotations
 
-from typing import Any
-
+from . import _lazy
 from .errors import *  # noqa: F401,F403  (the error hierarchy is public API)
 
 __version__ = "0.1.0.dev0"
@@ -22,23 +21,16 @@ from .fs import registration as _fs_registration  # noqa: E402
 
 _fs_registration.install()
 
-_LAZY = {
-    "IgniteDataset": ("tensorflow_ignite.data.dataset", "IgniteDataset"),
-    "IgniteClient": ("tensorflow_ignite.client", "IgniteClient"),
-    "LocalCluster": ("tensorflow_ignite.local.cluster", "LocalCluster"),
-    "write": ("tensorflow_ignite.data.writer", "write"),
-    "WriteResult": ("tensorflow_ignite.data.writer", "WriteResult"),
-}
 
-
-def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'tensorflow_ignite' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(target[0]), target[1])
+def _after_import(name: str) -> None:
     if name == "IgniteDataset":  # TF-facing: TensorFlow is imported now, so is ignite://
         _fs_registration.ensure()
-    globals()[name] = value
-    return value
+
+
+__getattr__ = _lazy.lazy_getattr(__name__, {
+    "IgniteDataset": ".data.dataset",
+    "IgniteClient": ".client",
+    "LocalCluster": ".local.cluster",
+    "write": ".data.writer",
+    "WriteResult": ".data.writer",
+}, on_load=_after_import)

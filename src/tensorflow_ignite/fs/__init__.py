@@ -13,8 +13,7 @@ until used.
 
 from __future__ import annotations
 
-from typing import Any
-
+from .._lazy import lazy_getattr
 from .registration import register
 
 __all__ = [
@@ -29,24 +28,13 @@ __all__ = [
     "IgniteFileSystem",
 ]
 
-_LAZY = {
-    "configure": ("tensorflow_ignite.fs.config", "configure"),
-    "settings": ("tensorflow_ignite.fs.config", "settings"),
-    "reset": ("tensorflow_ignite.fs.config", "reset"),
-    "store_for": ("tensorflow_ignite.fs.config", "store_for"),
-    "close_stores": ("tensorflow_ignite.fs.config", "close_stores"),
-    "IgniteFileStore": ("tensorflow_ignite.fs.store", "IgniteFileStore"),
-    "IgniteBackend": ("tensorflow_ignite.fs.backend", "IgniteBackend"),
-    "IgniteFileSystem": ("tensorflow_ignite.fs.fsspec_fs", "IgniteFileSystem"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(target[0]), target[1])
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, {
+    "configure": ".config",
+    "settings": ".config",
+    "reset": ".config",
+    "store_for": ".config",
+    "close_stores": ".config",
+    "IgniteFileStore": ".store",
+    "IgniteBackend": ".backend",
+    "IgniteFileSystem": ".fsspec_fs",
+})

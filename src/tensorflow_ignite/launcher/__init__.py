@@ -18,7 +18,7 @@ Importing this package imports neither TensorFlow nor the client.
 
 from __future__ import annotations
 
-from typing import Any
+from .._lazy import lazy_getattr
 
 __all__ = [
     "JobClient",
@@ -32,15 +32,5 @@ __all__ = [
 
 # Lazy: the worker shim (``python -m tensorflow_ignite.launcher.shim``) imports this
 # package and must start in milliseconds, without the client and NumPy.
-_LAZY = {name: ".jobs" for name in __all__[:5]} | {"WorkerContext": ".worker", "report": ".worker"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, {name: ".jobs" for name in __all__[:5]}
+                           | {"WorkerContext": ".worker", "report": ".worker"})

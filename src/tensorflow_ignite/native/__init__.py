@@ -11,7 +11,9 @@ tensorflow_ignite.native.build`` does not import its own module twice.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tensorflow_ignite._lazy import lazy_getattr
 
 from tensorflow_ignite.native.backend import (
     FileStat,
@@ -35,12 +37,5 @@ __all__ = [
     "get_backend",
 ]
 
-_LAZY = {"register_filesystems", "set_backend", "get_backend"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from tensorflow_ignite.native import loader
-
-        return getattr(loader, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, dict.fromkeys(("register_filesystems", "set_backend", "get_backend"),
+                                                  ".loader"))
