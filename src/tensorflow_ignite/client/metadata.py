@@ -85,8 +85,3 @@ class MetadataCache:
         with self._lock:
             self._missing.discard(binary_type.type_id)
             self.registry.add(binary_type)
-
-    def invalidate(self) -> None:
-        """Forget negative answers (a type may have been registered since)."""
-        with self._lock:
-            self._missing.clear()

@@ -196,9 +196,6 @@ class FieldPlan:
     def tensor_field(self) -> TensorField:
         return TensorField(self.name, self.dtype, self.shape, int(self.code))
 
-    def same_layout(self, other: "FieldPlan") -> bool:
-        return (self.dtype, self.shape, self.code, self.kind) == (other.dtype, other.shape, other.code, other.kind)
-
 
 def _null_mask(values: np.ndarray) -> np.ndarray:
     """True where an object array holds None or a float NaN."""

@@ -38,7 +38,7 @@ import json
 import os
 import zlib
 from bisect import bisect_right
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Union
 from ..native.uri import clean_path
 
@@ -233,7 +233,3 @@ def decode_bucket(value: Any) -> tuple[int, set[str]]:
         return 0, set()
     head, _, body = str(value).partition("|")
     return int(head), (set(body.split("/")) if body else set())
-
-
-def with_gen(entry: FileEntry, **changes: Any) -> FileEntry:
-    return replace(entry, **changes)
