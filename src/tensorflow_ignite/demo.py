@@ -259,7 +259,7 @@ def _train(host: str, port: int, *, epochs: int, batch_size: int, out_dir: Path,
     train, test = _load(host, port, settings, progress)
     # ignite:// paths name the cluster; TLS and credentials come from configure(),
     # which is process-wide: the caller's own settings come back afterwards.
-    previous = dict(fs_config._overrides)  # the configure() values in force now
+    previous = fs_config.overrides()  # the configure() values in force now
     fs.configure(**settings)
     try:
         return _fit(host, port, epochs=epochs, batch_size=batch_size, out_dir=out_dir, progress=progress,

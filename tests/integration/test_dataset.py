@@ -122,7 +122,7 @@ def test_part_parts_and_env(ignite_node: LocalCluster, client: IgniteClient, cac
     monkeypatch.setenv("IGNITE_DATASET_PAGE_SIZE", "2")
     ds = IgniteDataset(cache_name, "192.0.2.1", 1)
     assert sorted(int(e["key"]) for e in ds) == by_part[some[0]]
-    assert ds._reader.sizer.rows() == 2
+    assert ds.stats.page_rows == 2
     monkeypatch.setenv("IGNITE_DATASET_PARTS", ",".join(map(str, some)))
     assert sorted(int(e["key"]) for e in IgniteDataset(cache_name, "192.0.2.1", 1)) == want
     monkeypatch.delenv("IGNITE_DATASET_PARTS")
@@ -145,7 +145,7 @@ def test_partition_scans_go_to_primaries(ignite_cluster: LocalCluster, cluster_c
         keys = [int(e["key"]) for e in ds.as_numpy_iterator()]
         assert len(keys) == 2000 and set(keys) == set(range(2000))  # every row exactly once
         expected = Counter(pmap.nodes)
-        for node_id, conn in fresh._by_node.items():
+        for node_id, conn in ((c.handshake.node_id, c) for c in fresh.connections()):
             assert conn.op_counts[Op.QUERY_SCAN] == expected[node_id], node_id
         assert sum(c.op_counts[Op.QUERY_SCAN] for c in fresh.connections()) == pmap.partitions
 
@@ -249,7 +249,7 @@ def test_reused_memory_never_changes_batches_already_handed_out(ignite_node: Loc
             assert np.array_equal(blob, data[key]), f"row {key} changed after it was handed out"
             seen[key] += 1
     assert seen == Counter({k: 2 for k in range(rows)})
-    assert ds._reader.pool.nbytes > 0  # the pooled path was taken
+    assert ds.stats.pooled_bytes > 0  # the pooled path was taken
     # The reader alone (NumPy batches), batches kept likewise.
     kept_np = list(ds._reader.worker_batches(0, 1))
     got = {int(k): b for batch in kept_np for k, b in zip(batch["key"], batch["val"]["blob"])}
@@ -273,11 +273,11 @@ def test_whole_cache_is_read_with_one_scan_per_node(ignite_cluster: LocalCluster
         for _ in range(2):
             keys = np.concatenate([b["key"].numpy() for b in ds])
             assert sorted(keys.tolist()) == list(range(3000))  # every row exactly once
-        assert ds._reader.last_scan == "nodes" and ds._reader.rescans == []
+        assert ds.stats.scan_mode == "nodes" and ds.stats.rescans == ()
         pmap = fresh.partition_map(cache_name)
-        scans = {node_id: conn.op_counts[Op.QUERY_SCAN] for node_id, conn in fresh._by_node.items()}
+        scans = {c.handshake.node_id: c.op_counts[Op.QUERY_SCAN] for c in fresh.connections()}
         # One scan per node and epoch (plus at most two one-page samples while building the dataset),
         # instead of one per partition.
         assert len(scans) == 3 and all(n >= 2 for n in scans.values()), scans
         assert sum(c.op_counts[Op.QUERY_SCAN] for c in fresh.connections()) <= 2 * 3 + 2
-        assert sum(ds._reader.rows_read.values()) == 6000 and len(set(pmap.nodes)) == 3
+        assert ds.stats.rows == 6000 and len(set(pmap.nodes)) == 3

@@ -94,14 +94,13 @@ def _wait_rebalanced(cluster: LocalCluster, cache: str, rows: int) -> None:
 
 def _epoch_keys(ds: IgniteDataset, during: Callable[[], None] | None = None, at_rows: int = 0) -> list[int]:
     """One epoch's keys; ``during()`` runs in another thread once the reader has received ``at_rows`` rows."""
-    reader = ds._reader
-    start = sum(reader.rows_read.values())
+    start = ds.stats.rows
     done = threading.Event()
     failure: list[BaseException] = []
 
     def trigger() -> None:
         try:
-            _wait_for(lambda: done.is_set() or sum(reader.rows_read.values()) - start >= at_rows,
+            _wait_for(lambda: done.is_set() or ds.stats.rows - start >= at_rows,
                       120, f"the reader to receive {at_rows} rows")
             if during is not None:
                 during()
@@ -153,8 +152,8 @@ def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cach
     ds = IgniteDataset(cache_name, host, port, batch_size=500, page_size=PAGE_ROWS, num_parallel_reads=readers,
                        timeout=20)
     _assert_exactly_once(_epoch_keys(ds), ROWS, "epoch before any fault")
-    assert ds._reader.last_scan == mode
-    assert ds._reader.rescans == []  # a stable cluster: each node scanned exactly its primaries
+    assert ds.stats.scan_mode == mode
+    assert ds.stats.rescans == ()  # a stable cluster: each node scanned exactly its primaries
 
     rng = random.Random(SEED)
     rerouted = 0
@@ -166,16 +165,16 @@ def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cach
         alive = [m.index for m in cluster.members if (m.host, m.client_port) in cluster.addresses()]
         victim = rng.choice(alive)
         kill_at = rng.randrange(ROWS)
-        before = len(ds._reader.failovers)
-        rescans_before = len(ds._reader.rescans)
+        before = len(ds.stats.failovers)
+        rescans_before = len(ds.stats.rescans)
         t0 = time.monotonic()
         keys = _epoch_keys(ds, lambda: cluster.kill_node(victim, signal.SIGKILL), at_rows=kill_at)
         took = time.monotonic() - t0
         _assert_exactly_once(keys, ROWS, f"trial {trial} (node {victim} killed after {kill_at} rows)")
-        retried = len(ds._reader.failovers) - before
+        retried = len(ds.stats.failovers) - before
         # Node scans: partitions checked again after the node scans (a failed node's, or all of
         # them once the topology changed -- also when the victim had already been read).
-        rescanned = sum(len(r) for r in ds._reader.rescans[rescans_before:])
+        rescanned = sum(len(r) for r in ds.stats.rescans[rescans_before:])
         rerouted += retried > 0 or rescanned > 0
         report.append(f"trial {trial}: node {victim} of {len(alive)} killed after {kill_at} rows, "
                       f"{retried} partition scans repeated, {rescanned} partitions rescanned, epoch {took:.1f}s")
@@ -219,10 +218,10 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
             stop_at = rng.randrange(500, ROWS - 500)
             gate.clear()
             result: list[list[int]] = []
-            base = sum(ds._reader.rows_read.values())
+            base = ds.stats.rows
             reader = threading.Thread(target=lambda: result.append(consume_slowly_until(gate)), daemon=True)
             reader.start()
-            _wait_for(lambda: not reader.is_alive() or sum(ds._reader.rows_read.values()) > base,
+            _wait_for(lambda: not reader.is_alive() or ds.stats.rows > base,
                       60, "the epoch to start")
             try:
                 if change == "join":
@@ -246,9 +245,9 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
             _assert_exactly_once(result[0], ROWS, f"trial {trial}, node {change} after ~{stop_at} rows")
             _wait_rebalanced(cluster, cache_name, ROWS)
     print(f"3 joins and 3 leaves mid-epoch, exactly once; topology versions {maps}; "
-          f"{len(ds._reader.failovers)} partition scans repeated; rescans after node scans: "
-          f"{[len(r) for r in ds._reader.rescans]}")
-    assert ds._reader.last_scan == mode
+          f"{len(ds.stats.failovers)} partition scans repeated; rescans after node scans: "
+          f"{[len(r) for r in ds.stats.rescans]}")
+    assert ds.stats.scan_mode == mode
     assert len(set(maps)) == len(maps)  # every change really moved the topology
 
 

@@ -89,11 +89,11 @@ def test_demo_with_tls_client_certificates_and_password(ignite_secure_node: Loca
     from tensorflow_ignite.fs import config as fs_config
 
     host, port = ignite_secure_node.address()
-    before = dict(fs_config._overrides)
+    before = fs_config.overrides()
     result = run_demo(host, port, epochs=2, out_dir=tmp_path, progress=False, run_name=_run_name(),
                       client_settings=ignite_secure_node.client_settings())
     assert result.accuracy >= 0.8, result
-    assert dict(fs_config._overrides) == before, "the demo gives the caller's ignite:// settings back"
+    assert fs_config.overrides() == before, "the demo gives the caller's ignite:// settings back"
     from tensorflow_ignite import fs
 
     fs.configure(**ignite_secure_node.client_settings())

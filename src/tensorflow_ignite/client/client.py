@@ -460,6 +460,11 @@ class IgniteClient:
         with self._lock:
             return [c for c in self._by_address.values() if not c.closed]
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called (a closed client opens no more connections)."""
+        return self._closed
+
     def close(self) -> None:
         """Close every connection (idempotent)."""
         with self._lock:

@@ -49,7 +49,7 @@ from .plan import PartitionPlan, ScanTask
 from .schema import DatasetSchema, FieldSchema, leaf_from_type_code, resolve_schema, rows_to_columns
 from .tensor_schema import load_schema
 
-__all__ = ["IgniteDataset", "ConnectionOptions"]
+__all__ = ["IgniteDataset", "ConnectionOptions", "ReadStats"]
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class ConnectionOptions:
         """A client for these options, shared by every dataset of this process that uses them."""
         with _POOL_LOCK:
             client = _POOL.get(self)
-            if client is None or client._closed:
+            if client is None or client.closed:
                 client = IgniteClient(
                     f"{self.host}:{self.port}", username=self.username, password=self.password,
                     cafile=self.cafile, certfile=self.certfile, keyfile=self.keyfile,
@@ -166,6 +166,34 @@ class _PageSizer:
         return int(min(_MAX_PAGE_ROWS, max(_MIN_PAGE_ROWS, self.page_bytes / per_row)))
 
 
+@dataclass(frozen=True)
+class ReadStats:
+    """What a dataset's reads have done in this process, as of the moment it was taken.
+
+    ``IgniteDataset.stats`` returns one; monitoring and the fault tests read it.
+    """
+
+    #: Rows read per scan task (index into the dataset's partition plan), all epochs so far.
+    rows_per_task: Mapping[int, int]
+    #: ``"nodes"`` (one local scan per node) or ``"partitions"``: how the last epoch was read
+    #: (``""`` before the first).
+    scan_mode: str
+    #: ``(partition, error)`` of every partition scan that was repeated after a failure.
+    failovers: tuple[tuple[int, str], ...]
+    #: The partitions scanned again after each per-node read that could not be trusted whole
+    #: (a node failed, rows of foreign partitions, the partition map changed).
+    rescans: tuple[tuple[int, ...], ...]
+    #: The scan page size, in rows, that the next scan will ask for.
+    page_rows: int
+    #: Bytes of decode memory the dataset keeps for reuse.
+    pooled_bytes: int
+
+    @property
+    def rows(self) -> int:
+        """Rows read in all epochs so far."""
+        return sum(self.rows_per_task.values())
+
+
 class _ScanReader:
     """State shared by the generators of one dataset: client, schema, plan, sizing."""
 
@@ -194,6 +222,14 @@ class _ScanReader:
         self.rescans: list[list[int]] = []
         self._partition_rows = 0
         self._partitions_done = 0
+
+    def stats(self) -> ReadStats:
+        with self._stats_lock:
+            return ReadStats(
+                rows_per_task=dict(self.rows_read), scan_mode=self.last_scan,
+                failovers=tuple(self.failovers), rescans=tuple(tuple(r) for r in self.rescans),
+                page_rows=self.sizer.rows(), pooled_bytes=self.pool.nbytes,
+            )
 
     def _measure(self) -> None:
         # One entry of the cache tells how big rows are, so the first real
@@ -572,6 +608,11 @@ class IgniteDataset(tf.data.Dataset):
     @property
     def element_spec(self) -> Any:
         return self._dataset.element_spec
+
+    @property
+    def stats(self) -> ReadStats:
+        """A snapshot of what this dataset's reads have done (rows, scan mode, failovers, rescans)."""
+        return self._reader.stats()
 
     # ---------------------------------------------------------------- SQL
     @staticmethod

@@ -39,6 +39,7 @@ __all__ = [
     "FsSettings",
     "configure",
     "settings",
+    "overrides",
     "reset",
     "parse_endpoint",
     "reject_query",
@@ -177,6 +178,12 @@ def configure(**options: Any) -> FsSettings:
                 _overrides[k] = v
         _overrides_version += 1
     return settings()
+
+
+def overrides() -> dict[str, Any]:
+    """A copy of the :func:`configure` values in force now (to put them back later)."""
+    with _lock:
+        return dict(_overrides)
 
 
 def reset() -> None:

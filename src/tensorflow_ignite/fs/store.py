@@ -424,7 +424,7 @@ class IgniteFileStore:
                     if isinstance(exc, IgniteConnectionError) and not committing and reconnects < 2:
                         reconnects += 1
                         if tx is not None:
-                            self.client._drop(tx.connection)
+                            self.client.drop_connection(tx.connection)
                         log.info("%s: connection lost (%s); running the transaction again", what, exc)
                         continue
                     if TransactionConflictError.retryable(exc):
@@ -984,7 +984,7 @@ class IgniteFileStore:
         try:
             rid = conn.send_parts(encode, block)
         except IgniteConnectionError:
-            client._drop(conn)
+            client.drop_connection(conn)
             conn = client.default_connection
             rid = conn.send_parts(encode, block)
 
@@ -992,7 +992,7 @@ class IgniteFileStore:
             try:
                 conn.receive(rid, Op.CACHE_PUT)
             except IgniteConnectionError:
-                client._drop(conn)
+                client.drop_connection(conn)
                 raise
             self.stats["blocks_written"] += 1
 
@@ -1012,7 +1012,7 @@ class IgniteFileStore:
             conn.receive(first, Op.CACHE_PUT)
             conn.receive(second, Op.CACHE_PUT)
         except IgniteConnectionError:
-            self.client._drop(conn)
+            self.client.drop_connection(conn)
             self.meta.put(record_key, record)
             self.client.request(encode_block, Op.CACHE_PUT)
         self.stats["blocks_written"] += 1
@@ -1313,7 +1313,7 @@ class FileReader:
         except IgniteConnectionError:
             lost = [i for i, _, _ in inflight]
             for _, conn, rid in inflight:
-                store.client._drop(conn)
+                store.client.drop_connection(conn)
                 conn.forget_into(rid)
             inflight.clear()
             for i in (*lost, *todo):
