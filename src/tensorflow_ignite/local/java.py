@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import NodeError
 
-__all__ = ["JavaRuntime", "java_runtime", "launcher_classpath", "JVM_OPENS"]
+__all__ = ["JavaRuntime", "java_runtime", "launcher_classpath", "module_jar", "JVM_OPENS"]
 
 LAUNCHER_CLASS = "org.tensorflow.ignite.NodeLauncher"
 
@@ -160,3 +160,10 @@ def launcher_classpath(*, sql: bool = False, extra: tuple[str, ...] = ()) -> str
     lib = target / ("lib-sql" if sql else "lib")
     parts = [str(target / "tensorflow-ignite-node.jar"), str(lib / "*"), *extra]
     return os.pathsep.join(parts)
+
+
+def module_jar() -> Path:
+    """The tensorflow-ignite module jar (launcher service and agents) for a node's classpath; built when needed."""
+    module = java_module_dir()
+    build_java(module)
+    return module / "target" / "tensorflow-ignite-node.jar"
