@@ -3,6 +3,7 @@
 #   make demo    the main job: a local Ignite node, data in, a model trained on it
 #   make test    everything a fresh machine needs, then the whole test suite
 #   make bench   benchmarks (writes BENCHMARKS.md)
+#   make compat  the core tests on every tested Ignite release, with a table
 #
 # `setup` is idempotent and quick when nothing changed: each step is a file
 # target that depends on the inputs it was built from.
@@ -15,12 +16,12 @@ JAVA_SRC    := $(shell find java/src -name '*.java' 2>/dev/null) java/pom.xml ja
 NATIVE_SRC  := $(wildcard src/tensorflow_ignite/native/*.cc) $(wildcard src/tensorflow_ignite/native/build.py)
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps venv java native demo test bench fuzz clean help
+.PHONY: setup system-deps venv java native stock demo test bench fuzz compat compat-versions clean help
 
 help:
-	@sed -n '2,9p' Makefile
+	@sed -n '2,10p' Makefile
 
-setup: system-deps venv java native
+setup: system-deps venv java native stock
 
 # Java 17, Maven and a C++ compiler from Debian's packages when missing.
 system-deps: $(STAMPS)/system-deps
@@ -47,6 +48,18 @@ $(STAMPS)/java: $(JAVA_SRC) $(STAMPS)/system-deps
 	@touch java/target/tensorflow-ignite-node.jar
 	@touch $@
 
+# Stock Apache Ignite for the tests (java/stock/pom.xml -> java/target/ignite-VERSION/libs):
+# the releases CI runs, 2.17.0 (newest with ignite-spring on Maven Central: XML nodes)
+# and 2.18.0 (core only: nodes configured in Java). `make compat` adds 2.16.0.
+STOCK_XML_VERSIONS := 2.17.0
+STOCK_JAVA_VERSIONS := 2.18.0
+stock: $(STAMPS)/stock
+$(STAMPS)/stock: java/stock/pom.xml $(STAMPS)/system-deps
+	@mkdir -p $(STAMPS)
+	cd java/stock && for v in $(STOCK_XML_VERSIONS); do mvn -B -q package -Dignite.version=$$v || exit 1; done
+	cd java/stock && for v in $(STOCK_JAVA_VERSIONS); do mvn -B -q package -Dignite.version=$$v -P-spring || exit 1; done
+	@touch $@
+
 native: $(STAMPS)/native
 $(STAMPS)/native: $(NATIVE_SRC) $(STAMPS)/venv
 	@mkdir -p $(STAMPS)
@@ -61,6 +74,15 @@ test: setup
 
 bench: setup
 	$(PY) -m bench.run $(BENCH_ARGS)
+
+# Every tested Ignite release (2.16, 2.17, 2.18): the stock-node and version test modules,
+# then a table of each test's outcome per version.
+compat: compat-versions
+
+compat-versions: setup
+	cd java/stock && mvn -B -q package -Dignite.version=2.16.0
+	$(PY) -m pytest -q -p no:cacheprovider --ignite-versions all \
+		tests/integration/test_ignite_versions.py tests/integration/test_stock_cluster.py $(PYTEST_ARGS)
 
 # A longer atheris session than the test suite's (which runs 100,000 inputs);
 # the corpus it grows in .fuzz-corpus is reused by the next run.

@@ -15,7 +15,8 @@ caches named after it when the test ends.
 version the run selects: ``--ignite-versions all`` (or a comma list such as
 ``2.16.0,2.17.0``); by default a test runs on the versions of its
 ``ignite_versions`` marker, else on the newest release nodes read XML for.
-Tests on one version run together, so one stock cluster runs at a time.
+Tests on one version run together, so one stock cluster runs at a time, and
+the run ends with a table of every such test's outcome per version.
 """
 
 from __future__ import annotations
@@ -98,6 +99,50 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _stop_all()
+
+
+#: (test, version) -> outcome of the tests run on stock clusters, for the summary table.
+_version_outcomes: dict[tuple[str, str], str] = {}
+
+
+def _split_version(nodeid: str) -> tuple[str, str] | None:
+    """``("file::test[other-params]", version)`` for a test parametrized by ``ignite_version``."""
+    m = re.fullmatch(r"(.*)\[(.*)\]", nodeid)
+    if m is None:
+        return None
+    parts = m.group(2).split("-")
+    version = next((p for p in parts if p in IGNITE_VERSIONS), None)
+    if version is None:
+        return None
+    parts.remove(version)
+    test = m.group(1).rsplit("/", 1)[-1] + (f"[{'-'.join(parts)}]" if parts else "")
+    return test, version
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    found = _split_version(report.nodeid)
+    if found is None:
+        return
+    if report.when == "call":
+        outcome = "passed" if report.passed else "FAILED" if report.failed else "skipped"
+        _version_outcomes[found] = f"{outcome} {report.duration:.0f}s"
+    elif report.failed:  # a fixture (the cluster) failed: the test did not run
+        _version_outcomes[found] = "ERROR"
+    elif report.skipped:
+        _version_outcomes[found] = "skipped"
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if not _version_outcomes:
+        return
+    versions = [v for v in IGNITE_VERSIONS if any(v == k[1] for k in _version_outcomes)]
+    tests = sorted({t for t, _ in _version_outcomes})
+    width = max(len(t) for t in tests)
+    terminalreporter.section("tests on stock Apache Ignite, by version")
+    terminalreporter.write_line(f"{'test':<{width}}  " + "  ".join(f"{v:<12}" for v in versions))
+    for t in tests:
+        cells = [_version_outcomes.get((t, v), "-") for v in versions]
+        terminalreporter.write_line(f"{t:<{width}}  " + "  ".join(f"{c:<12}" for c in cells))
 
 
 def _start(tmp_path_factory: pytest.TempPathFactory, label: str, *, kind: type[LocalCluster] = LocalCluster,
