@@ -27,7 +27,7 @@ from tensorflow_ignite import IgniteDataset
 from tensorflow_ignite.cli.main import main as cli
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.data.dataset import close_shared_clients
-from tensorflow_ignite.launcher.jobs import JobClient
+from tensorflow_ignite.launcher.jobs import JobClient, JobNotFoundError
 from tensorflow_ignite.local.stock import StockCluster
 
 from . import test_fs_tensorflow as on_our_node
@@ -73,9 +73,15 @@ def test_start_restarts_after_a_worker_crash_and_reads_every_row_once(
     ])), daemon=True)
     start.start()
     with JobClient.connect(host, port) as jobs:
-        on_our_nodes.wait_for(lambda: sum("holding after epoch 1" in line.text for line in jobs.output(job)) == 3
-                              if any(r["id"] == job for r in jobs.jobs()) else False,
-                              timeout=300, what="3 workers holding after epoch 1")
+        def all_holding() -> bool:
+            if codes:  # `ignite-tf start` returned early: say why instead of waiting
+                raise AssertionError(f"ignite-tf start exited with {codes[0]}: {capsys.readouterr()}")
+            try:
+                return sum("holding after epoch 1" in line.text for line in jobs.output(job)) == 3
+            except JobNotFoundError:
+                return False  # not submitted yet
+
+        on_our_nodes.wait_for(all_holding, timeout=300, what="3 workers holding after epoch 1")
         victim = next(w for w in jobs.workers(job) if w["index"] == 1)
         os.kill(children(int(victim["pid"]))[0], signal.SIGKILL)  # the TF process under the shim
         start.join(timeout=480)

@@ -81,16 +81,18 @@ def stock_libs(version: str) -> Path:
     return libs
 
 
-def _node_xml(cluster: "StockCluster", info: NodeInfo, work_dir: Path, fragment: str) -> str:
-    """One node's Spring XML: a loopback cluster's settings and the module's fragment."""
+def spring_xml(info: NodeInfo, *, discovery: str, region_mb: int, work_dir: Path, fragment: str) -> str:
+    """One node's Spring XML: a loopback cluster's settings and the module's ``fragment``.
+
+    ``discovery`` is the static IP finder's address range (``host:first..last``).
+    """
     def prop(name: str, value: object) -> str:
         return f"<property name={quoteattr(name)} value={quoteattr(str(value))}/>"
 
-    host = cluster.host
-    finder = f"{host}:{cluster._discovery_base}..{cluster._discovery_base + DISCOVERY_SLOTS - 1}"
+    host = info.host
     indented = "".join(f"    {line}\n" if line else "\n" for line in fragment.splitlines())
     return f"""<?xml version="1.0" encoding="UTF-8"?>
-<!-- {info.name}: written by tensorflow_ignite.local.stock for a test cluster. -->
+<!-- {info.name}: written by tensorflow_ignite.local.stock. -->
 <beans xmlns="http://www.springframework.org/schema/beans"
        xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
        xsi:schemaLocation="http://www.springframework.org/schema/beans
@@ -108,7 +110,7 @@ def _node_xml(cluster: "StockCluster", info: NodeInfo, work_dir: Path, fragment:
         {prop("localPortRange", 0)}
         <property name="ipFinder">
           <bean class="org.apache.ignite.spi.discovery.tcp.ipfinder.vm.TcpDiscoveryVmIpFinder">
-            <property name="addresses"><list><value>{finder}</value></list></property>
+            <property name="addresses"><list><value>{discovery}</value></list></property>
           </bean>
         </property>
       </bean>
@@ -132,8 +134,8 @@ def _node_xml(cluster: "StockCluster", info: NodeInfo, work_dir: Path, fragment:
         <property name="defaultDataRegionConfiguration">
           <bean class="org.apache.ignite.configuration.DataRegionConfiguration">
             {prop("name", "default")}
-            {prop("initialSize", min(256, cluster.region_mb) * 1024 * 1024)}
-            {prop("maxSize", cluster.region_mb * 1024 * 1024)}
+            {prop("initialSize", min(256, region_mb) * 1024 * 1024)}
+            {prop("maxSize", region_mb * 1024 * 1024)}
           </bean>
         </property>
       </bean>
@@ -206,7 +208,11 @@ class StockCluster(LocalCluster):
         from ..launcher.module import xml_fragment
 
         config = node_dir / "ignite-config.xml"
-        config.write_text(_node_xml(self, info, node_dir / "ignite", xml_fragment()))
+        first = self._discovery_base
+        config.write_text(spring_xml(
+            info, discovery=f"{self.host}:{first}..{first + DISCOVERY_SLOTS - 1}", region_mb=self.region_mb,
+            work_dir=node_dir / "ignite", fragment=xml_fragment(),
+        ))
         info.config_file = str(config)
         return [*self._jvm_command(self._classpath()), f"-DIGNITE_HOME={stock_home(self.ignite_version)}",
                 self._main_class(), str(config)]
