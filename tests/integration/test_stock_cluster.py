@@ -10,7 +10,7 @@ where a test of ours states one, it is that same test body run on stock nodes.
 By default the nodes run the newest Ignite that reads XML from Maven Central
 (2.17); ``--ignite-versions all`` (``make compat``) runs this module on 2.16, 2.17
 and 2.18 (2.18: configured in Java, see ``test_ignite_versions.py``).  The node
-kill runs last: it restarts its victim, so the cluster is whole again afterwards.
+kills run last: each restarts its victim, so the cluster is whole again afterwards.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from tensorflow_ignite.launcher.jobs import JobClient, JobNotFoundError
 from tensorflow_ignite.local.stock import StockCluster
 
 from . import test_fs_tensorflow as on_our_node
+from . import test_launcher_faults as faults_on_our_nodes
 from . import test_launcher_jobs as on_our_nodes
 from .test_dataset_faults import SCAN_MODES, _assert_exactly_once, _fill, _wait_rebalanced
 from .test_launcher_jobs import addr, assert_checkpoints_in_ignite, children, job_processes, launch_digits_resnet
@@ -129,6 +130,18 @@ def test_parameter_server_roles(stock_cluster: StockCluster, cache_name: str, tm
                                 capsys: pytest.CaptureFixture[str]) -> None:
     """``--strategy ps``: chief, ps tasks and one worker per data node, as on our nodes."""
     on_our_nodes.test_parameter_server_job_plans_chief_ps_and_workers(stock_cluster, cache_name, tmp_path, capsys)
+
+
+def test_node_kill_moves_the_launcher_and_the_job_resumes(stock_cluster: StockCluster) -> None:
+    """The node running the launcher (a service from the XML fragment, not deployed by us) is
+    SIGKILLed mid-job: Ignite redeploys it on a survivor, which replans the job on the
+    survivors; it resumes from its checkpoint with every row once (our test of it, run here)."""
+    try:
+        faults_on_our_nodes.test_killed_node_replans_on_survivors_and_resumes_from_checkpoint(stock_cluster)
+    finally:
+        down = [m.index for m in stock_cluster.members if not stock_cluster._alive(m)]
+        if down:
+            stock_cluster.restart_nodes(down)
 
 
 @pytest.mark.parametrize("readers,mode", SCAN_MODES)
