@@ -4,7 +4,7 @@
 #   make test    everything a fresh machine needs, then the whole test suite
 #   make bench   benchmarks (writes BENCHMARKS.md)
 #   make wheel   cp311/cp312/cp313 manylinux wheels in dist/
-#   make compat  the other Pythons (3.12, 3.13): wheel smoke tests
+#   make compat  every tested Ignite release (with a table) and the wheel on Python 3.12, 3.13
 #
 # `setup` is idempotent and quick when nothing changed: each step is a file
 # target that depends on the inputs it was built from.
@@ -17,12 +17,12 @@ JAVA_SRC    := $(shell find java/src -name '*.java' 2>/dev/null) java/pom.xml ja
 NATIVE_SRC  := $(wildcard src/tensorflow_ignite/native/*.cc) $(wildcard src/tensorflow_ignite/native/build.py)
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps venv java native demo test bench fuzz clean help wheel compat compat-wheel
+.PHONY: setup system-deps venv java native stock demo test bench fuzz clean help wheel compat compat-wheel compat-versions
 
 help:
-	@sed -n '2,11p' Makefile
+	@sed -n '2,10p' Makefile
 
-setup: system-deps venv java native
+setup: system-deps venv java native stock
 
 # Java 17, Maven and a C++ compiler from Debian's packages when missing.
 system-deps: $(STAMPS)/system-deps
@@ -49,6 +49,18 @@ $(STAMPS)/java: $(JAVA_SRC) $(STAMPS)/venv
 	$(PY) -m tensorflow_ignite.local.java
 	@touch $@
 
+# Stock Apache Ignite for the tests (java/stock/pom.xml -> java/target/ignite-VERSION/libs):
+# the releases CI runs, 2.17.0 (newest with ignite-spring on Maven Central: XML nodes)
+# and 2.18.0 (core only: nodes configured in Java). `make compat` adds 2.16.0.
+STOCK_XML_VERSIONS := 2.17.0
+STOCK_JAVA_VERSIONS := 2.18.0
+stock: $(STAMPS)/stock
+$(STAMPS)/stock: java/stock/pom.xml $(STAMPS)/system-deps
+	@mkdir -p $(STAMPS)
+	cd java/stock && for v in $(STOCK_XML_VERSIONS); do mvn -B -q package -Dignite.version=$$v || exit 1; done
+	cd java/stock && for v in $(STOCK_JAVA_VERSIONS); do mvn -B -q package -Dignite.version=$$v -P-spring || exit 1; done
+	@touch $@
+
 native: $(STAMPS)/native
 $(STAMPS)/native: $(NATIVE_SRC) $(STAMPS)/venv
 	@mkdir -p $(STAMPS)
@@ -63,6 +75,15 @@ test: setup
 
 bench: setup
 	$(PY) -m bench.run $(BENCH_ARGS)
+
+# Every tested Ignite release (2.16, 2.17, 2.18): the stock-node and version test modules,
+# then a table of each test's outcome per version.
+compat: compat-versions
+
+compat-versions: setup
+	cd java/stock && mvn -B -q package -Dignite.version=2.16.0
+	$(PY) -m pytest -q -p no:cacheprovider --ignite-versions all \
+		tests/integration/test_ignite_versions.py tests/integration/test_stock_cluster.py $(PYTEST_ARGS)
 
 # A longer atheris session than the test suite's (which runs 100,000 inputs);
 # the corpus it grows in .fuzz-corpus is reused by the next run.

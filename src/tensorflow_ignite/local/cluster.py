@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IgniteError, NodeError
-from .java import JVM_OPENS, java_runtime, launcher_classpath
+from .java import JVM_OPENS, LAUNCHER_CLASS, java_runtime, launcher_classpath
 from .tls import TLSMaterial, make_tls_material
 
 __all__ = [
@@ -73,6 +73,8 @@ class NodeInfo:
     pid: int = 0
     log: str = ""
     status_file: str = ""
+    #: A stock node's Spring XML file (its command line names it instead of a status file).
+    config_file: str = ""
 
     def status(self) -> dict[str, Any]:
         """The node's last published status (``{}`` before it wrote any)."""
@@ -81,9 +83,14 @@ class NodeInfo:
         except (OSError, ValueError):
             return {}
 
+    @property
+    def marker(self) -> str:
+        """A path only this node's command line carries (guards against PID reuse)."""
+        return self.config_file or self.status_file
+
     def alive(self) -> bool:
         """True while our JVM for this node is running."""
-        return _is_our_process(self.pid, self.status_file)
+        return _is_our_process(self.pid, self.marker)
 
 
 def _is_our_process(pid: int, marker: str) -> bool:
@@ -93,7 +100,7 @@ def _is_our_process(pid: int, marker: str) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return False
-    # Guard against PID reuse: the command line must carry this node's status file.
+    # Guard against PID reuse: the command line must carry this node's marker path.
     if marker and marker not in cmdline:
         return False
     try:
@@ -277,39 +284,11 @@ class LocalCluster:
             if not _port_free(self.host, port):
                 raise NodeError(f"port {port} on {self.host} is already in use; cannot start {info.name}")
         Path(info.status_file).unlink(missing_ok=True)
-        java = java_runtime().executable
-        cmd = [
-            java, *JVM_OPENS,
-            f"-Xms{min(self.heap_mb, 256)}m", f"-Xmx{self.heap_mb}m",
-            "-XX:+UseG1GC", "-Djava.net.preferIPv4Stack=true",
-            "-DIGNITE_UPDATE_NOTIFIER=false", "-DIGNITE_NO_ASCII=true",
-            "-DIGNITE_QUIET=true", "-DIGNITE_PERFORMANCE_SUGGESTIONS_DISABLED=true",
-            *self.jvm_options,
-            "-cp", launcher_classpath(sql=self.sql, extra=self.extra_classpath),
-            "org.tensorflow.ignite.NodeLauncher",
-            "--host", self.host,
-            "--name", info.name,
-            "--client-port", str(info.client_port),
-            "--discovery-port", str(info.discovery_port),
-            "--discovery-base", str(self._discovery_base),
-            "--discovery-port-count", str(DISCOVERY_SLOTS),
-            "--communication-port", str(info.communication_port),
-            "--work-dir", str(node_dir / "ignite"),
-            "--status-file", info.status_file,
-            "--region-mb", str(self.region_mb),
-        ]
+        cmd = self._node_command(info, node_dir)
         env = dict(os.environ)
-        if self.owner_pid is not None:
-            cmd += ["--exit-with", str(self.owner_pid)]
-        if self.persistence:
-            cmd += ["--persistence", "--activate-at", str(self.nodes)]
-        if self.auth:
-            cmd.append("--auth")
         if self.tls_material is not None:
-            cmd += ["--tls-keystore", str(self.tls_material.server_keystore)]
             env["TF_IGNITE_KEYSTORE_PASSWORD"] = self.tls_material.keystore_password
             if self.tls_client_auth:
-                cmd += ["--tls-truststore", str(self.tls_material.server_truststore), "--tls-client-auth"]
                 env["TF_IGNITE_TRUSTSTORE_PASSWORD"] = self.tls_material.keystore_password
         # Node-local credentials for the launcher's workers (WorkerAgent hands them to
         # the worker processes it starts), so that they never travel in a job record.
@@ -327,6 +306,54 @@ class LocalCluster:
         self.members.sort(key=lambda m: m.index)
         self.save_state()
         return info
+
+    def _jvm_command(self, classpath: str) -> list[str]:
+        """``java`` with the Java 17 flags Ignite's scripts set, heap and Ignite's quiet settings."""
+        return [
+            java_runtime().executable, *JVM_OPENS,
+            f"-Xms{min(self.heap_mb, 256)}m", f"-Xmx{self.heap_mb}m",
+            "-XX:+UseG1GC", "-Djava.net.preferIPv4Stack=true",
+            "-DIGNITE_UPDATE_NOTIFIER=false", "-DIGNITE_NO_ASCII=true",
+            "-DIGNITE_QUIET=true", "-DIGNITE_PERFORMANCE_SUGGESTIONS_DISABLED=true",
+            *self.jvm_options,
+            "-cp", classpath,
+        ]
+
+    def _main_class(self) -> str:
+        """The Java main class of this cluster's nodes (also how ``java_pids`` recognises them)."""
+        return LAUNCHER_CLASS
+
+    def _classpath(self) -> str:
+        """The nodes' classpath: the launcher jar and its Ignite (built with Maven when needed)."""
+        return launcher_classpath(sql=self.sql, extra=self.extra_classpath)
+
+    def _node_command(self, info: NodeInfo, node_dir: Path) -> list[str]:
+        """The command line of one node: our NodeLauncher configured by flags."""
+        cmd = [
+            *self._jvm_command(self._classpath()),
+            self._main_class(),
+            "--host", self.host,
+            "--name", info.name,
+            "--client-port", str(info.client_port),
+            "--discovery-port", str(info.discovery_port),
+            "--discovery-base", str(self._discovery_base),
+            "--discovery-port-count", str(DISCOVERY_SLOTS),
+            "--communication-port", str(info.communication_port),
+            "--work-dir", str(node_dir / "ignite"),
+            "--status-file", info.status_file,
+            "--region-mb", str(self.region_mb),
+        ]
+        if self.owner_pid is not None:
+            cmd += ["--exit-with", str(self.owner_pid)]
+        if self.persistence:
+            cmd += ["--persistence", "--activate-at", str(self.nodes)]
+        if self.auth:
+            cmd.append("--auth")
+        if self.tls_material is not None:
+            cmd += ["--tls-keystore", str(self.tls_material.server_keystore)]
+            if self.tls_client_auth:
+                cmd += ["--tls-truststore", str(self.tls_material.server_truststore), "--tls-client-auth"]
+        return cmd
 
     def add_node(self, timeout: float = 180.0) -> NodeInfo:
         """Start one more node that joins this cluster (for rebalancing tests)."""
@@ -356,12 +383,7 @@ class LocalCluster:
                         f"Ignite node {m.name} (pid {m.pid}) exited during start-up. "
                         f"Last lines of {m.log}:\n{_log_tail(m.log)}"
                     )
-                st = m.status()
-                if st.get("state") != "running" or len(st.get("servers", ())) < expected:
-                    continue
-                if self.persistence and st.get("cluster_state") != "ACTIVE":
-                    continue
-                if self._handshake_ok(m):
+                if self._member_ready(m, expected):
                     pending.discard(m.index)
             if not pending:
                 return
@@ -373,6 +395,15 @@ class LocalCluster:
                 )
             time.sleep(delay)  # poll interval, bounded by the deadline above
             delay = min(delay * 1.5, 0.5)
+
+    def _member_ready(self, m: NodeInfo, expected: int) -> bool:
+        """``m``'s status file shows ``expected`` servers (and an active cluster); its client port answers."""
+        st = m.status()
+        if st.get("state") != "running" or len(st.get("servers", ())) < expected:
+            return False
+        if self.persistence and st.get("cluster_state") != "ACTIVE":
+            return False
+        return self._handshake_ok(m)
 
     def _handshake_ok(self, node: NodeInfo) -> bool:
         from ..client.connection import probe  # local import: client imports are heavier
@@ -477,7 +508,7 @@ class LocalCluster:
                 cmd = (entry / "cmdline").read_bytes().decode(errors="replace")
             except OSError:
                 continue
-            if "NodeLauncher" in cmd and marker in cmd and _is_our_process(int(entry.name), marker):
+            if self._main_class() in cmd and marker in cmd and _is_our_process(int(entry.name), marker):
                 pids.append(int(entry.name))
         return pids
 

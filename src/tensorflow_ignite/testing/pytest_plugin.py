@@ -9,6 +9,14 @@ node started in the test process stops by itself if that process is killed
 are picked free per run, so parallel runs on one machine do not collide, and
 ``cache_name`` gives every test a cache name of its own and destroys the
 caches named after it when the test ends.
+
+``stock_cluster`` is three nodes of stock Apache Ignite with the module
+(:class:`~tensorflow_ignite.local.stock.StockCluster`), one cluster per Ignite
+version the run selects: ``--ignite-versions all`` (or a comma list such as
+``2.16.0,2.17.0``); by default a test runs on the versions of its
+``ignite_versions`` marker, else on the newest release nodes read XML for.
+Tests on one version run together, so one stock cluster runs at a time, and
+the run ends with a table of every such test's outcome per version.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from typing import Any
 import pytest
 
 from ..local.cluster import LocalCluster, stop_nodes_with_process
+from ..local.stock import IGNITE_VERSIONS, NEWEST_XML_VERSION, StockCluster
 
 _started: list[LocalCluster] = []
 _lock = threading.Lock()
@@ -50,7 +59,37 @@ def _on_sigterm(signum: int, frame: Any) -> None:  # pragma: no cover - signal p
     pytest.exit(f"terminated by signal {signum}; local Ignite nodes stopped", returncode=128 + signum)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--ignite-versions", default=None, metavar="LIST",
+        help="Ignite versions for the stock_cluster tests: 'all' or a comma list "
+             f"({', '.join(IGNITE_VERSIONS)}); default: each test's ignite_versions marker",
+    )
+
+
+def _selected_versions(config: pytest.Config, marker: pytest.Mark | None) -> list[str]:
+    option = config.getoption("ignite_versions", None)
+    if option is None:
+        return list(marker.args) if marker is not None else [NEWEST_XML_VERSION]
+    if option.strip() == "all":
+        return list(IGNITE_VERSIONS)
+    versions = [v.strip() for v in option.split(",") if v.strip()]
+    unknown = [v for v in versions if v not in IGNITE_VERSIONS]
+    if unknown or not versions:
+        raise pytest.UsageError(f"--ignite-versions {option!r}: pick 'all' or some of {', '.join(IGNITE_VERSIONS)}")
+    return versions
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # A session-scoped parameter: every test on one version shares that version's cluster.
+    if "ignite_version" in metafunc.fixturenames:
+        versions = _selected_versions(metafunc.config, metafunc.definition.get_closest_marker("ignite_versions"))
+        metafunc.parametrize("ignite_version", versions, scope="session")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "ignite_versions(*versions): the Ignite versions a stock_cluster test runs on by default")
     # Every node a test starts (fixtures or LocalCluster in a test) stops with this
     # process, also when a timeout or CI kills it before any teardown runs.
     stop_nodes_with_process(os.getpid())
@@ -62,9 +101,54 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _stop_all()
 
 
-def _start(tmp_path_factory: pytest.TempPathFactory, label: str, **kwargs: Any) -> LocalCluster:
+#: (test, version) -> outcome of the tests run on stock clusters, for the summary table.
+_version_outcomes: dict[tuple[str, str], str] = {}
+
+
+def _split_version(nodeid: str) -> tuple[str, str] | None:
+    """``("file::test[other-params]", version)`` for a test parametrized by ``ignite_version``."""
+    m = re.fullmatch(r"(.*)\[(.*)\]", nodeid)
+    if m is None:
+        return None
+    parts = m.group(2).split("-")
+    version = next((p for p in parts if p in IGNITE_VERSIONS), None)
+    if version is None:
+        return None
+    parts.remove(version)
+    test = m.group(1).rsplit("/", 1)[-1] + (f"[{'-'.join(parts)}]" if parts else "")
+    return test, version
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    found = _split_version(report.nodeid)
+    if found is None:
+        return
+    if report.when == "call":
+        outcome = "passed" if report.passed else "FAILED" if report.failed else "skipped"
+        _version_outcomes[found] = f"{outcome} {report.duration:.0f}s"
+    elif report.failed:  # a fixture (the cluster) failed: the test did not run
+        _version_outcomes[found] = "ERROR"
+    elif report.skipped:
+        _version_outcomes[found] = "skipped"
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if not _version_outcomes:
+        return
+    versions = [v for v in IGNITE_VERSIONS if any(v == k[1] for k in _version_outcomes)]
+    tests = sorted({t for t, _ in _version_outcomes})
+    width = max(len(t) for t in tests)
+    terminalreporter.section("tests on stock Apache Ignite, by version")
+    terminalreporter.write_line(f"{'test':<{width}}  " + "  ".join(f"{v:<12}" for v in versions))
+    for t in tests:
+        cells = [_version_outcomes.get((t, v), "-") for v in versions]
+        terminalreporter.write_line(f"{t:<{width}}  " + "  ".join(f"{c:<12}" for c in cells))
+
+
+def _start(tmp_path_factory: pytest.TempPathFactory, label: str, *, kind: type[LocalCluster] = LocalCluster,
+           **kwargs: Any) -> LocalCluster:
     work = tmp_path_factory.mktemp(f"ignite-{label}")
-    cluster = LocalCluster(work_dir=Path(work), name=f"tfi-{label}", heap_mb=512, region_mb=512, **kwargs)
+    cluster = kind(work_dir=Path(work), name=f"tfi-{label}", heap_mb=512, region_mb=512, **kwargs)
     with _lock:
         _started.append(cluster)
     cluster.start()
@@ -106,6 +190,17 @@ def ignite_sql_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalC
 def ignite_secure_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """One node with TLS (private CA made here), client certificates and authentication."""
     cluster = _start(tmp_path_factory, "secure", nodes=1, tls=True, tls_client_auth=True, auth=True)
+    yield cluster
+    _finish(cluster)
+
+
+@pytest.fixture(scope="session")
+def stock_cluster(tmp_path_factory: pytest.TempPathFactory, ignite_version: str) -> Iterator[StockCluster]:
+    """Three stock Apache Ignite ``ignite_version`` server nodes with the tensorflow-ignite module:
+    ``CommandLineStartup`` and Spring XML (2.16, 2.17) or configured in Java (2.18)."""
+    cluster = _start(tmp_path_factory, f"stock-{ignite_version}", kind=StockCluster, nodes=3,
+                     ignite_version=ignite_version)
+    assert isinstance(cluster, StockCluster)
     yield cluster
     _finish(cluster)
 

@@ -40,7 +40,9 @@ import org.tensorflow.ignite.launcher.LauncherDeployment;
  * never from argv, so they do not show up in {@code ps}.
  *
  * <p>Every node also deploys the TF job launcher ({@code TfJobService}, a cluster
- * singleton) once the cluster is active, unless started with {@code --no-launcher-service}.
+ * singleton) once the cluster is active, unless started with {@code --no-launcher-service};
+ * with {@code --launcher-service-config} the service is instead part of the node's
+ * configuration, as the module's XML fragment declares it on stock nodes.
  */
 public final class NodeLauncher {
     private NodeLauncher() {
@@ -69,6 +71,7 @@ public final class NodeLauncher {
         String storeType = "PKCS12";
         long failureDetectionMs = 10_000;
         boolean launcherService = true;
+        boolean launcherServiceConfig;
         long exitWith = -1;
     }
 
@@ -78,7 +81,7 @@ public final class NodeLauncher {
             exitWithOwner(o.exitWith);
         IgniteConfiguration cfg = configure(o);
         Ignite ignite = Ignition.start(cfg);
-        if (o.launcherService)
+        if (o.launcherService && !o.launcherServiceConfig)
             LauncherDeployment.deployInBackground(ignite);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             // Ignite's own hook stops the node; we only mark the status file.
@@ -113,6 +116,7 @@ public final class NodeLauncher {
                 case "--store-type": o.storeType = args[++i]; break;
                 case "--failure-detection-ms": o.failureDetectionMs = Long.parseLong(args[++i]); break;
                 case "--no-launcher-service": o.launcherService = false; break;
+                case "--launcher-service-config": o.launcherServiceConfig = true; break;
                 case "--exit-with": o.exitWith = Long.parseLong(args[++i]); break;
                 default:
                     System.err.println("NodeLauncher: unknown flag " + a);
@@ -199,6 +203,8 @@ public final class NodeLauncher {
         }
         cfg.setDataStorageConfiguration(storage);
         cfg.setAuthenticationEnabled(o.auth);
+        if (o.launcherService && o.launcherServiceConfig)
+            cfg.setServiceConfiguration(LauncherDeployment.serviceConfiguration());
         return cfg;
     }
 

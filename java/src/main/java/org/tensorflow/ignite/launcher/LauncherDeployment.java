@@ -4,6 +4,7 @@ import org.apache.ignite.Ignite;
 import org.apache.ignite.IgniteState;
 import org.apache.ignite.Ignition;
 import org.apache.ignite.cluster.ClusterState;
+import org.apache.ignite.services.ServiceConfiguration;
 
 /**
  * Deploys the {@link TfJobService} supervisor as a cluster singleton from every
@@ -13,6 +14,10 @@ import org.apache.ignite.cluster.ClusterState;
  * <p>Services cannot be deployed on an inactive cluster, so a persistent cluster
  * is waited for; this runs on its own daemon thread so the node's start-up and
  * status reporting never wait for it.
+ *
+ * <p>{@link #serviceConfiguration()} is the other way: the service as a static part
+ * of the node's configuration, exactly what the XML fragment of
+ * {@code ignite-tf module config} declares (for nodes configured in Java).
  */
 public final class LauncherDeployment {
     private LauncherDeployment() {
@@ -47,5 +52,20 @@ public final class LauncherDeployment {
             }
             delay = Math.min(delay * 2, 2000);
         }
+    }
+
+    /**
+     * The launcher service as a static part of an {@code IgniteConfiguration}
+     * ({@code cfg.setServiceConfiguration(...)}): one instance in the cluster, at most
+     * one per node; Ignite deploys it when the cluster activates and moves it when its
+     * node leaves. The Java twin of the XML fragment of {@code ignite-tf module config}.
+     */
+    public static ServiceConfiguration serviceConfiguration() {
+        ServiceConfiguration svc = new ServiceConfiguration();
+        svc.setName(LauncherCaches.SERVICE_NAME);
+        svc.setMaxPerNodeCount(1);
+        svc.setTotalCount(1);
+        svc.setService(new TfJobService());
+        return svc;
     }
 }

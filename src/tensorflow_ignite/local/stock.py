@@ -1,0 +1,251 @@
+"""Stock Apache Ignite nodes with the tensorflow-ignite module: how users run Ignite, for tests.
+
+A :class:`StockCluster` is a :class:`~tensorflow_ignite.local.cluster.LocalCluster`
+(same ports, readiness wait, state file, kill/restart and stop) whose nodes are
+what a user runs, not our ``NodeLauncher``:
+
+* Ignite 2.16 and 2.17: ``org.apache.ignite.startup.cmdline.CommandLineStartup``
+  with a Spring XML file written here, i.e. ``ignite.sh config.xml``.  The
+  classpath is a distribution's ``libs/`` assembled by Maven from Maven Central
+  (``ignite-core``, ``ignite-spring`` and their dependencies; ``java/stock/pom.xml``)
+  plus the module jar (:func:`~tensorflow_ignite.local.java.module_jar`), and the
+  JVM gets the Java 17 ``--add-opens`` flags Ignite's scripts set.  The XML holds
+  only what a user's loopback cluster needs (discovery, communication and client
+  ports, the data region) and the module's fragment
+  (:func:`~tensorflow_ignite.launcher.module.xml_fragment`), inserted verbatim, so
+  these nodes prove the documented configuration works.
+* Ignite 2.18: Maven Central publishes no ``ignite-spring`` 2.18.0, so these nodes
+  are configured in Java: ``NodeLauncher`` on the 2.18.0 ``libs/`` with
+  ``--launcher-service-config``, which puts the launcher service into the
+  ``IgniteConfiguration`` exactly as the XML fragment does (no deployment call).
+
+``CommandLineStartup`` cannot watch the process that started it, so when the
+cluster has an ``owner_pid`` each XML node gets a small watcher process that
+stops the node when the owner ends (as ``NodeLauncher --exit-with`` does).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+from ..errors import IgniteError, NodeError
+from .cluster import DISCOVERY_SLOTS, LocalCluster, NodeInfo
+from .java import java_module_dir, module_jar
+
+__all__ = ["StockCluster", "IGNITE_VERSIONS", "XML_VERSIONS", "NEWEST_VERSION", "NEWEST_XML_VERSION",
+           "stock_libs"]
+
+#: Ignite releases the module is tested against, oldest first.
+IGNITE_VERSIONS: tuple[str, ...] = ("2.16.0", "2.17.0", "2.18.0")
+#: Releases whose ``ignite-spring`` is on Maven Central: their nodes read Spring XML.
+XML_VERSIONS: tuple[str, ...] = ("2.16.0", "2.17.0")
+NEWEST_VERSION = IGNITE_VERSIONS[-1]
+NEWEST_XML_VERSION = XML_VERSIONS[-1]
+
+COMMAND_LINE_STARTUP = "org.apache.ignite.startup.cmdline.CommandLineStartup"
+
+_build_lock = threading.Lock()
+
+
+def stock_home(version: str) -> Path:
+    """``java/target/ignite-<version>``: the stand-in for an unpacked distribution (``libs/`` inside)."""
+    return java_module_dir() / "target" / f"ignite-{version}"
+
+
+def stock_libs(version: str) -> Path:
+    """The ``libs/`` folder of Ignite ``version`` from Maven Central; assembled with Maven when missing."""
+    if version not in IGNITE_VERSIONS:
+        raise NodeError(f"Ignite {version} is not one of the tested versions {', '.join(IGNITE_VERSIONS)}")
+    libs = stock_home(version) / "libs"
+    with _build_lock:
+        if (libs / f"ignite-core-{version}.jar").exists():
+            return libs
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise NodeError(f"Maven (`mvn`) is needed to assemble Ignite {version} from Maven Central "
+                            "(`apt-get install maven`, or `make setup`)")
+        pom_dir = java_module_dir() / "stock"
+        flags = [f"-Dignite.version={version}"] + ([] if version in XML_VERSIONS else ["-P-spring"])
+        proc = subprocess.run([mvn, "-B", "-q", "package", *flags], cwd=pom_dir, capture_output=True,
+                              text=True, check=False)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
+            raise NodeError(f"assembling Ignite {version} from Maven Central failed in {pom_dir.name}/:\n{tail}")
+    return libs
+
+
+def spring_xml(info: NodeInfo, *, discovery: str, region_mb: int, work_dir: Path, fragment: str) -> str:
+    """One node's Spring XML: a loopback cluster's settings and the module's ``fragment``.
+
+    ``discovery`` is the static IP finder's address range (``host:first..last``).
+    """
+    def prop(name: str, value: object) -> str:
+        return f"<property name={quoteattr(name)} value={quoteattr(str(value))}/>"
+
+    host = info.host
+    indented = "".join(f"    {line}\n" if line else "\n" for line in fragment.splitlines())
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<!-- {info.name}: written by tensorflow_ignite.local.stock. -->
+<beans xmlns="http://www.springframework.org/schema/beans"
+       xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+       xsi:schemaLocation="http://www.springframework.org/schema/beans
+                           http://www.springframework.org/schema/beans/spring-beans.xsd">
+  <bean class="org.apache.ignite.configuration.IgniteConfiguration">
+    {prop("igniteInstanceName", info.name)}
+    {prop("consistentId", info.name)}
+    {prop("localHost", host)}
+    {prop("workDirectory", work_dir)}
+    {prop("metricsLogFrequency", 0)}
+    <property name="discoverySpi">
+      <bean class="org.apache.ignite.spi.discovery.tcp.TcpDiscoverySpi">
+        {prop("localAddress", host)}
+        {prop("localPort", info.discovery_port)}
+        {prop("localPortRange", 0)}
+        <property name="ipFinder">
+          <bean class="org.apache.ignite.spi.discovery.tcp.ipfinder.vm.TcpDiscoveryVmIpFinder">
+            <property name="addresses"><list><value>{discovery}</value></list></property>
+          </bean>
+        </property>
+      </bean>
+    </property>
+    <property name="communicationSpi">
+      <bean class="org.apache.ignite.spi.communication.tcp.TcpCommunicationSpi">
+        {prop("localAddress", host)}
+        {prop("localPort", info.communication_port)}
+        {prop("localPortRange", 0)}
+      </bean>
+    </property>
+    <property name="clientConnectorConfiguration">
+      <bean class="org.apache.ignite.configuration.ClientConnectorConfiguration">
+        {prop("host", host)}
+        {prop("port", info.client_port)}
+        {prop("portRange", 0)}
+      </bean>
+    </property>
+    <property name="dataStorageConfiguration">
+      <bean class="org.apache.ignite.configuration.DataStorageConfiguration">
+        <property name="defaultDataRegionConfiguration">
+          <bean class="org.apache.ignite.configuration.DataRegionConfiguration">
+            {prop("name", "default")}
+            {prop("initialSize", min(256, region_mb) * 1024 * 1024)}
+            {prop("maxSize", region_mb * 1024 * 1024)}
+          </bean>
+        </property>
+      </bean>
+    </property>
+    <!-- The tensorflow-ignite module (ignite-tf module config). -->
+{indented}  </bean>
+</beans>
+"""
+
+
+#: Run by a watcher process: stop node ``argv[2]`` (SIGTERM, then SIGKILL) once process
+#: ``argv[1]`` ends; exit when the node ends first.  pidfds: no polling, no PID-reuse race.
+_WATCHER = r"""
+import os, select, signal, sys
+owner, node = int(sys.argv[1]), int(sys.argv[2])
+try:
+    node_fd = os.pidfd_open(node)
+except OSError:
+    sys.exit(0)
+try:
+    owner_fd = os.pidfd_open(owner)
+    ready = select.select([owner_fd, node_fd], [], [])[0]
+except OSError:
+    ready = []
+if node_fd not in ready:
+    os.kill(node, signal.SIGTERM)
+    if not select.select([node_fd], [], [], 20)[0]:
+        os.kill(node, signal.SIGKILL)
+"""
+
+
+@dataclass
+class StockCluster(LocalCluster):
+    """Nodes of stock Apache Ignite ``ignite_version`` with the tensorflow-ignite module.
+
+    In-memory only (no persistence, authentication, TLS or SQL engine: those are
+    our own nodes' business); everything else -- ports, readiness, ``kill_node``,
+    ``restart_nodes``, ``add_node``, ``stop`` -- is :class:`LocalCluster`'s.
+    """
+
+    ignite_version: str = NEWEST_XML_VERSION
+    name: str = "tf-ignite-stock"
+    _watchers: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.ignite_version not in IGNITE_VERSIONS:
+            raise NodeError(f"stock Ignite {self.ignite_version} is not supported here; "
+                            f"pick one of {', '.join(IGNITE_VERSIONS)}")
+        unsupported = [n for n in ("persistence", "auth", "tls", "sql") if getattr(self, n)]
+        if unsupported:
+            raise NodeError(f"stock test nodes are in-memory and plain: {', '.join(unsupported)} "
+                            "is not supported (use LocalCluster)")
+
+    @property
+    def xml_config(self) -> bool:
+        """True when the nodes read Spring XML (``CommandLineStartup``), False when configured in Java."""
+        return self.ignite_version in XML_VERSIONS
+
+    def _main_class(self) -> str:
+        return COMMAND_LINE_STARTUP if self.xml_config else super()._main_class()
+
+    def _classpath(self) -> str:
+        libs = stock_libs(self.ignite_version)
+        return os.pathsep.join([str(libs / "*"), str(module_jar()), *self.extra_classpath])
+
+    def _node_command(self, info: NodeInfo, node_dir: Path) -> list[str]:
+        if not self.xml_config:
+            return [*super()._node_command(info, node_dir), "--launcher-service-config"]
+        from ..launcher.module import xml_fragment
+
+        config = node_dir / "ignite-config.xml"
+        first = self._discovery_base
+        config.write_text(spring_xml(
+            info, discovery=f"{self.host}:{first}..{first + DISCOVERY_SLOTS - 1}", region_mb=self.region_mb,
+            work_dir=node_dir / "ignite", fragment=xml_fragment(),
+        ))
+        info.config_file = str(config)
+        return [*self._jvm_command(self._classpath()), f"-DIGNITE_HOME={stock_home(self.ignite_version)}",
+                self._main_class(), str(config)]
+
+    def _spawn(self, index: int, *, client_port: int | None = None) -> NodeInfo:
+        info = super()._spawn(index, client_port=client_port)
+        if self.xml_config and self.owner_pid is not None:
+            self._watchers = [w for w in self._watchers if w.poll() is None]
+            self._watchers.append(subprocess.Popen(
+                [sys.executable, "-I", "-c", _WATCHER, str(self.owner_pid), str(info.pid)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            ))
+        return info
+
+    def _member_ready(self, m: NodeInfo, expected: int) -> bool:
+        if not self.xml_config:
+            return super()._member_ready(m, expected)
+        # No status file on a stock node: ask it, over the thin client, how many servers it sees.
+        from ..client import IgniteClient
+
+        try:
+            with IgniteClient(f"{m.host}:{m.client_port}", timeout=5.0, connect_timeout=5.0) as client:
+                return len(client.node_endpoints(refresh=True)) >= expected
+        except (IgniteError, OSError):
+            return False
+
+    def stop(self, timeout: float = 30.0) -> None:
+        super().stop(timeout)
+        for w in self._watchers:  # each exits once its node is gone
+            try:
+                w.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                w.kill()
+                w.wait()
+        self._watchers.clear()
