@@ -33,6 +33,10 @@ __all__ = [
     "NodeError",
     "FileSystemError",
     "StaleFileError",
+    "LauncherError",
+    "JobNotFoundError",
+    "LauncherNotDeployedError",
+    "LauncherModuleError",
 ]
 
 
@@ -111,3 +115,27 @@ class FileSystemError(IgniteError, OSError):
 class StaleFileError(FileSystemError, FileNotFoundError):
     """The blocks of an open ``ignite://`` file disappeared: another process replaced or
     deleted the file while it was being read (like NFS's ``ESTALE``); reopen it."""
+
+
+# ------------------------------------------------------------------------ launcher
+class LauncherError(IgniteError):
+    """The training launcher refused a request, or a job could not be found or followed."""
+
+
+class JobNotFoundError(LauncherError):
+    """No job of that name exists on the cluster."""
+
+
+class LauncherNotDeployedError(LauncherError):
+    """No server node of the cluster has the tensorflow-ignite module (no launcher service)."""
+
+
+class LauncherModuleError(LauncherError):
+    """Some server nodes lack the tensorflow-ignite module, or run another version of it.
+
+    ``nodes`` maps each node at fault (consistent id) to its module version (None: no module).
+    """
+
+    def __init__(self, message: str, *, nodes: dict[str, str | None]) -> None:
+        super().__init__(message)
+        self.nodes = nodes

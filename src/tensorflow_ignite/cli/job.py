@@ -18,9 +18,8 @@ from typing import Any, TextIO
 from ..errors import ConfigurationError
 from ..launcher import layout
 from ..launcher.jobs import JobClient, OutputLine
-from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import validate
-from .credentials import CERT_PASSWORD_ENV, PASSWORD_ENV, client_settings
+from .credentials import add_connection_arguments, client_settings
 
 __all__ = ["register"]
 
@@ -47,7 +46,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         epilog=_EPILOG_ENV,
         usage="ignite-tf start [OPTIONS] CACHE JOB_DIR -- CMD [ARGS...]",
     )
-    _address(start)
+    add_connection_arguments(start)
     start.add_argument("cache", metavar="CACHE", help="the cache whose partitions the workers read")
     start.add_argument("job_dir", metavar="JOB_DIR", help="directory with the training script (shipped to the nodes)")
     start.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
@@ -78,7 +77,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     start.set_defaults(handler=_start, start_parser=start)
 
     ps = sub.add_parser("ps", help="list jobs", description="List the cluster's jobs, newest first.")
-    _address(ps)
+    add_connection_arguments(ps)
     ps.add_argument("--active", action="store_true", help="only jobs that have not finished")
     ps.add_argument("--json", action="store_true", help="the job records as a JSON array (for scripts)")
     ps.set_defaults(handler=_ps)
@@ -88,7 +87,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         description="Show a job: state, exit code, the current plan (worker, node, partitions, pid), "
         "every restart with its reason, the workers' reported results and the launcher's events.",
     )
-    _address(describe)
+    add_connection_arguments(describe)
     describe.add_argument("job", metavar="JOB")
     describe.add_argument("--json", action="store_true", help="the raw job and worker records as JSON")
     describe.set_defaults(handler=_describe)
@@ -98,7 +97,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         description="Print the output of every worker of a job, each line labelled [wINDEX NODE] "
         "(plus #ATTEMPT after restarts), and the launcher's own events as [launcher] lines.",
     )
-    _address(logs)
+    add_connection_arguments(logs)
     logs.add_argument("job", metavar="JOB")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the job finishes")
     logs.add_argument("--attempt", type=int, action="append", metavar="N", help="only this attempt (repeatable)")
@@ -111,7 +110,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         description="Print the job's output so far, follow it until the job finishes, and exit with "
         "the job's exit code. Ctrl+C detaches without stopping the job.",
     )
-    _address(attach)
+    add_connection_arguments(attach)
     attach.add_argument("job", metavar="JOB")
     attach.set_defaults(handler=_attach)
 
@@ -120,7 +119,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         description="Stop every worker of the job on every node (SIGTERM to each worker's process "
         "group, SIGKILL after the grace period) and wait until the job is STOPPED.",
     )
-    _address(stop)
+    add_connection_arguments(stop)
     stop.add_argument("job", metavar="JOB")
     stop.add_argument("--no-wait", action="store_true", help="return once the stop is requested")
     stop.add_argument("--timeout", type=validate.positive_float, default=120.0, metavar="SECONDS",
@@ -133,28 +132,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "in the launcher's caches, and each node's copy of the job directory. A job that is still "
         "running is refused unless --force (which stops it first). Checkpoints are kept.",
     )
-    _address(rm)
+    add_connection_arguments(rm)
     rm.add_argument("jobs", nargs="*", metavar="JOB", help="jobs to delete")
     rm.add_argument("--finished", action="store_true", help="delete every SUCCEEDED, FAILED or STOPPED job")
     rm.add_argument("-f", "--force", action="store_true", help="stop running jobs first instead of refusing")
     rm.set_defaults(handler=_rm)
-
-
-def _address(p: argparse.ArgumentParser) -> None:
-    conn = p.add_argument_group(
-        "connection",
-        f"The password is read from the variable named by --password-env (default ${PASSWORD_ENV}) or "
-        f"asked for on the terminal, never taken from the command line; a client key's password "
-        f"comes from ${CERT_PASSWORD_ENV}.",
-    )
-    conn.add_argument("--host", default=DEFAULT_HOST, help=f"an Ignite node's host (default {DEFAULT_HOST})")
-    conn.add_argument("--port", type=validate.port, default=DEFAULT_PORT, help=f"its thin-client port (default {DEFAULT_PORT})")
-    conn.add_argument("--username", help="user name, for clusters with authentication")
-    conn.add_argument("--password-env", default=PASSWORD_ENV, metavar="VAR",
-                      help=f"environment variable holding the password (default {PASSWORD_ENV})")
-    conn.add_argument("--cafile", help="CA certificate (PEM) to verify the node's TLS certificate; enables TLS")
-    conn.add_argument("--certfile", help="client certificate (PEM), for nodes that require one")
-    conn.add_argument("--keyfile", help="private key of --certfile (PEM)")
 
 
 def _connect(args: argparse.Namespace) -> JobClient:

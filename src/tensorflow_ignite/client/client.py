@@ -287,6 +287,18 @@ class IgniteClient:
                     return conn
         return self.default_connection
 
+    def server_nodes(self) -> list[responses.NodeInfo]:
+        """Details of every server node of the cluster now: id, consistent id, addresses,
+        attributes (user attributes included), product version."""
+        ids = responses.decode_node_ids(self.request(
+            lambda rid: requests.cluster_group_get_node_ids(rid, server_nodes=True),
+            Op.CLUSTER_GROUP_GET_NODE_IDS))
+        if not ids.node_ids:
+            return []
+        body = self.request(lambda rid: requests.cluster_group_get_node_info(rid, ids.node_ids),
+                            Op.CLUSTER_GROUP_GET_NODE_INFO)
+        return responses.decode_node_info(body, self.decoder())
+
     def node_endpoints(self, refresh: bool = False) -> dict[_uuid.UUID, list[Address]]:
         """Client-connector addresses of every server node (cached until the topology changes)."""
         conn = self.default_connection

@@ -23,11 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from ..client import IgniteClient
-from ..errors import ConfigurationError, IgniteError, ServerError
+from ..errors import (  # noqa: F401  (the launcher's errors are importable from here too)
+    ConfigurationError,
+    JobNotFoundError,
+    LauncherError,
+    LauncherNotDeployedError,
+    ServerError,
+)
 from ..protocol import requests, responses
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.codes import Op
 from . import layout
+from .module import NodeModule, check_module
 
 __all__ = [
     "JobClient",
@@ -54,18 +61,6 @@ STRATEGIES = {
     "parameter_server": "parameter_server", "ps": "parameter_server",
 }
 _SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints"}
-
-
-class LauncherError(IgniteError):
-    """The launcher refused a request or a job could not be found or followed."""
-
-
-class JobNotFoundError(LauncherError):
-    """No job of that name exists on the cluster."""
-
-
-class LauncherNotDeployedError(LauncherError):
-    """The cluster runs no ``tf-ignite-launcher`` service (nodes not started by our NodeLauncher)."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +135,7 @@ class JobClient:
     def __init__(self, client: IgniteClient, *, owns_client: bool = False) -> None:
         self.client = client
         self._owns = owns_client
+        self._module_checked = False
 
     @classmethod
     def connect(cls, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, **settings: Any) -> "JobClient":
@@ -156,10 +152,23 @@ class JobClient:
         self.close()
 
     # ------------------------------------------------------------- service calls
+    def check_module(self) -> list[NodeModule]:
+        """Every server node carries this version of the tensorflow-ignite module, or a
+        :class:`LauncherNotDeployedError` / :class:`LauncherModuleError` naming the nodes."""
+        nodes = check_module(self.client)
+        self._module_checked = True
+        return nodes
+
     def invoke(self, method: str, *args: Any, wait_for_service: float = 30.0) -> Any:
-        """Call a method of the supervisor service; waits up to ``wait_for_service``
-        seconds for it to be deployed (a cluster that just started, or Ignite moving
-        the singleton after its node died)."""
+        """Call a method of the supervisor service.
+
+        The first call checks the module on every server node (fails at once, naming
+        the nodes, when it is missing or of another version).  With the module in
+        place the service exists; a call may still find it moving (its node just
+        died), which is waited for up to ``wait_for_service`` seconds.
+        """
+        if not self._module_checked:
+            self.check_module()
         deadline = time.monotonic() + wait_for_service
         delay = 0.1
         while True:
@@ -174,12 +183,13 @@ class JobClient:
                 text = str(exc)
                 if "Service not found" in text or "Failed to find deployed service" in text:
                     if time.monotonic() < deadline:
-                        time.sleep(delay)  # polling for the deployment, bounded by the deadline
+                        time.sleep(delay)  # polling for the redeployment, bounded by the deadline
                         delay = min(delay * 2, 1.0)
                         continue
                     raise LauncherNotDeployedError(
-                        f"the cluster has no {layout.SERVICE_NAME!r} service: start the nodes with "
-                        "tensorflow-ignite's NodeLauncher (`ignite-tf node start`), which deploys it"
+                        f"the {layout.SERVICE_NAME!r} service was not found for {wait_for_service:.0f}s although "
+                        "the server nodes have the tensorflow-ignite module: is the cluster active "
+                        "(`control.sh --set-state ACTIVE`)? The nodes' logs say why the service did not deploy"
                     ) from None
                 raise LauncherError(_service_message(text)) from None
             return plain(responses.decode_object(body, self.client.decoder()))

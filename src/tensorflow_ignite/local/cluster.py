@@ -75,6 +75,8 @@ class NodeInfo:
     status_file: str = ""
     #: A stock node's Spring XML file (its command line names it instead of a status file).
     config_file: str = ""
+    #: Whether the node carries the tensorflow-ignite module (the launcher's attribute and service).
+    launcher_module: bool = True
 
     def status(self) -> dict[str, Any]:
         """The node's last published status (``{}`` before it wrote any)."""
@@ -193,6 +195,9 @@ class LocalCluster:
     heap_mb: int = 512
     extra_classpath: tuple[str, ...] = ()
     jvm_options: tuple[str, ...] = ()
+    #: Nodes carry the tensorflow-ignite module, as a user's nodes with it installed do
+    #: (False: plain Ignite nodes, for tests of clusters without it).
+    launcher_module: bool = True
     name: str = "tf-ignite"
     owner_pid: int | None = field(default_factory=_owner_default)
     members: list[NodeInfo] = field(default_factory=list)
@@ -266,7 +271,7 @@ class LocalCluster:
             ports |= set(range(base, base + DISCOVERY_SLOTS))
         return ports
 
-    def _spawn(self, index: int, *, client_port: int | None = None) -> NodeInfo:
+    def _spawn(self, index: int, *, client_port: int | None = None, launcher_module: bool | None = None) -> NodeInfo:
         assert self.client_port is not None
         node_dir = self.work_dir / f"node-{index}"
         node_dir.mkdir(parents=True, exist_ok=True)
@@ -279,6 +284,7 @@ class LocalCluster:
             communication_port=self._communication_base + index,
             log=str(node_dir / "node.log"),
             status_file=str(node_dir / "status.json"),
+            launcher_module=self.launcher_module if launcher_module is None else launcher_module,
         )
         for port in (info.client_port, info.discovery_port, info.communication_port):
             if not _port_free(self.host, port):
@@ -349,20 +355,23 @@ class LocalCluster:
             cmd += ["--persistence", "--activate-at", str(self.nodes)]
         if self.auth:
             cmd.append("--auth")
+        if not info.launcher_module:
+            cmd.append("--no-launcher-service")
         if self.tls_material is not None:
             cmd += ["--tls-keystore", str(self.tls_material.server_keystore)]
             if self.tls_client_auth:
                 cmd += ["--tls-truststore", str(self.tls_material.server_truststore), "--tls-client-auth"]
         return cmd
 
-    def add_node(self, timeout: float = 180.0) -> NodeInfo:
-        """Start one more node that joins this cluster (for rebalancing tests)."""
+    def add_node(self, timeout: float = 180.0, *, launcher_module: bool | None = None) -> NodeInfo:
+        """Start one more node that joins this cluster (for rebalancing tests); ``launcher_module``
+        overrides the cluster's setting for this node."""
         index = max((m.index for m in self.members), default=-1) + 1
         if index >= DISCOVERY_SLOTS:
             raise NodeError(f"at most {DISCOVERY_SLOTS} local nodes are supported")
         assert self.client_port is not None
         port = find_free_port_block(self.host, 1, avoid=self._promised_ports())
-        info = self._spawn(index, client_port=port)
+        info = self._spawn(index, client_port=port, launcher_module=launcher_module)
         self.nodes += 1
         self.save_state()
         self.wait_ready(timeout=timeout)
@@ -468,7 +477,7 @@ class LocalCluster:
             m = next(m for m in self.members if m.index == index)
             if self._alive(m):
                 raise NodeError(f"Ignite node {m.name} (pid {m.pid}) is still running; stop it before restarting")
-            started.append(self._spawn(index, client_port=m.client_port))
+            started.append(self._spawn(index, client_port=m.client_port, launcher_module=m.launcher_module))
         self.wait_ready(timeout=timeout)
         return started
 

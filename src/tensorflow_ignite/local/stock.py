@@ -15,9 +15,9 @@ what a user runs, not our ``NodeLauncher``:
   (:func:`~tensorflow_ignite.launcher.module.xml_fragment`), inserted verbatim, so
   these nodes prove the documented configuration works.
 * Ignite 2.18: Maven Central publishes no ``ignite-spring`` 2.18.0, so these nodes
-  are configured in Java: ``NodeLauncher`` on the 2.18.0 ``libs/`` with
-  ``--launcher-service-config``, which puts the launcher service into the
-  ``IgniteConfiguration`` exactly as the XML fragment does (no deployment call).
+  are configured in Java: ``NodeLauncher`` on the 2.18.0 ``libs/``, which applies
+  the module's Java entry point ``TfLauncherModule.configure(cfg)`` -- the same
+  attribute and service the XML fragment declares.
 
 ``CommandLineStartup`` cannot watch the process that started it, so when the
 cluster has an ``owner_pid`` each XML node gets a small watcher process that
@@ -203,22 +203,22 @@ class StockCluster(LocalCluster):
         return os.pathsep.join([str(libs / "*"), str(module_jar()), *self.extra_classpath])
 
     def _node_command(self, info: NodeInfo, node_dir: Path) -> list[str]:
-        if not self.xml_config:
-            return [*super()._node_command(info, node_dir), "--launcher-service-config"]
+        if not self.xml_config:  # 2.18: NodeLauncher applies TfLauncherModule.configure(cfg)
+            return super()._node_command(info, node_dir)
         from ..launcher.module import xml_fragment
 
         config = node_dir / "ignite-config.xml"
         first = self._discovery_base
         config.write_text(spring_xml(
             info, discovery=f"{self.host}:{first}..{first + DISCOVERY_SLOTS - 1}", region_mb=self.region_mb,
-            work_dir=node_dir / "ignite", fragment=xml_fragment(),
+            work_dir=node_dir / "ignite", fragment=xml_fragment() if info.launcher_module else "",
         ))
         info.config_file = str(config)
         return [*self._jvm_command(self._classpath()), f"-DIGNITE_HOME={stock_home(self.ignite_version)}",
                 self._main_class(), str(config)]
 
-    def _spawn(self, index: int, *, client_port: int | None = None) -> NodeInfo:
-        info = super()._spawn(index, client_port=client_port)
+    def _spawn(self, index: int, *, client_port: int | None = None, launcher_module: bool | None = None) -> NodeInfo:
+        info = super()._spawn(index, client_port=client_port, launcher_module=launcher_module)
         if self.xml_config and self.owner_pid is not None:
             self._watchers = [w for w in self._watchers if w.poll() is None]
             self._watchers.append(subprocess.Popen(

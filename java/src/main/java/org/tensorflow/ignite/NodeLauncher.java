@@ -25,7 +25,7 @@ import org.apache.ignite.spi.communication.tcp.TcpCommunicationSpi;
 import org.apache.ignite.spi.discovery.tcp.TcpDiscoverySpi;
 import org.apache.ignite.spi.discovery.tcp.ipfinder.vm.TcpDiscoveryVmIpFinder;
 import org.apache.ignite.ssl.SslContextFactory;
-import org.tensorflow.ignite.launcher.LauncherDeployment;
+import org.tensorflow.ignite.launcher.TfLauncherModule;
 
 /**
  * Starts one Apache Ignite server node configured entirely from command-line flags.
@@ -39,10 +39,10 @@ import org.tensorflow.ignite.launcher.LauncherDeployment;
  * Secrets (keystore and truststore passwords) are read from environment variables,
  * never from argv, so they do not show up in {@code ps}.
  *
- * <p>Every node also deploys the TF job launcher ({@code TfJobService}, a cluster
- * singleton) once the cluster is active, unless started with {@code --no-launcher-service};
- * with {@code --launcher-service-config} the service is instead part of the node's
- * configuration, as the module's XML fragment declares it on stock nodes.
+ * <p>Every node carries the tensorflow-ignite module exactly as a user's node does
+ * ({@link TfLauncherModule#configure}: the module attribute and the launcher service in
+ * its configuration), unless started with {@code --no-launcher-service}.
+ * {@code --launcher-service-config} is accepted and means the same as the default.
  */
 public final class NodeLauncher {
     private NodeLauncher() {
@@ -71,7 +71,6 @@ public final class NodeLauncher {
         String storeType = "PKCS12";
         long failureDetectionMs = 10_000;
         boolean launcherService = true;
-        boolean launcherServiceConfig;
         long exitWith = -1;
     }
 
@@ -81,8 +80,6 @@ public final class NodeLauncher {
             exitWithOwner(o.exitWith);
         IgniteConfiguration cfg = configure(o);
         Ignite ignite = Ignition.start(cfg);
-        if (o.launcherService && !o.launcherServiceConfig)
-            LauncherDeployment.deployInBackground(ignite);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             // Ignite's own hook stops the node; we only mark the status file.
             writeStatus(o, ignite, "stopped");
@@ -116,7 +113,7 @@ public final class NodeLauncher {
                 case "--store-type": o.storeType = args[++i]; break;
                 case "--failure-detection-ms": o.failureDetectionMs = Long.parseLong(args[++i]); break;
                 case "--no-launcher-service": o.launcherService = false; break;
-                case "--launcher-service-config": o.launcherServiceConfig = true; break;
+                case "--launcher-service-config": break; // the default (kept for older callers)
                 case "--exit-with": o.exitWith = Long.parseLong(args[++i]); break;
                 default:
                     System.err.println("NodeLauncher: unknown flag " + a);
@@ -203,8 +200,8 @@ public final class NodeLauncher {
         }
         cfg.setDataStorageConfiguration(storage);
         cfg.setAuthenticationEnabled(o.auth);
-        if (o.launcherService && o.launcherServiceConfig)
-            cfg.setServiceConfiguration(LauncherDeployment.serviceConfiguration());
+        if (o.launcherService)
+            TfLauncherModule.configure(cfg);
         return cfg;
     }
 

@@ -1,0 +1,83 @@
+"""``ignite-tf module path|config|check``: the tensorflow-ignite module on your own Ignite cluster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..errors import IgniteError
+from .credentials import add_connection_arguments, client_settings
+
+__all__ = ["register"]
+
+_DESCRIPTION = """\
+`ignite-tf start` runs its training workers through a small Ignite module: one jar in every
+server node's libs/ and two properties in the node's IgniteConfiguration. To install it on a
+cluster you run with ignite.sh (or the Docker image, or Kubernetes):
+
+  1. cp "$(ignite-tf module path)" $IGNITE_HOME/libs/        (Docker image: libs/user_libs)
+  2. ignite-tf module config   -> paste inside <bean class="org.apache.ignite.configuration.IgniteConfiguration">
+     (Java configuration: TfLauncherModule.configure(cfg))
+  3. restart the server nodes one at a time; `ignite-tf module check --host H --port P` confirms.
+
+IgniteDataset and the ignite:// filesystem need no module."""
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the ``module`` command group."""
+    p = sub.add_parser("module", help="the Ignite module `ignite-tf start` needs on your cluster's nodes",
+                       description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    msub = p.add_subparsers(dest="module_command", metavar="ACTION", required=True)
+    path = msub.add_parser("path", help="print the absolute path of the module jar",
+                           description="Print the absolute path of the module jar shipped in this installation "
+                           "(one line), for copying into every server node's libs/.")
+    path.set_defaults(handler=_path)
+    config = msub.add_parser("config", help="print the XML to put inside the IgniteConfiguration bean",
+                             description="Print the Spring XML properties (the module's node attribute and the "
+                             "launcher service) that go inside a node's IgniteConfiguration bean.")
+    config.set_defaults(handler=_config)
+    check = msub.add_parser("check", help="show which server nodes have the module, and its version",
+                            description="List the cluster's server nodes with the module version each carries; "
+                            "exit code 0 when every node has this installation's version, 1 otherwise.")
+    add_connection_arguments(check)
+    check.add_argument("--json", action="store_true", help="the nodes as JSON")
+    check.set_defaults(handler=_check)
+
+
+def _path(args: argparse.Namespace) -> int:
+    from ..local.java import module_jar
+
+    print(module_jar().resolve())
+    return 0
+
+
+def _config(args: argparse.Namespace) -> int:
+    from ..launcher.module import xml_fragment
+
+    sys.stdout.write(xml_fragment())
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from ..client import IgniteClient
+    from ..launcher.module import MODULE_VERSION, module_status, require_module
+
+    with IgniteClient(f"{args.host}:{args.port}", **client_settings(args)) as client:
+        nodes = module_status(client)
+    if args.json:
+        print(json.dumps([{"node_id": str(n.node_id), "name": n.name, "addresses": list(n.addresses),
+                           "ignite": n.ignite_version, "module": n.version} for n in nodes], indent=2))
+    else:
+        rows = [("NODE", "ADDRESSES", "IGNITE", "MODULE")]
+        rows += [(n.name, ", ".join(n.addresses[:3]), n.ignite_version, n.version or "-") for n in nodes]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        for r in rows:
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    try:
+        require_module(nodes)
+    except IgniteError as exc:
+        print(f"ignite-tf: {exc}", file=sys.stderr)
+        return 1
+    print(f"every server node has the tensorflow-ignite module {MODULE_VERSION}", file=sys.stderr)
+    return 0
