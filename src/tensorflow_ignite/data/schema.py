@@ -140,7 +140,7 @@ class FieldSchema:
 
     @property
     def per_row(self) -> bool:
-        return self.kind in ("list", "map", "repr", "sqldate")
+        return self.kind in ("list", "map", "repr")
 
     @property
     def is_ragged(self) -> bool:
