@@ -31,6 +31,15 @@ nested object                   nested dict
 
 Nulls: a null becomes the field's default (0, empty string, empty array); with
 ``null_masks=True`` each nullable leaf ``x`` also yields ``x_present`` (bool).
+
+Other clients: ``java.sql.Date`` (Ignite's SQL engine stores every ``DATE`` so),
+``java.util.Date``, ``java.sql.Time`` and ``java.sql.Timestamp`` that arrive
+Java-serialized (type -2, :mod:`~tensorflow_ignite.protocol.javatime`) read as
+Date / Time / Timestamp.  A row whose value has another type than its field
+converts where nothing is lost (``protocol.columns.WIDENING``: long <- int,
+short, byte; int <- short, byte; double <- float, int, short, byte; float <-
+short, byte; timestamp <- date); anything else raises a ``SchemaError`` naming
+the cache, the field, the row's key and both types.
 """
 
 from __future__ import annotations
