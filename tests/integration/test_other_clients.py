@@ -108,6 +108,29 @@ def test_sql_dml_table_through_its_cache_and_from_sql(ignite_sql_node: LocalClus
             client.sql(f"DROP TABLE IF EXISTS {table}").execute()
 
 
+def test_sql_date_column_null_in_the_sampled_rows(ignite_sql_node: LocalCluster, cache_name: str) -> None:
+    # Ignite's binary metadata says only "object" for a DATE column; the table's
+    # query entity (java.sql.Date) decides, not a sample of null values.
+    table = cache_name.upper()
+    with IgniteClient(ignite_sql_node.addresses()) as client:
+        client.sql(f"CREATE TABLE {table} (ID LONG PRIMARY KEY, D DATE, TS TIMESTAMP)").execute()
+        try:
+            for i in range(40):
+                client.sql(f"INSERT INTO {table} (ID) VALUES (?)", [i]).execute()
+            client.sql(f"INSERT INTO {table} (ID, D, TS) VALUES (?, ?, ?)",
+                       [100, Date(-3 * _DAY_MS), Timestamp(7, 8)]).execute()
+            ds = IgniteDataset(f"SQL_PUBLIC_{table}", client=client, null_masks=True)
+            spec = ds.element_spec["val"]
+            assert spec["D"].dtype.name == "int64" and spec["TS"].dtype.name == "int64"
+            got = _rows(ds)
+            assert sorted(got) == list(range(40)) + [100]
+            assert [int(got[100]["D"]), int(got[100]["TS"]), bool(got[100]["D_present"])] == [
+                -3 * _DAY_MS, 7_000_008, True]
+            assert all(int(got[i]["D"]) == 0 and not got[i]["D_present"] for i in range(40))
+        finally:
+            client.sql(f"DROP TABLE IF EXISTS {table}").execute()
+
+
 # ---------------------------------------------------------- (b) pyignite objects
 _FIELDS = [("i", IntObject), ("l", LongObject), ("d", DoubleObject), ("s", String), ("dt", DateObject),
            ("ts", TimestampObject), ("dec", DecimalObject), ("u", UUIDObject), ("b", BoolObject)]

@@ -311,12 +311,16 @@ def _type_label(code: int) -> str:
 
 def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[BinaryObject] = (),
                   record: TensorSchemaRecord | None = None, fields: list[str] | None = None,
-                  decimal_as: str = "float64", client: "IgniteClient | None" = None) -> FieldSchema:
+                  decimal_as: str = "float64", client: "IgniteClient | None" = None,
+                  declared: Mapping[str, int] | None = None) -> FieldSchema:
     """Schema of an object from its binary metadata.
 
     Ignite's metadata records a field as "object" both for nested objects (without
-    naming their type) and for fields first written as null; ``samples`` (entries
-    of the cache) settle those: the first non-null sampled value decides.
+    naming their type) and for fields first written as null; ``declared`` (field
+    types of the cache's SQL query entity) settles those first -- an SQL ``DATE``
+    column is "object" in the metadata, its values Java-serialized
+    ``java.sql.Date`` -- then ``samples`` (entries of the cache): the first
+    non-null sampled value decides.
     """
     wanted = list(binary_type.fields) if fields is None else list(fields)
     samples = [s for s in samples if isinstance(s, BinaryObject) and s.type_id == binary_type.type_id]
@@ -330,7 +334,9 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
             )
         code = int(meta.type_code)
         seen = next((s.get(fname) for s in samples if s.get(fname) is not None), None)
-        if code == T.OBJ:
+        if code == T.OBJ and declared and declared.get(fname) in _SCALARS:
+            code = declared[fname]
+        elif code == T.OBJ:
             if isinstance(seen, BinaryObject) and client is not None:
                 inner_type = client.binary_type(seen.type_id)
                 if inner_type is None:
@@ -425,8 +431,12 @@ def resolve_schema(
                 f"cache {cache_name!r}: value type {type_name!r} is not registered on the cluster "
                 "(no binary metadata); write data first or pass schema=..."
             )
+        declared = None
+        if query_entity is not None and query_entity.value_type == type_name:
+            declared = {qf.name: JAVA_CLASS_TYPE_CODES[qf.type_name] for qf in query_entity.fields
+                        if not qf.is_key and qf.type_name in JAVA_CLASS_TYPE_CODES}
         value = object_schema("val", bt, samples=values, record=record, fields=fields, decimal_as=decimal_as,
-                              client=client)
+                              client=client, declared=declared)
     elif sample_val is not None:
         value = _schema_of_value("val", sample_val, client, decimal_as, fields=fields, samples=values)
 
