@@ -105,3 +105,49 @@ def test_no_lossless_conversion(code: int, value: object, found: str) -> None:
 def _ok(code: int) -> object:
     return {TypeCode.INT: Int32(1), TypeCode.FLOAT: Float32(1.0), TypeCode.DOUBLE: 1.0, TypeCode.LONG: 1,
             TypeCode.DATE: Date(1), TypeCode.TIMESTAMP: Timestamp(1, 0)}[code]
+
+
+def test_many_java_dates_decode_at_once_like_one_by_one() -> None:
+    rng = np.random.default_rng(5)
+    ms = rng.integers(-2**42, 2**42, 300).tolist()  # int64 nanoseconds reach +-292 years
+    classes = ["java.sql.Date", "java.util.Date", "java.sql.Timestamp"]
+    values: list[object] = []
+    expected = []
+    for i, m in enumerate(ms):
+        name = classes[i % 3]
+        if name == "java.sql.Timestamp":
+            sec, nanos = m // 1000 * 1000, i * 3_333_333 % 1_000_000_000
+            values.append(OptimizedObject(encode_java_time(name, sec, nanos)))
+            expected.append(sec * 1_000_000 + nanos)
+        else:
+            values.append(OptimizedObject(encode_java_time(name, m)))
+            expected.append(m * 1_000_000)
+    values[7] = None
+    expected[7] = 0
+    values[8] = Date(5)
+    expected[8] = 5_000_000
+    region, n = _page(values)
+    col = C.decode_page(region, n, C.PagePlan.sql([C.scalar("x", TypeCode.TIMESTAMP)]))["x"]
+    assert col.values.tolist() == expected
+    assert col.mask is not None and col.mask.tolist() == [v is not None for v in values]
+    # The same rows one by one (a page per row) give the same values.
+    one = [C.decode_page(*_page([v]), C.PagePlan.sql([C.scalar("x", TypeCode.TIMESTAMP)]))["x"].values[0]
+           for v in values]
+    assert one == expected
+
+
+def test_a_foreign_class_among_dates_is_named() -> None:
+    other = b"\x66" + (123).to_bytes(4, "little") + b"\x01\x00" + bytes(8)  # 15 bytes, unknown type id
+    values = [OptimizedObject(NODE_SQL_DATE_1970_01_04)] * 5 + [OptimizedObject(other)]
+    region, n = _page(values)
+    with pytest.raises(C.FieldTypeError) as info:
+        C.decode_page(region, n, C.PagePlan.sql([C.scalar("x", TypeCode.DATE)]))
+    assert info.value.row == 5 and "type id 123" in info.value.found
+
+
+def test_column_decoding_never_reads_outside_the_page() -> None:
+    from tensorflow_ignite.protocol.javatime import decode_java_time_columns
+
+    page = np.frombuffer(NODE_SQL_DATE_1970_01_04, np.uint8)
+    kind, value = decode_java_time_columns(page, np.array([0, 1, -1, 0]), np.array([15, 15, 15, 19]))
+    assert kind.tolist() == [1, 0, 0, 0] and value.tolist() == [3 * 86_400_000, 0, 0, 0]
