@@ -25,6 +25,7 @@ from tensorflow_ignite import IgniteDataset
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.errors import SchemaError
 from tensorflow_ignite.local.cluster import LocalCluster
+from tensorflow_ignite.protocol.codes import TypeCode
 from tensorflow_ignite.protocol.values import Date, Int32, Time, Timestamp
 
 pyignite = pytest.importorskip("pyignite")
@@ -37,6 +38,7 @@ from pyignite.datatypes import (  # noqa: E402
     DateObject,
     DecimalObject,
     DoubleObject,
+    FloatObject,
     IntObject,
     LongObject,
     ShortObject,
@@ -136,8 +138,8 @@ _FIELDS = [("i", IntObject), ("l", LongObject), ("d", DoubleObject), ("s", Strin
            ("ts", TimestampObject), ("dec", DecimalObject), ("u", UUIDObject), ("b", BoolObject)]
 
 
-def _record_class(type_name: str, int_type: Any = IntObject) -> type:
-    schema = OrderedDict((n, int_type if n == "i" else t) for n, t in _FIELDS)
+def _record_class(type_name: str, int_type: Any = IntObject, **other_types: Any) -> type:
+    schema = OrderedDict((n, int_type if n == "i" else other_types.get(n, t)) for n, t in _FIELDS)
 
     class Rec(metaclass=GenericObjectMeta, type_name=type_name, schema=schema):
         pass
@@ -174,8 +176,21 @@ def test_pyignite_objects_read_exactly(ignite_node: LocalCluster, cache_name: st
                                 dec=decimal.Decimal("-1.125"), u=u, b=True))
             expected[k] = dict(i=v, l=-k, d=-0.5, s=b"", dt=-1000, ts=-1000 * 1_000_000 + 999_999,
                                dec=-1.125, u=str(u).encode(), b=True)
+        # A row whose long is an int, double a float and timestamp a date.
+        wide = _record_class(type_name, ShortObject, l=IntObject, d=FloatObject, ts=DateObject)
+        when = dt.datetime(2001, 2, 3, 4, 5, 6, tzinfo=_UTC)
+        cache.put(200, wide(i=-7, l=-2**31, d=0.1, s="w", dt=when, ts=when, dec=decimal.Decimal(0),
+                            u=uuid.UUID(int=200), b=False))
+        ms = int(when.timestamp()) * 1000
+        expected[200] = dict(i=-7, l=-2**31, d=float(np.float32(0.1)), s=b"w", dt=ms, ts=ms * 1_000_000,
+                             dec=0.0, u=str(uuid.UUID(int=200)).encode(), b=False)
 
     with IgniteClient(ignite_node.addresses()) as client:
+        # The rows really hold the narrower types (pyignite did not convert them).
+        narrow_types = {k: v.field_types for k, v in client.cache(cache_name).get_all([0, 100, 101, 200]).items()}
+        assert [narrow_types[k]["i"] for k in (0, 100, 101, 200)] == [
+            TypeCode.INT, TypeCode.SHORT, TypeCode.BYTE, TypeCode.SHORT]
+        assert [narrow_types[200][f] for f in ("l", "d", "ts")] == [TypeCode.INT, TypeCode.FLOAT, TypeCode.DATE]
         ds = IgniteDataset(cache_name, client=client)
         spec = ds.element_spec["val"]
         assert spec["i"].dtype.name == "int32" and spec["ts"].dtype.name == "int64"
