@@ -151,3 +151,18 @@ def test_column_decoding_never_reads_outside_the_page() -> None:
     page = np.frombuffer(NODE_SQL_DATE_1970_01_04, np.uint8)
     kind, value = decode_java_time_columns(page, np.array([0, 1, -1, 0]), np.array([15, 15, 15, 19]))
     assert kind.tolist() == [1, 0, 0, 0] and value.tolist() == [3 * 86_400_000, 0, 0, 0]
+
+
+def test_schema_names_a_foreign_java_class() -> None:
+    from tensorflow_ignite.data.schema import object_schema
+    from tensorflow_ignite.protocol.hashing import field_id
+    from tensorflow_ignite.protocol.values import BinaryField, BinaryObject, BinaryType
+
+    bt = BinaryType(1, "T", {"x": BinaryField("x", TypeCode.OBJ, field_id("x"))})
+    foreign = OptimizedObject(b"\x66" + (5).to_bytes(4, "little") + b"\x00\x00")
+    with pytest.raises(SchemaError, match=r"T\.x holds a Java-serialized Java class with type id 5"):
+        object_schema("val", bt, samples=[BinaryObject("T", {"x": foreign}, type_id=1)])
+    date = OptimizedObject(NODE_SQL_DATE_1970_01_04)
+    decoded = decode_value(encode_value(date))
+    schema = object_schema("val", bt, samples=[BinaryObject("T", {"x": decoded}, type_id=1)])
+    assert (schema.fields[0].type_code, schema.fields[0].dtype) == (TypeCode.DATE, "int64")

@@ -57,7 +57,7 @@ from ..protocol import columns as C
 from ..protocol.codes import TypeCode as T
 from ..protocol.hashing import field_id as _field_id
 from ..protocol.hashing import type_id as _type_id_of
-from ..protocol.values import BinaryObject, BinaryType, EnumValue
+from ..protocol.values import BinaryObject, BinaryType, EnumValue, OptimizedObject
 from .tensor_schema import TensorSchemaRecord
 
 if TYPE_CHECKING:
@@ -346,6 +346,8 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
                     object_schema(fname, inner_type, samples=inner_samples, decimal_as=decimal_as, client=client),
                     type_name=inner_type.type_name))
                 continue
+            if isinstance(seen, OptimizedObject):
+                raise SchemaError(_java_object_message(f"{binary_type.type_name}.{fname}", seen))
             if seen is not None:
                 code = _infer_code(seen)
             else:
@@ -461,8 +463,18 @@ def _schema_of_value(name: str, value: Any, client: "IgniteClient", decimal_as: 
             raise SchemaError(f"no binary metadata for type id {value.type_id} of {name!r}")
         return object_schema(name, bt, samples=samples or [value], fields=fields, decimal_as=decimal_as,
                              client=client)
+    if isinstance(value, OptimizedObject):
+        raise SchemaError(_java_object_message(name, value))
     code = _infer_code(value)
     return leaf_from_type_code(name, code, decimal_as=decimal_as)
+
+
+def _java_object_message(where: str, value: OptimizedObject) -> str:
+    from ..protocol.javatime import describe_java_object
+
+    return (f"{where} holds a Java-serialized {describe_java_object(value.data)}: IgniteDataset decodes only "
+            "java.sql.Date, java.util.Date, java.sql.Time and java.sql.Timestamp from Java serialization; "
+            "select other fields with fields=[...] or read it with IgniteClient.cache(...).scan()")
 
 
 def _infer_code(value: Any) -> int:
