@@ -419,7 +419,6 @@ class _ScanReader:
             raise SchemaError(f"cache {self.cache_name!r}, {where}: {exc}") from None
         return self.schema.to_batch(columns, n)
 
-
     def _type_error(self, exc: C.FieldTypeError, data: memoryview, n: int) -> str:
         """The message of a value that does not fit its column: cache, field, key of the row, both types."""
         try:

@@ -29,6 +29,12 @@ Output per leaf type (``mask`` True = present; nulls hold a default):
 * string -> ``bytes`` (UTF-8) in an object array;
 * primitive arrays -> dense ``[n, k]`` when ``fixed_length=k``, else ragged
   ``values`` + int64 ``row_splits``; ``as_bytes=True`` gives ``bytes`` per row.
+
+Rows whose wire type differs from the plan's are converted where no value is
+lost (:data:`WIDENING`: narrower integers and floats, a date in a timestamp
+column, Java-serialized ``java.sql.Date``/``Time``/``Timestamp`` that other
+clients and Ignite's SQL engine write); any other type raises
+:class:`FieldTypeError` with the row and both types.
 """
 
 from __future__ import annotations
