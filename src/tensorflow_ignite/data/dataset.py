@@ -42,8 +42,7 @@ from ..protocol import columns as C
 from ..protocol.codes import TypeCode
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.pool import BufferPool, aligned_empty
-from ..protocol.responses import ScanPage, decode_scan_rows, decode_sql_rows
-from ..protocol.values import OptimizedObject
+from ..protocol.responses import ScanPage, decode_scan_rows
 from .env import apply_env_overrides
 from .plan import PartitionPlan, ScanTask
 from .schema import DatasetSchema, FieldSchema, leaf_from_type_code, resolve_schema, rows_to_columns
@@ -413,10 +412,25 @@ class _ScanReader:
                 # Collections, maps, typed/object arrays: the general decoder, row by row.
                 rows = decode_scan_rows(ScanPage(None, n, data, False), self.client.decoder())
                 columns.update(rows_to_columns(per_row, rows))
+        except C.FieldTypeError as exc:
+            raise SchemaError(self._type_error(exc, data, n)) from None
         except SchemaError as exc:
             where = f"partition {parts[0]}" if len(parts) == 1 else f"partitions {parts[0]}..{parts[-1]}"
             raise SchemaError(f"cache {self.cache_name!r}, {where}: {exc}") from None
         return self.schema.to_batch(columns, n)
+
+    def _type_error(self, exc: C.FieldTypeError, data: memoryview, n: int) -> str:
+        """The message of a value that does not fit its column: cache, field, key of the row, both types."""
+        try:
+            start = int(C.value_offsets(data, n, 2)[exc.row, 0])
+            key: Any = self.client.decoder().decode(data, start)
+        except Exception as err:  # noqa: BLE001 - the message must not hide the original error
+            key = f"<undecodable key: {err}>"
+        field = exc.path.split(".", 1)[1] if "." in exc.path else exc.path
+        return (f"cache {self.cache_name!r}, field {field!r}, key {key!r}: the value is {exc.found}, which does "
+                f"not convert without loss to {exc.expected}, the field's type in the dataset schema "
+                f"(column {exc.path!r}, holds type code {exc.found}). Fix the data, or pass schema=... / "
+                "fields=[...] to read other fields")
 
 
 class _SqlReader:
@@ -431,19 +445,14 @@ class _SqlReader:
 
     def batches(self) -> Iterator[dict[str, Any]]:
         cursor = self.client.sql(self.query, self.args, **self.sql_kwargs)
-        per_row = [(i, c) for i, c in enumerate(self.schema.columns) if c.per_row]
         for page in cursor.pages():
             n = page.row_count
             if not n:
                 continue
-            columns = C.decode_page(page.rows, n, self.plan)
-            if per_row:
-                rows = decode_sql_rows(page, self.client.decoder())
-                for i, col in per_row:
-                    values = [r[i] for r in rows]
-                    mask = np.array([v is not None for v in values], bool)
-                    millis = [sql_date_millis(v) if v is not None else 0 for v in values]
-                    columns[col.name] = C.Column(np.array([m or 0 for m in millis], np.int64), mask)
+            try:
+                columns = C.decode_page(page.rows, n, self.plan)
+            except C.FieldTypeError as exc:
+                raise SchemaError(f"query {self.query!r}, column {exc.path!r}: {exc}") from None
             yield self.schema.to_batch(columns, n)
 
 
@@ -663,18 +672,6 @@ class IgniteDataset(tf.data.Dataset):
         return _assemble(lambda _w, _n: reader.batches(), 1, ds_schema, 1, batch_size, drop_remainder)
 
 
-def sql_date_millis(value: OptimizedObject) -> int | None:
-    """Epoch milliseconds of a Java-serialized ``java.sql.Date`` as Ignite's SQL engine returns it.
-
-    Layout observed from Ignite 2.17 + H2: ``0x66``, int class hash, short, then the
-    time as a little-endian long (15 bytes in all).
-    """
-    data = bytes(value.data)
-    if len(data) == 15 and data[0] == 0x66:
-        return int.from_bytes(data[7:15], "little", signed=True)
-    return None
-
-
 def _sample_entries(client: IgniteClient, cache_name: str, n: int) -> list[tuple[Any, Any]]:
     out: list[tuple[Any, Any]] = []
     for page in client.cache(cache_name).scan_pages(page_size=n):
@@ -702,9 +699,6 @@ def _sql_schema(client: IgniteClient, query: str, args: Sequence[Any], sql_kwarg
         seen = next((r[i] for r in sample if r[i] is not None), None)
         if name in column_types:
             cols.append(replace(leaf_from_type_code(name, int(column_types[name])), name=name))
-        elif isinstance(seen, OptimizedObject) and sql_date_millis(seen) is not None:
-            # H2 hands Ignite java.sql.Date values, which travel Java-serialized.
-            cols.append(FieldSchema(name, TypeCode.DATE, "int64", (), kind="sqldate"))
         elif seen is not None:
             from ..protocol.binary import BinaryEncoder
 

@@ -31,6 +31,15 @@ nested object                   nested dict
 
 Nulls: a null becomes the field's default (0, empty string, empty array); with
 ``null_masks=True`` each nullable leaf ``x`` also yields ``x_present`` (bool).
+
+Other clients: ``java.sql.Date`` (Ignite's SQL engine stores every ``DATE`` so),
+``java.util.Date``, ``java.sql.Time`` and ``java.sql.Timestamp`` that arrive
+Java-serialized (type -2, :mod:`~tensorflow_ignite.protocol.javatime`) read as
+Date / Time / Timestamp.  A row whose value has another type than its field
+converts where nothing is lost (``protocol.columns.WIDENING``: long <- int,
+short, byte; int <- short, byte; double <- float, int, short, byte; float <-
+short, byte; timestamp <- date); anything else raises a ``SchemaError`` naming
+the cache, the field, the row's key and both types.
 """
 
 from __future__ import annotations
@@ -48,7 +57,7 @@ from ..protocol import columns as C
 from ..protocol.codes import TypeCode as T
 from ..protocol.hashing import field_id as _field_id
 from ..protocol.hashing import type_id as _type_id_of
-from ..protocol.values import BinaryObject, BinaryType, EnumValue
+from ..protocol.values import BinaryObject, BinaryType, EnumValue, OptimizedObject
 from .tensor_schema import TensorSchemaRecord
 
 if TYPE_CHECKING:
@@ -140,7 +149,7 @@ class FieldSchema:
 
     @property
     def per_row(self) -> bool:
-        return self.kind in ("list", "map", "repr", "sqldate")
+        return self.kind in ("list", "map", "repr")
 
     @property
     def is_ragged(self) -> bool:
@@ -302,12 +311,16 @@ def _type_label(code: int) -> str:
 
 def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[BinaryObject] = (),
                   record: TensorSchemaRecord | None = None, fields: list[str] | None = None,
-                  decimal_as: str = "float64", client: "IgniteClient | None" = None) -> FieldSchema:
+                  decimal_as: str = "float64", client: "IgniteClient | None" = None,
+                  declared: Mapping[str, int] | None = None) -> FieldSchema:
     """Schema of an object from its binary metadata.
 
     Ignite's metadata records a field as "object" both for nested objects (without
-    naming their type) and for fields first written as null; ``samples`` (entries
-    of the cache) settle those: the first non-null sampled value decides.
+    naming their type) and for fields first written as null; ``declared`` (field
+    types of the cache's SQL query entity) settles those first -- an SQL ``DATE``
+    column is "object" in the metadata, its values Java-serialized
+    ``java.sql.Date`` -- then ``samples`` (entries of the cache): the first
+    non-null sampled value decides.
     """
     wanted = list(binary_type.fields) if fields is None else list(fields)
     samples = [s for s in samples if isinstance(s, BinaryObject) and s.type_id == binary_type.type_id]
@@ -321,7 +334,9 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
             )
         code = int(meta.type_code)
         seen = next((s.get(fname) for s in samples if s.get(fname) is not None), None)
-        if code == T.OBJ:
+        if code == T.OBJ and declared and declared.get(fname) in _SCALARS:
+            code = declared[fname]
+        elif code == T.OBJ:
             if isinstance(seen, BinaryObject) and client is not None:
                 inner_type = client.binary_type(seen.type_id)
                 if inner_type is None:
@@ -331,6 +346,8 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
                     object_schema(fname, inner_type, samples=inner_samples, decimal_as=decimal_as, client=client),
                     type_name=inner_type.type_name))
                 continue
+            if isinstance(seen, OptimizedObject):
+                raise SchemaError(_java_object_message(f"{binary_type.type_name}.{fname}", seen))
             if seen is not None:
                 code = _infer_code(seen)
             else:
@@ -416,8 +433,12 @@ def resolve_schema(
                 f"cache {cache_name!r}: value type {type_name!r} is not registered on the cluster "
                 "(no binary metadata); write data first or pass schema=..."
             )
+        declared = None
+        if query_entity is not None and query_entity.value_type == type_name:
+            declared = {qf.name: JAVA_CLASS_TYPE_CODES[qf.type_name] for qf in query_entity.fields
+                        if not qf.is_key and qf.type_name in JAVA_CLASS_TYPE_CODES}
         value = object_schema("val", bt, samples=values, record=record, fields=fields, decimal_as=decimal_as,
-                              client=client)
+                              client=client, declared=declared)
     elif sample_val is not None:
         value = _schema_of_value("val", sample_val, client, decimal_as, fields=fields, samples=values)
 
@@ -442,8 +463,18 @@ def _schema_of_value(name: str, value: Any, client: "IgniteClient", decimal_as: 
             raise SchemaError(f"no binary metadata for type id {value.type_id} of {name!r}")
         return object_schema(name, bt, samples=samples or [value], fields=fields, decimal_as=decimal_as,
                              client=client)
+    if isinstance(value, OptimizedObject):
+        raise SchemaError(_java_object_message(name, value))
     code = _infer_code(value)
     return leaf_from_type_code(name, code, decimal_as=decimal_as)
+
+
+def _java_object_message(where: str, value: OptimizedObject) -> str:
+    from ..protocol.javatime import describe_java_object
+
+    return (f"{where} holds a Java-serialized {describe_java_object(value.data)}: IgniteDataset decodes only "
+            "java.sql.Date, java.util.Date, java.sql.Time and java.sql.Timestamp from Java serialization; "
+            "select other fields with fields=[...] or read it with IgniteClient.cache(...).scan()")
 
 
 def _infer_code(value: Any) -> int:

@@ -54,6 +54,7 @@ from tensorflow_ignite.protocol.buffer import (
 )
 from tensorflow_ignite.protocol.codes import CollectionKind, MapKind, ObjectFlag, TypeCode
 from tensorflow_ignite.protocol.hashing import binary_object_hash, field_id, schema_id, type_id
+from tensorflow_ignite.protocol.javatime import UnsupportedJavaObjectError, decode_java_time
 from tensorflow_ignite.protocol.values import (
     BinaryField,
     Char,
@@ -445,7 +446,12 @@ class BinaryDecoder:
     def _r_optimized(self, p: int, start: int) -> tuple[Any, int]:
         n = self._count(p, "optimized object length")
         p += 4
-        return OptimizedObject(bytes(self._buf[p : p + n])), p + n
+        data = bytes(self._buf[p : p + n])
+        try:
+            # java.sql.Date (every SQL DATE) and its relatives: as the native types.
+            return decode_java_time(data), p + n
+        except UnsupportedJavaObjectError:
+            return OptimizedObject(data), p + n
 
     def _enter(self, start: int) -> None:
         self._depth += 1

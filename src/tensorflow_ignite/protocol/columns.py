@@ -29,6 +29,12 @@ Output per leaf type (``mask`` True = present; nulls hold a default):
 * string -> ``bytes`` (UTF-8) in an object array;
 * primitive arrays -> dense ``[n, k]`` when ``fixed_length=k``, else ragged
   ``values`` + int64 ``row_splits``; ``as_bytes=True`` gives ``bytes`` per row.
+
+Rows whose wire type differs from the plan's are converted where no value is
+lost (:data:`WIDENING`: narrower integers and floats, a date in a timestamp
+column, Java-serialized ``java.sql.Date``/``Time``/``Timestamp`` that other
+clients and Ignite's SQL engine write); any other type raises
+:class:`FieldTypeError` with the row and both types.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import functools
 import struct
 import uuid as _uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -48,8 +54,17 @@ from tensorflow_ignite.protocol.pool import BufferPool, aligned_empty
 from tensorflow_ignite.protocol.buffer import I32
 from tensorflow_ignite.protocol.codes import ObjectFlag, TypeCode
 from tensorflow_ignite.protocol.hashing import field_id as _field_id
+from tensorflow_ignite.protocol.javatime import (
+    KIND_DATE,
+    KIND_TIME,
+    KIND_TIMESTAMP,
+    decode_java_time_columns,
+    describe_java_object,
+)
+from tensorflow_ignite.protocol.values import Date, Time, Timestamp
 
-__all__ = ["FieldPlan", "PagePlan", "Column", "decode_page", "scalar", "obj", "value_offsets", "take"]
+__all__ = ["FieldPlan", "PagePlan", "Column", "FieldTypeError", "WIDENING", "decode_page", "scalar", "obj",
+           "value_offsets", "take"]
 
 # Plain ints: enum member lookups cost a call each in the per-page paths.
 _NULL = int(TypeCode.NULL)
@@ -94,6 +109,70 @@ _OUT_DTYPE: dict[int, Any] = {
 #: Total encoded size (type code included) of values whose size is fixed.
 _VALUE_SIZE = {code: 1 + size for code, (size, _) in _FIXED.items()}
 _VALUE_SIZE[_NULL] = 1
+
+
+_B, _S, _I, _F = int(TypeCode.BYTE), int(TypeCode.SHORT), int(TypeCode.INT), int(TypeCode.FLOAT)
+_OPT = int(TypeCode.OPTIMIZED)
+_OPT_BYTE = _OPT & 0xFF  # as it appears in a page: optimized-marshaller bytes (int length + data)
+
+#: Plan type -> wire types whose every value it holds exactly (widening only).
+#: OPTIMIZED: Java-serialized ``java.sql.Date``/``java.util.Date`` (-> date,
+#: timestamp), ``java.sql.Time`` (-> time), ``java.sql.Timestamp`` (-> timestamp);
+#: see :mod:`tensorflow_ignite.protocol.javatime`.
+WIDENING: dict[int, frozenset[int]] = {
+    int(TypeCode.SHORT): frozenset({_B}),
+    int(TypeCode.INT): frozenset({_B, _S}),
+    int(TypeCode.LONG): frozenset({_B, _S, _I}),
+    int(TypeCode.FLOAT): frozenset({_B, _S}),
+    int(TypeCode.DOUBLE): frozenset({_B, _S, _I, _F}),
+    int(TypeCode.DATE): frozenset({_OPT}),
+    int(TypeCode.TIME): frozenset({_OPT}),
+    int(TypeCode.TIMESTAMP): frozenset({int(TypeCode.DATE), _OPT}),
+}
+
+
+def _widen(value: Any, target: int) -> Any:
+    """``value`` (decoded from a type in ``WIDENING[target]``) in ``target``'s column encoding, or None."""
+    if target in (TypeCode.DATE, TypeCode.TIME, TypeCode.TIMESTAMP):
+        if target == TypeCode.DATE and type(value) is Date:
+            return value.epoch_ms
+        if target == TypeCode.TIME and type(value) is Time:
+            return value.millis
+        if target == TypeCode.TIMESTAMP and type(value) is Date:
+            return value.epoch_ms * 1_000_000
+        if target == TypeCode.TIMESTAMP and type(value) is Timestamp:
+            return value.epoch_ns
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if target in (TypeCode.FLOAT, TypeCode.DOUBLE) else int(value)
+
+
+def _type_label(code: int) -> str:
+    """``LONG (4)``: a type code's name and number."""
+    code = code - 256 if code > 127 else code
+    try:
+        return f"{TypeCode(code).name} ({code})"
+    except ValueError:
+        return f"type code {code}"
+
+
+class FieldTypeError(SchemaError):
+    """A row whose value has a type the column cannot hold without loss.
+
+    ``path`` is the column (``"val.price"``), ``row`` its index in the decoded
+    region, ``found``/``expected`` the two types (readers add the cache and key).
+    """
+
+    def __init__(self, path: str, row: int, found: str, expected: str) -> None:
+        super().__init__(
+            f"column {path!r}: row {row} holds type code {found}, the plan expects {expected}, and it does "
+            "not convert to it without loss; fix the plan or the data"
+        )
+        self.path = path
+        self.row = row
+        self.found = found
+        self.expected = expected
 
 
 @dataclass(frozen=True)
@@ -355,7 +434,7 @@ class _PageDecoder:
                 continue
             if code == _OBJ:
                 at = start + 12
-            elif code == _STRING or code == _WRAPPED or code in ARRAY_DTYPES:
+            elif code == _STRING or code == _WRAPPED or code == _OPT_BYTE or code in ARRAY_DTYPES:
                 at = start + 1
             else:
                 return False
@@ -379,7 +458,7 @@ class _PageDecoder:
             if length < 24:
                 raise ProtocolError(f"page: object at {pos} has length {length}")
             end = pos + length
-        elif code == _STRING or code in ARRAY_DTYPES or code == _WRAPPED:
+        elif code == _STRING or code in ARRAY_DTYPES or code == _WRAPPED or code == _OPT_BYTE:
             if pos + 5 > self.size:
                 raise ProtocolError(f"page: length at {pos} truncated")
             length = I32.unpack_from(buf, pos + 1)[0]
@@ -505,10 +584,79 @@ class _PageDecoder:
         bad = np.flatnonzero(present & ~ok)
         if bad.size:
             row = int(bad[0])
-            raise SchemaError(
-                f"column {path!r}: row {row} holds type code {int(codes[row])}, the plan expects "
-                f"{TypeCode(plan.type_code).name} ({plan.type_code}); fix the plan or the data"
-            )
+            raise FieldTypeError(path, row, _type_label(int(codes[row])), _type_label(plan.type_code))
+
+    def convert(self, plan: FieldPlan, pos: np.ndarray, codes: np.ndarray, valid: np.ndarray, path: str,
+                rows: np.ndarray) -> None:
+        """Decode a column some of whose rows hold another type than the plan's.
+
+        Rows of a type that widens losslessly to the plan's (:data:`WIDENING`)
+        are decoded one by one with the general decoder and converted; the
+        others go through the column path.  Anything else raises
+        :class:`FieldTypeError` naming the row and both types.
+        """
+        if self.trace is not None:
+            self.traceable = False
+        target = plan.type_code
+        sources = WIDENING.get(target, frozenset())
+        rest = valid.copy()
+        rest[rows] = False
+        fast_rows, fast_values = self.java_times(target, pos, codes, rows)
+        if fast_rows.size:
+            rows = np.setdiff1d(rows, fast_rows, assume_unique=True)
+        dec = BinaryDecoder()
+        converted = []
+        for r in rows.tolist():
+            code = int(codes[r])
+            code = code - 256 if code > 127 else code
+            found = _type_label(code)
+            if code not in sources:
+                raise FieldTypeError(path, r, found, _type_label(target))
+            value = dec.decode(self.region, int(pos[r]))
+            out = _widen(value, target)
+            if out is None:
+                if code == _OPT:
+                    q = int(pos[r]) + 1
+                    length = I32.unpack_from(self.region, q)[0]
+                    found = f"{found}: {describe_java_object(bytes(self.region[q + 4:q + 4 + length]))}"
+                else:
+                    found = f"{found}: {type(value).__name__}"
+                raise FieldTypeError(path, r, found, _type_label(target))
+            converted.append(out)
+        self.slot(replace(plan, nullable=True), pos, rest, path)
+        col = self.out[path]
+        col.values[rows] = converted
+        col.values[fast_rows] = fast_values
+        assert col.mask is not None
+        col.mask[rows] = True
+        col.mask[fast_rows] = True
+        if not plan.nullable:
+            col.mask = None
+
+    def java_times(self, target: int, pos: np.ndarray, codes: np.ndarray,
+                   rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows among ``rows`` holding a Java-serialized date/time that fits ``target``, and their values.
+
+        Every row of an SQL ``DATE`` column, so decoded for all rows at once;
+        rows this leaves out go through the general decoder (and its errors).
+        """
+        none = np.zeros(0, np.int64)
+        if target not in (TypeCode.DATE, TypeCode.TIME, TypeCode.TIMESTAMP):
+            return none, none
+        opt = rows[codes[rows] == _OPT_BYTE]
+        if not opt.size:
+            return none, none
+        q = pos[opt]
+        self.check(q + 1, 4, "optimized object length")
+        kind, value = decode_java_time_columns(self.page, q + 5, self.i32(q + 1, "optimized object length"))
+        if target == TypeCode.DATE:
+            ok = kind == KIND_DATE
+        elif target == TypeCode.TIME:
+            ok = kind == KIND_TIME
+        else:
+            ok = (kind == KIND_TIMESTAMP) | (kind == KIND_DATE)
+            value = np.where(kind == KIND_DATE, value * 1_000_000, value)
+        return opt[ok], value[ok]
 
     def emit(self, path: str, plan: FieldPlan, values: np.ndarray, present: np.ndarray,
              row_splits: np.ndarray | None = None) -> None:
@@ -524,7 +672,10 @@ class _PageDecoder:
             self.object_slot(plan, pos, codes, valid, path)
             return
         present = self.nulls(plan, valid, codes, path)
-        self.mismatch(path, plan, codes, present, codes == code)
+        other = np.flatnonzero(present & (codes != code))
+        if other.size:
+            self.convert(plan, pos, codes, valid, path, other)
+            return
         sel = np.flatnonzero(present)
         p = pos[sel]
         n = self.n

@@ -32,7 +32,8 @@ from tensorflow_ignite.protocol.framing import (
     decode_response_header,
 )
 from tensorflow_ignite.protocol.receive import FrameReader
-from tensorflow_ignite.protocol.values import BinaryObject, Collection, Map, Typed
+from tensorflow_ignite.protocol.javatime import encode_java_time
+from tensorflow_ignite.protocol.values import BinaryObject, Collection, Map, OptimizedObject, Typed
 
 __all__ = ["ALLOWED_ERRORS", "TARGETS", "SEEDS", "run_target", "encode_input", "target_names"]
 
@@ -49,6 +50,8 @@ _PLANS: tuple[PagePlan, ...] = (
     PagePlan.scan(None, obj("value", obj("inner", scalar("t", TypeCode.TIMESTAMP), scalar("u", TypeCode.UUID)),
                             scalar("d", TypeCode.DECIMAL))),
     PagePlan.sql([scalar("A", TypeCode.LONG), scalar("B", TypeCode.STRING), scalar("C", TypeCode.DOUBLE)]),
+    # Other clients: Java-serialized dates and values widened to the column's type.
+    PagePlan.sql([scalar("D", TypeCode.DATE), scalar("TS", TypeCode.TIMESTAMP), scalar("L", TypeCode.LONG)]),
 )
 
 
@@ -239,10 +242,24 @@ def _seed_page() -> bytes:
     return bytes(w.buf)
 
 
+def _seed_java_dates_page() -> bytes:
+    """Two SQL rows (DATE, TIMESTAMP, LONG) as other clients write them (java.sql.Date, narrower ints)."""
+    enc = BinaryEncoder()
+    w = ByteWriter()
+    for i in range(2):
+        enc.write(w, OptimizedObject(encode_java_time("java.sql.Date", i * 86_400_000)))
+        enc.write(w, OptimizedObject(encode_java_time("java.sql.Timestamp", i * 1000, i)))
+        enc.write(w, Typed(i, TypeCode.SHORT))
+    return bytes(w.buf)
+
+
 def _seeds() -> list[bytes]:
     out = [encode_input("value", v, p) for v in _seed_values() for p in (0, 1)]
     page = _seed_page()
     out.append(encode_input("page", page, 3 << 2))
+    # param: the last plan (param % plans), two rows ((param >> 2) % 5)
+    param = next(p for p in range(64) if p % len(_PLANS) == len(_PLANS) - 1 and (p >> 2) % 5 == 2)
+    out.append(encode_input("page", _seed_java_dates_page(), param))
     scan = ByteWriter()
     scan.i64(42)
     scan.i32(3)

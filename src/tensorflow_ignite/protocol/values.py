@@ -30,7 +30,10 @@ type code                   Python value
 25 map                      :class:`Map` (a ``dict`` with ``kind``)
 27 wrapped object           the wrapped value itself (usually a BinaryObject)
 32 class                    :class:`JavaClass`
--2 optimized                :class:`OptimizedObject` (opaque Java bytes)
+-2 optimized                :class:`Date`/:class:`Time`/:class:`Timestamp` for java.sql.Date,
+                            java.util.Date, java.sql.Time, java.sql.Timestamp
+                            (:mod:`.javatime`); other classes :class:`OptimizedObject`
+                            (opaque Java bytes)
 101 null                    ``None``
 102 handle                  the very object it refers to (shared identity)
 103 object                  :class:`BinaryObject`
