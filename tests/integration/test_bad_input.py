@@ -317,7 +317,8 @@ def test_field_with_two_types_is_a_schema_error(ignite_node: LocalCluster, cache
             message = str(info.value)
             # Names the cache, the column and the clash, and says what to do.
             assert cache_name in message and ".v'" in message, message[:500]
-            assert "type code" in message and "fix the plan or the data" in message, message[:500]
+            assert "INT (3)" in message and "STRING (9)" in message, message[:500]
+            assert "Fix the data" in message, message[:500]
         finally:
             client.destroy_cache(cache_name)
 
