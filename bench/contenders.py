@@ -306,15 +306,16 @@ def sql_dataset(host: str, port: int, query: str, *, row_bytes: int, page_size: 
 @_spec
 def sql_reader(host: str, port: int, query: str, *, row_bytes: int, page_size: int,
                label: str = "from_sql reader alone (NumPy)", key: str = "reader") -> Contender:
-    """The reader behind ``from_sql`` (``_SqlReader.batches``) without TensorFlow."""
+    """The reader behind ``from_sql`` (``SqlReader.batches``) without TensorFlow."""
 
     def run() -> Run:
         from tensorflow_ignite.data import dataset as D
+        from tensorflow_ignite.data.reader import SqlReader
 
         client = D.ConnectionOptions(host=host, port=port).connect()
         kwargs = dict(schema="PUBLIC", page_size=page_size, lazy=True)
         schema = D._sql_schema(client, query, (), kwargs, {})
-        reader = D._SqlReader(client, query, (), schema, kwargs)
+        reader = SqlReader(client, query, (), schema, kwargs)
         t0 = time.perf_counter()
         n = 0
         for batch in reader.batches():

@@ -130,7 +130,7 @@ def scale_section(one: ScenarioResult | None, many: ScenarioResult | None) -> st
 #: (2026-11, this machine) while developing, and are not re-measured by each run.
 WHAT_WAS_TRIED = """\
 1. **One `from_generator` per reader, not per partition; small pages decoded together**
-   (`src/tensorflow_ignite/data/dataset.py`: `_ScanReader.worker_batches`, `_assemble`). Before, the
+   (`src/tensorflow_ignite/data/reader.py`: `ScanReader.worker_batches`; `data/dataset.py`: `_assemble`). Before, the
    dataset interleaved one generator per partition (1024) and decoded every page on its own. Creating
    and finishing a generator costs ~0.85 ms (1024 empty generators through `interleave`: 0.84 s; at
    each generator's end TF formats a StopIteration traceback, `ast.parse` of source lines included),

@@ -22,6 +22,30 @@ from .fs import registration as _fs_registration  # noqa: E402
 _fs_registration.install()
 
 
+def _dataset_op() -> None:
+    """Register the IgniteDataset op and its rebuilder, so this process runs serialized datasets
+    (tf.data service dispatchers and workers, restoring a checkpoint); a warning on failure."""
+    import os
+
+    if os.environ.get("TF_IGNITE_DATASET_SOURCE", "native").strip().lower() == "generator":
+        return
+    try:
+        from .data import portable
+        from .native import data_source
+
+        data_source.set_rebuilder(portable.rebuild)
+        data_source.ensure_loaded()
+    except Exception as exc:  # noqa: BLE001 - never break the user's import of TensorFlow
+        import warnings
+
+        warnings.warn(f"tensorflow-ignite could not load its tf.data op ({exc}); IgniteDataset falls back to "
+                      "from_generator and serialized datasets will not run in this process", RuntimeWarning,
+                      stacklevel=2)
+
+
+_fs_registration.on_tensorflow(_dataset_op)
+
+
 def _after_import(name: str) -> None:
     if name == "IgniteDataset":  # TF-facing: TensorFlow is imported now, so is ignite://
         _fs_registration.ensure()

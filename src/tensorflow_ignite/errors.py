@@ -23,6 +23,7 @@ __all__ = [
     "ProtocolError",
     "SchemaError",
     "ConfigurationError",
+    "UnsupportedOperationError",
     "IgniteConnectionError",
     "ConnectionTimeoutError",
     "TLSError",
@@ -62,6 +63,11 @@ class ConfigurationError(ClientError, ValueError):
 
 
 # ----------------------------------------------------------------- network / peer
+class UnsupportedOperationError(ClientError, NotImplementedError):
+    """A dataset cannot do what was asked: be rebuilt outside its process (a Python-only source),
+    be split across tf.data service workers, or save its position (an SQL query)."""
+
+
 class IgniteConnectionError(IgniteError, ConnectionError):
     """The connection to an Ignite node failed or was lost."""
 

@@ -180,8 +180,7 @@ def test_elements_that_break_the_signature_are_errors(bad, message) -> None:
     spec = (tf.TensorSpec((None, 4), tf.float32),)
     # Bypass the flattener's dtype conversion to reach the op's own checks.
     ds = data_source.python_source(lambda: iter([bad]), spec)
-    source_id = ds._source_id
-    data_source._sources[source_id] = (lambda: iter([bad]), lambda elements: iter(elements))
+    data_source._sources[ds._source_key]._flatten = lambda elements: iter(elements)
     with pytest.raises(tf.errors.InvalidArgumentError, match=message):
         next(iter(ds))
 
@@ -219,11 +218,11 @@ def test_keras_fit_reads_the_source() -> None:
 
 def test_registry_entry_goes_with_the_dataset() -> None:
     ds = data_source.python_source(lambda: iter(PAGES), SPEC)
-    source_id = ds._source_id
-    assert source_id in data_source._sources
+    key = ds._source_key
+    assert key in data_source._sources
     del ds
     gc.collect()
-    assert source_id not in data_source._sources
+    assert key not in data_source._sources
 
 
 def test_supports_dense_specs_only() -> None:
@@ -247,3 +246,128 @@ def test_ignite_dataset_falls_back_to_from_generator_with_one_warning(monkeypatc
     monkeypatch.setenv(dataset_module.SOURCE_ENV, "sometimes")
     with pytest.raises(Exception, match="'native' or 'generator'"):
         dataset_module._use_native_source(SPEC)
+
+
+class CountingRun:
+    """A resumable run over the numbers 0..n-1 in batches of ``page``: its state is how many were handed out."""
+
+    def __init__(self, n: int, page: int, state: bytes | None, next_split=None) -> None:
+        self.handed_out = int(state.decode()) if state is not None else 0
+        self.start = self.handed_out
+        self.n, self.page, self.next_split = n, page, next_split
+        self.closed = False
+
+    def __iter__(self):
+        if self.next_split is not None:  # splits: each index i is the batch [i*page, (i+1)*page)
+            while (i := self.next_split()) is not None:
+                yield {"x": np.arange(i * self.page, min(self.n, (i + 1) * self.page), dtype=np.int64)}
+            return
+        for first in range(self.start, self.n, self.page):
+            yield {"x": np.arange(first, min(self.n, first + self.page), dtype=np.int64)}
+
+    def emitted(self, rows: int) -> None:
+        self.handed_out += rows
+
+    def save(self) -> bytes:
+        return str(self.handed_out).encode()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+X_SPEC = {"x": tf.TensorSpec((None,), tf.int64)}
+
+
+def test_a_resumable_source_saves_the_rows_handed_to_tensorflow_and_resumes(tmp_path) -> None:
+    ds = data_source.python_source(lambda state, splits: CountingRun(100, 7, state), X_SPEC, batch_size=10,
+                                   resumable=True).prefetch(2)
+    it = iter(ds)
+    first = [int(v) for _ in range(3) for v in next(it)["x"].numpy()]
+    path = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "ckpt"))
+    again = iter(ds)
+    tf.train.Checkpoint(iterator=again).read(path).assert_consumed()
+    rest = [int(v) for b in again for v in b["x"].numpy()]
+    # The op saved what it had handed out (the prefetch buffer saved its own elements):
+    # re-cut batches of 10 from pages of 7, nothing lost or repeated.
+    assert first + rest == list(range(100))
+    finished = tf.train.Checkpoint(iterator=again).write(str(tmp_path / "done"))
+    third = iter(ds)
+    tf.train.Checkpoint(iterator=third).read(finished).assert_consumed()
+    assert list(third) == []
+
+
+def test_a_generator_iterator_cannot_be_saved(tmp_path) -> None:
+    it = iter(data_source.python_source(lambda: iter(PAGES), SPEC))
+    next(it)
+    with pytest.raises(tf.errors.UnimplementedError, match="reads a Python generator.*IgniteDataset"):
+        tf.train.Checkpoint(iterator=it).write(str(tmp_path / "ckpt"))
+
+
+def _graph_elsewhere(ds):
+    """``ds`` as a process that did not build it sees it: its graph, run without its registry entry."""
+    from tensorflow.python.data.ops import dataset_ops
+    from tensorflow.python.ops import gen_experimental_dataset_ops
+
+    graph = ds._as_serialized_graph()
+    data_source._sources.pop(ds._source_key)
+    return dataset_ops._VariantDataset(gen_experimental_dataset_ops.dataset_from_graph(graph), ds.element_spec)
+
+
+def test_a_python_only_source_cannot_leave_its_process(monkeypatch) -> None:
+    ds = data_source.python_source(lambda: iter(PAGES), SPEC)
+    elsewhere = _graph_elsewhere(ds)
+    monkeypatch.setattr(data_source, "_PROCESS", "another-process")
+    with pytest.raises(tf.errors.UnimplementedError, match="Python-only source.*build it from an Ignite cache"):
+        next(iter(elsewhere))
+
+
+def test_a_described_source_is_rebuilt_where_its_key_is_unknown(monkeypatch) -> None:
+    built: list[str] = []
+
+    def rebuild(description: str) -> data_source.Source:
+        built.append(description)
+        return data_source.Source(lambda state, splits: CountingRun(20, 5, state), X_SPEC, batch_size=4,
+                                  resumable=True)
+
+    monkeypatch.setattr(data_source, "_rebuilder", rebuild)
+    ds = data_source.python_source(lambda state, splits: CountingRun(20, 5, state), X_SPEC, batch_size=4,
+                                   resumable=True, description='{"what": "twenty numbers"}')
+    elsewhere = _graph_elsewhere(ds)
+    assert [int(v) for b in elsewhere for v in b["x"].numpy()] == list(range(20))
+    assert built == ['{"what": "twenty numbers"}']
+
+
+@pytest.fixture(scope="module")
+def local_service():
+    """A tf.data service dispatcher and worker in this process (the source's key is known here)."""
+    dispatcher = tf.data.experimental.service.DispatchServer()
+    worker = tf.data.experimental.service.WorkerServer(tf.data.experimental.service.WorkerConfig(
+        dispatcher_address=dispatcher.target.split("://")[1]))
+    yield dispatcher
+    worker._stop()
+    dispatcher._stop()
+
+
+def test_dynamic_sharding_hands_out_the_splits(local_service) -> None:
+    ds = data_source.python_source(lambda state, splits: CountingRun(95, 10, state, splits), X_SPEC,
+                                   resumable=True, description="{}", num_splits=10)
+    distributed = ds.apply(tf.data.experimental.service.distribute(
+        processing_mode="distributed_epoch", service=local_service.target, job_name="splits"))
+    got = sorted(int(v) for b in distributed for v in b["x"].numpy())
+    assert got == list(range(95))
+
+
+def test_a_source_without_splits_says_what_to_do_on_dynamic_sharding(local_service) -> None:
+    plain = data_source.python_source(lambda: iter(PAGES), SPEC)
+    with pytest.raises(tf.errors.UnimplementedError, match="Python-only source.*parallel_epochs"):
+        list(plain.apply(tf.data.experimental.service.distribute(
+            processing_mode="distributed_epoch", service=local_service.target, job_name="plain")))
+    unsplit = data_source.python_source(lambda state, splits: CountingRun(5, 5, state), X_SPEC, resumable=True,
+                                        description="{}")
+    with pytest.raises(tf.errors.UnimplementedError, match="no partitions to hand out"):
+        list(unsplit.apply(tf.data.experimental.service.distribute(
+            processing_mode="distributed_epoch", service=local_service.target, job_name="unsplit")))
+    # parallel_epochs runs the whole source on the worker (here, the fast path by key)
+    got = [int(v) for b in unsplit.apply(tf.data.experimental.service.distribute(
+        processing_mode="parallel_epochs", service=local_service.target, job_name="whole")) for v in b["x"].numpy()]
+    assert got == list(range(5))

@@ -32,7 +32,7 @@ from .cursor import stream_pages
 if TYPE_CHECKING:
     from .client import IgniteClient, PartitionMap
 
-__all__ = ["Cache"]
+__all__ = ["Cache", "NodeScanProgress", "select_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ class Cache:
 
     def scan_partitions(
         self,
-        partitions: Sequence[int],
+        partitions: Iterable[int],
         *,
         page_size: int | Callable[[], int] = 1024,
         local: bool = False,
@@ -198,6 +198,8 @@ class Cache:
         ``window`` partitions have their scan request on the wire at once, each
         sent to its primary node, so a partition holding a few rows costs no
         round trip of its own (connections are multiplexed by request id).
+        ``partitions`` may be lazy (a generator): it is pulled only as far as
+        the window needs.
         ``page_size`` and ``window`` may be callables, asked before each
         request (the dataset sizes both from observed row sizes).
 
@@ -217,17 +219,24 @@ class Cache:
         size = page_size if callable(page_size) else (lambda: page_size)
         width = window if callable(window) else (lambda: window)
         timeout = self.client.settings.timeout if failover_timeout is None else float(failover_timeout)
-        parts = [int(p) for p in partitions]
-        inflight: deque[_PartitionScan] = deque()
+        source = iter(partitions)
         sent = 0
+        exhausted = False
+        inflight: deque[_PartitionScan] = deque()
         try:
             while True:
                 want = max(1, int(width()))
                 # Refill when half the window is consumed, in one write per node
                 # (one system call and one wake-up of the node per batch).
-                if sent < len(parts) and len(inflight) <= want // 2:
-                    batch = list(range(sent, min(len(parts), sent + want - len(inflight))))
-                    inflight.extend(self._send_scans([(i, parts[i]) for i in batch], local, size()))
+                if not exhausted and len(inflight) <= want // 2:
+                    batch: list[tuple[int, int]] = []
+                    while len(inflight) + len(batch) < want:
+                        try:
+                            batch.append((sent + len(batch), int(next(source))))
+                        except StopIteration:
+                            exhausted = True
+                            break
+                    inflight.extend(self._send_scans(batch, local, size()))
                     sent += len(batch)
                 if not inflight:
                     return
@@ -249,7 +258,8 @@ class Cache:
         failover_timeout: float | None = None,
         on_failover: Callable[[int, BaseException], None] | None = None,
         on_rescan: Callable[[list[int]], None] | None = None,
-    ) -> Iterator[tuple[Any, ScanPage]]:
+        progress: "NodeScanProgress | None" = None,
+    ) -> Iterator[tuple[Any, Any, ScanPage]]:
         """Scan the whole cache with one scan per node, every row exactly once despite failures.
 
         Each node scans its own primary partitions (a ``local`` scan sent to
@@ -257,7 +267,8 @@ class Cache:
         which made reading many small rows about twice as fast.  ``row_ids(page)``
         returns ``(partition of each row, int64 identity of each row)`` as NumPy
         arrays (the key's affinity partition and the key itself); yields
-        ``(partitions, page)``.  ``partitions`` is the cache's partition count.
+        ``(partitions, ids, page)``: each row's partition and identity.
+        ``partitions`` is the cache's partition count.
 
         Rows a node returns for a partition it was not primary of when the
         epoch began are dropped from its pages.  After the node scans the
@@ -268,7 +279,11 @@ class Cache:
         whose identity was already yielded are dropped -- so nothing is lost or
         repeated as long as the cache's contents do not change during the scan.
         ``on_rescan(partitions)`` is told which partitions are scanned again.
+        ``progress`` is kept up to date with what the scan has established so
+        far (which partitions will be scanned again, which were), for a reader
+        that must tell at any moment which partitions it has read completely.
         """
+        watch = progress if progress is not None else NodeScanProgress()
         size = page_size if callable(page_size) else (lambda: page_size)
         try:
             start = self.client.partition_map(self.name, refresh=True)
@@ -278,12 +293,14 @@ class Cache:
             start = None  # no node answers now: partition scans, with their failover, say why
         if start is None or not start.applicable or start.partitions != partitions:
             yield from self._rescan(set(range(partitions)), [], row_ids, size, window, failover_timeout,
-                                    on_failover, on_rescan)
+                                    on_failover, on_rescan, watch)
             return
+        watch.start = start
         owners = sorted({n for n in start.nodes if n is not None}, key=str)
         owner_index = np.array([owners.index(n) if n is not None else -1 for n in start.nodes], dtype=np.int64)
         delivered: list[Any] = []
-        repair: set[int] = {p for p, n in enumerate(start.nodes) if n is None}
+        repair = watch.suspect
+        repair.update(p for p, n in enumerate(start.nodes) if n is None)
         scans: list[_PartitionScan] = []
         cid = self.cache_id
         for i, node in enumerate(owners):
@@ -311,11 +328,11 @@ class Cache:
                             # the rows' partitions were computed wrong.
                             repair.update(int(p) for p in np.unique(parts[~keep]))
                             repair.update(int(p) for p in np.flatnonzero(mine))
-                            page, parts, ids = _select_rows(page, keep), parts[keep], ids[keep]
+                            page, parts, ids = select_rows(page, keep), parts[keep], ids[keep]
                             if not page.row_count:
                                 continue
                         delivered.append(ids)
-                        yield parts, page
+                        yield parts, ids, page
                 except (IgniteConnectionError, ServerError) as exc:
                     if not _is_transient(exc):
                         raise
@@ -343,32 +360,43 @@ class Cache:
         if end is None or end.topology_version != start.topology_version or end.nodes != start.nodes:
             log.info("cache %r: the topology changed during the scan (%s -> %s); every partition is checked "
                      "again", self.name, start.topology_version, end.topology_version if end else "unknown")
-            repair = set(range(start.partitions))
-        yield from self._rescan(repair, delivered, row_ids, size, window, failover_timeout, on_failover, on_rescan)
+            repair.update(range(start.partitions))
+        yield from self._rescan(repair, delivered, row_ids, size, window, failover_timeout, on_failover, on_rescan,
+                                watch)
 
     def _rescan(
         self, repair: set[int], delivered: list[Any], row_ids: Callable[[ScanPage], tuple[Any, Any]],
         size: Callable[[], int], window: int | Callable[[], int], failover_timeout: float | None,
         on_failover: Callable[[int, BaseException], None] | None, on_rescan: Callable[[list[int]], None] | None,
-    ) -> Iterator[tuple[Any, ScanPage]]:
+        watch: "NodeScanProgress",
+    ) -> Iterator[tuple[Any, Any, ScanPage]]:
         """Scan ``repair`` partition by partition, without the rows whose identity is in ``delivered``."""
+        watch.rescanning = True
         if not repair:
             return
+        order = sorted(repair)
         if on_rescan is not None:
-            on_rescan(sorted(repair))
+            on_rescan(order)
         seen = np.unique(np.concatenate(delivered)) if delivered else np.zeros(0, np.int64)
-        for _position, page in self.scan_partitions(
-                sorted(repair), page_size=size, window=window, failover_timeout=failover_timeout,
+        current = -1
+        for position, page in self.scan_partitions(
+                order, page_size=size, window=window, failover_timeout=failover_timeout,
                 on_failover=on_failover):
+            if position != current:
+                if current >= 0:
+                    watch.verified.add(order[current])
+                current = position
             if not page.row_count:
                 continue
             parts, ids = row_ids(page)
             fresh = ~np.isin(ids, seen)
             if not fresh.all():
-                page, parts = _select_rows(page, fresh), parts[fresh]
+                page, parts, ids = select_rows(page, fresh), parts[fresh], ids[fresh]
                 if not page.row_count:
                     continue
-            yield parts, page
+            yield parts, ids, page
+        if current >= 0:
+            watch.verified.add(order[current])
 
     def _send_scans(self, items: Sequence[tuple[int, int]], local: bool, page_size: int) -> list["_PartitionScan"]:
         """Send the scan requests of ``(position, partition)`` items, batched per node."""
@@ -483,6 +511,44 @@ _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 1.0
 
 
+class NodeScanProgress:
+    """What :meth:`Cache.scan_nodes` has established so far (updated as it goes).
+
+    ``start`` is the partition map the node scans were planned with;
+    ``suspect`` the partitions that will be (or are being) scanned again
+    because a node failed, returned rows of partitions it did not own, or the
+    topology changed; ``verified`` the partitions whose second scan is done;
+    ``rescanning`` whether the node scans are over.
+    """
+
+    def __init__(self) -> None:
+        self.start: "PartitionMap | None" = None
+        self.suspect: set[int] = set()
+        self.verified: set[int] = set()
+        self.rescanning = False
+
+    def trusted(self, partitions: set[int], cache: "Cache") -> set[int]:
+        """Those of ``partitions`` whose rows a node scan returned completely.
+
+        A node's rows of a partition are complete once its scan moved on to
+        another partition, unless the partition is suspect or -- while the
+        node scans still run -- the partition map has changed since they
+        started (a partition that moved may have been cut short).
+        """
+        verified = partitions & self.verified
+        candidates = partitions - self.suspect - verified
+        if not candidates or self.start is None:
+            return verified
+        if not self.rescanning:
+            try:
+                now = cache.client.partition_map(cache.name, refresh=True)
+            except (IgniteConnectionError, ServerError):
+                return verified
+            if now.topology_version != self.start.topology_version or now.nodes != self.start.nodes:
+                return verified
+        return verified | candidates
+
+
 class _PartitionScan:
     """One partition's scan request: where it was sent, or why it could not be."""
 
@@ -544,7 +610,7 @@ def _without_keys(page: ScanPage, seen: set[bytes]) -> ScanPage:
     return ScanPage(page.cursor_id, len(keep), memoryview(region), page.has_more)
 
 
-def _select_rows(page: ScanPage, keep: Any) -> ScanPage:
+def select_rows(page: ScanPage, keep: Any) -> ScanPage:
     """``page`` with only the rows where the boolean array ``keep`` is true."""
     starts = value_offsets(page.rows, page.row_count, 2)[:, 0].tolist()
     ends = starts[1:] + [len(page.rows)]

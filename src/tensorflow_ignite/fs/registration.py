@@ -31,7 +31,7 @@ import threading
 import warnings
 from typing import Any
 
-__all__ = ["register", "install", "ensure", "AUTOREGISTER_ENV", "BACKEND_SPEC"]
+__all__ = ["register", "install", "ensure", "on_tensorflow", "AUTOREGISTER_ENV", "BACKEND_SPEC"]
 
 #: Set to ``0``/``false``/``no`` to stop ``import tensorflow_ignite`` from registering.
 AUTOREGISTER_ENV = "TF_IGNITE_FS_AUTOREGISTER"
@@ -41,6 +41,8 @@ _BACKEND_ENV = "TF_IGNITE_FS_BACKEND"  # = native.loader.BACKEND_ENV, without im
 
 _lock = threading.RLock()
 _done = False
+#: What runs once TensorFlow is imported (:func:`on_tensorflow`), in order.
+_actions: list[Any] = []
 
 
 def register(force: bool = False) -> Any:
@@ -126,7 +128,11 @@ class _TensorFlowImportHook:
                 except AttributeError:
                     pass
                 _uninstall()
-            ensure()
+            with _lock:
+                actions = list(_actions)
+                _actions.clear()
+            for action in actions:
+                action()
 
         try:
             loader.exec_module = exec_module  # this loader instance only
@@ -149,16 +155,24 @@ def _uninstall() -> None:
             _hook = None
 
 
+def on_tensorflow(action: Any) -> None:
+    """Run ``action()`` now if TensorFlow is imported, else right after it is (the import hook).
+
+    ``action`` must not raise (warn instead): it runs inside the user's ``import tensorflow``.
+    """
+    global _hook
+    with _lock:
+        if "tensorflow" not in sys.modules:
+            _actions.append(action)
+            if _hook is None:
+                _hook = _TensorFlowImportHook()
+                sys.meta_path.insert(0, _hook)
+            return
+    action()
+
+
 def install() -> None:
     """Called by ``import tensorflow_ignite``: register now if TensorFlow is loaded,
     else when it gets imported.  Cheap; imports nothing heavy."""
-    global _hook
-    if not _enabled():
-        return
-    if "tensorflow" in sys.modules:
-        ensure()
-        return
-    with _lock:
-        if _hook is None:
-            _hook = _TensorFlowImportHook()
-            sys.meta_path.insert(0, _hook)
+    if _enabled():
+        on_tensorflow(ensure)

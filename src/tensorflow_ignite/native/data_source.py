@@ -13,11 +13,29 @@ IgniteDataset, with less TensorFlow machinery around each epoch and element:
   without copying them when their data is 64-byte aligned (which the dataset's
   decoder arranges) and copies them otherwise.
 
-How an iterator finds its Python code: every source gets an id; the op keeps
-the id (an attribute, so tf.data's graph rewrites recreate the same dataset)
-and, when TensorFlow creates an iterator, calls this module's dispatcher with
-it, which starts the factory's generator.  The registry entry lives as long as
-the Python dataset object.
+How an iterator finds its Python code: every source is registered under a
+key unique to this process (``<process token>:<n>``); the op keeps the key and
+the source's *description* as attributes (so tf.data's graph rewrites recreate
+the same dataset) and, when TensorFlow creates an iterator, calls this module's
+dispatcher with both.  The registered :class:`Source` starts the read (the
+fast path); in a process that does not know the key -- a tf.data service
+worker, a process restoring a checkpoint -- the description is handed to the
+rebuilder installed with :func:`set_rebuilder`
+(:func:`tensorflow_ignite.data.portable.rebuild`, installed when
+``tensorflow_ignite`` sees TensorFlow imported), which builds an equivalent
+source.  A source with no description (a Python-only generator) cannot leave
+its process: starting it elsewhere raises
+:class:`~tensorflow_ignite.errors.UnsupportedOperationError` saying so.
+
+A *resumable* source's factory is called as ``factory(state, next_split)``
+and returns a run: an iterable of batches with ``emitted(rows)`` (told how
+many rows each element handed to TensorFlow holds), ``save() -> bytes`` (the
+state as of those rows, which the op writes into an iterator checkpoint) and
+``close()``; a restored iterator starts a run from that state.
+``next_split`` is ``None``, or, on a tf.data service worker under dynamic
+sharding, a callable returning the next plan index to read (``None`` when
+there are no more).  A plain factory is called with no arguments and its
+iterators cannot be saved.
 
 An adopted array stays referenced by its tensor; when TensorFlow frees the
 tensor the reference is queued and dropped by the next thread that holds the
@@ -35,8 +53,7 @@ plugin uses for them (:func:`tensorflow_ignite.native.status.code_for_exception`
 ``IgniteConnectionError`` -> ``UnavailableError``, ``CacheNotFoundError`` ->
 ``NotFoundError``, ``ValueError`` -> ``InvalidArgumentError``, other errors
 ``InternalError``), the message naming the exception
-type and text, followed by the Python traceback.  Iterators cannot be saved in
-a ``tf.train`` checkpoint (neither can ``from_generator``'s).
+type and text, followed by the Python traceback.
 """
 
 from __future__ import annotations
@@ -44,6 +61,7 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import itertools
+import secrets
 import sys
 import threading
 import weakref
@@ -57,6 +75,9 @@ from tensorflow_ignite.native import build
 
 __all__ = [
     "python_source",
+    "Source",
+    "set_rebuilder",
+    "ensure_loaded",
     "supports",
     "available",
     "unavailable_reason",
@@ -73,9 +94,12 @@ _EXTENSION_NAME = "tensorflow_ignite.native._tf_ignite_data"
 _lock = threading.Lock()
 _loaded: tuple[Any, ModuleType] | None = None  # (TF op module, extension module)
 _load_error: Exception | None = None
-#: source id -> (generator factory, flattener turning its elements into the op's tuples)
-_sources: dict[int, tuple[Callable[[], Iterable[Any]], Callable[[Iterable[Any]], Iterator[tuple[Any, ...]]]]] = {}
+#: source key -> the source registered by a dataset of this process
+_sources: dict[str, "Source"] = {}
 _ids = itertools.count(1)
+#: Makes source keys unique across processes (a worker must not take another process's key for its own).
+_PROCESS = secrets.token_hex(8)
+_rebuilder: "Callable[[str], Source] | None" = None
 
 
 def _load() -> tuple[Any, ModuleType]:
@@ -110,6 +134,23 @@ def _load() -> tuple[Any, ModuleType]:
             raise
         _loaded = (ops, module)
         return _loaded
+
+
+def ensure_loaded() -> None:
+    """Load the op library into TensorFlow now (raises :class:`NativeBuildError` when it cannot be).
+
+    Every process that runs a serialized IgniteDataset graph -- tf.data service
+    dispatchers and workers, processes restoring a checkpoint -- needs the op
+    registered before the graph arrives; ``import tensorflow_ignite`` does this
+    as soon as TensorFlow is imported.
+    """
+    _load()
+
+
+def set_rebuilder(rebuilder: "Callable[[str], Source] | None") -> None:
+    """Install ``rebuilder(description) -> Source``: how this process starts sources it did not build."""
+    global _rebuilder
+    _rebuilder = rebuilder
 
 
 def unavailable_reason() -> str | None:
@@ -148,21 +189,90 @@ def uses_python_source(dataset: Any) -> bool:
     """True if ``dataset`` or a dataset it is built on is a :func:`python_source`."""
     seen = 0
     while dataset is not None and seen < 64:
-        if getattr(dataset, "_source_id", None) in _sources:
+        if getattr(dataset, "_source_key", None) in _sources:
             return True
         dataset, seen = getattr(dataset, "_input_dataset", None), seen + 1
     return False
 
 
-def _dispatch(source_id: int) -> Iterator[tuple[Any, ...]]:
-    entry = _sources.get(source_id)
-    if entry is None:
-        raise RuntimeError(
-            f"the dataset with native source id {source_id} has been garbage-collected; keep a "
-            "reference to the IgniteDataset while TensorFlow iterates over it"
-        )
-    factory, flatten = entry
-    return flatten(factory())
+def _dispatch(key: str, description: str, state: bytes | None, next_split: Any) -> "_Run":
+    source = _sources.get(key) if key else None
+    if source is None:
+        if not description:
+            from tensorflow_ignite.errors import UnsupportedOperationError
+
+            if key.startswith(_PROCESS + ":"):
+                raise UnsupportedOperationError(
+                    "the dataset behind this iterator has been garbage-collected; keep a reference to the "
+                    "IgniteDataset while TensorFlow iterates over it")
+            raise UnsupportedOperationError(
+                "this dataset reads a Python-only source (a generator of the process that built it), which "
+                "cannot run in another process (a tf.data service worker, a process restoring a checkpoint); "
+                "build it from an Ignite cache or query with IgniteDataset, which other processes rebuild")
+        if _rebuilder is None:
+            raise RuntimeError("IgniteDataset: this process cannot rebuild datasets from their description: "
+                               "import tensorflow_ignite in it before TensorFlow runs the dataset")
+        source = _rebuilder(description)
+    return source.run(state, next_split)
+
+
+class _Run:
+    """What the op iterates over: the flattened elements of one run, and its ``save``."""
+
+    def __init__(self, elements: Any, flatten: Callable[[Any], Iterator[tuple[Any, ...]]]) -> None:
+        self._elements = elements
+        self._out = flatten(elements)
+
+    def __iter__(self) -> "_Run":
+        return self
+
+    def __next__(self) -> tuple[Any, ...]:
+        return next(self._out)
+
+    def save(self) -> bytes:
+        save = getattr(self._elements, "save", None)
+        if save is None:
+            from tensorflow_ignite.errors import UnsupportedOperationError
+
+            raise UnsupportedOperationError(
+                "this iterator reads a Python generator, whose position cannot be saved in a checkpoint; "
+                "checkpoint iterators of an IgniteDataset, which resume from per-partition progress")
+        return bytes(save())
+
+    def close(self) -> None:
+        self._out.close()
+
+
+class Source:
+    """How this process starts reads of one dataset: the factory and the element layout.
+
+    ``factory(state, next_split)`` (``resumable``) or ``factory()`` returns the
+    batches of one iterator (see the module docstring); ``batch_size``,
+    ``drop_remainder`` and ``allocate`` are those of :func:`python_source`.
+    """
+
+    def __init__(self, factory: Callable[..., Iterable[Any]], element_spec: Any, *, batch_size: int | None = None,
+                 drop_remainder: bool = False, allocate: "Allocator | None" = None, resumable: bool = False) -> None:
+        self.factory = factory
+        self.element_spec = element_spec
+        self.batch_size = batch_size
+        self.drop_remainder = drop_remainder
+        self.resumable = resumable
+        self._flatten = _flattener(element_spec, batch_size, drop_remainder, allocate)
+
+    def run(self, state: bytes | None = None, next_split: Any = None) -> _Run:
+        """The elements of one iterator: from the beginning, or from a saved ``state``."""
+        if self.resumable:
+            elements = self.factory(state, next_split)
+        elif state is not None or next_split is not None:
+            from tensorflow_ignite.errors import UnsupportedOperationError
+
+            raise UnsupportedOperationError(
+                "this iterator reads a Python generator: it cannot resume from a checkpoint or read splits "
+                "handed out by the tf.data service")
+        else:
+            elements = self.factory()
+        return _Run(elements, self._flatten)
 
 
 #: ``allocate(shape, dtype)`` -> a new C-contiguous array (for batches joined from two inputs).
@@ -232,12 +342,19 @@ def _flattener(element_spec: Any, batch_size: int | None = None, drop_remainder:
     def run(elements: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
         release_pending()  # tensors of the previous epoch freed since: their arrays can be reused
         iterator = iter(elements)
+        # A resumable run counts the rows handed out (every leaf has the rows on axis 0).
+        emitted = getattr(elements, "emitted", None)
         try:
             if batch_size is None:
                 for element in iterator:
-                    yield out(arrays(element))
+                    parts = arrays(element)
+                    if emitted is not None:
+                        emitted(len(parts[0]))
+                    yield out(parts)
             else:
                 for parts in cut(iterator, batch_size):
+                    if emitted is not None:
+                        emitted(len(parts[0]))
                     yield out(parts)
         finally:
             close = getattr(iterator, "close", None)
@@ -247,8 +364,9 @@ def _flattener(element_spec: Any, batch_size: int | None = None, drop_remainder:
     return run
 
 
-def python_source(factory: Callable[[], Iterable[Any]], element_spec: Any, *, batch_size: int | None = None,
-                  drop_remainder: bool = False, allocate: Allocator | None = None) -> Any:
+def python_source(factory: Callable[..., Iterable[Any]], element_spec: Any, *, batch_size: int | None = None,
+                  drop_remainder: bool = False, allocate: Allocator | None = None, resumable: bool = False,
+                  description: str = "", num_splits: int = 0) -> Any:
     """A ``tf.data.Dataset`` whose every iterator runs ``factory()`` and yields its elements.
 
     ``element_spec``: the nested structure of dense ``tf.TensorSpec`` the
@@ -259,7 +377,11 @@ def python_source(factory: Callable[[], Iterable[Any]], element_spec: Any, *, ba
     costs less than TensorFlow's rebatch step per batch; ``allocate(shape,
     dtype)`` provides the memory of batches joined from two inputs (64-byte
     aligned memory is adopted by the op, reused memory avoids page faults;
-    default ``np.concatenate``).  Raises
+    default ``np.concatenate``).  ``resumable``: ``factory(state, next_split)``
+    returns a run that can save its position (see the module docstring).
+    ``description``: what other processes rebuild the source from (JSON, no
+    secrets; empty: the dataset cannot leave this process); ``num_splits``:
+    how many splits the tf.data service may hand out (0: none).  Raises
     :class:`NativeBuildError` when the op library cannot be built or loaded,
     ``ValueError`` for an unsupported spec or batch size.
     """
@@ -271,7 +393,8 @@ def python_source(factory: Callable[[], Iterable[Any]], element_spec: Any, *, ba
     if batch_size is not None and batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     ops, _ = _load()
-    flattener = _flattener(element_spec, batch_size, drop_remainder, allocate)
+    source = Source(factory, element_spec, batch_size=batch_size, drop_remainder=drop_remainder, allocate=allocate,
+                    resumable=resumable)
     if batch_size is not None:
         element_spec = tf.nest.map_structure(
             lambda s: tf.TensorSpec([batch_size if drop_remainder else None, *s.shape[1:]], s.dtype), element_spec)
@@ -280,11 +403,13 @@ def python_source(factory: Callable[[], Iterable[Any]], element_spec: Any, *, ba
     class _PythonSource(dataset_ops.DatasetSource):
         def __init__(self) -> None:
             self._spec = element_spec
-            self._source_id = next(_ids)
-            _sources[self._source_id] = (factory, flattener)
-            weakref.finalize(self, _sources.pop, self._source_id, None)
+            self._source_key = f"{_PROCESS}:{next(_ids)}"
+            _sources[self._source_key] = source
+            weakref.finalize(self, _sources.pop, self._source_key, None)
             variant = ops.ignite_py_dataset(
-                source_id=self._source_id,
+                source=self._source_key,
+                description=description,
+                num_splits=int(num_splits),
                 output_types=[s.dtype for s in specs],
                 output_shapes=[s.shape for s in specs],
             )

@@ -15,10 +15,16 @@
 //   * the Python extension module _tf_ignite_data, through which Python
 //     installs the dispatcher (set_dispatcher) and the shutdown hook.
 //
-// Contract with Python (data/native_source.py):
-//   dispatcher(source_id) -> iterator; each next() returns a tuple with one
-//   item per output: a C-contiguous NumPy array of the output's dtype, or, for
-//   tf.string outputs, a pair (shape tuple, sequence of bytes).
+// Contract with Python (native/data_source.py):
+//   dispatcher(source, description, state, next_split) -> iterator.  `source`
+//   and `description` are the op's attributes; `state` is None or the bytes a
+//   saved iterator's save() returned; `next_split` is None or a callable
+//   returning the next partition index handed out by a split provider (the
+//   tf.data service under DYNAMIC sharding), None when there are no more.
+//   Each next() returns a tuple with one item per output: a C-contiguous NumPy
+//   array of the output's dtype, or, for tf.string outputs, a pair (shape
+//   tuple, sequence of bytes).  save() -> bytes: the state of what the
+//   iterator has returned so far (SaveInternal); close() ends the read.
 //
 // Memory: an array whose data is 64-byte aligned (EIGEN_MAX_ALIGN_BYTES) is
 // adopted: the tensor points into it and holds a reference to the array.  The
@@ -33,6 +39,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -274,14 +282,114 @@ tf::Status ArrayTensor(PyObject* item, tf::DataType dtype, const tf::PartialTens
 }
 
 // ----------------------------------------------------------------------------
+// Splits: what the tf.data service hands out under DYNAMIC sharding.
+//
+// The dataset's splits are the indices 0..num_splits-1 of its partition plan;
+// an iterator given a split provider (a tf.data service worker in a
+// "distributed_epoch" job) reads only the partitions whose index it is handed.
+
+class IndexSplitProvider : public tf::data::SplitProvider {
+ public:
+  explicit IndexSplitProvider(int64_t n) : n_(n) {}
+  tf::Status GetNext(tf::Tensor* split, bool* end_of_splits) override {
+    tf::mutex_lock l(mu_);
+    if (next_ >= n_) {
+      *end_of_splits = true;
+      return tf::OkStatus();
+    }
+    *split = tf::Tensor(tf::DT_INT64, tf::TensorShape({}));
+    split->scalar<int64_t>()() = next_++;
+    *end_of_splits = false;
+    return tf::OkStatus();
+  }
+  tf::Status Reset() override {
+    tf::mutex_lock l(mu_);
+    next_ = 0;
+    return tf::OkStatus();
+  }
+  tf::Status Save(std::function<std::string(std::string)> full_name,
+                  tf::data::IteratorStateWriter* writer) override {
+    tf::mutex_lock l(mu_);
+    return writer->WriteScalar(full_name("next"), next_);
+  }
+  tf::Status Restore(std::function<std::string(std::string)> full_name,
+                     tf::data::IteratorStateReader* reader) override {
+    tf::mutex_lock l(mu_);
+    return reader->ReadScalar(full_name("next"), &next_);
+  }
+  int64_t Cardinality() const override { return n_; }
+
+ private:
+  const int64_t n_;
+  tf::mutex mu_;
+  int64_t next_ = 0;
+};
+
+// A Python callable next_split() -> int | None over a split provider: the
+// capsule owns a shared_ptr to it; the GIL is released while the provider
+// answers (a tf.data service worker asks the dispatcher over RPC).
+constexpr const char* kSplitCapsule = "tensorflow_ignite.split_provider";
+using SplitProviderPtr = std::shared_ptr<tf::data::SplitProvider>;
+
+void FreeSplitCapsule(PyObject* capsule) {
+  delete static_cast<SplitProviderPtr*>(PyCapsule_GetPointer(capsule, kSplitCapsule));
+}
+
+PyObject* PyNextSplit(PyObject* capsule, PyObject*) {
+  auto* provider = static_cast<SplitProviderPtr*>(PyCapsule_GetPointer(capsule, kSplitCapsule));
+  if (provider == nullptr) return nullptr;
+  tf::Tensor split;
+  bool end = false;
+  tf::Status status;
+  Py_BEGIN_ALLOW_THREADS
+  status = (*provider)->GetNext(&split, &end);
+  Py_END_ALLOW_THREADS
+  if (!status.ok()) {
+    PyErr_Format(PyExc_RuntimeError, "IgniteDataset: asking for the next partition failed: %s",
+                 status.ToString().c_str());
+    return nullptr;
+  }
+  if (end) Py_RETURN_NONE;
+  if (split.dtype() != tf::DT_INT64 || split.NumElements() != 1) {
+    PyErr_SetString(PyExc_RuntimeError, "IgniteDataset: a split is not an int64 scalar");
+    return nullptr;
+  }
+  return PyLong_FromLongLong(static_cast<long long>(split.flat<int64_t>()(0)));
+}
+
+PyMethodDef kNextSplitDef = {"next_split", PyNextSplit, METH_NOARGS,
+                             "The next partition index to read, or None when there are no more."};
+
+// GIL held.  A new reference, or nullptr with a Python error set.
+PyObject* NextSplitCallable(const SplitProviderPtr& provider) {
+  PyObject* capsule = PyCapsule_New(new SplitProviderPtr(provider), kSplitCapsule, FreeSplitCapsule);
+  if (capsule == nullptr) return nullptr;
+  PyObject* fn = PyCFunction_New(&kNextSplitDef, capsule);
+  Py_DECREF(capsule);
+  return fn;
+}
+
+// ----------------------------------------------------------------------------
 // The dataset.
+//
+// Attributes: `source`, the key of a reader registered in the process that
+// built the graph (the fast path); `description`, JSON from which any process
+// that has imported tensorflow_ignite rebuilds the reader (no secrets: those
+// come from the rebuilding process's environment); `num_splits`, the number of
+// partitions in the plan (0: the dataset cannot be split).
+
+struct SourceAttrs {
+  std::string source;
+  std::string description;
+  int64_t num_splits = 0;
+};
 
 class Dataset : public DatasetBase {
  public:
-  Dataset(tf::OpKernelContext* ctx, int64_t source_id, tf::DataTypeVector types,
+  Dataset(tf::OpKernelContext* ctx, SourceAttrs attrs, tf::DataTypeVector types,
           std::vector<tf::PartialTensorShape> shapes)
       : DatasetBase(tf::data::DatasetContext(ctx)),
-        source_id_(source_id),
+        attrs_(std::move(attrs)),
         types_(std::move(types)),
         shapes_(std::move(shapes)) {}
 
@@ -298,19 +406,43 @@ class Dataset : public DatasetBase {
   tf::Status InputDatasets(std::vector<const DatasetBase*>*) const override {
     return tf::OkStatus();
   }
-  tf::Status CheckExternalState() const override {
-    return tf::errors::FailedPrecondition(DebugString(), " reads from Ignite through Python.");
+  // The graph describes the source completely (its data lives in Ignite, as a
+  // file reader's lives in files), so it may be serialized and checkpointed.
+  tf::Status CheckExternalState() const override { return tf::OkStatus(); }
+
+  tf::Status MakeSplitProviders(
+      std::vector<std::unique_ptr<tf::data::SplitProvider>>* split_providers) const override {
+    if (attrs_.description.empty()) {
+      return tf::errors::Unimplemented(
+          "IgniteDataset: this dataset reads a Python-only source (a generator of this process), "
+          "which cannot be split across tf.data service workers; build it from an Ignite cache "
+          "(IgniteDataset(cache_name, ...)) or use processing_mode='parallel_epochs'");
+    }
+    if (attrs_.num_splits <= 0) {
+      return tf::errors::Unimplemented(
+          "IgniteDataset: this dataset has no partitions to hand out (an SQL query, a replicated "
+          "cache or a local=True scan); tf.data service workers can only read it whole: use "
+          "processing_mode='parallel_epochs', or read a partitioned cache for 'distributed_epoch'");
+    }
+    split_providers->push_back(std::make_unique<IndexSplitProvider>(attrs_.num_splits));
+    return tf::OkStatus();
   }
 
  protected:
   tf::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                 tf::Node** output) const override {
-    tf::AttrValue id, types, shapes;
-    b->BuildAttrValue(source_id_, &id);
+    tf::AttrValue source, description, splits, types, shapes;
+    b->BuildAttrValue(attrs_.source, &source);
+    b->BuildAttrValue(attrs_.description, &description);
+    b->BuildAttrValue(attrs_.num_splits, &splits);
     b->BuildAttrValue(types_, &types);
     b->BuildAttrValue(shapes_, &shapes);
     return b->AddDataset(this, {},
-                         {{"source_id", id}, {"output_types", types}, {"output_shapes", shapes}},
+                         {{"source", source},
+                          {"description", description},
+                          {"num_splits", splits},
+                          {"output_types", types},
+                          {"output_shapes", shapes}},
                          output);
   }
 
@@ -326,22 +458,16 @@ class Dataset : public DatasetBase {
       CloseSource();
     }
 
-    tf::Status Initialize(IteratorContext*) override {
+    tf::Status Initialize(IteratorContext* ctx) override {
       tf::mutex_lock l(mu_);
-      Gil gil;
-      if (!gil.ok()) return Shutdown();
-      if (g_dispatcher == nullptr) {
-        return tf::errors::FailedPrecondition(
-            "IgniteDataset: no dispatcher installed (tensorflow_ignite.native.data_source "
-            "was not imported in this process)");
+      const auto providers = ctx->split_providers();
+      if (providers.size() > 1) {
+        return tf::errors::InvalidArgument("IgniteDataset: expected one split provider, got ",
+                                           providers.size());
       }
-      PyObject* source = PyObject_CallFunction(g_dispatcher, "L",
-                                               static_cast<long long>(dataset()->source_id_));
-      if (source == nullptr) return StatusFromPython("starting a read");
-      source_ = PyObject_GetIter(source);
-      Py_DECREF(source);
-      if (source_ == nullptr) return StatusFromPython("starting a read");
-      return tf::OkStatus();
+      if (!providers.empty()) split_provider_ = providers[0];
+      if (ctx->is_restoring()) return tf::OkStatus();  // RestoreInternal starts the read
+      return Start(nullptr);
     }
 
     tf::Status GetNextInternal(IteratorContext*, std::vector<tf::Tensor>* out_tensors,
@@ -381,16 +507,75 @@ class Dataset : public DatasetBase {
         IteratorContext* ctx, tf::data::model::Node::Args args) const override {
       return tf::data::model::MakeSourceNode(std::move(args));
     }
-    tf::Status SaveInternal(SerializationContext*, tf::data::IteratorStateWriter*) override {
-      return tf::errors::Unimplemented(
-          "IgniteDataset iterators cannot be saved in a checkpoint; checkpoint the model and "
-          "start a new epoch instead");
+
+    // The state is what the Python reader says it is (small: per-partition
+    // progress), or "exhausted" once the read has ended.
+    tf::Status SaveInternal(SerializationContext*, tf::data::IteratorStateWriter* writer) override {
+      tf::mutex_lock l(mu_);
+      if (source_ == nullptr) return writer->WriteScalar(prefix(), "exhausted", 1);
+      Gil gil;
+      if (!gil.ok()) return Shutdown();
+      PyObject* state = PyObject_CallMethod(source_, "save", nullptr);
+      if (state == nullptr) return StatusFromPython("saving the iterator");
+      char* data = nullptr;
+      Py_ssize_t len = 0;
+      if (PyBytes_AsStringAndSize(state, &data, &len) < 0) {
+        Py_DECREF(state);
+        return StatusFromPython("saving the iterator (save() must return bytes)");
+      }
+      tf::tstring value(data, static_cast<size_t>(len));
+      Py_DECREF(state);
+      return writer->WriteScalar(prefix(), "state", value);
     }
-    tf::Status RestoreInternal(IteratorContext*, tf::data::IteratorStateReader*) override {
-      return tf::errors::Unimplemented("IgniteDataset iterators cannot be restored");
+
+    tf::Status RestoreInternal(IteratorContext*, tf::data::IteratorStateReader* reader) override {
+      tf::mutex_lock l(mu_);
+      {
+        Gil gil;
+        if (!gil.ok()) return Shutdown();
+        CloseSource();
+      }
+      if (reader->Contains(prefix(), "exhausted")) return tf::OkStatus();
+      tf::tstring state;
+      TF_RETURN_IF_ERROR(reader->ReadScalar(prefix(), "state", &state));
+      const std::string copy(state.data(), state.size());
+      return Start(&copy);
     }
 
    private:
+    // Asks the Python dispatcher for the read (mu_ held): from the beginning,
+    // or from `state` (a saved iterator's).
+    tf::Status Start(const std::string* state) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      Gil gil;
+      if (!gil.ok()) return Shutdown();
+      if (g_dispatcher == nullptr) {
+        return tf::errors::FailedPrecondition(
+            "IgniteDataset: the op's Python side is not installed in this process: import "
+            "tensorflow_ignite before TensorFlow runs the dataset (tf.data service workers and "
+            "dispatchers, ParameterServer workers and processes restoring a checkpoint too)");
+      }
+      const Dataset* d = dataset();
+      PyObject* py_state = state == nullptr
+          ? (Py_INCREF(Py_None), Py_None)
+          : PyBytes_FromStringAndSize(state->data(), static_cast<Py_ssize_t>(state->size()));
+      PyObject* splits = split_provider_ == nullptr ? (Py_INCREF(Py_None), Py_None)
+                                                    : NextSplitCallable(split_provider_);
+      PyObject* source = nullptr;
+      if (py_state != nullptr && splits != nullptr) {
+        source = PyObject_CallFunction(
+            g_dispatcher, "s#s#OO", d->attrs_.source.data(),
+            static_cast<Py_ssize_t>(d->attrs_.source.size()), d->attrs_.description.data(),
+            static_cast<Py_ssize_t>(d->attrs_.description.size()), py_state, splits);
+      }
+      Py_XDECREF(py_state);
+      Py_XDECREF(splits);
+      if (source == nullptr) return StatusFromPython("starting a read");
+      source_ = PyObject_GetIter(source);
+      Py_DECREF(source);
+      if (source_ == nullptr) return StatusFromPython("starting a read");
+      return tf::OkStatus();
+    }
+
     // GIL held.
     void CloseSource() {
       PyObject* source = source_;
@@ -426,10 +611,11 @@ class Dataset : public DatasetBase {
     }
 
     tf::mutex mu_;
-    PyObject* source_ = nullptr;  // the Python iterator (strong reference)
+    PyObject* source_ TF_GUARDED_BY(mu_) = nullptr;  // the Python iterator (strong reference)
+    SplitProviderPtr split_provider_;
   };
 
-  const int64_t source_id_;
+  const SourceAttrs attrs_;
   const tf::DataTypeVector types_;
   const std::vector<tf::PartialTensorShape> shapes_;
 };
@@ -437,24 +623,28 @@ class Dataset : public DatasetBase {
 class IgnitePyDatasetOp : public tf::data::DatasetOpKernel {
  public:
   explicit IgnitePyDatasetOp(tf::OpKernelConstruction* ctx) : DatasetOpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("source_id", &source_id_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("source", &attrs_.source));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("description", &attrs_.description));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("num_splits", &attrs_.num_splits));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("output_types", &types_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("output_shapes", &shapes_));
   }
 
   void MakeDataset(tf::OpKernelContext* ctx, DatasetBase** output) override {
-    *output = new Dataset(ctx, source_id_, types_, shapes_);
+    *output = new Dataset(ctx, attrs_, types_, shapes_);
   }
 
  private:
-  int64_t source_id_ = 0;
+  SourceAttrs attrs_;
   tf::DataTypeVector types_;
   std::vector<tf::PartialTensorShape> shapes_;
 };
 
 REGISTER_OP("IgnitePyDataset")
     .Output("handle: variant")
-    .Attr("source_id: int")
+    .Attr("source: string = ''")
+    .Attr("description: string = ''")
+    .Attr("num_splits: int = 0")
     .Attr("output_types: list(type) >= 1")
     .Attr("output_shapes: list(shape) >= 1")
     .SetIsStateful()
@@ -510,7 +700,7 @@ PyObject* PyShutdown(PyObject*, PyObject*) {
 
 PyMethodDef kModuleMethods[] = {
     {"set_dispatcher", PySetDispatcher, METH_O,
-     "set_dispatcher(fn(source_id) -> iterator, or None) -> the previous one or None"},
+     "set_dispatcher(fn(source, description, state, next_split) -> iterator, or None) -> the previous one or None"},
     {"set_error_code", PySetErrorCode, METH_O,
      "set_error_code(fn(exception) -> TF_Code int, or None): the status code of reader errors"},
     {"release_pending", PyReleasePending, METH_NOARGS,
@@ -524,7 +714,7 @@ PyMethodDef kModuleMethods[] = {
 
 PyModuleDef kModuleDef = {
     PyModuleDef_HEAD_INIT, "_tf_ignite_data",
-    "tf.data source op IgnitePyDataset (see tensorflow_ignite/data/native_source.py).",
+    "tf.data source op IgnitePyDataset (see tensorflow_ignite/native/data_source.py).",
     -1, kModuleMethods, nullptr, nullptr, nullptr, nullptr,
 };
 

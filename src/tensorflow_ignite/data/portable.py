@@ -1,0 +1,352 @@
+"""Datasets that leave their process: the description the op carries, and the reader rebuilt from it.
+
+The ``IgnitePyDataset`` op (:mod:`tensorflow_ignite.native.data_source`) has
+two ways to start a read: the in-process fast path, a key into the registry of
+the process that built the dataset, and a *description*, a JSON attribute
+from which any process that has imported ``tensorflow_ignite`` rebuilds the
+reader: a tf.data service worker, a ParameterServer worker, a process
+restoring a checkpointed iterator.  A description holds what the read needs
+and nothing secret:
+
+* ``kind`` (``"cache"`` or ``"sql"``), the cache name and its partition plan
+  (the partitions in order, the cache's partition count, whether the whole
+  cache may be read one scan per node), or the query, its arguments and SQL
+  options;
+* the connection: the endpoints (the address given and every server node's
+  client address known when the dataset was built, so a rebuilt reader still
+  connects after the first node died), the user name, whether a password, a
+  client certificate and a key password were used (booleans), the CA file and
+  the TLS options, the timeout, and a credentials-source name;
+* the schema (:class:`~.schema.DatasetSchema` as JSON), page sizing, and the
+  batch size the op cuts to.
+
+Never a password, a key, a key file or a key password.  The rebuilding
+process supplies those: from a credentials source registered under the
+dataset's ``credentials=`` name (:func:`register_credentials`), else from its
+environment -- ``IGNITE_DATASET_<NAME>_PASSWORD`` etc. for a named source,
+``IGNITE_DATASET_PASSWORD``, ``..._USERNAME``, ``..._CERTFILE``,
+``..._KEYFILE``, ``..._CERT_PASSWORD``, ``..._CAFILE`` otherwise; a missing one is a
+:class:`~tensorflow_ignite.errors.ConfigurationError` naming the variable to
+set.  ``IGNITE_DATASET_HOST``/``_PORT`` replace the first endpoint (a worker
+reaches the cluster through its own node).  A process that already holds a
+shared client for the same connection (the one that built the dataset) uses
+it, with its credentials.
+
+A rebuilt reader is kept per description for the life of the process, so
+every epoch of a tf.data service worker reuses one client and schema.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigurationError, UnsupportedOperationError
+from .env import PREFIX, apply_env_overrides, parse_partition_list
+from .schema import DatasetSchema, FieldSchema
+
+if TYPE_CHECKING:
+    from ..client import IgniteClient
+    from ..native.data_source import Source
+    from .plan import ScanTask
+
+__all__ = [
+    "describe_cache",
+    "describe_sql",
+    "rebuild",
+    "register_credentials",
+    "schema_to_json",
+    "schema_from_json",
+    "DESCRIPTION_VERSION",
+]
+
+DESCRIPTION_VERSION = 1
+#: Most endpoints a description lists (the first is the address the dataset was built with).
+_MAX_ENDPOINTS = 16
+_CREDENTIAL_FIELDS = ("username", "password", "cafile", "certfile", "keyfile", "cert_password")
+
+_providers: dict[str, Callable[[], Mapping[str, Any]]] = {}
+_rebuilt: dict[str, "Source"] = {}
+_lock = threading.Lock()
+
+
+def register_credentials(name: str, provider: Callable[[], Mapping[str, Any]] | None) -> None:
+    """Name a credentials source for datasets built with ``credentials=name``.
+
+    ``provider()`` returns any of ``username``, ``password``, ``cafile``,
+    ``certfile``, ``keyfile``, ``cert_password``; it is called whenever a
+    process rebuilds such a dataset (register it in every process that may:
+    tf.data service workers, restoring processes).  ``None`` removes it.
+    Without a registered provider the same settings come from
+    ``IGNITE_DATASET_<NAME>_PASSWORD`` and the like.
+    """
+    _check_name(name)
+    with _lock:
+        if provider is None:
+            _providers.pop(name, None)
+        else:
+            _providers[name] = provider
+        _rebuilt.clear()  # the next rebuild asks the new provider
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+        raise ConfigurationError(f"credentials source name {name!r}: use letters, digits and '_' "
+                                 "(it becomes part of environment variable names)")
+
+
+# ---------------------------------------------------------------- schema
+def schema_to_json(schema: DatasetSchema) -> dict[str, Any]:
+    return asdict(schema)
+
+
+def _field_from_json(d: Mapping[str, Any] | None) -> FieldSchema | None:
+    if d is None:
+        return None
+    return FieldSchema(
+        name=d["name"], type_code=int(d["type_code"]), dtype=d["dtype"],
+        shape=tuple(None if s is None else int(s) for s in d["shape"]),
+        fields=tuple(_field_from_json(f) for f in d["fields"]),  # type: ignore[misc]
+        nullable=bool(d["nullable"]), type_name=d["type_name"], kind=d["kind"],
+    )
+
+
+def schema_from_json(d: Mapping[str, Any]) -> DatasetSchema:
+    return DatasetSchema(
+        key=_field_from_json(d["key"]), value=_field_from_json(d["value"]),
+        null_masks=bool(d["null_masks"]), decimal_as=d["decimal_as"],
+        columns=tuple(_field_from_json(c) for c in d["columns"]),  # type: ignore[misc]
+    )
+
+
+# ------------------------------------------------------------ connection
+def _describe_connection(client: "IgniteClient", credentials: str | None) -> dict[str, Any]:
+    endpoints = [_endpoint(h, p) for h, p in client.seeds]
+    try:
+        for addresses in client.node_endpoints().values():
+            if addresses:
+                text = _endpoint(*addresses[0])
+                if text not in endpoints:
+                    endpoints.append(text)
+    except Exception:  # noqa: BLE001 - the seeds alone still describe the cluster
+        pass
+    s = client.settings
+    tls = s.tls
+    if credentials is not None:
+        _check_name(credentials)
+    return {
+        "endpoints": endpoints[:_MAX_ENDPOINTS],
+        "username": s.username,
+        "password": s.password is not None,
+        "tls": tls is not None,
+        "cafile": tls.cafile if tls else None,
+        "client_cert": bool(tls and tls.certfile),
+        "key_password": bool(tls and tls.cert_password),
+        "server_hostname": tls.server_hostname if tls else None,
+        "insecure_skip_verify": bool(tls and tls.insecure_skip_verify),
+        "insecure_skip_hostname_verification": bool(tls and tls.insecure_skip_hostname_verification),
+        "timeout": s.timeout,
+        "credentials": credentials,
+    }
+
+
+def _endpoint(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _split_endpoint(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _env_name(source: str | None, field: str) -> str:
+    return f"{PREFIX}{source.upper()}_{field.upper()}" if source else f"{PREFIX}{field.upper()}"
+
+
+def _credentials(conn: Mapping[str, Any]) -> dict[str, Any]:
+    """Credential settings of this process for a described connection (see the module docstring)."""
+    source = conn.get("credentials")
+    if source:
+        with _lock:
+            provider = _providers.get(source)
+        if provider is not None:
+            given = dict(provider())
+            unknown = set(given) - set(_CREDENTIAL_FIELDS)
+            if unknown:
+                raise ConfigurationError(f"credentials source {source!r} returned unknown settings "
+                                         f"{sorted(unknown)}; expected some of {list(_CREDENTIAL_FIELDS)}")
+            return given
+        out: dict[str, Any] = {}
+        for f in _CREDENTIAL_FIELDS:
+            value = os.environ.get(_env_name(source, f))
+            if value is not None:
+                out[f] = value
+        return out
+    env = apply_env_overrides({f: None for f in _CREDENTIAL_FIELDS})
+    return {f: env[f] for f in _CREDENTIAL_FIELDS if env.get(f) is not None}
+
+
+def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
+    from .connection import ConnectionOptions, pooled_options
+
+    endpoints = list(conn["endpoints"])
+    host, port = _split_endpoint(endpoints[0])
+    where = apply_env_overrides({"host": host, "port": port})
+    host, port = where["host"], int(where["port"])
+    public = dict(
+        username=conn["username"], cafile=conn["cafile"], server_hostname=conn["server_hostname"],
+        insecure_skip_verify=conn["insecure_skip_verify"],
+        insecure_skip_hostname_verification=conn["insecure_skip_hostname_verification"],
+    )
+    # The process that built the dataset (or any process that built one like it) already
+    # holds a client with the credentials: use it.
+    for options in pooled_options():
+        if ((options.host, options.port) == (host, port) and options.username == public["username"]
+                and options.cafile == public["cafile"] and options.server_hostname == public["server_hostname"]
+                and (options.password is not None) == conn["password"]
+                and bool(options.certfile) == conn["client_cert"]):
+            return options.connect()
+    given = _credentials(conn)
+    source = conn.get("credentials")
+    username = given.get("username", conn["username"])
+    password = given.get("password")
+    missing: list[str] = []
+    if conn["password"] and given.get("password") is None:
+        missing.append(_env_name(source, "password") + f" (the password of Ignite user {username!r})")
+    if conn["client_cert"] and not (given.get("certfile") and given.get("keyfile")):
+        missing.append(f"{_env_name(source, 'certfile')} and {_env_name(source, 'keyfile')} (the client "
+                       "certificate and its key, PEM files on this machine)")
+    if conn["key_password"] and given.get("cert_password") is None:
+        missing.append(_env_name(source, "cert_password") + " (the password of the client key)")
+    if missing:
+        how = (f" or register a provider: tensorflow_ignite.data.register_credentials({source!r}, ...)"
+               if source else "")
+        raise ConfigurationError(
+            f"{what} needs credentials in this process (pid {os.getpid()}), which its description does not "
+            f"carry: set {'; '.join(missing)}{how}")
+    if username is None or password is None:
+        username = password = None
+    options = ConnectionOptions(
+        host=host, port=port, fallbacks=tuple(endpoints[1:]), username=username,
+        password=password, cafile=given.get("cafile", conn["cafile"]),
+        certfile=given.get("certfile"), keyfile=given.get("keyfile"), cert_password=given.get("cert_password"),
+        insecure_skip_verify=conn["insecure_skip_verify"], server_hostname=conn["server_hostname"],
+        insecure_skip_hostname_verification=conn["insecure_skip_hostname_verification"],
+        timeout=float(conn["timeout"]),
+    )
+    return options.connect()
+
+
+# ------------------------------------------------------------- describing
+def describe_cache(client: "IgniteClient", cache_name: str, tasks: Sequence["ScanTask"], *, partitions: int,
+                   node_scans: bool, schema: DatasetSchema, page_size: int | None, page_bytes: int,
+                   batch_size: int | None, drop_remainder: bool, credentials: str | None) -> str:
+    """The description of a dataset over a cache (JSON; see the module docstring)."""
+    return _dump({
+        "kind": "cache",
+        "connection": _describe_connection(client, credentials),
+        "cache": cache_name,
+        "plan": {
+            "partitions": [t.partition for t in tasks] if any(t.partition < 0 for t in tasks)
+            else _ranges([t.partition for t in tasks]),
+            "local": any(t.local for t in tasks),
+            "count": partitions,
+            "node_scans": node_scans,
+        },
+        "schema": schema_to_json(schema),
+        "page_size": page_size,
+        "page_bytes": page_bytes,
+        "batch_size": batch_size,
+        "drop_remainder": drop_remainder,
+    })
+
+
+def describe_sql(client: "IgniteClient", query: str, args: Sequence[Any], *, schema: DatasetSchema,
+                 sql_kwargs: Mapping[str, Any], batch_size: int | None, drop_remainder: bool,
+                 credentials: str | None) -> str:
+    """The description of a dataset over an SQL query (JSON; see the module docstring)."""
+    unportable = None
+    for i, a in enumerate(args):
+        if a is not None and type(a) not in (bool, int, float, str):
+            unportable = (f"its query argument {i} is a {type(a).__name__}, which a description cannot carry; "
+                          "pass it as a number or a string (SQL converts it)")
+            break
+    return _dump({
+        "kind": "sql",
+        "connection": _describe_connection(client, credentials),
+        "query": query,
+        "args": list(args) if unportable is None else [],
+        "unportable": unportable,
+        "sql": dict(sql_kwargs),
+        "schema": schema_to_json(schema),
+        "batch_size": batch_size,
+        "drop_remainder": drop_remainder,
+    })
+
+
+def _ranges(partitions: Sequence[int]) -> str:
+    from .progress import format_ranges
+
+    if list(partitions) != sorted(set(partitions)):
+        raise ConfigurationError("a partition plan is a sorted list of distinct partitions")
+    return format_ranges(partitions)
+
+
+def _dump(d: Mapping[str, Any]) -> str:
+    return json.dumps({"v": DESCRIPTION_VERSION, **d}, separators=(",", ":"), sort_keys=True)
+
+
+# ------------------------------------------------------------- rebuilding
+def rebuild(description: str) -> "Source":
+    """The native source for a description, built once per process (see the module docstring)."""
+    with _lock:
+        source = _rebuilt.get(description)
+    if source is not None:
+        return source
+    source = _build(description)
+    with _lock:
+        return _rebuilt.setdefault(description, source)
+
+
+def _build(description: str) -> "Source":
+    from ..native.data_source import Source
+    from ..protocol.pool import aligned_empty
+    from .plan import ScanTask
+    from .reader import PageSizer, ScanReader, SqlReader
+
+    try:
+        d = json.loads(description)
+    except ValueError as exc:
+        raise ConfigurationError(f"an IgniteDataset description is not JSON: {exc}") from None
+    if d.get("v") != DESCRIPTION_VERSION:
+        raise ConfigurationError(
+            f"this IgniteDataset was described by another version of tensorflow-ignite (description version "
+            f"{d.get('v')!r}, this one reads {DESCRIPTION_VERSION}); install the same version in every process")
+    schema = schema_from_json(d["schema"])
+    spec = schema.element_spec(batched=True)
+    if d["kind"] == "sql":
+        what = f"IgniteDataset.from_sql({d['query']!r})"
+        if d.get("unportable"):
+            raise UnsupportedOperationError(f"{what} cannot be rebuilt in another process: {d['unportable']}")
+        client = _connect(d["connection"], what)
+        reader = SqlReader(client, d["query"], d["args"], schema, d["sql"])
+        return Source(reader.run, spec, batch_size=d["batch_size"], drop_remainder=d["drop_remainder"],
+                      resumable=True)
+    cache = d["cache"]
+    client = _connect(d["connection"], f"IgniteDataset over cache {cache!r}")
+    plan = d["plan"]
+    partitions = plan["partitions"]
+    parts = partitions if isinstance(partitions, list) else parse_partition_list(partitions, name="plan")
+    tasks = [ScanTask(int(p), local=bool(plan["local"])) for p in parts]
+    reader = ScanReader(client, cache, schema, tasks, PageSizer(d["page_size"], int(d["page_bytes"])))
+    if plan["node_scans"] and client.partition_awareness:
+        reader.node_scans = True
+        reader.partitions = int(plan["count"])
+    pool = reader.pool
+    return Source(reader.run, spec, batch_size=d["batch_size"], drop_remainder=d["drop_remainder"],
+                  allocate=lambda shape, dtype: aligned_empty(shape, dtype, pool), resumable=True)

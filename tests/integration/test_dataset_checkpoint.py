@@ -1,0 +1,316 @@
+"""Checkpointed IgniteDataset iterators: saved mid-epoch, resumed exactly once in a fresh process.
+
+``tf.train.Checkpoint(iterator=it)`` saves the op's state (per-partition
+progress); a new Python process builds the dataset again, restores the
+iterator and must yield exactly the rows the first process had not received:
+also after a node died and after a node joined (partitions moved, rows of a
+partition come back from another node in another order), and through Keras
+``BackupAndRestore(save_freq=N)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tensorflow as tf
+
+from tensorflow_ignite import IgniteDataset
+from tensorflow_ignite.client import IgniteClient
+from tensorflow_ignite.data.dataset import close_shared_clients
+from tensorflow_ignite.errors import IgniteConnectionError
+from tensorflow_ignite.local.cluster import LocalCluster
+from tensorflow_ignite.protocol.cache_config import CacheConfiguration
+from tensorflow_ignite.protocol.codes import CacheMode, PartitionLossPolicy, PeekMode, WriteSynchronizationMode
+from tensorflow_ignite.protocol.values import BinaryObject
+
+ROWS = 4_000
+BATCH = 50
+
+# Builds the dataset the way the first process did, restores the iterator, reads the rest.
+RESTORE = textwrap.dedent("""
+    import json, sys
+    import tensorflow as tf
+    from tensorflow_ignite import IgniteDataset
+
+    args = json.loads(sys.argv[1])
+    ds = IgniteDataset(args["cache"], args["host"], args["port"], **args["kwargs"])
+    it = iter(ds)
+    tf.train.Checkpoint(iterator=it).read(args["checkpoint"]).assert_consumed()
+    keys = [k.decode() if isinstance(k, bytes) else int(k) for batch in it for k in batch["key"].numpy()]
+    with open(args["out"], "w") as f:
+        json.dump({"keys": keys, "skipped": ds.stats.resumed_skips, "mode": ds.stats.scan_mode}, f)
+""")
+
+
+def _fill(client: IgniteClient, cache: str, keys: list[Any], *, backups: int = 0) -> None:
+    c = client.create_cache(CacheConfiguration(
+        cache, cache_mode=CacheMode.PARTITIONED, backups=backups,
+        write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC,
+        partition_loss_policy=PartitionLossPolicy.READ_WRITE_SAFE,
+    ))
+    for start in range(0, len(keys), 2000):
+        c.put_all({k: BinaryObject("ResumeRow", {"id": i, "score": i / 4.0})
+                   for i, k in enumerate(keys[start:start + 2000], start)})
+
+
+def _key(value: Any) -> Any:
+    return value.decode() if isinstance(value, bytes) else int(value)
+
+
+def _take(it: Any, batches: int) -> list[Any]:
+    keys: list[Any] = []
+    for _ in range(batches):
+        keys.extend(_key(k) for k in next(it)["key"].numpy())
+    return keys
+
+
+def _restore_elsewhere(tmp_path: Path, cache: str, address: tuple[str, int], checkpoint: str,
+                       **kwargs: Any) -> dict[str, Any]:
+    """Restore ``checkpoint`` in a new Python process; its keys and stats."""
+    out = tmp_path / f"rest-{time.monotonic_ns()}.json"
+    args = {"cache": cache, "host": address[0], "port": address[1], "kwargs": kwargs,
+            "checkpoint": checkpoint, "out": str(out)}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.run([sys.executable, "-c", RESTORE, json.dumps(args)], capture_output=True, text=True,
+                          env=env, timeout=240)
+    assert proc.returncode == 0, f"the restoring process failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    return json.loads(out.read_text())
+
+
+def _assert_exactly_once(keys: list[Any], expected: list[Any], what: str) -> None:
+    counts = Counter(keys)
+    repeated = {k: n for k, n in counts.items() if n > 1}
+    missing = set(expected) - set(counts)
+    extra = set(counts) - set(expected)
+    assert not repeated and not missing and not extra, (
+        f"{what}: {len(missing)} rows lost (e.g. {sorted(missing)[:5]}), {len(repeated)} repeated "
+        f"(e.g. {sorted(repeated.items())[:5]}), {len(extra)} unexpected")
+
+
+KEY_KINDS = [
+    pytest.param(lambda i: i, "nodes", id="long-keys-node-scans"),
+    pytest.param(lambda i: f"row-{i}", "partitions", id="string-keys-partition-scans"),
+]
+
+
+@pytest.mark.parametrize("make_key,mode", KEY_KINDS)
+def test_saved_iterator_resumes_in_a_fresh_process(ignite_cluster: LocalCluster, cache_name: str, tmp_path: Path,
+                                                   make_key: Callable[[int], Any], mode: str) -> None:
+    keys = [make_key(i) for i in range(ROWS)]
+    with IgniteClient(ignite_cluster.addresses()) as client:
+        _fill(client, cache_name, keys)
+    address = ignite_cluster.address(0)
+    ds = IgniteDataset(cache_name, *address, batch_size=BATCH)
+    it = iter(ds)
+    first = _take(it, 37)  # mid-partition: 37 * 50 rows of ~4 per partition
+    checkpoint = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "iterator" / "ckpt"))
+    assert ds.stats.scan_mode == mode
+
+    # Here, the iterator goes on; a fresh process resumes from the checkpoint: both yield the rest.
+    rest_here = [_key(k) for batch in it for k in batch["key"].numpy()]
+    _assert_exactly_once(first + rest_here, keys, "the saving process")
+    resumed = _restore_elsewhere(tmp_path, cache_name, address, checkpoint, batch_size=BATCH)
+    _assert_exactly_once(first + resumed["keys"], keys, "saved, then resumed in another process")
+    assert resumed["mode"] == "partitions"  # a resumed read scans the partitions left, one by one
+
+    # A finished iterator saves as finished: restoring it yields nothing.
+    done = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "finished" / "ckpt"))
+    it2 = iter(ds)
+    tf.train.Checkpoint(iterator=it2).read(done).assert_consumed()
+    assert list(it2) == []
+
+
+def test_restoring_into_another_dataset_is_a_clear_error(ignite_cluster: LocalCluster, cache_name: str,
+                                                         tmp_path: Path) -> None:
+    with IgniteClient(ignite_cluster.addresses()) as client:
+        _fill(client, cache_name, list(range(500)))
+    address = ignite_cluster.address(0)
+    it = iter(IgniteDataset(cache_name, *address, batch_size=BATCH, parts=range(0, 512)))
+    next(it)
+    path = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "ckpt"))
+    other = iter(IgniteDataset(cache_name, *address, batch_size=BATCH, parts=range(512, 1024)))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="belongs to another dataset.*same cache, same parts"):
+        tf.train.Checkpoint(iterator=other).read(path).assert_consumed()
+
+
+@pytest.fixture
+def three_nodes(tmp_path: Path) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(tmp_path / "nodes", nodes=3, name="tfi-dsresume", heap_mb=384, region_mb=256)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        close_shared_clients()  # the datasets' pooled client points at these nodes
+        cluster.stop()
+
+
+def _wait_rebalanced(cluster: LocalCluster, cache: str, rows: int, timeout: float = 180) -> None:
+    """Every live node is a primary and every row has its backup (safe for the next change)."""
+    live = len(cluster.addresses())
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while True:
+        try:
+            with IgniteClient(cluster.addresses()) as client:
+                pmap = client.partition_map(cache, refresh=True)
+                c = client.cache(cache)
+                if (len({n for n in pmap.nodes if n is not None}) == live
+                        and c.size([PeekMode.PRIMARY]) == rows and c.size([PeekMode.BACKUP]) == rows):
+                    return
+        except IgniteConnectionError:
+            pass
+        assert time.monotonic() < deadline, f"cache {cache!r} was not rebalanced over {live} nodes"
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.5)
+
+
+def test_resume_exactly_once_after_a_node_died_and_another_joined(three_nodes: LocalCluster, cache_name: str,
+                                                                  tmp_path: Path) -> None:
+    cluster = three_nodes
+    keys = list(range(ROWS))
+    with IgniteClient(cluster.addresses()) as client:
+        _fill(client, cache_name, keys, backups=1)
+    _wait_rebalanced(cluster, cache_name, ROWS)
+    address = cluster.address(0)  # the seed stays up; the dataset knows the other nodes too
+    # Small pages: partitions are read in several round trips, so saves land inside them.
+    ds = IgniteDataset(cache_name, *address, batch_size=BATCH, page_size=8, timeout=20)
+    with IgniteClient(cluster.addresses()) as client:
+        before = client.partition_map(cache_name, refresh=True)
+
+    # 1. Saved mid-epoch; a node dies; a fresh process resumes on the survivors.
+    it = iter(ds)
+    first = _take(it, 29)
+    saved = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "one" / "ckpt"))
+    del it
+    cluster.kill_node(2, signal.SIGKILL)
+    _wait_rebalanced(cluster, cache_name, ROWS)
+    resumed = _restore_elsewhere(tmp_path, cache_name, address, saved, batch_size=BATCH, page_size=8, timeout=20)
+    _assert_exactly_once(first + resumed["keys"], keys, "resumed after node 2 died")
+    assert resumed["skipped"] > 0, "the save landed inside a partition: its rows handed out were skipped"
+
+    # 2. Saved mid-epoch; a node joins, partitions move to it; a fresh process resumes.
+    it = iter(ds)
+    first = _take(it, 41)
+    saved = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "two" / "ckpt"))
+    del it
+    cluster.add_node()
+    _wait_rebalanced(cluster, cache_name, ROWS)
+    with IgniteClient(cluster.addresses()) as client:
+        after = client.partition_map(cache_name, refresh=True)
+    moved = sum(a != b for a, b in zip(before.nodes, after.nodes))
+    assert moved > 0, "the joined node took over partitions"
+    resumed = _restore_elsewhere(tmp_path, cache_name, address, saved, batch_size=BATCH, page_size=8, timeout=20)
+    _assert_exactly_once(first + resumed["keys"], keys, f"resumed after a join moved {moved} partitions")
+
+    # 3. A node dies *during* the epoch, before the save (the one-scan-per-node read cannot
+    #    vouch for partitions any more: the state keeps their rows' keys); resumed here.
+    it = iter(ds)
+    first = _take(it, 13)
+    cluster.kill_node(1, signal.SIGKILL)
+    first += _take(it, 13)
+    saved = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "three" / "ckpt"))
+    del it
+    again = iter(ds)
+    tf.train.Checkpoint(iterator=again).read(saved).assert_consumed()
+    rest = [_key(k) for batch in again for k in batch["key"].numpy()]
+    _assert_exactly_once(first + rest, keys, "saved after a node died mid-epoch, resumed")
+
+
+KERAS_JOB = textwrap.dedent("""
+    import json, sys
+    import keras
+    import tensorflow as tf
+    from tensorflow_ignite import IgniteDataset
+    from tensorflow_ignite.data import BackupAndRestore
+
+
+    class Counting(keras.Model):
+        \"\"\"A linear model that counts, in a weight, how often it trained on each key.\"\"\"
+
+        def __init__(self, rows):
+            super().__init__()
+            self.rows = rows
+            self.dense = keras.layers.Dense(1)
+            self.seen = self.add_weight(shape=(rows,), initializer="zeros", trainable=False, name="seen")
+
+        def call(self, x):
+            return self.dense(x["score"])
+
+        def train_step(self, data):
+            x, y = data
+            self.seen.assign_add(tf.math.bincount(tf.cast(x["key"], tf.int32), minlength=self.rows,
+                                                  maxlength=self.rows, dtype=tf.float32))
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(self(x) - y))
+            self.optimizer.apply(tape.gradient(loss, self.trainable_variables), self.trainable_variables)
+            return {"loss": loss}
+
+
+    class Interrupt(keras.callbacks.Callback):
+        def __init__(self, at):
+            super().__init__()
+            self.at, self.batches = at, 0
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.batches += 1
+            if self.batches == self.at:
+                raise RuntimeError("interrupted")
+
+
+    def main(args):
+        model = Counting(args["rows"])
+        model.compile(optimizer=keras.optimizers.SGD(0.01))
+        model({"score": tf.zeros((1, 1)), "key": tf.zeros((1,), tf.int64)})
+        ds = IgniteDataset(args["cache"], args["host"], args["port"], batch_size=args["batch"]).map(
+            lambda b: ({"score": tf.reshape(b["val"]["score"], (-1, 1)), "key": b["key"]}, b["val"]["score"]))
+        backup = BackupAndRestore(args["backup"], save_freq=args["save_freq"], delete_checkpoint=False)
+        interrupt = Interrupt(args.get("interrupt_at", -1))
+        try:
+            model.fit(backup.dataset(ds), epochs=1, callbacks=[backup, interrupt], verbose=0)
+        finally:
+            with open(args["out"], "w") as f:
+                json.dump({"seen": model.seen.numpy().tolist(), "batches": interrupt.batches,
+                           "restored": backup.restored}, f)
+""")
+
+
+def test_keras_backup_and_restore_resumes_mid_epoch_exactly_once(ignite_cluster: LocalCluster, cache_name: str,
+                                                                tmp_path: Path) -> None:
+    rows, batch = 2_000, 50
+    with IgniteClient(ignite_cluster.addresses()) as client:
+        _fill(client, cache_name, list(range(rows)))
+    host, port = ignite_cluster.address(0)
+    args = {"rows": rows, "cache": cache_name, "host": host, "port": port, "batch": batch,
+            "backup": str(tmp_path / "backup"), "save_freq": 7}
+
+    # Run 1, here: trains 25 of 40 batches, backed up after batches 7, 14 and 21, then fails.
+    job: dict[str, Any] = {}
+    exec(compile(KERAS_JOB, "keras_job", "exec"), job)  # noqa: S102 - the same job the fresh process runs
+    with pytest.raises(RuntimeError, match="interrupted"):
+        job["main"]({**args, "interrupt_at": 25, "out": str(tmp_path / "run1.json")})
+    run1 = json.loads((tmp_path / "run1.json").read_text())
+    assert run1["batches"] == 25 and sum(run1["seen"]) == 25 * batch
+
+    # Run 2, a fresh process: the model comes back as of batch 21, the iterator right after it.
+    out = tmp_path / "run2.json"
+    proc = subprocess.run([sys.executable, "-c", KERAS_JOB + "\nmain(json.loads(sys.argv[1]))",
+                           json.dumps({**args, "out": str(out)})],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0, f"the resumed run failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    run2 = json.loads(out.read_text())
+    assert run2["restored"] == 1
+    assert run2["batches"] == rows // batch - 21, "the resumed epoch trained only the batches left"
+    counts = Counter(run2["seen"])
+    assert counts == {1.0: rows}, f"every row trained on exactly once over the two runs: {counts}"
