@@ -273,7 +273,8 @@ KERAS_JOB = textwrap.dedent("""
         model.compile(optimizer=keras.optimizers.SGD(0.01))
         model({"score": tf.zeros((1, 1)), "key": tf.zeros((1,), tf.int64)})
         ds = IgniteDataset(args["cache"], args["host"], args["port"], batch_size=args["batch"]).map(
-            lambda b: ({"score": tf.reshape(b["val"]["score"], (-1, 1)), "key": b["key"]}, b["val"]["score"]))
+            lambda b: ({"score": tf.reshape(tf.cast(b["val"]["score"], tf.float32), (-1, 1)), "key": b["key"]},
+                       tf.cast(b["val"]["score"], tf.float32)))
         backup = BackupAndRestore(args["backup"], save_freq=args["save_freq"], delete_checkpoint=False)
         interrupt = Interrupt(args.get("interrupt_at", -1))
         try:
