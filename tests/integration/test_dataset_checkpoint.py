@@ -18,7 +18,7 @@ import sys
 import textwrap
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,19 +37,21 @@ from tensorflow_ignite.protocol.values import BinaryObject
 ROWS = 4_000
 BATCH = 50
 
-# Builds the dataset the way the first process did, restores the iterator, reads the rest.
+# Builds each dataset the way the first process did, restores its iterator, reads the rest.
 RESTORE = textwrap.dedent("""
     import json, sys
     import tensorflow as tf
     from tensorflow_ignite import IgniteDataset
 
-    args = json.loads(sys.argv[1])
-    ds = IgniteDataset(args["cache"], args["host"], args["port"], **args["kwargs"])
-    it = iter(ds)
-    tf.train.Checkpoint(iterator=it).read(args["checkpoint"]).assert_consumed()
-    keys = [k.decode() if isinstance(k, bytes) else int(k) for batch in it for k in batch["key"].numpy()]
-    with open(args["out"], "w") as f:
-        json.dump({"keys": keys, "skipped": ds.stats.resumed_skips, "mode": ds.stats.scan_mode}, f)
+    results = []
+    for job in json.loads(sys.argv[1]):
+        ds = IgniteDataset(job["cache"], job["host"], job["port"], **job["kwargs"])
+        it = iter(ds)
+        tf.train.Checkpoint(iterator=it).read(job["checkpoint"]).assert_consumed()
+        keys = [k.decode() if isinstance(k, bytes) else int(k) for batch in it for k in batch["key"].numpy()]
+        results.append({"keys": keys, "skipped": ds.stats.resumed_skips, "mode": ds.stats.scan_mode})
+    with open(sys.argv[2], "w") as f:
+        json.dump(results, f)
 """)
 
 
@@ -75,15 +77,17 @@ def _take(it: Any, batches: int) -> list[Any]:
     return keys
 
 
-def _restore_elsewhere(tmp_path: Path, cache: str, address: tuple[str, int], checkpoint: str,
-                       **kwargs: Any) -> dict[str, Any]:
-    """Restore ``checkpoint`` in a new Python process; its keys and stats."""
+def _restore_elsewhere(tmp_path: Path, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Restore each job's checkpoint in one new Python process: their keys and stats.
+
+    A job: ``cache``, ``address``, ``checkpoint`` and the dataset's keyword arguments.
+    """
     out = tmp_path / f"rest-{time.monotonic_ns()}.json"
-    args = {"cache": cache, "host": address[0], "port": address[1], "kwargs": kwargs,
-            "checkpoint": checkpoint, "out": str(out)}
+    args = [{"cache": j["cache"], "host": j["address"][0], "port": j["address"][1], "kwargs": j["kwargs"],
+             "checkpoint": j["checkpoint"]} for j in jobs]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    proc = subprocess.run([sys.executable, "-c", RESTORE, json.dumps(args)], capture_output=True, text=True,
-                          env=env, timeout=240)
+    proc = subprocess.run([sys.executable, "-c", RESTORE, json.dumps(args), str(out)], capture_output=True,
+                          text=True, env=env, timeout=300)
     assert proc.returncode == 0, f"the restoring process failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
     return json.loads(out.read_text())
 
@@ -98,37 +102,38 @@ def _assert_exactly_once(keys: list[Any], expected: list[Any], what: str) -> Non
         f"(e.g. {sorted(repeated.items())[:5]}), {len(extra)} unexpected")
 
 
-KEY_KINDS = [
-    pytest.param(lambda i: i, "nodes", id="long-keys-node-scans"),
-    pytest.param(lambda i: f"row-{i}", "partitions", id="string-keys-partition-scans"),
-]
-
-
-@pytest.mark.parametrize("make_key,mode", KEY_KINDS)
-def test_saved_iterator_resumes_in_a_fresh_process(ignite_cluster: LocalCluster, cache_name: str, tmp_path: Path,
-                                                   make_key: Callable[[int], Any], mode: str) -> None:
-    keys = [make_key(i) for i in range(ROWS)]
-    with IgniteClient(ignite_cluster.addresses()) as client:
-        _fill(client, cache_name, keys)
+def test_saved_iterators_resume_in_a_fresh_process(ignite_cluster: LocalCluster, cache_name: str,
+                                                   tmp_path: Path) -> None:
+    # long keys: one scan per node, identities are the keys; string keys: partition scans, key digests
+    kinds = {"nodes": [i for i in range(ROWS)], "partitions": [f"row-{i}" for i in range(ROWS)]}
     address = ignite_cluster.address(0)
-    ds = IgniteDataset(cache_name, *address, batch_size=BATCH)
-    it = iter(ds)
-    first = _take(it, 37)  # mid-partition: 37 * 50 rows of ~4 per partition
-    checkpoint = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "iterator" / "ckpt"))
-    assert ds.stats.scan_mode == mode
+    jobs, firsts, iterators = [], {}, {}
+    for mode, keys in kinds.items():
+        cache = f"{cache_name}_{mode}"
+        with IgniteClient(ignite_cluster.addresses()) as client:
+            _fill(client, cache, keys)
+        ds = IgniteDataset(cache, *address, batch_size=BATCH)
+        it = iter(ds)
+        firsts[mode] = _take(it, 37)  # mid-partition: 37 * 50 rows, ~4 rows per partition
+        checkpoint = tf.train.Checkpoint(iterator=it).write(str(tmp_path / mode / "ckpt"))
+        assert ds.stats.scan_mode == mode
+        jobs.append({"cache": cache, "address": address, "checkpoint": checkpoint, "kwargs": {"batch_size": BATCH}})
+        iterators[mode] = (ds, it)
 
-    # Here, the iterator goes on; a fresh process resumes from the checkpoint: both yield the rest.
-    rest_here = [_key(k) for batch in it for k in batch["key"].numpy()]
-    _assert_exactly_once(first + rest_here, keys, "the saving process")
-    resumed = _restore_elsewhere(tmp_path, cache_name, address, checkpoint, batch_size=BATCH)
-    _assert_exactly_once(first + resumed["keys"], keys, "saved, then resumed in another process")
-    assert resumed["mode"] == "partitions"  # a resumed read scans the partitions left, one by one
+    # Here, the iterators go on; a fresh process resumes from the checkpoints: both yield the rest.
+    for mode, (ds, it) in iterators.items():
+        rest_here = [_key(k) for batch in it for k in batch["key"].numpy()]
+        _assert_exactly_once(firsts[mode] + rest_here, kinds[mode], f"{mode}: the saving process")
+    for job, mode, resumed in zip(jobs, kinds, _restore_elsewhere(tmp_path, jobs)):
+        _assert_exactly_once(firsts[mode] + resumed["keys"], kinds[mode], f"{mode}: resumed in another process")
+        assert resumed["mode"] == "partitions"  # a resumed read scans the partitions left, one by one
 
     # A finished iterator saves as finished: restoring it yields nothing.
+    ds, it = iterators["nodes"]
     done = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "finished" / "ckpt"))
-    it2 = iter(ds)
-    tf.train.Checkpoint(iterator=it2).read(done).assert_consumed()
-    assert list(it2) == []
+    again = iter(ds)
+    tf.train.Checkpoint(iterator=again).read(done).assert_consumed()
+    assert list(again) == []
 
 
 def test_restoring_into_another_dataset_is_a_clear_error(ignite_cluster: LocalCluster, cache_name: str,
@@ -185,24 +190,22 @@ def test_resume_exactly_once_after_a_node_died_and_another_joined(three_nodes: L
     address = cluster.address(0)  # the seed stays up; the dataset knows the other nodes too
     # Small pages: partitions are read in several round trips, so saves land inside them.
     ds = IgniteDataset(cache_name, *address, batch_size=BATCH, page_size=8, timeout=20)
-    with IgniteClient(cluster.addresses()) as client:
-        before = client.partition_map(cache_name, refresh=True)
 
-    # 1. Saved mid-epoch; a node dies; a fresh process resumes on the survivors.
+    # 1. Saved mid-epoch on three nodes; then a node dies.
+    kwargs = {"batch_size": BATCH, "page_size": 8, "timeout": 20}
     it = iter(ds)
-    first = _take(it, 29)
-    saved = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "one" / "ckpt"))
+    first_one = _take(it, 29)
+    saved_one = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "one" / "ckpt"))
     del it
     cluster.kill_node(2, signal.SIGKILL)
     _wait_rebalanced(cluster, cache_name, ROWS)
-    resumed = _restore_elsewhere(tmp_path, cache_name, address, saved, batch_size=BATCH, page_size=8, timeout=20)
-    _assert_exactly_once(first + resumed["keys"], keys, "resumed after node 2 died")
-    assert resumed["skipped"] > 0, "the save landed inside a partition: its rows handed out were skipped"
+    with IgniteClient(cluster.addresses()) as client:
+        before = client.partition_map(cache_name, refresh=True)
 
-    # 2. Saved mid-epoch; a node joins, partitions move to it; a fresh process resumes.
+    # 2. Saved mid-epoch on the two survivors; then a node joins and partitions move to it.
     it = iter(ds)
-    first = _take(it, 41)
-    saved = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "two" / "ckpt"))
+    first_two = _take(it, 41)
+    saved_two = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "two" / "ckpt"))
     del it
     cluster.add_node()
     _wait_rebalanced(cluster, cache_name, ROWS)
@@ -210,8 +213,16 @@ def test_resume_exactly_once_after_a_node_died_and_another_joined(three_nodes: L
         after = client.partition_map(cache_name, refresh=True)
     moved = sum(a != b for a, b in zip(before.nodes, after.nodes))
     assert moved > 0, "the joined node took over partitions"
-    resumed = _restore_elsewhere(tmp_path, cache_name, address, saved, batch_size=BATCH, page_size=8, timeout=20)
-    _assert_exactly_once(first + resumed["keys"], keys, f"resumed after a join moved {moved} partitions")
+
+    # A fresh process resumes both: every row exactly once across each save.
+    one, two = _restore_elsewhere(tmp_path, [
+        {"cache": cache_name, "address": address, "checkpoint": saved_one, "kwargs": kwargs},
+        {"cache": cache_name, "address": address, "checkpoint": saved_two, "kwargs": kwargs},
+    ])
+    _assert_exactly_once(first_one + one["keys"], keys, "saved on 3 nodes, node 2 died, a node joined, resumed")
+    _assert_exactly_once(first_two + two["keys"], keys, f"saved on 2 nodes, a join moved {moved} partitions, "
+                                                        "resumed")
+    assert one["skipped"] > 0 and two["skipped"] > 0, "saves inside partitions: rows handed out were skipped"
 
     # 3. A node dies *during* the epoch, before the save (the one-scan-per-node read cannot
     #    vouch for partitions any more: the state keeps their rows' keys); resumed here.

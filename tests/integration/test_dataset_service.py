@@ -74,7 +74,7 @@ def service() -> Iterator[tf.data.experimental.service.DispatchServer]:
             except subprocess.TimeoutExpired:
                 w.kill()
                 w.wait()
-        dispatcher._stop()
+        dispatcher.stop()
 
 
 @pytest.fixture(scope="module")

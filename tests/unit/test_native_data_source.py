@@ -344,8 +344,8 @@ def local_service():
     worker = tf.data.experimental.service.WorkerServer(tf.data.experimental.service.WorkerConfig(
         dispatcher_address=dispatcher.target.split("://")[1]))
     yield dispatcher
-    worker._stop()
-    dispatcher._stop()
+    worker.stop()
+    dispatcher.stop()
 
 
 def test_dynamic_sharding_hands_out_the_splits(local_service) -> None:

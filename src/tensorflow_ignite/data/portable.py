@@ -32,7 +32,7 @@ reaches the cluster through its own node).  A process that already holds a
 shared client for the same connection (the one that built the dataset) uses
 it, with its credentials.
 
-A rebuilt reader is kept per description for the life of the process, so
+A rebuilt reader is kept per description (the 32 most recently used), so
 every epoch of a tf.data service worker reuses one client and schema.
 """
 
@@ -42,6 +42,7 @@ import json
 import os
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -70,8 +71,10 @@ DESCRIPTION_VERSION = 1
 _MAX_ENDPOINTS = 16
 _CREDENTIAL_FIELDS = ("username", "password", "cafile", "certfile", "keyfile", "cert_password")
 
+#: Rebuilt sources kept per process (least recently used dropped first).
+_MAX_REBUILT = 32
 _providers: dict[str, Callable[[], Mapping[str, Any]]] = {}
-_rebuilt: dict[str, "Source"] = {}
+_rebuilt: OrderedDict[str, "Source"] = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -306,11 +309,15 @@ def rebuild(description: str) -> "Source":
     """The native source for a description, built once per process (see the module docstring)."""
     with _lock:
         source = _rebuilt.get(description)
-    if source is not None:
-        return source
+        if source is not None:
+            _rebuilt.move_to_end(description)
+            return source
     source = _build(description)
     with _lock:
-        return _rebuilt.setdefault(description, source)
+        source = _rebuilt.setdefault(description, source)
+        while len(_rebuilt) > _MAX_REBUILT:
+            _rebuilt.popitem(last=False)
+        return source
 
 
 def _build(description: str) -> "Source":

@@ -51,7 +51,8 @@ supported; :func:`supports` says whether a signature qualifies.  Errors from
 the Python iterator reach TensorFlow as the ``tf.errors`` class the ignite://
 plugin uses for them (:func:`tensorflow_ignite.native.status.code_for_exception`:
 ``IgniteConnectionError`` -> ``UnavailableError``, ``CacheNotFoundError`` ->
-``NotFoundError``, ``ValueError`` -> ``InvalidArgumentError``, other errors
+``NotFoundError``, ``ValueError`` -> ``InvalidArgumentError``,
+``UnsupportedOperationError`` -> ``UnimplementedError``, other errors
 ``InternalError``), the message naming the exception
 type and text, followed by the Python traceback.
 """
