@@ -276,7 +276,11 @@ def test_secrets_never_leak(vault: dict[str, Any], caplog: pytest.LogCaptureFixt
         check("ConnectionOptions", ds.connection)
         # -- element_spec and the TF graph
         _assert_clean("element_spec", repr(ds.element_spec), vault)
-        _assert_clean("dataset graph", ds._as_serialized_graph().numpy(), vault)
+        graph_bytes = ds._as_serialized_graph().numpy()
+        _assert_clean("dataset graph", graph_bytes, vault)
+        # The op's description names no key or certificate file either: other processes bring their own.
+        for what in ("keyfile", "certfile"):
+            assert vault[what].encode() not in graph_bytes, f"the {what} path appears in the dataset graph"
 
         @tf.function
         def total(d: tf.data.Dataset) -> tf.Tensor:
@@ -356,6 +360,60 @@ def _children(pid: int) -> list[int]:
     except OSError:
         pass
     return kids
+
+
+# A process that did not build the dataset runs its serialized graph (as a tf.data service worker
+# would): first without credentials in its environment, then with them.
+REBUILD_ELSEWHERE = """
+import os, pickle, sys
+import tensorflow_ignite  # noqa: F401 -- registers the op and its rebuilder
+import tensorflow as tf
+from tensorflow.python.data.ops import dataset_ops
+from tensorflow.python.ops import gen_experimental_dataset_ops
+
+graph, spec = pickle.loads(open(sys.argv[1], "rb").read())
+def rows():
+    ds = dataset_ops._VariantDataset(gen_experimental_dataset_ops.dataset_from_graph(graph), spec)
+    return sum(int(b["key"].shape[0]) for b in ds)
+try:
+    rows()
+    print("UNEXPECTED: read without credentials")
+except tf.errors.InvalidArgumentError as exc:
+    print("WITHOUT:", exc.message.splitlines()[0])
+os.environ.update(dict(a.split("=", 1) for a in sys.argv[2:]))
+print("ROWS:", rows())
+"""
+
+
+def test_a_dataset_rebuilt_elsewhere_takes_credentials_from_that_process(vault: dict[str, Any],
+                                                                        tmp_path: Path) -> None:
+    import pickle
+
+    import tensorflow_ignite
+    from tensorflow_ignite import IgniteDataset
+
+    host, port = vault["host"], vault["port"]
+    kwargs = _client_kwargs(vault)
+    with IgniteClient(f"{host}:{port}", **kwargs) as client:
+        tensorflow_ignite.write("rebuilt_rows", {"x": np.arange(70, dtype=np.int64)}, client=client,
+                                mode="overwrite", progress=False)
+    ds = IgniteDataset("rebuilt_rows", host=host, port=port, batch_size=16, **kwargs)
+    graph = tmp_path / "graph.pickle"
+    graph.write_bytes(pickle.dumps((ds._as_serialized_graph().numpy(), ds.element_spec)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IGNITE_DATASET_")}
+    given = [f"IGNITE_DATASET_USERNAME={vault['user']}", f"IGNITE_DATASET_PASSWORD={vault['password']}",
+             f"IGNITE_DATASET_CERTFILE={vault['certfile']}", f"IGNITE_DATASET_KEYFILE={vault['keyfile']}",
+             f"IGNITE_DATASET_CERT_PASSWORD={vault['cert_password']}"]
+    proc = subprocess.run([sys.executable, "-c", REBUILD_ELSEWHERE, str(graph), *given], capture_output=True,
+                          text=True, timeout=240, env={**env, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
+    without = lines.get("WITHOUT", "")
+    for variable in ("IGNITE_DATASET_PASSWORD", "IGNITE_DATASET_CERTFILE and IGNITE_DATASET_KEYFILE",
+                     "IGNITE_DATASET_CERT_PASSWORD"):
+        assert variable in without, f"the error names {variable}: {without!r}"
+    _assert_clean("the rebuild error", without, vault)
+    assert lines.get("ROWS") == "70", proc.stdout
 
 
 def test_secrets_not_on_command_lines(vault: dict[str, Any], tmp_path: Path) -> None:

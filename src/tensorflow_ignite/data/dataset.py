@@ -6,8 +6,11 @@ Shape of the pipeline ("describe ranges, read a chunk"):
    schema is resolved from metadata (:mod:`.schema`) and a
    :class:`~.plan.PartitionPlan` lists the scans (one per partition, or one
    ``local`` scan).
-2. A generator walks the scans; TensorFlow pulls it through the native source
-   op (:mod:`tensorflow_ignite.native.data_source`), or, with
+2. A reader (:mod:`.reader`) walks the scans, one run per iterator;
+   TensorFlow pulls it through the native source op
+   (:mod:`tensorflow_ignite.native.data_source`), whose description of the read
+   lets other processes rebuild it (:mod:`.portable`) and whose saved state is
+   per-partition progress (:mod:`.progress`), or, with
    ``num_parallel_reads`` > 1, interleaves that many ``from_generator``
    readers, each walking its share of the scans.  Each scan streams pages of its partition *from that
    partition's primary node* (one page requested ahead, and the next
