@@ -213,7 +213,8 @@ class ReadProgress:
         if not n:
             return
         start = self._read
-        self._pages.append(_Page(start, n, -1, None, parts, ids))
+        # Partitions are < 65536: two bytes a row (the keys are shared with the node scan's own list).
+        self._pages.append(_Page(start, n, -1, None, parts.astype(np.uint16), ids))
         self._read += n
         cuts = np.flatnonzero(parts[1:] != parts[:-1]) + 1
         firsts = [0, *cuts.tolist()]
@@ -256,6 +257,7 @@ class ReadProgress:
             complete -= tentative - trusted
         done = self._done | complete
         groups: dict[int, list[np.ndarray]] = {p: [ids] for p, ids in self._carried.items() if p not in done}
+        finished = np.fromiter(done, np.int64, len(done))
         for page in self._pages:
             if page.start >= emitted:
                 break
@@ -267,7 +269,7 @@ class ReadProgress:
             assert page.parts is not None and page.ids is not None
             parts, ids = page.parts[:k], page.ids[:k]
             if done:
-                keep = ~np.isin(parts, np.fromiter(done, np.int64, len(done)))
+                keep = ~np.isin(parts, finished)
                 parts, ids = parts[keep], ids[keep]
             if not len(parts):
                 continue
