@@ -374,7 +374,7 @@ def filesystem_section(results: Sequence[ScenarioResult], profiles: dict[str, li
 
 #: Hand-maintained, like WHAT_WAS_TRIED: what was changed in the ``ignite://`` data path and why.
 FILESYSTEM_NOTES = """\
-How a checkpoint travels (`src/tensorflow_ignite/fs/store.py`): TensorFlow's bundle writer hands the
+How a checkpoint travels (`src/tensorflow_ignite/fs/store/`): TensorFlow's bundle writer hands the
 plugin 8 MiB appends; each whole 4 MiB block inside an append is sent straight from TensorFlow's
 buffer (`FileWriter.write` -> `Connection.send_parts`: the put's header and the block in one
 `sendmsg`, no copy) by the writing thread before `write` returns, and its acknowledgement is awaited
