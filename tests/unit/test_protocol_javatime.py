@@ -80,7 +80,7 @@ def test_widening(code: int, values: list[object], expected: list[object]) -> No
     region, n = _page(values)
     col = C.decode_page(region, n, C.PagePlan.sql([C.scalar("x", code)]))["x"]
     assert col.values.tolist() == expected
-    assert col.values.dtype == np.dtype(C._OUT_DTYPE[code])
+    assert col.values.dtype == np.dtype(C.decode._OUT_DTYPE[code])
     assert col.mask is not None and col.mask.tolist() == [v is not None for v in values]
 
 
