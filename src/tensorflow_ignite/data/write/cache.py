@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ...errors import ConfigurationError, IgniteError, ServerError
-from ...protocol.cache_config import JAVA_TYPE_NAMES, CacheConfiguration, QueryEntity, QueryField
+from ...protocol.cache_config import CacheConfiguration, QueryEntity, QueryField
 from ...protocol.codes import ClientStatus
+from ...protocol.types import JAVA_TYPE_NAMES
 from ..tensor_schema import delete_schema
 from .fields import FieldPlan
 from .plan import WritePlan

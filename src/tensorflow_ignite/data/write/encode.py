@@ -17,6 +17,7 @@ import numpy as np
 
 from ...errors import ConfigurationError
 from ...protocol.binary import BinaryEncoder
+from ...protocol.binary.format import HEADER_LEN as _HEADER_LEN
 from ...protocol.buffer import I32, ByteWriter
 from ...protocol.codes import ObjectFlag, TypeCode
 from ...protocol.hashing import field_id as _field_id
@@ -25,7 +26,6 @@ from ...protocol.hashing import type_id as _type_id
 from ...protocol.values import BinaryObject, Timestamp
 from .fields import FieldPlan
 
-_HEADER_LEN = 24
 _MAX_OBJECT = (1 << 31) - 1
 
 

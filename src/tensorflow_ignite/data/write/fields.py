@@ -12,29 +12,13 @@ import numpy as np
 
 from ...errors import ConfigurationError
 from ...protocol.codes import TypeCode
+from ...protocol.types import ARRAY_DTYPES, ARRAY_OF, WRITE_CODES
 from ...protocol.values import Timestamp
 from ..tensor_schema import TensorField
 
-#: numpy dtype -> (scalar type code, array type code, wire dtype)
+#: numpy dtype name -> (scalar type code, array type code, wire dtype of the array elements)
 _NUMERIC: dict[str, tuple[int, int, str]] = {
-    "bool": (TypeCode.BOOL, TypeCode.BOOL_ARR, "|b1"),
-    "int8": (TypeCode.BYTE, TypeCode.BYTE_ARR, "|i1"),
-    "uint8": (TypeCode.BYTE, TypeCode.BYTE_ARR, "|i1"),  # same bits, two's complement
-    "int16": (TypeCode.SHORT, TypeCode.SHORT_ARR, "<i2"),
-    "uint16": (TypeCode.INT, TypeCode.INT_ARR, "<i4"),  # widened: Java has no unsigned short
-    "int32": (TypeCode.INT, TypeCode.INT_ARR, "<i4"),
-    "uint32": (TypeCode.LONG, TypeCode.LONG_ARR, "<i8"),  # widened
-    "int64": (TypeCode.LONG, TypeCode.LONG_ARR, "<i8"),
-    "uint64": (TypeCode.LONG, TypeCode.LONG_ARR, "<i8"),  # same bits; the schema says uint64
-    "float16": (TypeCode.FLOAT, TypeCode.FLOAT_ARR, "<f4"),
-    "float32": (TypeCode.FLOAT, TypeCode.FLOAT_ARR, "<f4"),
-    "float64": (TypeCode.DOUBLE, TypeCode.DOUBLE_ARR, "<f8"),
-}
-
-_ARRAY_OF_SCALAR = {
-    TypeCode.BOOL: TypeCode.BOOL_ARR, TypeCode.BYTE: TypeCode.BYTE_ARR, TypeCode.SHORT: TypeCode.SHORT_ARR,
-    TypeCode.INT: TypeCode.INT_ARR, TypeCode.LONG: TypeCode.LONG_ARR, TypeCode.FLOAT: TypeCode.FLOAT_ARR,
-    TypeCode.DOUBLE: TypeCode.DOUBLE_ARR,
+    name: (code, ARRAY_OF[code], ARRAY_DTYPES[ARRAY_OF[code]].str) for name, code in WRITE_CODES.items()
 }
 
 

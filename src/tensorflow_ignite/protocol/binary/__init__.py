@@ -39,7 +39,7 @@ from tensorflow_ignite.protocol.binary.decode import (
     decode_value,
 )
 from tensorflow_ignite.protocol.binary.encode import BinaryEncoder, encode_value
-from tensorflow_ignite.protocol.binary.format import ARRAY_DTYPES, OBJECT_HEADER
+from tensorflow_ignite.protocol.binary.format import OBJECT_HEADER
 
 __all__ = [
     "MissingSchemaError",
@@ -50,5 +50,4 @@ __all__ = [
     "decode_value",
     "encode_value",
     "OBJECT_HEADER",
-    "ARRAY_DTYPES",
 ]

@@ -40,7 +40,8 @@ from tensorflow_ignite.protocol.values import (
     Time,
     Timestamp,
 )
-from tensorflow_ignite.protocol.binary.format import ARRAY_DTYPES, HEADER_LEN, OBJECT_HEADER
+from tensorflow_ignite.protocol.binary.format import HEADER_LEN, OBJECT_HEADER
+from tensorflow_ignite.protocol.types import ARRAY_DTYPES
 
 _NULL = TypeCode.NULL
 _HANDLE = TypeCode.HANDLE

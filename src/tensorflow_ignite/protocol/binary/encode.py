@@ -46,7 +46,14 @@ from tensorflow_ignite.protocol.values import (
     Timestamp,
     Typed,
 )
-from tensorflow_ignite.protocol.binary.format import ARRAY_DTYPES, HEADER_LEN, OBJECT_HEADER
+from tensorflow_ignite.protocol.binary.format import HEADER_LEN, OBJECT_HEADER
+from tensorflow_ignite.protocol.types import (
+    ARRAY_DTYPES,
+    METADATA_CODES,
+    NUMPY_ARRAY_CODES,
+    NUMPY_SCALAR_CODES,
+    TYPED_ARRAY_ELEMENTS,
+)
 
 _NULL = TypeCode.NULL
 
@@ -55,51 +62,8 @@ _I16_RANGE = (-(1 << 15), (1 << 15) - 1)
 _I32_RANGE = (-(1 << 31), (1 << 31) - 1)
 _I64_RANGE = (-(1 << 63), (1 << 63) - 1)
 
-#: Type code recorded in metadata for a field written with a given code.
-_META_CODE = {
-    TypeCode.BINARY_ENUM: TypeCode.ENUM,
-    TypeCode.BINARY_OBJ: TypeCode.OBJ,
-    TypeCode.HANDLE: TypeCode.OBJ,
-    TypeCode.NULL: TypeCode.OBJ,
-}
-
-_NP_SCALAR_CODES: dict[type, int] = {
-    np.bool_: TypeCode.BOOL,
-    np.int8: TypeCode.BYTE,
-    np.int16: TypeCode.SHORT,
-    np.int32: TypeCode.INT,
-    np.int64: TypeCode.LONG,
-    np.uint8: TypeCode.SHORT,
-    np.uint16: TypeCode.INT,
-    np.uint32: TypeCode.LONG,
-    np.uint64: TypeCode.LONG,
-    np.float16: TypeCode.FLOAT,
-    np.float32: TypeCode.FLOAT,
-    np.float64: TypeCode.DOUBLE,
-}
-
-_NP_ARRAY_CODES: dict[str, int] = {
-    "i1": TypeCode.BYTE_ARR,
-    "u1": TypeCode.BYTE_ARR,  # same bytes as Java byte[]; reinterpreted (images)
-    "i2": TypeCode.SHORT_ARR,
-    "u2": TypeCode.CHAR_ARR,
-    "i4": TypeCode.INT_ARR,
-    "i8": TypeCode.LONG_ARR,
-    "f4": TypeCode.FLOAT_ARR,
-    "f8": TypeCode.DOUBLE_ARR,
-    "b1": TypeCode.BOOL_ARR,
-}
-
 _WIDTH_TYPES = frozenset({Int8, Int16, Int32, Float32, Char})
 
-_TYPED_ARRAY_ELEMENT = {
-    TypeCode.STRING_ARR: TypeCode.STRING,
-    TypeCode.UUID_ARR: TypeCode.UUID,
-    TypeCode.DATE_ARR: TypeCode.DATE,
-    TypeCode.TIMESTAMP_ARR: TypeCode.TIMESTAMP,
-    TypeCode.TIME_ARR: TypeCode.TIME,
-    TypeCode.DECIMAL_ARR: TypeCode.DECIMAL,
-}
 
 
 def _bad(value: Any, code: int, reason: str = "") -> ConfigurationError:
@@ -157,7 +121,7 @@ class BinaryEncoder:
         }
         for code in ARRAY_DTYPES:
             self._writers[code] = self._w_prim_array
-        for code in _TYPED_ARRAY_ELEMENT:
+        for code in TYPED_ARRAY_ELEMENTS:
             self._writers[code] = self._w_typed_array
 
     # ---------------------------------------------------------------- entry points
@@ -214,12 +178,12 @@ class BinaryEncoder:
         if isinstance(value, (bytes, bytearray, memoryview)):
             return TypeCode.BYTE_ARR
         if isinstance(value, np.ndarray):
-            code = _NP_ARRAY_CODES.get(value.dtype.str[1:])
+            code = NUMPY_ARRAY_CODES.get(value.dtype.str[1:])
             if code is None or value.ndim != 1:
                 raise _bad(value, TypeCode.OBJ_ARR, f"no Ignite array type for dtype {value.dtype} ndim {value.ndim}")
             return code
         if isinstance(value, np.generic):
-            code = _NP_SCALAR_CODES.get(type(value))
+            code = NUMPY_SCALAR_CODES.get(type(value))
             if code is None:
                 raise _bad(value, TypeCode.OBJ, "unsupported numpy scalar type")
             return code
@@ -445,7 +409,7 @@ class BinaryEncoder:
 
     def _w_typed_array(self, w: ByteWriter, value: Any) -> None:
         code = self._code
-        elem = _TYPED_ARRAY_ELEMENT[code]
+        elem = TYPED_ARRAY_ELEMENTS[code]
         items = list(value)
         w.buf.append(code)
         w.buf += I32.pack(len(items))
@@ -572,7 +536,7 @@ class BinaryEncoder:
                 code = int(hint) if hint is not None else self.infer_type_code(val)
                 self.write(w, val, code)
             if isinstance(key, str):
-                meta[key] = BinaryField(key, _META_CODE.get(code, code), fid)
+                meta[key] = BinaryField(key, METADATA_CODES.get(code, code), fid)
             else:
                 names_known = False
         raw = obj.raw

@@ -42,7 +42,6 @@ and :mod:`.decode` (the decoder).
 
 from tensorflow_ignite.protocol.columns.decode import decode_page, take, value_offsets
 from tensorflow_ignite.protocol.columns.plan import (
-    WIDENING,
     Column,
     FieldPlan,
     FieldTypeError,
@@ -50,6 +49,7 @@ from tensorflow_ignite.protocol.columns.plan import (
     obj,
     scalar,
 )
+from tensorflow_ignite.protocol.types import WIDENING
 
 __all__ = ["FieldPlan", "PagePlan", "Column", "FieldTypeError", "WIDENING", "decode_page", "scalar", "obj",
            "value_offsets", "take"]

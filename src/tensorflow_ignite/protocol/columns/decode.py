@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from tensorflow_ignite.errors import ProtocolError, SchemaError
-from tensorflow_ignite.protocol.binary import ARRAY_DTYPES, BinaryDecoder, MissingSchemaError, SchemaResolver
+from tensorflow_ignite.protocol.binary import BinaryDecoder, MissingSchemaError, SchemaResolver
 from tensorflow_ignite.protocol.pool import BufferPool, aligned_empty
 from tensorflow_ignite.protocol.buffer import I32
 from tensorflow_ignite.protocol.codes import ObjectFlag, TypeCode
@@ -22,8 +22,8 @@ from tensorflow_ignite.protocol.javatime import (
     decode_java_time_columns,
     describe_java_object,
 )
+from tensorflow_ignite.protocol.types import ARRAY_DTYPES, COLUMN_DTYPES, FIXED_WIRE, WIDENING
 from tensorflow_ignite.protocol.columns.plan import (
-    WIDENING,
     Column,
     FieldPlan,
     FieldTypeError,
@@ -42,39 +42,8 @@ _STRING = int(TypeCode.STRING)
 _TIMESTAMP = int(TypeCode.TIMESTAMP)
 _UUID = int(TypeCode.UUID)
 
-#: wire size (after the type code) and output dtype of fixed-size scalars.
-_FIXED: dict[int, tuple[int, str]] = {
-    TypeCode.BYTE: (1, "i1"),
-    TypeCode.SHORT: (2, "<i2"),
-    TypeCode.INT: (4, "<i4"),
-    TypeCode.LONG: (8, "<i8"),
-    TypeCode.FLOAT: (4, "<f4"),
-    TypeCode.DOUBLE: (8, "<f8"),
-    TypeCode.CHAR: (2, "<u2"),
-    TypeCode.BOOL: (1, "u1"),
-    TypeCode.DATE: (8, "<i8"),
-    TypeCode.TIME: (8, "<i8"),
-    TypeCode.TIMESTAMP: (12, ""),
-    TypeCode.UUID: (16, ""),
-}
-_OUT_DTYPE: dict[int, Any] = {
-    TypeCode.BYTE: np.int8,
-    TypeCode.SHORT: np.int16,
-    TypeCode.INT: np.int32,
-    TypeCode.LONG: np.int64,
-    TypeCode.FLOAT: np.float32,
-    TypeCode.DOUBLE: np.float64,
-    TypeCode.CHAR: np.uint16,
-    TypeCode.BOOL: np.bool_,
-    TypeCode.DATE: np.int64,
-    TypeCode.TIME: np.int64,
-    TypeCode.TIMESTAMP: np.int64,
-    TypeCode.DECIMAL: np.float64,
-    TypeCode.ENUM: np.int32,
-    TypeCode.BINARY_ENUM: np.int32,
-}
 #: Total encoded size (type code included) of values whose size is fixed.
-_VALUE_SIZE = {code: 1 + size for code, (size, _) in _FIXED.items()}
+_VALUE_SIZE = {code: 1 + size for code, (size, _) in FIXED_WIRE.items()}
 _VALUE_SIZE[_NULL] = 1
 
 
@@ -121,7 +90,7 @@ def _leaf_uniform(plan: FieldPlan) -> bool:
     """True if ``plan`` wants only values of a fixed encoded size (see :class:`_Layout`)."""
     if plan.type_code == _OBJ:
         return all(_leaf_uniform(f) for f in plan.fields)
-    if plan.type_code in _FIXED:
+    if plan.type_code in FIXED_WIRE:
         return plan.type_code != _UUID
     return plan.type_code in ARRAY_DTYPES and plan.fixed_length is not None and not plan.as_bytes
 
@@ -171,7 +140,7 @@ class _Layout:
                 assert fplan.fixed_length is not None
                 size = fplan.fixed_length * ARRAY_DTYPES[code].itemsize
             else:
-                size = _FIXED[code][0]
+                size = FIXED_WIRE[code][0]
             varying[off:off + size] = True
         # Values the plan skips (e.g. keys of a value-only read) may differ per row too.
         for start, vplan in zip(starts, plan.values):
@@ -349,9 +318,9 @@ class _PageDecoder:
         present = np.ones(n, dtype=bool)
         for kind, path, plan, off, code in layout.leaves:
             if kind == "fixed":
-                size, dt = _FIXED[code]
+                size, dt = FIXED_WIRE[code]
                 vals = np.ndarray((n,), dt, buffer=page, offset=off, strides=(row_len,))
-                out = vals != 0 if code == TypeCode.BOOL else vals.astype(_OUT_DTYPE[code])
+                out = vals != 0 if code == TypeCode.BOOL else vals.astype(COLUMN_DTYPES[code])
             elif kind == "ts":
                 ms = np.ndarray((n,), "<i8", buffer=page, offset=off, strides=(row_len,))
                 ns = np.ndarray((n,), "<i4", buffer=page, offset=off + 8, strides=(row_len,))
@@ -378,7 +347,7 @@ class _PageDecoder:
             self.traceable = False  # a null: other rows may differ in length
         elif code == _TIMESTAMP:
             self.trace.append(("ts", path, plan, int(p[0]) + 1, code))
-        elif code in _FIXED and code != _UUID:
+        elif code in FIXED_WIRE and code != _UUID:
             self.trace.append(("fixed", path, plan, int(p[0]) + 1, code))
         elif code in ARRAY_DTYPES and plan.fixed_length is not None and not plan.as_bytes:
             self.trace.append(("array", path, plan, int(p[0]) + 5, code))
@@ -520,9 +489,9 @@ class _PageDecoder:
         n = self.n
         if self.trace is not None:
             self._trace_leaf(plan, path, code, p, sel)
-        if code in _FIXED and code != _TIMESTAMP and code != _UUID:
-            size, dt = _FIXED[code]
-            out = np.zeros(n, dtype=_OUT_DTYPE[code])
+        if code in FIXED_WIRE and code != _TIMESTAMP and code != _UUID:
+            size, dt = FIXED_WIRE[code]
+            out = np.zeros(n, dtype=COLUMN_DTYPES[code])
             vals = self.gather(p + 1, size, dt, path)
             out[sel] = vals != 0 if code == TypeCode.BOOL else vals
             self.emit(path, plan, out, present)

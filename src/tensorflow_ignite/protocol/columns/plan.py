@@ -1,4 +1,5 @@
-"""What a page decode extracts: field and page plans, the decoded column, the lossless widenings."""
+"""What a page decode extracts: field and page plans, the decoded column, the lossless widenings
+(:data:`~tensorflow_ignite.protocol.types.WIDENING`)."""
 
 from __future__ import annotations
 
@@ -13,23 +14,6 @@ from tensorflow_ignite.protocol.codes import TypeCode
 from tensorflow_ignite.protocol.hashing import field_id as _field_id
 from tensorflow_ignite.protocol.values import Date, Time, Timestamp
 
-_B, _S, _I, _F = int(TypeCode.BYTE), int(TypeCode.SHORT), int(TypeCode.INT), int(TypeCode.FLOAT)
-_OPT = int(TypeCode.OPTIMIZED)
-
-#: Plan type -> wire types whose every value it holds exactly (widening only).
-#: OPTIMIZED: Java-serialized ``java.sql.Date``/``java.util.Date`` (-> date,
-#: timestamp), ``java.sql.Time`` (-> time), ``java.sql.Timestamp`` (-> timestamp);
-#: see :mod:`tensorflow_ignite.protocol.javatime`.
-WIDENING: dict[int, frozenset[int]] = {
-    int(TypeCode.SHORT): frozenset({_B}),
-    int(TypeCode.INT): frozenset({_B, _S}),
-    int(TypeCode.LONG): frozenset({_B, _S, _I}),
-    int(TypeCode.FLOAT): frozenset({_B, _S}),
-    int(TypeCode.DOUBLE): frozenset({_B, _S, _I, _F}),
-    int(TypeCode.DATE): frozenset({_OPT}),
-    int(TypeCode.TIME): frozenset({_OPT}),
-    int(TypeCode.TIMESTAMP): frozenset({int(TypeCode.DATE), _OPT}),
-}
 
 
 def widen(value: Any, target: int) -> Any:
