@@ -7,9 +7,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ...errors import ConfigurationError, IgniteError, ServerError
+from ...errors import CacheExistsError, ConfigurationError, IgniteError, ServerError
 from ...protocol.cache_config import CacheConfiguration, QueryEntity, QueryField
-from ...protocol.codes import ClientStatus
 from ...protocol.types import JAVA_TYPE_NAMES
 from ..tensor_schema import delete_schema
 from .fields import FieldPlan
@@ -108,7 +107,7 @@ def prepare_cache(client: "IgniteClient", cache_name: str, existing: bool, plan:
     try:
         client.create_cache(config)
     except ServerError as exc:
-        if exc.status == ClientStatus.CACHE_EXISTS:
+        if isinstance(exc, CacheExistsError):
             raise ConfigurationError(f"cache {cache_name!r} was created by someone else meanwhile: {exc}") from None
         if not config.query_entities:
             raise
