@@ -237,7 +237,7 @@ WHAT_WAS_TRIED = """\
    little here); `.prefetch(1)`/`(2)` after the dataset (0.236/0.240 vs 0.230 s: the reader and the
    consumer contend for the GIL).
 9. **Pages whose rows repeat one layout decode through strided reads**
-   (`src/tensorflow_ignite/protocol/columns.py`: `_Layout`, `take`). After item 7 the decoder was
+   (`src/tensorflow_ignite/protocol/columns/decode.py`: `_Layout`, `take`). After item 7 the decoder was
    the reader's largest cost: ~700 small NumPy calls per page (per-row index arrays for fancy
    indexing, per-field masks), 0.5 ms fixed per page. Now, when every row of a page is as long as
    row 0 and repeats row 0's bytes except in its value bytes and object hash codes (one comparison
