@@ -15,6 +15,7 @@ from tensorflow_ignite.protocol.javatime import (
     describe_java_object,
     encode_java_time,
 )
+from tensorflow_ignite.protocol.types import COLUMN_DTYPES
 from tensorflow_ignite.protocol.values import Date, Float32, Int8, Int16, Int32, OptimizedObject, Time, Timestamp
 
 # Bytes a 2.17 node sent for SQL DATE values (INSERT of 1970-01-04 and DATE '2020-02-29').
@@ -80,7 +81,7 @@ def test_widening(code: int, values: list[object], expected: list[object]) -> No
     region, n = _page(values)
     col = C.decode_page(region, n, C.PagePlan.sql([C.scalar("x", code)]))["x"]
     assert col.values.tolist() == expected
-    assert col.values.dtype == np.dtype(C._OUT_DTYPE[code])
+    assert col.values.dtype == np.dtype(COLUMN_DTYPES[code])
     assert col.mask is not None and col.mask.tolist() == [v is not None for v in values]
 
 

@@ -57,6 +57,7 @@ from ..protocol import columns as C
 from ..protocol.codes import TypeCode as T
 from ..protocol.hashing import field_id as _field_id
 from ..protocol.hashing import type_id as _type_id_of
+from ..protocol.types import JAVA_CLASS_TYPE_CODES, TF_ARRAY_DTYPES, TF_DTYPES
 from ..protocol.values import BinaryObject, BinaryType, EnumValue, OptimizedObject
 from .tensor_schema import TensorSchemaRecord
 
@@ -65,59 +66,9 @@ if TYPE_CHECKING:
 
     from ..client import IgniteClient
 
-__all__ = ["FieldSchema", "DatasetSchema", "resolve_schema", "JAVA_CLASS_TYPE_CODES"]
+__all__ = ["FieldSchema", "DatasetSchema", "resolve_schema"]
 
 log = logging.getLogger(__name__)
-
-# Ignite type code -> (numpy dtype of the decoded column, TF dtype name).
-_SCALARS: dict[int, tuple[str, str]] = {
-    T.BYTE: ("int8", "int8"),
-    T.SHORT: ("int16", "int16"),
-    T.INT: ("int32", "int32"),
-    T.LONG: ("int64", "int64"),
-    T.FLOAT: ("float32", "float32"),
-    T.DOUBLE: ("float64", "float64"),
-    T.CHAR: ("uint16", "uint16"),
-    T.BOOL: ("bool", "bool"),
-    T.STRING: ("object", "string"),
-    T.UUID: ("object", "string"),
-    T.DATE: ("int64", "int64"),
-    T.TIMESTAMP: ("int64", "int64"),
-    T.TIME: ("int64", "int64"),
-    T.DECIMAL: ("float64", "float64"),
-    T.ENUM: ("int32", "int32"),
-    T.BINARY_ENUM: ("int32", "int32"),
-}
-_ARRAYS: dict[int, str] = {
-    T.BYTE_ARR: "uint8",  # raw bytes / pixels: unsigned, as the original contrib dataset did
-    T.SHORT_ARR: "int16",
-    T.INT_ARR: "int32",
-    T.LONG_ARR: "int64",
-    T.FLOAT_ARR: "float32",
-    T.DOUBLE_ARR: "float64",
-    T.CHAR_ARR: "uint16",
-    T.BOOL_ARR: "bool",
-}
-
-#: Java class names (query entities, SQL) -> type codes.
-JAVA_CLASS_TYPE_CODES: dict[str, int] = {
-    "java.lang.Byte": T.BYTE, "byte": T.BYTE,
-    "java.lang.Short": T.SHORT, "short": T.SHORT,
-    "java.lang.Integer": T.INT, "int": T.INT,
-    "java.lang.Long": T.LONG, "long": T.LONG,
-    "java.lang.Float": T.FLOAT, "float": T.FLOAT,
-    "java.lang.Double": T.DOUBLE, "double": T.DOUBLE,
-    "java.lang.Character": T.CHAR, "char": T.CHAR,
-    "java.lang.Boolean": T.BOOL, "boolean": T.BOOL,
-    "java.lang.String": T.STRING,
-    "java.util.UUID": T.UUID,
-    "java.util.Date": T.DATE, "java.sql.Date": T.DATE,
-    "java.sql.Timestamp": T.TIMESTAMP,
-    "java.sql.Time": T.TIME,
-    "java.math.BigDecimal": T.DECIMAL,
-    "[B": T.BYTE_ARR, "[S": T.SHORT_ARR, "[I": T.INT_ARR, "[J": T.LONG_ARR,
-    "[F": T.FLOAT_ARR, "[D": T.DOUBLE_ARR, "[C": T.CHAR_ARR, "[Z": T.BOOL_ARR,
-}
 
 _DEFAULTS: dict[str, Any] = {"string": b""}
 
@@ -219,7 +170,7 @@ def _plan(f: FieldSchema) -> C.FieldPlan | None:
     if f.is_object:
         return C.obj(f.name, *(p for p in (_plan(x) for x in f.fields) if p is not None),
                      type_id=_type_id_of(f.type_name) if f.type_name else None, type_name=f.type_name)
-    if f.type_code in _ARRAYS:
+    if f.type_code in TF_ARRAY_DTYPES:
         fixed = None
         if f.shape and None not in f.shape:
             fixed = int(np.prod(f.shape))
@@ -288,13 +239,13 @@ def _assemble(f: FieldSchema, path: str, columns: Mapping[str, C.Column], n: int
 def leaf_from_type_code(name: str, code: int, *, shape: tuple[int, ...] | None = None,
                         dtype: str | None = None, decimal_as: str = "float64") -> FieldSchema:
     """A leaf schema for an Ignite type code (``SchemaError`` when unsupported as a column)."""
-    if code in _SCALARS:
-        np_dtype, tf_dtype = _SCALARS[code]
+    if code in TF_DTYPES:
+        tf_dtype = TF_DTYPES[code]
         if code == T.DECIMAL and decimal_as == "string":
             tf_dtype = "string"
         return FieldSchema(name, code, dtype or tf_dtype, ())
-    if code in _ARRAYS:
-        elem = dtype or _ARRAYS[code]
+    if code in TF_ARRAY_DTYPES:
+        elem = dtype or TF_ARRAY_DTYPES[code]
         return FieldSchema(name, code, elem, tuple(shape) if shape else (None,))
     raise SchemaError(
         f"field {name!r} has Ignite type {_type_label(code)}, which IgniteDataset cannot turn into a tensor "
@@ -334,7 +285,7 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
             )
         code = int(meta.type_code)
         seen = next((s.get(fname) for s in samples if s.get(fname) is not None), None)
-        if code == T.OBJ and declared and declared.get(fname) in _SCALARS:
+        if code == T.OBJ and declared and declared.get(fname) in TF_DTYPES:
             code = declared[fname]
         elif code == T.OBJ:
             if isinstance(seen, BinaryObject) and client is not None:
@@ -367,7 +318,7 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
             tf_field = record.field(fname)
             if tf_field is not None:
                 shape = tf_field.shape or None
-                dtype = tf_field.dtype if code in _ARRAYS or code in _SCALARS else None
+                dtype = tf_field.dtype if code in TF_ARRAY_DTYPES or code in TF_DTYPES else None
                 if dtype in ("object", "str", "bytes") or (dtype and dtype.startswith(("<U", "|S", "S", "U"))):
                     dtype = None
         out.append(leaf_from_type_code(fname, code, shape=shape, dtype=_tf_dtype_name(dtype),
