@@ -114,6 +114,9 @@ JAVA_CLASS_TYPE_CODES: dict[str, int] = {
     "java.util.Date": T.DATE, "java.sql.Date": T.DATE,
     "java.sql.Timestamp": T.TIMESTAMP,
     "java.sql.Time": T.TIME,
+    # java.time values travel Java-serialized (protocol/javatime.py) and read as these kinds.
+    "java.time.LocalDate": T.DATE, "java.time.LocalDateTime": T.TIMESTAMP, "java.time.LocalTime": T.TIME,
+    "java.time.Instant": T.TIMESTAMP,
     "java.math.BigDecimal": T.DECIMAL,
     "[B": T.BYTE_ARR, "[S": T.SHORT_ARR, "[I": T.INT_ARR, "[J": T.LONG_ARR,
     "[F": T.FLOAT_ARR, "[D": T.DOUBLE_ARR, "[C": T.CHAR_ARR, "[Z": T.BOOL_ARR,
@@ -470,11 +473,11 @@ def _schema_of_value(name: str, value: Any, client: "IgniteClient", decimal_as: 
 
 
 def _java_object_message(where: str, value: OptimizedObject) -> str:
-    from ..protocol.javatime import describe_java_object
+    from ..protocol.javatime import DECODED_JAVA_CLASSES, describe_java_object
 
     return (f"{where} holds a Java-serialized {describe_java_object(value.data)}: IgniteDataset decodes only "
-            "java.sql.Date, java.util.Date, java.sql.Time and java.sql.Timestamp from Java serialization; "
-            "select other fields with fields=[...] or read it with IgniteClient.cache(...).scan()")
+            f"{DECODED_JAVA_CLASSES} from Java serialization; select other fields with fields=[...] or read it "
+            "with IgniteClient.cache(...).scan()")
 
 
 def _infer_code(value: Any) -> int:

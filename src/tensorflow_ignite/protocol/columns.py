@@ -131,6 +131,26 @@ WIDENING: dict[int, frozenset[int]] = {
 }
 
 
+#: Epoch milliseconds whose every nanosecond fits a timestamp column's int64 nanoseconds
+#: (1677-09-21 .. 2262-04-11); a timestamp outside raises instead of wrapping around.
+NS_RANGE_MS = (-(2**63 // 1_000_000), 2**63 // 1_000_000 - 1)
+
+
+def _ns_out_of_range(ms: np.ndarray) -> np.ndarray:
+    return (ms < NS_RANGE_MS[0]) | (ms > NS_RANGE_MS[1])
+
+
+def _timestamp_range_error(path: str, row: int, ms: int, code: int) -> FieldTypeError:
+    import datetime as _dt
+
+    try:
+        when = (_dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=ms)).isoformat(timespec="milliseconds")
+    except OverflowError:
+        when = f"{ms} ms after the epoch"
+    return FieldTypeError(path, row, f"{_type_label(code)} {when}, outside the int64 nanoseconds of a timestamp "
+                          "tensor (1677-09-21..2262-04-11)", _type_label(TypeCode.TIMESTAMP))
+
+
 def _widen(value: Any, target: int) -> Any:
     """``value`` (decoded from a type in ``WIDENING[target]``) in ``target``'s column encoding, or None."""
     if target in (TypeCode.DATE, TypeCode.TIME, TypeCode.TIMESTAMP):
@@ -140,8 +160,8 @@ def _widen(value: Any, target: int) -> Any:
             return value.millis
         if target == TypeCode.TIMESTAMP and type(value) is Date:
             return value.epoch_ms * 1_000_000
-        if target == TypeCode.TIMESTAMP and type(value) is Timestamp:
-            return value.epoch_ns
+        if target == TypeCode.TIMESTAMP and type(value) is Timestamp and -2**63 <= value.epoch_ns < 2**63:
+            return value.epoch_ns  # an int64 of nanoseconds reaches the years 1677..2262
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -516,6 +536,9 @@ class _PageDecoder:
             elif kind == "ts":
                 ms = np.ndarray((n,), "<i8", buffer=page, offset=off, strides=(row_len,))
                 ns = np.ndarray((n,), "<i4", buffer=page, offset=off + 8, strides=(row_len,))
+                far = np.flatnonzero(_ns_out_of_range(ms))
+                if far.size:
+                    raise _timestamp_range_error(path, int(far[0]), int(ms[far[0]]), code)
                 out = ms * 1_000_000 + ns.astype(np.int64)
             else:
                 dtype = ARRAY_DTYPES[code]
@@ -620,7 +643,7 @@ class _PageDecoder:
                     length = I32.unpack_from(self.region, q)[0]
                     found = f"{found}: {describe_java_object(bytes(self.region[q + 4:q + 4 + length]))}"
                 else:
-                    found = f"{found}: {type(value).__name__}"
+                    found = f"{found}: {value!r}"
                 raise FieldTypeError(path, r, found, _type_label(target))
             converted.append(out)
         self.slot(replace(plan, nullable=True), pos, rest, path)
@@ -654,8 +677,9 @@ class _PageDecoder:
         elif target == TypeCode.TIME:
             ok = kind == KIND_TIME
         else:
-            ok = (kind == KIND_TIMESTAMP) | (kind == KIND_DATE)
-            value = np.where(kind == KIND_DATE, value * 1_000_000, value)
+            # A date beyond the int64 nanoseconds goes the slow way, to its error.
+            ok = (kind == KIND_TIMESTAMP) | ((kind == KIND_DATE) & ~_ns_out_of_range(value))
+            value = np.where(ok & (kind == KIND_DATE), value * 1_000_000, value)
         return opt[ok], value[ok]
 
     def emit(self, path: str, plan: FieldPlan, values: np.ndarray, present: np.ndarray,
@@ -691,6 +715,9 @@ class _PageDecoder:
             out = np.zeros(n, dtype=np.int64)
             ms = self.gather(p + 1, 8, "<i8", path)
             ns = self.gather(p + 9, 4, "<i4", path).astype(np.int64)
+            far = np.flatnonzero(_ns_out_of_range(ms))
+            if far.size:
+                raise _timestamp_range_error(path, int(sel[far[0]]), int(ms[far[0]]), code)
             out[sel] = ms * 1_000_000 + ns
             self.emit(path, plan, out, present)
         elif code == _UUID:

@@ -23,6 +23,7 @@ import org.apache.ignite.IgniteDataStreamer;
 import org.apache.ignite.Ignition;
 import org.apache.ignite.binary.BinaryObject;
 import org.apache.ignite.binary.BinaryType;
+import org.apache.ignite.cache.affinity.AffinityKeyMapped;
 import org.apache.ignite.cache.query.annotations.QuerySqlField;
 import org.apache.ignite.configuration.CacheConfiguration;
 import org.apache.ignite.configuration.IgniteConfiguration;
@@ -51,7 +52,8 @@ import org.apache.ignite.spi.discovery.tcp.ipfinder.vm.TcpDiscoveryVmIpFinder;
  *   <tr><td>{@code NAME_stream}</td><td>{@link Reading} by an {@code IgniteDataStreamer}, Long keys
  *       0..M-1</td></tr>
  *   <tr><td>{@code NAME_nested}</td><td>{@link Basket} (ArrayList, HashMap, HashSet, an enum and an enum
- *       array, nested POJOs, one object referenced twice) by {@code cache.put}, Integer keys 0..N-1</td></tr>
+ *       array, nested POJOs, one object referenced twice) by {@code cache.put}, {@link BasketKey} keys
+ *       (id 0..N-1)</td></tr>
  *   <tr><td>{@code NAME_sql}</td><td>{@link Person}, a {@code @QuerySqlField}-annotated POJO
  *       ({@code setIndexedTypes(Long, Person)}: SQL table {@code "NAME_sql".PERSON}), Long keys 0..N-1</td></tr>
  *   <tr><td>{@code NAME_mixed}</td><td>{@link Measure}, whose {@code Number value} holds a Long,
@@ -60,8 +62,11 @@ import org.apache.ignite.spi.discovery.tcp.ipfinder.vm.TcpDiscoveryVmIpFinder;
  *
  * <p>Output line, values encoded as {@link ExpectedJson} documents (of the object as Ignite's binary
  * view has it: {@code ignite.binary().toBinary(pojo)}): {@code {"cache": name, "key": k, "type_name":
- * class name, "fields": {...}, "types": {field: Ignite metadata type name}}}; a {@code java.time.LocalDate}
- * is {@code {"local_date": "yyyy-mm-dd", "epoch_day": n}}.
+ * class name, "fields": {...}, "types": {field: Ignite metadata type name}}}; a {@code java.time} value
+ * ({@code LocalDate}, {@code LocalTime}, {@code LocalDateTime}, {@code Instant}) is {@code {"java_time": class,
+ * "text": toString()}} plus {@code "epoch_day"}, {@code "nano_of_day"}, or {@code "epoch_second"} and
+ * {@code "nano"} (a {@code LocalDateTime} taken as UTC); {@code "key"} is a number or, for a POJO key, an
+ * object document.
  */
 public final class ThickClientWriter {
     static final long MIXED_KEY = 7;
@@ -114,6 +119,13 @@ public final class ThickClientWriter {
     public static final class Point {
         double lat;
         double lon;
+    }
+
+    /** A composite key: a POJO whose {@code region} decides the partition. */
+    public static final class BasketKey {
+        int id;
+        @AffinityKeyMapped
+        String region;
     }
 
     /** Java collections, an enum and nested objects. */
@@ -279,12 +291,15 @@ public final class ThickClientWriter {
         }
         out.addAll(records(ignite, prefix + "_stream", written));
 
-        IgniteCache<Integer, Basket> baskets = ignite.cache(prefix + "_nested");
-        Map<Integer, Object> writtenBaskets = new LinkedHashMap<>();
+        IgniteCache<BasketKey, Basket> baskets = ignite.cache(prefix + "_nested");
+        Map<BasketKey, Object> writtenBaskets = new LinkedHashMap<>();
         for (int k = 0; k < n; k++) {
+            BasketKey key = new BasketKey();
+            key.id = k;
+            key.region = "region-" + k % 3;
             Basket b = basket(k);
-            baskets.put(k, b);
-            writtenBaskets.put(k, b);
+            baskets.put(key, b);
+            writtenBaskets.put(key, b);
         }
         out.addAll(records(ignite, baskets.getName(), writtenBaskets));
 
@@ -343,7 +358,7 @@ public final class ThickClientWriter {
         r.localDay = LocalDate.of(2024, 2, 29).plusDays(k * 37L - 100);
         r.localStamp = k % 5 == 4 ? null : LocalDateTime.of(1969, 12, 31, 23, 59, 59, 999_999_999).plusSeconds(k * 86_399L)
             .plusNanos(new long[] {0, 1, 1_000, 1_000_000, 0}[k % 5]);
-        r.localTime = LocalTime.of(k % 24, k * 7 % 60, k % 3 == 0 ? 0 : k, k % 2 == 0 ? 0 : k * 1_000_000);
+        r.localTime = LocalTime.of(k % 24, k * 7 % 60, k % 3 == 0 ? 0 : k % 60, k % 2 == 0 ? 0 : k % 1000 * 1_000_000);
         r.instant = Instant.ofEpochSecond(-86_400L * 365 * 30 + 12_345_678L * k, k * 1_000_003L % 1_000_000_000);
         r.amount = new BigDecimal(new String[] {"123.45", "-0.001", "98765432109876543210.123456789", "1E+5",
             "0"}[c]).add(BigDecimal.valueOf(k));
@@ -404,7 +419,8 @@ public final class ThickClientWriter {
         p.score = k / 3.0f;
         p.active = k % 2 == 1;
         p.token = new UUID(k, ~k);
-        p.hired = new Date(DATES_MS[k % 5] + 60_000L * k);
+        // The year-9999 and year-1 dates exactly (SQL reads them as timestamps, beyond int64 nanoseconds).
+        p.hired = new Date(DATES_MS[k % 5] + (k % 5 < 3 ? 60_000L * k : 0));
         p.updated = new Timestamp(1_700_000_000_000L + 1000L * k);
         p.updated.setNanos(k * 1001 % 1_000_000_000);
         p.balance = new BigDecimal("1234.5678").multiply(BigDecimal.valueOf(k - 5));
@@ -414,6 +430,11 @@ public final class ThickClientWriter {
         p.address = new Address();
         p.address.city = "p-city-" + k;
         p.address.zip = k;
+        if (k % 2 == 0) {
+            p.address.location = new Point();
+            p.address.location.lat = -k;
+            p.address.location.lon = k / 16.0;
+        }
         return p;
     }
 
@@ -438,7 +459,8 @@ public final class ThickClientWriter {
             BinaryType meta = expected.type();
             Map<String, Object> r = new LinkedHashMap<>();
             r.put("cache", cacheName);
-            r.put("key", ((Number)e.getKey()).longValue());
+            r.put("key", e.getKey() instanceof Number ? (Object)((Number)e.getKey()).longValue()
+                : plain(ignite.binary().toBinary(e.getKey())));
             r.put("type_name", obj.get("type_name"));
             r.put("fields", obj.get("fields"));
             Map<String, Object> types = new LinkedHashMap<>();
@@ -452,16 +474,24 @@ public final class ThickClientWriter {
 
     /** {@link ExpectedJson#plain}, plus {@code java.time.LocalDate} (not an Ignite binary type). */
     static Object plain(Object v) {
-        if (v instanceof java.time.temporal.TemporalAccessor) {
+        if (v instanceof java.time.temporal.Temporal) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("java_time", v.getClass().getName());
             m.put("text", v.toString());
-            return m;
-        }
-        if (v instanceof LocalDate) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("local_date", v.toString());
-            m.put("epoch_day", ((LocalDate)v).toEpochDay());
+            if (v instanceof LocalDate)
+                m.put("epoch_day", ((LocalDate)v).toEpochDay());
+            else if (v instanceof LocalTime)
+                m.put("nano_of_day", ((LocalTime)v).toNanoOfDay());
+            else if (v instanceof LocalDateTime) {
+                m.put("epoch_second", ((LocalDateTime)v).toEpochSecond(java.time.ZoneOffset.UTC));
+                m.put("nano", (long)((LocalDateTime)v).getNano());
+            }
+            else if (v instanceof Instant) {
+                m.put("epoch_second", ((Instant)v).getEpochSecond());
+                m.put("nano", (long)((Instant)v).getNano());
+            }
+            else
+                throw new IllegalArgumentException("no JSON encoding for " + v.getClass().getName());
             return m;
         }
         if (v instanceof BinaryObject && !((BinaryObject)v).type().isEnum()) {
