@@ -131,13 +131,15 @@ WIDENING: dict[int, frozenset[int]] = {
 }
 
 
-#: Epoch milliseconds whose every nanosecond fits a timestamp column's int64 nanoseconds
-#: (1677-09-21 .. 2262-04-11); a timestamp outside raises instead of wrapping around.
-NS_RANGE_MS = (-(2**63 // 1_000_000), 2**63 // 1_000_000 - 1)
+#: The int64 nanoseconds of a timestamp column as (epoch ms, sub-ms nanos): 1677-09-21 .. 2262-04-11.
+_NS_MIN = divmod(-(2**63), 1_000_000)
+_NS_MAX = divmod(2**63 - 1, 1_000_000)
 
 
-def _ns_out_of_range(ms: np.ndarray) -> np.ndarray:
-    return (ms < NS_RANGE_MS[0]) | (ms > NS_RANGE_MS[1])
+def _ns_out_of_range(ms: np.ndarray, sub_ms: np.ndarray | int = 0) -> np.ndarray:
+    """Where ``ms * 1e6 + sub_ms`` (``sub_ms`` in [0, 1e6)) does not fit an int64: raise, never wrap."""
+    return ((ms < _NS_MIN[0]) | (ms > _NS_MAX[0]) | ((ms == _NS_MIN[0]) & (sub_ms < _NS_MIN[1]))
+            | ((ms == _NS_MAX[0]) & (sub_ms > _NS_MAX[1])))
 
 
 def _timestamp_range_error(path: str, row: int, ms: int, code: int) -> FieldTypeError:
@@ -158,10 +160,9 @@ def _widen(value: Any, target: int) -> Any:
             return value.epoch_ms
         if target == TypeCode.TIME and type(value) is Time:
             return value.millis
-        if target == TypeCode.TIMESTAMP and type(value) is Date:
-            return value.epoch_ms * 1_000_000
-        if target == TypeCode.TIMESTAMP and type(value) is Timestamp and -2**63 <= value.epoch_ns < 2**63:
-            return value.epoch_ns  # an int64 of nanoseconds reaches the years 1677..2262
+        if target == TypeCode.TIMESTAMP and type(value) in (Date, Timestamp):
+            ns = value.epoch_ms * 1_000_000 if type(value) is Date else value.epoch_ns
+            return ns if -2**63 <= ns < 2**63 else None  # int64 nanoseconds reach the years 1677..2262
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -536,7 +537,7 @@ class _PageDecoder:
             elif kind == "ts":
                 ms = np.ndarray((n,), "<i8", buffer=page, offset=off, strides=(row_len,))
                 ns = np.ndarray((n,), "<i4", buffer=page, offset=off + 8, strides=(row_len,))
-                far = np.flatnonzero(_ns_out_of_range(ms))
+                far = np.flatnonzero(_ns_out_of_range(ms, ns))
                 if far.size:
                     raise _timestamp_range_error(path, int(far[0]), int(ms[far[0]]), code)
                 out = ms * 1_000_000 + ns.astype(np.int64)
@@ -715,7 +716,7 @@ class _PageDecoder:
             out = np.zeros(n, dtype=np.int64)
             ms = self.gather(p + 1, 8, "<i8", path)
             ns = self.gather(p + 9, 4, "<i4", path).astype(np.int64)
-            far = np.flatnonzero(_ns_out_of_range(ms))
+            far = np.flatnonzero(_ns_out_of_range(ms, ns))
             if far.size:
                 raise _timestamp_range_error(path, int(sel[far[0]]), int(ms[far[0]]), code)
             out[sel] = ms * 1_000_000 + ns
