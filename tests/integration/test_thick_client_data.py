@@ -218,9 +218,37 @@ def _row_key(k: Any) -> Any:
     return int(k)
 
 
+def _rows(ds: Any) -> Iterator[dict[str, Any]]:
+    """The rows of a batched dataset, each as the unbatched element would be (dtypes kept)."""
+    for batch in ds.as_numpy_iterator():
+        n = len(next(iter(_leaves(batch))))
+        for i in range(n):
+            yield _row(batch, i)
+
+
+def _leaves(tree: Any) -> Iterator[Any]:
+    for v in tree.values():
+        if isinstance(v, dict):
+            yield from _leaves(v)
+        else:
+            yield v.row_splits[:-1] if hasattr(v, "row_splits") else v
+
+
+def _row(tree: dict[str, Any], i: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, v in tree.items():
+        if isinstance(v, dict):
+            out[name] = _row(v, i)
+        elif hasattr(v, "row_splits"):  # ragged: this row's slice of the flat values
+            out[name] = np.asarray(v.values)[v.row_splits[i]:v.row_splits[i + 1]]
+        else:
+            out[name] = v[i]
+    return out
+
+
 def _read(client: IgniteClient, cache: str, **kwargs: Any) -> dict[Any, dict[str, Any]]:
-    ds = IgniteDataset(cache, client=client, null_masks=True, **kwargs)
-    return {_row_key(e["key"]): e["val"] for e in ds.as_numpy_iterator()}
+    ds = IgniteDataset(cache, client=client, null_masks=True, batch_size=64, **kwargs)
+    return {_row_key(e["key"]): e["val"] for e in _rows(ds)}
 
 
 # ------------------------------------------------------------------- tests
@@ -252,7 +280,7 @@ def test_collections_enums_nested_pojos_and_pojo_keys(written: dict[str, Any],
         assert spec["val"]["counts"].dtype.name == "int64" and spec["val"]["totals"]["values"].dtype.name == "int64"
         assert spec["val"]["work"]["location"]["lat"].dtype.name == "float64"
         rows = {_row_key({k: v for k, v in e["key"].items() if not k.endswith("_present")}): e["val"]
-                for e in ds.as_numpy_iterator()}
+                for e in ds.as_numpy_iterator()}  # one by one: the unbatched elements
     kinds = _check_cache(records, rows)
     assert {"Collection", "Map", "Enum", "Enum[]", "Object"} <= kinds, kinds
     # The shapes the test means to cover really are in the data.

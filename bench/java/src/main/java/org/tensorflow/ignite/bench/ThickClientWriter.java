@@ -200,7 +200,7 @@ public final class ThickClientWriter {
             long t0 = System.nanoTime();
             try (Ignite ignite = Ignition.start(configuration(args))) {
                 progress("joined the cluster", t0);
-                records = write(ignite, prefix, n, m);
+                records = write(ignite, prefix, n, m, t0);
                 progress("wrote and verified " + records.size() + " entries", t0);
             }
             progress("left the cluster", t0);
@@ -262,13 +262,14 @@ public final class ThickClientWriter {
         owner.get().onExit().thenRun(() -> Runtime.getRuntime().halt(3));
     }
 
-    static List<Map<String, Object>> write(Ignite ignite, String prefix, int n, int m) {
+    static List<Map<String, Object>> write(Ignite ignite, String prefix, int n, int m, long t0) {
         CacheConfiguration<Long, Person> sqlCfg = new CacheConfiguration<>(prefix + "_sql");
         sqlCfg.setIndexedTypes(Long.class, Person.class);
         // One partition map exchange for all five caches instead of one each.
         ignite.getOrCreateCaches(List.of(new CacheConfiguration<>(prefix + "_put"),
             new CacheConfiguration<>(prefix + "_stream"), new CacheConfiguration<>(prefix + "_nested"), sqlCfg,
             new CacheConfiguration<>(prefix + "_mixed")));
+        progress("created the caches", t0);
         List<Map<String, Object>> out = new ArrayList<>();
 
         IgniteCache<Long, Reading> put = ignite.cache(prefix + "_put");
@@ -278,6 +279,7 @@ public final class ThickClientWriter {
             put.put(k, r);
             written.put(k, r);
         }
+        progress("wrote " + put.getName(), t0);
         out.addAll(records(ignite, put.getName(), written));
 
         written = new LinkedHashMap<>();
@@ -289,7 +291,9 @@ public final class ThickClientWriter {
                 written.put(k, r);
             }
         }
+        progress("wrote " + prefix + "_stream", t0);
         out.addAll(records(ignite, prefix + "_stream", written));
+        progress("verified " + prefix + "_stream", t0);
 
         IgniteCache<BasketKey, Basket> baskets = ignite.cache(prefix + "_nested");
         Map<BasketKey, Object> writtenBaskets = new LinkedHashMap<>();
@@ -301,6 +305,7 @@ public final class ThickClientWriter {
             baskets.put(key, b);
             writtenBaskets.put(key, b);
         }
+        progress("wrote " + baskets.getName(), t0);
         out.addAll(records(ignite, baskets.getName(), writtenBaskets));
 
         IgniteCache<Long, Person> people = ignite.cache(prefix + "_sql");
@@ -310,6 +315,7 @@ public final class ThickClientWriter {
             people.put(k, p);
             written.put(k, p);
         }
+        progress("wrote " + people.getName(), t0);
         out.addAll(records(ignite, people.getName(), written));
 
         IgniteCache<Long, Measure> mixed = ignite.cache(prefix + "_mixed");
@@ -321,6 +327,7 @@ public final class ThickClientWriter {
             mixed.put(k, x);
             written.put(k, x);
         }
+        progress("wrote " + mixed.getName(), t0);
         out.addAll(records(ignite, mixed.getName(), written));
         return out;
     }
@@ -443,11 +450,14 @@ public final class ThickClientWriter {
     /** Expected records of what was written to {@code cacheName}, checked against a read-back. */
     static <K> List<Map<String, Object>> records(Ignite ignite, String cacheName, Map<K, Object> written) {
         IgniteCache<K, BinaryObject> binary = ignite.<K, Object>cache(cacheName).withKeepBinary();
+        // One round trip for plain keys (POJO keys come back as binary objects: fetched one by one).
+        Map<K, BinaryObject> numbered = written.keySet().iterator().next() instanceof Number
+            ? binary.getAll(written.keySet()) : null;
         List<Map<String, Object>> out = new ArrayList<>();
         for (Map.Entry<K, Object> e : written.entrySet()) {
             BinaryObject expected = ignite.binary().toBinary(e.getValue());
             Object want = plain(expected);
-            BinaryObject actual = binary.get(e.getKey());
+            BinaryObject actual = numbered != null ? numbered.get(e.getKey()) : binary.get(e.getKey());
             if (actual == null)
                 throw new IllegalStateException("cache " + cacheName + ": key " + e.getKey() + " reads back null");
             Object got = plain(actual);
