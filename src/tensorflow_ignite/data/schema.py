@@ -35,10 +35,14 @@ Nulls: a null becomes the field's default (0, empty string, empty array); with
 Other clients: ``java.sql.Date`` (Ignite's SQL engine stores every ``DATE`` so),
 ``java.util.Date``, ``java.sql.Time`` and ``java.sql.Timestamp`` that arrive
 Java-serialized (type -2, :mod:`~tensorflow_ignite.protocol.javatime`) read as
-Date / Time / Timestamp.  A row whose value has another type than its field
+Date / Time / Timestamp; so do the ``java.time`` fields of a Java client's POJOs
+(``LocalDate`` as a Date at its UTC midnight, ``LocalDateTime`` read as UTC and
+``Instant`` as Timestamps, ``LocalTime`` as a Time when it has whole
+milliseconds).  A row whose value has another type than its field
 converts where nothing is lost (``protocol.columns.WIDENING``: long <- int,
 short, byte; int <- short, byte; double <- float, int, short, byte; float <-
-short, byte; timestamp <- date); anything else raises a ``SchemaError`` naming
+short, byte; timestamp <- date); anything else -- and a timestamp beyond the
+int64 nanoseconds, 1677-09-21..2262-04-11 -- raises a ``SchemaError`` naming
 the cache, the field, the row's key and both types.
 """
 
@@ -421,11 +425,11 @@ def _schema_of_value(name: str, value: Any, client: "IgniteClient", decimal_as: 
 
 
 def _java_object_message(where: str, value: OptimizedObject) -> str:
-    from ..protocol.javatime import describe_java_object
+    from ..protocol.javatime import DECODED_JAVA_CLASSES, describe_java_object
 
     return (f"{where} holds a Java-serialized {describe_java_object(value.data)}: IgniteDataset decodes only "
-            "java.sql.Date, java.util.Date, java.sql.Time and java.sql.Timestamp from Java serialization; "
-            "select other fields with fields=[...] or read it with IgniteClient.cache(...).scan()")
+            f"{DECODED_JAVA_CLASSES} from Java serialization; select other fields with fields=[...] or read it "
+            "with IgniteClient.cache(...).scan()")
 
 
 def _infer_code(value: Any) -> int:

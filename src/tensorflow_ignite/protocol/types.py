@@ -88,9 +88,10 @@ TYPES: dict[int, TypeInfo] = {info.code: info for info in (
     _I(T.BOOL, 1, "u1", np.bool_, "bool", "java.lang.Boolean", ("boolean",)),
     _I(T.STRING, tf="string", java="java.lang.String"),
     _I(T.UUID, 16, "", tf="string", java="java.util.UUID"),  # two longs, most significant first
-    _I(T.DATE, 8, "<i8", np.int64, "int64", "java.util.Date", ("java.sql.Date",)),  # epoch ms
-    _I(T.TIMESTAMP, 12, "", np.int64, "int64", "java.sql.Timestamp"),  # epoch ms + int ns; column: epoch ns
-    _I(T.TIME, 8, "<i8", np.int64, "int64", "java.sql.Time"),  # ms since midnight
+    _I(T.DATE, 8, "<i8", np.int64, "int64", "java.util.Date", ("java.sql.Date", "java.time.LocalDate")),  # epoch ms
+    _I(T.TIMESTAMP, 12, "", np.int64, "int64", "java.sql.Timestamp",
+       ("java.time.LocalDateTime", "java.time.Instant")),  # epoch ms + int ns; column: epoch ns
+    _I(T.TIME, 8, "<i8", np.int64, "int64", "java.sql.Time", ("java.time.LocalTime",)),  # ms since midnight
     _I(T.DECIMAL, column=np.float64, tf="float64", java="java.math.BigDecimal"),
     _I(T.ENUM, column=np.int32, tf="int32"),  # ordinal
     _I(T.BINARY_ENUM, column=np.int32, tf="int32", metadata=T.ENUM),

@@ -23,7 +23,8 @@ Output per leaf type (``mask`` True = present; nulls hold a default):
 
 * byte/short/int/long/float/double/bool/char -> int8/int16/int32/int64/
   float32/float64/bool/uint16 arrays;
-* date -> int64 epoch ms; timestamp -> int64 epoch ns; time -> int64 ms;
+* date -> int64 epoch ms; timestamp -> int64 epoch ns (one beyond 1677..2262
+  raises :class:`FieldTypeError`, never wraps around); time -> int64 ms;
 * UUID -> canonical string as ``bytes`` (object array); decimal -> float64;
   enum / binary enum -> int32 ordinal;
 * string -> ``bytes`` (UTF-8) in an object array;
@@ -32,8 +33,8 @@ Output per leaf type (``mask`` True = present; nulls hold a default):
 
 Rows whose wire type differs from the plan's are converted where no value is
 lost (:data:`WIDENING`: narrower integers and floats, a date in a timestamp
-column, Java-serialized ``java.sql.Date``/``Time``/``Timestamp`` that other
-clients and Ignite's SQL engine write); any other type raises
+column, Java-serialized ``java.sql.Date``/``Time``/``Timestamp`` and ``java.time``
+values that other clients and Ignite's SQL engine write); any other type raises
 :class:`FieldTypeError` with the row and both types.
 
 The package holds :mod:`.plan` (what to extract: plans, columns, widenings)

@@ -50,6 +50,28 @@ _VALUE_SIZE[_NULL] = 1
 _OPT = int(TypeCode.OPTIMIZED)
 _OPT_BYTE = _OPT & 0xFF  # as it appears in a page: optimized-marshaller bytes (int length + data)
 
+#: The int64 nanoseconds of a timestamp column as (epoch ms, sub-ms nanos): 1677-09-21 .. 2262-04-11.
+_NS_MIN = divmod(-(2**63), 1_000_000)
+_NS_MAX = divmod(2**63 - 1, 1_000_000)
+
+
+def _ns_out_of_range(ms: np.ndarray, sub_ms: np.ndarray | int = 0) -> np.ndarray:
+    """Where ``ms * 1e6 + sub_ms`` (``sub_ms`` in [0, 1e6)) does not fit an int64: raise, never wrap."""
+    return ((ms < _NS_MIN[0]) | (ms > _NS_MAX[0]) | ((ms == _NS_MIN[0]) & (sub_ms < _NS_MIN[1]))
+            | ((ms == _NS_MAX[0]) & (sub_ms > _NS_MAX[1])))
+
+
+def _timestamp_range_error(path: str, row: int, ms: int, code: int) -> FieldTypeError:
+    import datetime as _dt
+
+    try:
+        when = (_dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=ms)).isoformat(timespec="milliseconds")
+    except OverflowError:
+        when = f"{ms} ms after the epoch"
+    return FieldTypeError(path, row, f"{type_label(code)} {when}, outside the int64 nanoseconds of a timestamp "
+                          "tensor (1677-09-21..2262-04-11)", type_label(TypeCode.TIMESTAMP))
+
+
 
 def _step(idx: np.ndarray) -> int | None:
     """The stride of ``idx`` if its positions are evenly spaced and increasing, else None."""
@@ -324,6 +346,9 @@ class _PageDecoder:
             elif kind == "ts":
                 ms = np.ndarray((n,), "<i8", buffer=page, offset=off, strides=(row_len,))
                 ns = np.ndarray((n,), "<i4", buffer=page, offset=off + 8, strides=(row_len,))
+                far = np.flatnonzero(_ns_out_of_range(ms, ns))
+                if far.size:
+                    raise _timestamp_range_error(path, int(far[0]), int(ms[far[0]]), code)
                 out = ms * 1_000_000 + ns.astype(np.int64)
             else:
                 dtype = ARRAY_DTYPES[code]
@@ -428,7 +453,7 @@ class _PageDecoder:
                     length = I32.unpack_from(self.region, q)[0]
                     found = f"{found}: {describe_java_object(bytes(self.region[q + 4:q + 4 + length]))}"
                 else:
-                    found = f"{found}: {type(value).__name__}"
+                    found = f"{found}: {value!r}"
                 raise FieldTypeError(path, r, found, type_label(target))
             converted.append(out)
         self.slot(replace(plan, nullable=True), pos, rest, path)
@@ -462,8 +487,9 @@ class _PageDecoder:
         elif target == TypeCode.TIME:
             ok = kind == KIND_TIME
         else:
-            ok = (kind == KIND_TIMESTAMP) | (kind == KIND_DATE)
-            value = np.where(kind == KIND_DATE, value * 1_000_000, value)
+            # A date beyond the int64 nanoseconds goes the slow way, to its error.
+            ok = (kind == KIND_TIMESTAMP) | ((kind == KIND_DATE) & ~_ns_out_of_range(value))
+            value = np.where(ok & (kind == KIND_DATE), value * 1_000_000, value)
         return opt[ok], value[ok]
 
     def emit(self, path: str, plan: FieldPlan, values: np.ndarray, present: np.ndarray,
@@ -499,6 +525,9 @@ class _PageDecoder:
             out = np.zeros(n, dtype=np.int64)
             ms = self.gather(p + 1, 8, "<i8", path)
             ns = self.gather(p + 9, 4, "<i4", path).astype(np.int64)
+            far = np.flatnonzero(_ns_out_of_range(ms, ns))
+            if far.size:
+                raise _timestamp_range_error(path, int(sel[far[0]]), int(ms[far[0]]), code)
             out[sel] = ms * 1_000_000 + ns
             self.emit(path, plan, out, present)
         elif code == _UUID:

@@ -23,10 +23,9 @@ def widen(value: Any, target: int) -> Any:
             return value.epoch_ms
         if target == TypeCode.TIME and type(value) is Time:
             return value.millis
-        if target == TypeCode.TIMESTAMP and type(value) is Date:
-            return value.epoch_ms * 1_000_000
-        if target == TypeCode.TIMESTAMP and type(value) is Timestamp:
-            return value.epoch_ns
+        if target == TypeCode.TIMESTAMP and type(value) in (Date, Timestamp):
+            ns = value.epoch_ms * 1_000_000 if type(value) is Date else value.epoch_ns
+            return ns if -2**63 <= ns < 2**63 else None  # int64 nanoseconds reach the years 1677..2262
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
