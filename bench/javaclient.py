@@ -1,26 +1,33 @@
 """Run the Java thin-client reference programs of ``bench/java/`` from Python.
 
-Two programs built on Apache Ignite's own Java thin client (``IgniteClient`` from
-ignite-core 2.18.0) serve as references for our Python client:
+Programs built on Apache Ignite's own Java clients serve as references for our
+Python client:
 
 * ``ScanBench`` -- the benchmark reference: a ScanQuery over a cache (or one
-  partition), every field of every value touched, one JSON line per repetition;
-* ``TypeWriter`` -- an independent writer of values of every Ignite type (or, with
-  ``sql=True``, of a table with a column of every SQL type) that prints the values it
-  wrote as JSON, for the decoder tests.
+  partition) with the thin client (``IgniteClient``, ignite-core 2.18.0), every field
+  of every value touched, one JSON line per repetition;
+* ``TypeWriter`` -- an independent thin-client writer of values of every Ignite type
+  (or, with ``sql=True``, of a table with a column of every SQL type) that prints the
+  values it wrote as JSON, for the decoder tests;
+* ``ThickClientWriter`` -- a *thick* client (a client-mode node, run on the cluster's
+  own Ignite jars) writing POJOs with ``cache.put`` and an ``IgniteDataStreamer``, Java
+  collections, enums, nested objects, ``java.time`` fields and an ``@QuerySqlField`` type,
+  printing what it wrote as JSON.
 
 The JSON formats are documented in the Java sources (``ScanBench``, ``ExpectedJson``,
-``TypeWriter``).  The JVM gets the project's ``--add-opens`` list (``JVM_OPENS``):
+``TypeWriter``, ``ThickClientWriter``).  The JVM gets the project's ``--add-opens`` list (``JVM_OPENS``):
 the thin client itself needs ``java.base/java.nio`` and ``java.base/java.util`` on
 Java 17, and reading an SQL ``DATE`` column (stored by the server as an
 OptimizedMarshaller blob of ``java.sql.Date``) also needs ``java.sql/java.sql``.
 
 Usage::
 
-    from javaclient import build_java_tools, run_scan_bench, run_type_writer
+    from javaclient import build_java_tools, run_scan_bench, run_thick_client_writer, run_type_writer
     build_java_tools()                      # mvn package when sources changed
     rows = run_type_writer("127.0.0.1", 10800, "my_cache", 5)
     runs = run_scan_bench("127.0.0.1", 10800, "my_cache", page_size=1024, repeat=3)
+    entries = run_thick_client_writer(cluster.discovery_addresses(), cluster.ignite_classpath(), "pfx",
+                                      work_dir=tmp)
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ __all__ = [
     "build_java_tools",
     "java_tools_classpath",
     "run_scan_bench",
+    "run_thick_client_writer",
     "run_type_writer",
 ]
 
@@ -130,10 +138,11 @@ def _connection_args(
     return args
 
 
-def _run(main: str, args: list[str], *, jvm_options: Sequence[str], timeout: float) -> list[dict[str, Any]]:
+def _run(main: str, args: list[str], *, jvm_options: Sequence[str], timeout: float,
+         classpath: str | None = None) -> list[dict[str, Any]]:
     cmd = [
         java_runtime().executable, *JVM_OPENS, "-Djava.net.preferIPv4Stack=true", *jvm_options,
-        "-cp", java_tools_classpath(), f"{PACKAGE}.{main}", *args,
+        "-cp", classpath or java_tools_classpath(), f"{PACKAGE}.{main}", *args,
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             text=True)
@@ -261,3 +270,44 @@ def run_type_writer(
         args.append("--no-verify")
     # C1 only: the writer does little work, so JIT warm-up would cost more than it saves.
     return _run("TypeWriter", args, jvm_options=["-XX:TieredStopAtLevel=1"], timeout=timeout)
+
+
+def run_thick_client_writer(
+    discovery: Sequence[str],
+    ignite_classpath: str,
+    prefix: str,
+    *,
+    work_dir: str | os.PathLike[str],
+    count: int = 20,
+    stream_count: int = 500,
+    host: str = "127.0.0.1",
+    timeout: float = 300.0,
+) -> list[dict[str, Any]]:
+    """Write five caches ``<prefix>_put|_stream|_nested|_sql|_mixed`` with a Java thick client.
+
+    The client is a client-mode Ignite node that joins the cluster through its
+    ``discovery`` addresses (``"host:port"``, e.g. ``LocalCluster.discovery_addresses()``)
+    and runs on ``ignite_classpath`` -- the servers' own Ignite jars
+    (``LocalCluster.ignite_classpath()``): a client node must be of the servers' release.
+    ``work_dir`` is its Ignite work directory.  ``count`` entries go to every cache but
+    ``_stream``, which gets ``stream_count`` through an ``IgniteDataStreamer``.  Returns one
+    dict per entry written and read back by the client::
+
+        {"cache": name, "key": k, "type_name": class, "fields": {...}, "types": {field: Ignite type}}
+
+    (``ThickClientWriter``'s Javadoc has the caches, types and JSON encoding).  The JVM
+    stops with this process, and is killed after ``timeout`` seconds.
+    """
+    from tensorflow_ignite.local.cluster import find_free_port_block
+
+    build_java_tools()
+    args = [
+        "--discovery", ",".join(discovery), "--host", host,
+        "--communication-port", str(find_free_port_block(host, 1)), "--work-dir", str(work_dir),
+        "--prefix", prefix, "--count", str(count), "--stream-count", str(stream_count),
+        "--exit-with", str(os.getpid()),
+    ]
+    jvm = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms64m", "-Xmx256m", "-DIGNITE_QUIET=true",
+           "-DIGNITE_NO_ASCII=true", "-DIGNITE_UPDATE_NOTIFIER=false", "-DIGNITE_PERFORMANCE_SUGGESTIONS_DISABLED=true"]
+    classpath = os.pathsep.join([str(JAR), ignite_classpath])
+    return _run("ThickClientWriter", args, jvm_options=jvm, timeout=timeout, classpath=classpath)

@@ -237,7 +237,7 @@ WHAT_WAS_TRIED = """\
    little here); `.prefetch(1)`/`(2)` after the dataset (0.236/0.240 vs 0.230 s: the reader and the
    consumer contend for the GIL).
 9. **Pages whose rows repeat one layout decode through strided reads**
-   (`src/tensorflow_ignite/protocol/columns.py`: `_Layout`, `take`). After item 7 the decoder was
+   (`src/tensorflow_ignite/protocol/columns/decode.py`: `_Layout`, `take`). After item 7 the decoder was
    the reader's largest cost: ~700 small NumPy calls per page (per-row index arrays for fancy
    indexing, per-field masks), 0.5 ms fixed per page. Now, when every row of a page is as long as
    row 0 and repeats row 0's bytes except in its value bytes and object hash codes (one comparison
@@ -374,7 +374,7 @@ def filesystem_section(results: Sequence[ScenarioResult], profiles: dict[str, li
 
 #: Hand-maintained, like WHAT_WAS_TRIED: what was changed in the ``ignite://`` data path and why.
 FILESYSTEM_NOTES = """\
-How a checkpoint travels (`src/tensorflow_ignite/fs/store.py`): TensorFlow's bundle writer hands the
+How a checkpoint travels (`src/tensorflow_ignite/fs/store/`): TensorFlow's bundle writer hands the
 plugin 8 MiB appends; each whole 4 MiB block inside an append is sent straight from TensorFlow's
 buffer (`FileWriter.write` -> `Connection.send_parts`: the put's header and the block in one
 `sendmsg`, no copy) by the writing thread before `write` returns, and its acknowledgement is awaited

@@ -55,6 +55,6 @@ __getattr__ = _lazy.lazy_getattr(__name__, {
     "IgniteDataset": ".data.dataset",
     "IgniteClient": ".client",
     "LocalCluster": ".local.cluster",
-    "write": ".data.writer",
-    "WriteResult": ".data.writer",
+    "write": ".data.write",
+    "WriteResult": ".data.write",
 }, on_load=_after_import)

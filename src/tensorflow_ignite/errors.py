@@ -8,7 +8,8 @@ split by origin, the way asyncpg splits them:
 * :class:`IgniteConnectionError` family -- the network or the peer (refused,
   closed, timed out, TLS failure, handshake rejected).
 * :class:`ServerError` -- the Ignite node answered a request with an error
-  status; the numeric status code is kept on ``.status``.
+  status; the numeric status code is kept on ``.status``, and :func:`lookup`
+  gives the subclass a status code stands for (:class:`CacheNotFoundError`...).
 * :class:`NodeError` (local nodes) and :class:`FileSystemError` (``ignite://``;
   also an ``OSError``, so file code can catch what it always catches).
 
@@ -31,6 +32,11 @@ __all__ = [
     "AuthenticationError",
     "ServerError",
     "CacheNotFoundError",
+    "CacheExistsError",
+    "ResourceNotFoundError",
+    "TooManyCursorsError",
+    "TransactionNotFoundError",
+    "lookup",
     "NodeError",
     "FileSystemError",
     "StaleFileError",
@@ -107,7 +113,51 @@ class ServerError(IgniteError):
 
 
 class CacheNotFoundError(ServerError):
-    """The named cache does not exist on the cluster."""
+    """The named cache does not exist on the cluster (status ``CACHE_DOES_NOT_EXIST``)."""
+
+
+class CacheExistsError(ServerError):
+    """A cache of that name exists already (status ``CACHE_EXISTS``)."""
+
+
+class ResourceNotFoundError(ServerError):
+    """The node no longer has the cursor (or other resource) a request names: it was
+    closed, expired, or the node restarted (status ``RESOURCE_DOES_NOT_EXIST``)."""
+
+
+class TooManyCursorsError(ServerError):
+    """The node refused to open another cursor for this connection (status ``TOO_MANY_CURSORS``)."""
+
+
+class TransactionNotFoundError(ServerError):
+    """The node no longer has the transaction: it timed out and was rolled back (status ``TX_NOT_FOUND``)."""
+
+
+#: ``ClientStatus`` name -> the error class a response with that status raises.  Keyed
+#: by name (``protocol.codes`` is generated from Ignite's sources and imports this module's
+#: package); a test checks every name against ``ClientStatus``.
+_BY_STATUS_NAME: dict[str, type[ServerError]] = {
+    "CACHE_DOES_NOT_EXIST": CacheNotFoundError,
+    "CACHE_EXISTS": CacheExistsError,
+    "RESOURCE_DOES_NOT_EXIST": ResourceNotFoundError,
+    "TOO_MANY_CURSORS": TooManyCursorsError,
+    "TX_NOT_FOUND": TransactionNotFoundError,
+}
+_BY_STATUS: dict[int, type[ServerError]] = {}
+
+
+def lookup(status: int) -> type[ServerError]:
+    """The error class for a server status code (``ClientStatus``): the subclass of
+    :class:`ServerError` that status stands for, :class:`ServerError` for the others.
+
+    Errors the server reports with the generic status ``FAILED`` (1) -- transaction
+    conflicts, lock timeouts, SQL errors -- are told apart only by their message.
+    """
+    if not _BY_STATUS:
+        from .protocol.codes import ClientStatus  # here: protocol's package imports this module
+
+        _BY_STATUS.update({int(ClientStatus[name]): cls for name, cls in _BY_STATUS_NAME.items()})
+    return _BY_STATUS.get(status, ServerError)
 
 
 class NodeError(IgniteError):

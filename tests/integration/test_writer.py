@@ -17,7 +17,7 @@ import pytest
 import tensorflow_ignite
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.data.tensor_schema import load_schema
-from tensorflow_ignite.data.writer import WriteError, WriteResult, write
+from tensorflow_ignite.data.write import WriteError, WriteResult, write
 from tensorflow_ignite.errors import ConfigurationError, IgniteConnectionError
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol.codes import AtomicityMode, TypeCode, WriteSynchronizationMode
@@ -103,7 +103,7 @@ def test_every_dtype_round_trips_through_the_fixed_layout_path(client: IgniteCli
     result = write(cache_name, data, client=client, batch_bytes=8 << 10)
     assert isinstance(result, WriteResult)
     assert (result.rows, result.encoder, result.cache_name, result.key) == (300, "fixed-layout", cache_name, "key")
-    assert result.type_name == tensorflow_ignite.data.writer.default_type_name(cache_name)
+    assert result.type_name == tensorflow_ignite.data.write.default_type_name(cache_name)
     assert result.bytes_sent > 300 * 100 and result.seconds > 0
     assert_rows(client, cache_name, data)
 

@@ -1,4 +1,5 @@
-"""Op codes, type codes, statuses and feature bits, pinned to Ignite's Java sources."""
+"""Op codes, type codes, statuses and feature bits, pinned to Ignite's Java sources (2.18.0 for the
+generated ones: ``scripts/update_codes.py``)."""
 
 from __future__ import annotations
 
@@ -40,20 +41,27 @@ def test_op_codes_match_client_message_parser() -> None:
         "CLUSTER_GROUP_GET_NODE_INFO": 5101, "CLUSTER_GROUP_GET_NODE_ENDPOINTS": 5102,
         "COMPUTE_TASK_EXECUTE": 6000, "COMPUTE_TASK_FINISHED": 6001, "SERVICE_INVOKE": 7000,
         "SERVICE_GET_DESCRIPTORS": 7001, "SERVICE_GET_DESCRIPTOR": 7002, "SERVICE_GET_TOPOLOGY": 7003,
-        "DATA_STREAMER_START": 8000, "DATA_STREAMER_ADD_DATA": 8001,
+        "DATA_STREAMER_START": 8000, "DATA_STREAMER_ADD_DATA": 8001, "CLUSTER_GET_DATA_CENTER_NODES": 5103,
+        "ATOMIC_LONG_CREATE": 9000, "ATOMIC_LONG_REMOVE": 9001, "ATOMIC_LONG_EXISTS": 9002,
+        "ATOMIC_LONG_VALUE_GET": 9003, "ATOMIC_LONG_VALUE_ADD_AND_GET": 9004, "ATOMIC_LONG_VALUE_GET_AND_SET": 9005,
+        "ATOMIC_LONG_VALUE_COMPARE_AND_SET": 9006, "ATOMIC_LONG_VALUE_COMPARE_AND_SET_AND_GET": 9007,
+        "SET_GET_OR_CREATE": 9010, "SET_CLOSE": 9011, "SET_EXISTS": 9012, "SET_VALUE_ADD": 9013,
+        "SET_VALUE_ADD_ALL": 9014, "SET_VALUE_REMOVE": 9015, "SET_VALUE_REMOVE_ALL": 9016,
+        "SET_VALUE_CONTAINS": 9017, "SET_VALUE_CONTAINS_ALL": 9018, "SET_VALUE_RETAIN_ALL": 9019, "SET_SIZE": 9020,
+        "SET_CLEAR": 9021, "SET_ITERATOR_START": 9022, "SET_ITERATOR_GET_PAGE": 9023, "STOP_WARMUP": 10000,
     }
     assert {op.name: op.value for op in Op} == expected
 
 
 def test_type_codes_match_grid_binary_marshaller() -> None:
     expected = {
-        "OPTIMIZED": -2, "BYTE": 1, "SHORT": 2, "INT": 3, "LONG": 4, "FLOAT": 5, "DOUBLE": 6, "CHAR": 7,
+        "TRANSFORMED": -3, "OPTIMIZED": -2, "BYTE": 1, "SHORT": 2, "INT": 3, "LONG": 4, "FLOAT": 5, "DOUBLE": 6, "CHAR": 7,
         "BOOL": 8, "STRING": 9, "UUID": 10, "DATE": 11, "BYTE_ARR": 12, "SHORT_ARR": 13, "INT_ARR": 14,
         "LONG_ARR": 15, "FLOAT_ARR": 16, "DOUBLE_ARR": 17, "CHAR_ARR": 18, "BOOL_ARR": 19, "STRING_ARR": 20,
         "UUID_ARR": 21, "DATE_ARR": 22, "OBJ_ARR": 23, "COLLECTION": 24, "MAP": 25, "BINARY_OBJ": 27,
         "ENUM": 28, "ENUM_ARR": 29, "DECIMAL": 30, "DECIMAL_ARR": 31, "CLASS": 32, "TIMESTAMP": 33,
         "TIMESTAMP_ARR": 34, "PROXY": 35, "TIME": 36, "TIME_ARR": 37, "BINARY_ENUM": 38,
-        "OBJ_ARR_WRAPPER": 39, "NULL": 101, "HANDLE": 102, "OBJ": 103,
+        "PLATFORM_JAVA_OBJECT_FACTORY_PROXY": 99, "NULL": 101, "HANDLE": 102, "OBJ": 103,
     }
     assert {t.name: t.value for t in TypeCode} == expected
 
@@ -71,10 +79,11 @@ def test_flags_and_kinds() -> None:
 
 def test_status_table_is_the_generated_one() -> None:
     assert {s.name: s.value for s in ClientStatus} == {
-        "SUCCESS": 0, "FAILED": 1, "INVALID_OP_CODE": 2, "FUNCTIONALITY_DISABLED": 100,
-        "CACHE_DOES_NOT_EXIST": 1000, "CACHE_EXISTS": 1001, "TOO_MANY_CURSORS": 1010,
-        "RESOURCE_DOES_NOT_EXIST": 1011, "SECURITY_VIOLATION": 1012, "TX_LIMIT_EXCEEDED": 1020,
-        "TX_NOT_FOUND": 1021, "TOO_MANY_COMPUTE_TASKS": 1030, "AUTH_FAILED": 2000,
+        "SUCCESS": 0, "FAILED": 1, "INVALID_OP_CODE": 2, "INVALID_NODE_STATE": 10, "NODE_IN_RECOVERY_MODE": 11,
+        "FUNCTIONALITY_DISABLED": 100, "CACHE_DOES_NOT_EXIST": 1000, "CACHE_EXISTS": 1001,
+        "CACHE_CONFIG_INVALID": 1002, "TOO_MANY_CURSORS": 1010, "RESOURCE_DOES_NOT_EXIST": 1011,
+        "SECURITY_VIOLATION": 1012, "TX_LIMIT_EXCEEDED": 1020, "TX_NOT_FOUND": 1021, "TOO_MANY_COMPUTE_TASKS": 1030,
+        "ENTRY_PROCESSOR_EXCEPTION": 1040, "AUTH_FAILED": 2000,
     }
 
 

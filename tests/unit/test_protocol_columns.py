@@ -336,7 +336,7 @@ def _decoded_pairs(rows: list[tuple[int, BinaryObject | None]]) -> dict[str, lis
 
 
 def test_layouts_are_made_once_and_checked_on_every_page() -> None:
-    from tensorflow_ignite.protocol import columns
+    from tensorflow_ignite.protocol.columns import decode as columns
 
     columns._LAYOUTS.clear()
     rows = [(i, _pair(i, -i)) for i in range(8)]

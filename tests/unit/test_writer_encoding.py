@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tensorflow_ignite.data.writer import (
+from tensorflow_ignite.data.write import (
     FieldPlan,
     FixedLayoutEncoder,
     GenericRowEncoder,

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from tensorflow_ignite.cli.main import build_parser
-from tensorflow_ignite.data import writer
-from tensorflow_ignite.data.writer import read_columns, write
+from tensorflow_ignite.data.write import plan_column, read_columns, write
+from tensorflow_ignite.data.write.plan import check_unique_keys, make_plan
+from tensorflow_ignite.data.write.sources import open_source
 from tensorflow_ignite.errors import ConfigurationError
 from tensorflow_ignite.protocol.codes import TypeCode
 
@@ -78,7 +79,7 @@ def test_parquet_columns(tmp_path: Path) -> None:
     assert cols["img"].shape == (3, 4) and cols["img"].dtype == np.uint8
     assert cols["fixed"].shape == (3, 2)
     assert [r.tolist() for r in cols["ragged"]] == [[1], [2, 3], []]
-    assert writer.plan_column("ragged", cols["ragged"]).code == TypeCode.SHORT_ARR
+    assert plan_column("ragged", cols["ragged"]).code == TypeCode.SHORT_ARR
     assert cols["t"].dtype.kind == "M" and np.isnat(cols["t"][2])
 
 
@@ -107,24 +108,24 @@ def test_unsupported_data_is_a_clear_error() -> None:
 
 
 def test_plan_rules() -> None:
-    src = writer._open_source({"key": np.arange(3), "x": np.arange(3)}, None, None)
+    src = open_source({"key": np.arange(3), "x": np.arange(3)}, None, None)
     with pytest.raises(ConfigurationError, match="pass key='key'"):
-        writer._make_plan(src, None, "XRow")
-    src = writer._open_source({"Label": np.arange(3), "label": np.arange(3)}, None, None)
+        make_plan(src, None, "XRow")
+    src = open_source({"Label": np.arange(3), "label": np.arange(3)}, None, None)
     with pytest.raises(ConfigurationError, match="same Ignite field"):
-        writer._make_plan(src, None, "XRow")
-    src = writer._open_source({"id": np.array(["a", "b"]), "x": np.zeros((2, 3), np.float32)}, None, "id")
-    plan = writer._make_plan(src, "id", "XRow")
+        make_plan(src, None, "XRow")
+    src = open_source({"id": np.array(["a", "b"]), "x": np.zeros((2, 3), np.float32)}, None, "id")
+    plan = make_plan(src, "id", "XRow")
     assert plan.key.code == TypeCode.STRING and plan.fixed is None  # string keys: generic path
-    src = writer._open_source({"id": np.array([5, 7], np.int32), "x": np.zeros((2, 3), np.float32)}, None, "id")
-    plan = writer._make_plan(src, "id", "XRow")
+    src = open_source({"id": np.array([5, 7], np.int32), "x": np.zeros((2, 3), np.float32)}, None, "id")
+    plan = make_plan(src, "id", "XRow")
     assert (plan.key.code, plan.key.dtype) == (TypeCode.LONG, "int32") and plan.fixed is not None
     assert [f.name for f in plan.fields] == ["x"]
-    src = writer._open_source({"id": np.array([0.5, 1.5]), "x": np.arange(2)}, None, "id")
+    src = open_source({"id": np.array([0.5, 1.5]), "x": np.arange(2)}, None, "id")
     with pytest.raises(ConfigurationError, match="keys must be integers or strings"):
-        writer._make_plan(src, "id", "XRow")
+        make_plan(src, "id", "XRow")
     with pytest.raises(ConfigurationError, match="duplicate"):
-        writer._check_unique_keys("id", np.array([1, 2, 1]))
+        check_unique_keys("id", np.array([1, 2, 1]))
 
 
 def test_cli_has_load_and_no_password_flag() -> None:

@@ -70,7 +70,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def _load(args: argparse.Namespace) -> int:
-    from ..data.writer import write
+    from ..data.write import write
 
     settings = client_settings(args)
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None

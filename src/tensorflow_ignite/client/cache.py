@@ -60,7 +60,7 @@ class Cache:
         try:
             return self.client.request(encode, op, retry=retry)
         except ServerError as exc:
-            if exc.status == ClientStatus.CACHE_DOES_NOT_EXIST or isinstance(exc, CacheNotFoundError):
+            if isinstance(exc, CacheNotFoundError):
                 raise CacheNotFoundError(
                     f"cache {self.name!r} does not exist on the cluster; create it first "
                     f"(e.g. tensorflow_ignite.write(...) or client.get_or_create_cache({self.name!r}))",
@@ -631,12 +631,10 @@ def _scan_pages(conn: Connection, cache_name: str, first_answer: Callable[[], me
     """The pages of one scan whose first answer ``first_answer`` waits for, later pages fetched on ``conn``."""
     try:
         body = first_answer()
-    except ServerError as exc:
-        if exc.status == ClientStatus.CACHE_DOES_NOT_EXIST:
-            raise CacheNotFoundError(
-                f"cache {cache_name!r} does not exist on the cluster", status=exc.status, op=Op.QUERY_SCAN
-            ) from None
-        raise
+    except CacheNotFoundError as exc:
+        raise CacheNotFoundError(
+            f"cache {cache_name!r} does not exist on the cluster", status=exc.status, op=Op.QUERY_SCAN
+        ) from None
     first = responses.decode_scan_page(body, first=True)
     yield from stream_pages(
         conn, body, first.cursor_id, lambda _b: first, requests.query_scan_cursor_get_page,

@@ -23,7 +23,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import IgniteConnectionError, ServerError
+from ..errors import IgniteConnectionError, ServerError, TransactionNotFoundError
 from ..protocol import requests, responses
 from ..protocol.codes import ClientStatus, Op, TxConcurrency, TxIsolation
 from ..protocol.framing import reusable_frame
@@ -40,7 +40,9 @@ log = logging.getLogger(__name__)
 
 # Substrings of the server's messages for a transaction that lost a race: an
 # optimistic read/write conflict, a lock that could not be taken in time, a
-# detected deadlock.  The server reports all of them with status FAILED (1).
+# detected deadlock.  The server reports all of them with status FAILED (1), the
+# status of any other failure too (Ignite's ClientRequestHandler), so no status
+# code or error class (errors.lookup) tells them apart: only the message does.
 _CONFLICT_MARKERS = (
     "conflict",
     "TransactionOptimisticException",
@@ -63,7 +65,7 @@ class TransactionConflictError(ServerError):
             return True
         if not isinstance(exc, ServerError):
             return False
-        if exc.status == ClientStatus.TX_NOT_FOUND:  # timed out and rolled back by the server
+        if isinstance(exc, TransactionNotFoundError):  # timed out and rolled back by the server
             return True
         text = str(exc)
         return exc.status == ClientStatus.FAILED and any(m in text for m in _CONFLICT_MARKERS)

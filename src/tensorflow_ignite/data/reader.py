@@ -502,7 +502,7 @@ class SqlReader:
             try:
                 columns = C.decode_page(page.rows, n, self.plan)
             except C.FieldTypeError as exc:
-                raise SchemaError(f"query {self.query!r}, column {exc.path!r}: {exc}") from None
+                raise SchemaError(f"query {self.query!r}: {exc}") from None  # exc names the column
             yield self.schema.to_batch(columns, n)
 
 

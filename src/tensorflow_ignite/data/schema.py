@@ -35,10 +35,14 @@ Nulls: a null becomes the field's default (0, empty string, empty array); with
 Other clients: ``java.sql.Date`` (Ignite's SQL engine stores every ``DATE`` so),
 ``java.util.Date``, ``java.sql.Time`` and ``java.sql.Timestamp`` that arrive
 Java-serialized (type -2, :mod:`~tensorflow_ignite.protocol.javatime`) read as
-Date / Time / Timestamp.  A row whose value has another type than its field
+Date / Time / Timestamp; so do the ``java.time`` fields of a Java client's POJOs
+(``LocalDate`` as a Date at its UTC midnight, ``LocalDateTime`` read as UTC and
+``Instant`` as Timestamps, ``LocalTime`` as a Time when it has whole
+milliseconds).  A row whose value has another type than its field
 converts where nothing is lost (``protocol.columns.WIDENING``: long <- int,
 short, byte; int <- short, byte; double <- float, int, short, byte; float <-
-short, byte; timestamp <- date); anything else raises a ``SchemaError`` naming
+short, byte; timestamp <- date); anything else -- and a timestamp beyond the
+int64 nanoseconds, 1677-09-21..2262-04-11 -- raises a ``SchemaError`` naming
 the cache, the field, the row's key and both types.
 """
 
@@ -57,6 +61,7 @@ from ..protocol import columns as C
 from ..protocol.codes import TypeCode as T
 from ..protocol.hashing import field_id as _field_id
 from ..protocol.hashing import type_id as _type_id_of
+from ..protocol.types import JAVA_CLASS_TYPE_CODES, TF_ARRAY_DTYPES, TF_DTYPES
 from ..protocol.values import BinaryObject, BinaryType, EnumValue, OptimizedObject
 from .tensor_schema import TensorSchemaRecord
 
@@ -65,59 +70,9 @@ if TYPE_CHECKING:
 
     from ..client import IgniteClient
 
-__all__ = ["FieldSchema", "DatasetSchema", "resolve_schema", "JAVA_CLASS_TYPE_CODES"]
+__all__ = ["FieldSchema", "DatasetSchema", "resolve_schema"]
 
 log = logging.getLogger(__name__)
-
-# Ignite type code -> (numpy dtype of the decoded column, TF dtype name).
-_SCALARS: dict[int, tuple[str, str]] = {
-    T.BYTE: ("int8", "int8"),
-    T.SHORT: ("int16", "int16"),
-    T.INT: ("int32", "int32"),
-    T.LONG: ("int64", "int64"),
-    T.FLOAT: ("float32", "float32"),
-    T.DOUBLE: ("float64", "float64"),
-    T.CHAR: ("uint16", "uint16"),
-    T.BOOL: ("bool", "bool"),
-    T.STRING: ("object", "string"),
-    T.UUID: ("object", "string"),
-    T.DATE: ("int64", "int64"),
-    T.TIMESTAMP: ("int64", "int64"),
-    T.TIME: ("int64", "int64"),
-    T.DECIMAL: ("float64", "float64"),
-    T.ENUM: ("int32", "int32"),
-    T.BINARY_ENUM: ("int32", "int32"),
-}
-_ARRAYS: dict[int, str] = {
-    T.BYTE_ARR: "uint8",  # raw bytes / pixels: unsigned, as the original contrib dataset did
-    T.SHORT_ARR: "int16",
-    T.INT_ARR: "int32",
-    T.LONG_ARR: "int64",
-    T.FLOAT_ARR: "float32",
-    T.DOUBLE_ARR: "float64",
-    T.CHAR_ARR: "uint16",
-    T.BOOL_ARR: "bool",
-}
-
-#: Java class names (query entities, SQL) -> type codes.
-JAVA_CLASS_TYPE_CODES: dict[str, int] = {
-    "java.lang.Byte": T.BYTE, "byte": T.BYTE,
-    "java.lang.Short": T.SHORT, "short": T.SHORT,
-    "java.lang.Integer": T.INT, "int": T.INT,
-    "java.lang.Long": T.LONG, "long": T.LONG,
-    "java.lang.Float": T.FLOAT, "float": T.FLOAT,
-    "java.lang.Double": T.DOUBLE, "double": T.DOUBLE,
-    "java.lang.Character": T.CHAR, "char": T.CHAR,
-    "java.lang.Boolean": T.BOOL, "boolean": T.BOOL,
-    "java.lang.String": T.STRING,
-    "java.util.UUID": T.UUID,
-    "java.util.Date": T.DATE, "java.sql.Date": T.DATE,
-    "java.sql.Timestamp": T.TIMESTAMP,
-    "java.sql.Time": T.TIME,
-    "java.math.BigDecimal": T.DECIMAL,
-    "[B": T.BYTE_ARR, "[S": T.SHORT_ARR, "[I": T.INT_ARR, "[J": T.LONG_ARR,
-    "[F": T.FLOAT_ARR, "[D": T.DOUBLE_ARR, "[C": T.CHAR_ARR, "[Z": T.BOOL_ARR,
-}
 
 _DEFAULTS: dict[str, Any] = {"string": b""}
 
@@ -219,7 +174,7 @@ def _plan(f: FieldSchema) -> C.FieldPlan | None:
     if f.is_object:
         return C.obj(f.name, *(p for p in (_plan(x) for x in f.fields) if p is not None),
                      type_id=_type_id_of(f.type_name) if f.type_name else None, type_name=f.type_name)
-    if f.type_code in _ARRAYS:
+    if f.type_code in TF_ARRAY_DTYPES:
         fixed = None
         if f.shape and None not in f.shape:
             fixed = int(np.prod(f.shape))
@@ -288,13 +243,13 @@ def _assemble(f: FieldSchema, path: str, columns: Mapping[str, C.Column], n: int
 def leaf_from_type_code(name: str, code: int, *, shape: tuple[int, ...] | None = None,
                         dtype: str | None = None, decimal_as: str = "float64") -> FieldSchema:
     """A leaf schema for an Ignite type code (``SchemaError`` when unsupported as a column)."""
-    if code in _SCALARS:
-        np_dtype, tf_dtype = _SCALARS[code]
+    if code in TF_DTYPES:
+        tf_dtype = TF_DTYPES[code]
         if code == T.DECIMAL and decimal_as == "string":
             tf_dtype = "string"
         return FieldSchema(name, code, dtype or tf_dtype, ())
-    if code in _ARRAYS:
-        elem = dtype or _ARRAYS[code]
+    if code in TF_ARRAY_DTYPES:
+        elem = dtype or TF_ARRAY_DTYPES[code]
         return FieldSchema(name, code, elem, tuple(shape) if shape else (None,))
     raise SchemaError(
         f"field {name!r} has Ignite type {_type_label(code)}, which IgniteDataset cannot turn into a tensor "
@@ -334,7 +289,7 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
             )
         code = int(meta.type_code)
         seen = next((s.get(fname) for s in samples if s.get(fname) is not None), None)
-        if code == T.OBJ and declared and declared.get(fname) in _SCALARS:
+        if code == T.OBJ and declared and declared.get(fname) in TF_DTYPES:
             code = declared[fname]
         elif code == T.OBJ:
             if isinstance(seen, BinaryObject) and client is not None:
@@ -367,7 +322,7 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
             tf_field = record.field(fname)
             if tf_field is not None:
                 shape = tf_field.shape or None
-                dtype = tf_field.dtype if code in _ARRAYS or code in _SCALARS else None
+                dtype = tf_field.dtype if code in TF_ARRAY_DTYPES or code in TF_DTYPES else None
                 if dtype in ("object", "str", "bytes") or (dtype and dtype.startswith(("<U", "|S", "S", "U"))):
                     dtype = None
         out.append(leaf_from_type_code(fname, code, shape=shape, dtype=_tf_dtype_name(dtype),
@@ -470,11 +425,11 @@ def _schema_of_value(name: str, value: Any, client: "IgniteClient", decimal_as: 
 
 
 def _java_object_message(where: str, value: OptimizedObject) -> str:
-    from ..protocol.javatime import describe_java_object
+    from ..protocol.javatime import DECODED_JAVA_CLASSES, describe_java_object
 
     return (f"{where} holds a Java-serialized {describe_java_object(value.data)}: IgniteDataset decodes only "
-            "java.sql.Date, java.util.Date, java.sql.Time and java.sql.Timestamp from Java serialization; "
-            "select other fields with fields=[...] or read it with IgniteClient.cache(...).scan()")
+            f"{DECODED_JAVA_CLASSES} from Java serialization; select other fields with fields=[...] or read it "
+            "with IgniteClient.cache(...).scan()")
 
 
 def _infer_code(value: Any) -> int:

@@ -491,6 +491,16 @@ class LocalCluster:
         """``(host, client_port)`` of every live node."""
         return [(m.host, m.client_port) for m in self.members if self._alive(m)]
 
+    def discovery_addresses(self) -> list[str]:
+        """``"host:port"`` of every live member's discovery port: where a thick client (a Java
+        client-mode node with a static IP finder) joins this cluster."""
+        return [f"{m.host}:{m.discovery_port}" for m in self.members if self._alive(m)]
+
+    def ignite_classpath(self) -> str:
+        """The classpath this cluster's nodes run on.  A Java thick client joining the cluster must run
+        the same Ignite release, so a test's client program takes its Ignite jars from here."""
+        return self._classpath()
+
     def client_settings(self) -> dict[str, Any]:
         """Keyword arguments for our client: TLS files and credentials of this cluster."""
         out: dict[str, Any] = {}

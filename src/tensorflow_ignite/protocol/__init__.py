@@ -2,7 +2,9 @@
 
 Modules:
 
-* :mod:`.codes` -- op codes, type codes, status codes, feature bits, enums;
+* :mod:`.codes` -- op codes, type codes, status codes, feature bits, enums
+  (the op, type and status codes generated from Ignite's sources by ``scripts/update_codes.py``);
+* :mod:`.types` -- the type-code registry: per type code its sizes, dtypes, Java names;
 * :mod:`.hashing` -- Java-compatible cache/type/field/schema ids and object hashes;
 * :mod:`.buffer` -- bounds-checked little-endian reader and writer;
 * :mod:`.values` -- the Python value model (``BinaryObject``, ``Timestamp``...);

@@ -33,7 +33,6 @@ from tensorflow_ignite.protocol.codes import (
     ProtocolVersion,
     QueryIndexType,
     RebalanceMode,
-    TypeCode,
     WriteSynchronizationMode,
 )
 
@@ -46,7 +45,6 @@ __all__ = [
     "CacheConfiguration",
     "encode_cache_configuration",
     "decode_cache_configuration",
-    "JAVA_TYPE_NAMES",
 ]
 
 
@@ -84,33 +82,6 @@ class CacheProperty:
     EAGER_TTL = 405
     STATISTICS_ENABLED = 406
     EXPIRY_POLICY = 407
-
-
-#: Java class names Ignite's SQL expects in ``QueryEntity`` fields, per type code.
-JAVA_TYPE_NAMES: dict[int, str] = {
-    TypeCode.BYTE: "java.lang.Byte",
-    TypeCode.SHORT: "java.lang.Short",
-    TypeCode.INT: "java.lang.Integer",
-    TypeCode.LONG: "java.lang.Long",
-    TypeCode.FLOAT: "java.lang.Float",
-    TypeCode.DOUBLE: "java.lang.Double",
-    TypeCode.CHAR: "java.lang.Character",
-    TypeCode.BOOL: "java.lang.Boolean",
-    TypeCode.STRING: "java.lang.String",
-    TypeCode.UUID: "java.util.UUID",
-    TypeCode.DATE: "java.util.Date",
-    TypeCode.TIMESTAMP: "java.sql.Timestamp",
-    TypeCode.TIME: "java.sql.Time",
-    TypeCode.DECIMAL: "java.math.BigDecimal",
-    TypeCode.BYTE_ARR: "[B",
-    TypeCode.SHORT_ARR: "[S",
-    TypeCode.INT_ARR: "[I",
-    TypeCode.LONG_ARR: "[J",
-    TypeCode.FLOAT_ARR: "[F",
-    TypeCode.DOUBLE_ARR: "[D",
-    TypeCode.CHAR_ARR: "[C",
-    TypeCode.BOOL_ARR: "[Z",
-}
 
 
 @dataclass

@@ -32,9 +32,9 @@ from typing import TypeVar
 
 from tensorflow_ignite.errors import (
     AuthenticationError,
-    CacheNotFoundError,
     HandshakeError,
     ServerError,
+    lookup,
 )
 from tensorflow_ignite.protocol.buffer import ByteReader, ByteWriter
 from tensorflow_ignite.protocol.codes import (
@@ -281,9 +281,7 @@ def server_error(status: int, message: str | None, op: int | None = None) -> Ser
     if op is not None:
         text += f" for op {op}"
     text += f": {message or 'no message'}"
-    if status == ClientStatus.CACHE_DOES_NOT_EXIST:
-        return CacheNotFoundError(text, status=status, op=op)
-    return ServerError(text, status=status, op=op)
+    return lookup(status)(text, status=status, op=op)
 
 
 @dataclass(frozen=True, slots=True)

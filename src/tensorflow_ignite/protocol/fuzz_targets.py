@@ -32,7 +32,7 @@ from tensorflow_ignite.protocol.framing import (
     decode_response_header,
 )
 from tensorflow_ignite.protocol.receive import FrameReader
-from tensorflow_ignite.protocol.javatime import encode_java_time
+from tensorflow_ignite.protocol.javatime import encode_java_time, encode_java_time_ser
 from tensorflow_ignite.protocol.values import BinaryObject, Collection, Map, OptimizedObject, Typed
 
 __all__ = ["ALLOWED_ERRORS", "TARGETS", "SEEDS", "run_target", "encode_input", "target_names"]
@@ -243,12 +243,17 @@ def _seed_page() -> bytes:
 
 
 def _seed_java_dates_page() -> bytes:
-    """Two SQL rows (DATE, TIMESTAMP, LONG) as other clients write them (java.sql.Date, narrower ints)."""
+    """Two SQL rows (DATE, TIMESTAMP, LONG) as other clients write them (java.sql.Date, java.time, narrower ints)."""
     enc = BinaryEncoder()
     w = ByteWriter()
     for i in range(2):
-        enc.write(w, OptimizedObject(encode_java_time("java.sql.Date", i * 86_400_000)))
-        enc.write(w, OptimizedObject(encode_java_time("java.sql.Timestamp", i * 1000, i)))
+        if i == 0:
+            enc.write(w, OptimizedObject(encode_java_time("java.sql.Date", i * 86_400_000)))
+            enc.write(w, OptimizedObject(encode_java_time("java.sql.Timestamp", i * 1000, i)))
+        else:
+            enc.write(w, OptimizedObject(encode_java_time_ser("LocalDate", year=2024, month=2, day=29)))
+            enc.write(w, OptimizedObject(encode_java_time_ser("LocalDateTime", year=1969, month=12, day=31,
+                                                              hour=23, minute=59, second=59, nano=1)))
         enc.write(w, Typed(i, TypeCode.SHORT))
     return bytes(w.buf)
 

@@ -1,59 +1,20 @@
-"""Decode whole query pages into numpy columns (the dataset hot path).
-
-A page region (``ScanPage.rows`` / ``SqlPage.rows``) holds ``row_count`` rows
-of one or more values each.  A :class:`PagePlan` says what each value is --
-a scalar, an array or an object whose listed fields (possibly nested objects)
-are wanted -- and :func:`decode_page` returns one :class:`Column` per leaf
-path (``"key"``, ``"value.label"``, ``"value.address.city"``, SQL column
-names...).
-
-Speed comes from never building Python objects per row where numpy can do the
-work.  Pages whose rows repeat one layout (every row as long as row 0 and
-equal to it except in its value bytes and object hash codes; see
-:class:`_Layout`) cost one comparison and one strided read per column.
-Otherwise rows are located with one cheap hop per value (object total
-lengths) or, when every row has the same length, with no per-row Python at
-all; object headers and footers are gathered for all rows at once; field
-offsets come from the footer by position in the schema, resolved once per
-(type, schema, flags) group, never via per-row dicts; values at evenly spaced
-positions are read through strided views (:func:`take`), others with fancy
-indexing.
-
-Output per leaf type (``mask`` True = present; nulls hold a default):
-
-* byte/short/int/long/float/double/bool/char -> int8/int16/int32/int64/
-  float32/float64/bool/uint16 arrays;
-* date -> int64 epoch ms; timestamp -> int64 epoch ns; time -> int64 ms;
-* UUID -> canonical string as ``bytes`` (object array); decimal -> float64;
-  enum / binary enum -> int32 ordinal;
-* string -> ``bytes`` (UTF-8) in an object array;
-* primitive arrays -> dense ``[n, k]`` when ``fixed_length=k``, else ragged
-  ``values`` + int64 ``row_splits``; ``as_bytes=True`` gives ``bytes`` per row.
-
-Rows whose wire type differs from the plan's are converted where no value is
-lost (:data:`WIDENING`: narrower integers and floats, a date in a timestamp
-column, Java-serialized ``java.sql.Date``/``Time``/``Timestamp`` that other
-clients and Ignite's SQL engine write); any other type raises
-:class:`FieldTypeError` with the row and both types.
-"""
+"""The page decoder: rows located, layouts recognised, values gathered into NumPy columns."""
 
 from __future__ import annotations
 
 import functools
 import struct
 import uuid as _uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from tensorflow_ignite.errors import ProtocolError, SchemaError
-from tensorflow_ignite.protocol.binary import ARRAY_DTYPES, BinaryDecoder, MissingSchemaError, SchemaResolver
+from tensorflow_ignite.protocol.binary import BinaryDecoder, MissingSchemaError, SchemaResolver
 from tensorflow_ignite.protocol.pool import BufferPool, aligned_empty
 from tensorflow_ignite.protocol.buffer import I32
 from tensorflow_ignite.protocol.codes import ObjectFlag, TypeCode
-from tensorflow_ignite.protocol.hashing import field_id as _field_id
 from tensorflow_ignite.protocol.javatime import (
     KIND_DATE,
     KIND_TIME,
@@ -61,10 +22,16 @@ from tensorflow_ignite.protocol.javatime import (
     decode_java_time_columns,
     describe_java_object,
 )
-from tensorflow_ignite.protocol.values import Date, Time, Timestamp
+from tensorflow_ignite.protocol.types import ARRAY_DTYPES, COLUMN_DTYPES, FIXED_WIRE, WIDENING
+from tensorflow_ignite.protocol.columns.plan import (
+    Column,
+    FieldPlan,
+    FieldTypeError,
+    PagePlan,
+    type_label,
+    widen,
+)
 
-__all__ = ["FieldPlan", "PagePlan", "Column", "FieldTypeError", "WIDENING", "decode_page", "scalar", "obj",
-           "value_offsets", "take"]
 
 # Plain ints: enum member lookups cost a call each in the per-page paths.
 _NULL = int(TypeCode.NULL)
@@ -75,172 +42,35 @@ _STRING = int(TypeCode.STRING)
 _TIMESTAMP = int(TypeCode.TIMESTAMP)
 _UUID = int(TypeCode.UUID)
 
-#: wire size (after the type code) and output dtype of fixed-size scalars.
-_FIXED: dict[int, tuple[int, str]] = {
-    TypeCode.BYTE: (1, "i1"),
-    TypeCode.SHORT: (2, "<i2"),
-    TypeCode.INT: (4, "<i4"),
-    TypeCode.LONG: (8, "<i8"),
-    TypeCode.FLOAT: (4, "<f4"),
-    TypeCode.DOUBLE: (8, "<f8"),
-    TypeCode.CHAR: (2, "<u2"),
-    TypeCode.BOOL: (1, "u1"),
-    TypeCode.DATE: (8, "<i8"),
-    TypeCode.TIME: (8, "<i8"),
-    TypeCode.TIMESTAMP: (12, ""),
-    TypeCode.UUID: (16, ""),
-}
-_OUT_DTYPE: dict[int, Any] = {
-    TypeCode.BYTE: np.int8,
-    TypeCode.SHORT: np.int16,
-    TypeCode.INT: np.int32,
-    TypeCode.LONG: np.int64,
-    TypeCode.FLOAT: np.float32,
-    TypeCode.DOUBLE: np.float64,
-    TypeCode.CHAR: np.uint16,
-    TypeCode.BOOL: np.bool_,
-    TypeCode.DATE: np.int64,
-    TypeCode.TIME: np.int64,
-    TypeCode.TIMESTAMP: np.int64,
-    TypeCode.DECIMAL: np.float64,
-    TypeCode.ENUM: np.int32,
-    TypeCode.BINARY_ENUM: np.int32,
-}
 #: Total encoded size (type code included) of values whose size is fixed.
-_VALUE_SIZE = {code: 1 + size for code, (size, _) in _FIXED.items()}
+_VALUE_SIZE = {code: 1 + size for code, (size, _) in FIXED_WIRE.items()}
 _VALUE_SIZE[_NULL] = 1
 
 
-_B, _S, _I, _F = int(TypeCode.BYTE), int(TypeCode.SHORT), int(TypeCode.INT), int(TypeCode.FLOAT)
 _OPT = int(TypeCode.OPTIMIZED)
 _OPT_BYTE = _OPT & 0xFF  # as it appears in a page: optimized-marshaller bytes (int length + data)
 
-#: Plan type -> wire types whose every value it holds exactly (widening only).
-#: OPTIMIZED: Java-serialized ``java.sql.Date``/``java.util.Date`` (-> date,
-#: timestamp), ``java.sql.Time`` (-> time), ``java.sql.Timestamp`` (-> timestamp);
-#: see :mod:`tensorflow_ignite.protocol.javatime`.
-WIDENING: dict[int, frozenset[int]] = {
-    int(TypeCode.SHORT): frozenset({_B}),
-    int(TypeCode.INT): frozenset({_B, _S}),
-    int(TypeCode.LONG): frozenset({_B, _S, _I}),
-    int(TypeCode.FLOAT): frozenset({_B, _S}),
-    int(TypeCode.DOUBLE): frozenset({_B, _S, _I, _F}),
-    int(TypeCode.DATE): frozenset({_OPT}),
-    int(TypeCode.TIME): frozenset({_OPT}),
-    int(TypeCode.TIMESTAMP): frozenset({int(TypeCode.DATE), _OPT}),
-}
+#: The int64 nanoseconds of a timestamp column as (epoch ms, sub-ms nanos): 1677-09-21 .. 2262-04-11.
+_NS_MIN = divmod(-(2**63), 1_000_000)
+_NS_MAX = divmod(2**63 - 1, 1_000_000)
 
 
-def _widen(value: Any, target: int) -> Any:
-    """``value`` (decoded from a type in ``WIDENING[target]``) in ``target``'s column encoding, or None."""
-    if target in (TypeCode.DATE, TypeCode.TIME, TypeCode.TIMESTAMP):
-        if target == TypeCode.DATE and type(value) is Date:
-            return value.epoch_ms
-        if target == TypeCode.TIME and type(value) is Time:
-            return value.millis
-        if target == TypeCode.TIMESTAMP and type(value) is Date:
-            return value.epoch_ms * 1_000_000
-        if target == TypeCode.TIMESTAMP and type(value) is Timestamp:
-            return value.epoch_ns
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if target in (TypeCode.FLOAT, TypeCode.DOUBLE) else int(value)
+def _ns_out_of_range(ms: np.ndarray, sub_ms: np.ndarray | int = 0) -> np.ndarray:
+    """Where ``ms * 1e6 + sub_ms`` (``sub_ms`` in [0, 1e6)) does not fit an int64: raise, never wrap."""
+    return ((ms < _NS_MIN[0]) | (ms > _NS_MAX[0]) | ((ms == _NS_MIN[0]) & (sub_ms < _NS_MIN[1]))
+            | ((ms == _NS_MAX[0]) & (sub_ms > _NS_MAX[1])))
 
 
-def _type_label(code: int) -> str:
-    """``LONG (4)``: a type code's name and number."""
-    code = code - 256 if code > 127 else code
+def _timestamp_range_error(path: str, row: int, ms: int, code: int) -> FieldTypeError:
+    import datetime as _dt
+
     try:
-        return f"{TypeCode(code).name} ({code})"
-    except ValueError:
-        return f"type code {code}"
+        when = (_dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=ms)).isoformat(timespec="milliseconds")
+    except OverflowError:
+        when = f"{ms} ms after the epoch"
+    return FieldTypeError(path, row, f"{type_label(code)} {when}, outside the int64 nanoseconds of a timestamp "
+                          "tensor (1677-09-21..2262-04-11)", type_label(TypeCode.TIMESTAMP))
 
-
-class FieldTypeError(SchemaError):
-    """A row whose value has a type the column cannot hold without loss.
-
-    ``path`` is the column (``"val.price"``), ``row`` its index in the decoded
-    region, ``found``/``expected`` the two types (readers add the cache and key).
-    """
-
-    def __init__(self, path: str, row: int, found: str, expected: str) -> None:
-        super().__init__(
-            f"column {path!r}: row {row} holds type code {found}, the plan expects {expected}, and it does "
-            "not convert to it without loss; fix the plan or the data"
-        )
-        self.path = path
-        self.row = row
-        self.found = found
-        self.expected = expected
-
-
-@dataclass(frozen=True)
-class FieldPlan:
-    """What to extract from one value (a row value, or a field of an object).
-
-    ``type_code`` is the expected wire type; ``fields`` lists the wanted fields
-    when it is ``TypeCode.OBJ``.  ``fixed_length`` makes an array column dense
-    ``[n, k]``; ``as_bytes`` turns byte arrays (and strings) into ``bytes``
-    per row; ``dtype`` reinterprets a numeric array or scalar column (e.g.
-    ``"uint8"`` for Java ``byte[]`` pixels).  ``nullable=False`` turns a null
-    into a ``SchemaError`` and drops the mask.
-    """
-
-    name: str
-    type_code: int
-    fields: tuple[FieldPlan, ...] = ()
-    fixed_length: int | None = None
-    as_bytes: bool = False
-    dtype: str | None = None
-    nullable: bool = True
-    field_id: int | None = None
-    #: For objects: the binary type every row must have (None: any type).
-    type_id: int | None = None
-    type_name: str | None = None
-
-    def resolved_field_id(self) -> int:
-        return self.field_id if self.field_id is not None else _field_id(self.name)
-
-
-def scalar(name: str, type_code: int, **kw: Any) -> FieldPlan:
-    """A leaf plan (scalar or array)."""
-    return FieldPlan(name, type_code, **kw)
-
-
-def obj(name: str, *fields: FieldPlan, **kw: Any) -> FieldPlan:
-    """An object plan with the given wanted fields."""
-    return FieldPlan(name, TypeCode.OBJ, tuple(fields), **kw)
-
-
-@dataclass(frozen=True)
-class PagePlan:
-    """Per-row value plans, in row order; ``None`` skips a value.
-
-    ``PagePlan.scan(key, value)`` for scan pages (two values per row),
-    ``PagePlan.sql([...])`` for SQL pages (one value per column).
-    """
-
-    values: tuple[FieldPlan | None, ...]
-
-    @classmethod
-    def scan(cls, key: FieldPlan | None, value: FieldPlan | None) -> PagePlan:
-        return cls((key, value))
-
-    @classmethod
-    def sql(cls, columns: Sequence[FieldPlan | None]) -> PagePlan:
-        return cls(tuple(columns))
-
-
-@dataclass
-class Column:
-    """One decoded column: ``values`` (+ ``row_splits`` when ragged) and ``mask``."""
-
-    values: np.ndarray
-    mask: np.ndarray | None = None
-    row_splits: np.ndarray | None = None
-    type_code: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _step(idx: np.ndarray) -> int | None:
@@ -282,7 +112,7 @@ def _leaf_uniform(plan: FieldPlan) -> bool:
     """True if ``plan`` wants only values of a fixed encoded size (see :class:`_Layout`)."""
     if plan.type_code == _OBJ:
         return all(_leaf_uniform(f) for f in plan.fields)
-    if plan.type_code in _FIXED:
+    if plan.type_code in FIXED_WIRE:
         return plan.type_code != _UUID
     return plan.type_code in ARRAY_DTYPES and plan.fixed_length is not None and not plan.as_bytes
 
@@ -332,7 +162,7 @@ class _Layout:
                 assert fplan.fixed_length is not None
                 size = fplan.fixed_length * ARRAY_DTYPES[code].itemsize
             else:
-                size = _FIXED[code][0]
+                size = FIXED_WIRE[code][0]
             varying[off:off + size] = True
         # Values the plan skips (e.g. keys of a value-only read) may differ per row too.
         for start, vplan in zip(starts, plan.values):
@@ -510,12 +340,15 @@ class _PageDecoder:
         present = np.ones(n, dtype=bool)
         for kind, path, plan, off, code in layout.leaves:
             if kind == "fixed":
-                size, dt = _FIXED[code]
+                size, dt = FIXED_WIRE[code]
                 vals = np.ndarray((n,), dt, buffer=page, offset=off, strides=(row_len,))
-                out = vals != 0 if code == TypeCode.BOOL else vals.astype(_OUT_DTYPE[code])
+                out = vals != 0 if code == TypeCode.BOOL else vals.astype(COLUMN_DTYPES[code])
             elif kind == "ts":
                 ms = np.ndarray((n,), "<i8", buffer=page, offset=off, strides=(row_len,))
                 ns = np.ndarray((n,), "<i4", buffer=page, offset=off + 8, strides=(row_len,))
+                far = np.flatnonzero(_ns_out_of_range(ms, ns))
+                if far.size:
+                    raise _timestamp_range_error(path, int(far[0]), int(ms[far[0]]), code)
                 out = ms * 1_000_000 + ns.astype(np.int64)
             else:
                 dtype = ARRAY_DTYPES[code]
@@ -539,7 +372,7 @@ class _PageDecoder:
             self.traceable = False  # a null: other rows may differ in length
         elif code == _TIMESTAMP:
             self.trace.append(("ts", path, plan, int(p[0]) + 1, code))
-        elif code in _FIXED and code != _UUID:
+        elif code in FIXED_WIRE and code != _UUID:
             self.trace.append(("fixed", path, plan, int(p[0]) + 1, code))
         elif code in ARRAY_DTYPES and plan.fixed_length is not None and not plan.as_bytes:
             self.trace.append(("array", path, plan, int(p[0]) + 5, code))
@@ -584,7 +417,7 @@ class _PageDecoder:
         bad = np.flatnonzero(present & ~ok)
         if bad.size:
             row = int(bad[0])
-            raise FieldTypeError(path, row, _type_label(int(codes[row])), _type_label(plan.type_code))
+            raise FieldTypeError(path, row, type_label(int(codes[row])), type_label(plan.type_code))
 
     def convert(self, plan: FieldPlan, pos: np.ndarray, codes: np.ndarray, valid: np.ndarray, path: str,
                 rows: np.ndarray) -> None:
@@ -609,19 +442,19 @@ class _PageDecoder:
         for r in rows.tolist():
             code = int(codes[r])
             code = code - 256 if code > 127 else code
-            found = _type_label(code)
+            found = type_label(code)
             if code not in sources:
-                raise FieldTypeError(path, r, found, _type_label(target))
+                raise FieldTypeError(path, r, found, type_label(target))
             value = dec.decode(self.region, int(pos[r]))
-            out = _widen(value, target)
+            out = widen(value, target)
             if out is None:
                 if code == _OPT:
                     q = int(pos[r]) + 1
                     length = I32.unpack_from(self.region, q)[0]
                     found = f"{found}: {describe_java_object(bytes(self.region[q + 4:q + 4 + length]))}"
                 else:
-                    found = f"{found}: {type(value).__name__}"
-                raise FieldTypeError(path, r, found, _type_label(target))
+                    found = f"{found}: {value!r}"
+                raise FieldTypeError(path, r, found, type_label(target))
             converted.append(out)
         self.slot(replace(plan, nullable=True), pos, rest, path)
         col = self.out[path]
@@ -654,8 +487,9 @@ class _PageDecoder:
         elif target == TypeCode.TIME:
             ok = kind == KIND_TIME
         else:
-            ok = (kind == KIND_TIMESTAMP) | (kind == KIND_DATE)
-            value = np.where(kind == KIND_DATE, value * 1_000_000, value)
+            # A date beyond the int64 nanoseconds goes the slow way, to its error.
+            ok = (kind == KIND_TIMESTAMP) | ((kind == KIND_DATE) & ~_ns_out_of_range(value))
+            value = np.where(ok & (kind == KIND_DATE), value * 1_000_000, value)
         return opt[ok], value[ok]
 
     def emit(self, path: str, plan: FieldPlan, values: np.ndarray, present: np.ndarray,
@@ -681,9 +515,9 @@ class _PageDecoder:
         n = self.n
         if self.trace is not None:
             self._trace_leaf(plan, path, code, p, sel)
-        if code in _FIXED and code != _TIMESTAMP and code != _UUID:
-            size, dt = _FIXED[code]
-            out = np.zeros(n, dtype=_OUT_DTYPE[code])
+        if code in FIXED_WIRE and code != _TIMESTAMP and code != _UUID:
+            size, dt = FIXED_WIRE[code]
+            out = np.zeros(n, dtype=COLUMN_DTYPES[code])
             vals = self.gather(p + 1, size, dt, path)
             out[sel] = vals != 0 if code == TypeCode.BOOL else vals
             self.emit(path, plan, out, present)
@@ -691,6 +525,9 @@ class _PageDecoder:
             out = np.zeros(n, dtype=np.int64)
             ms = self.gather(p + 1, 8, "<i8", path)
             ns = self.gather(p + 9, 4, "<i4", path).astype(np.int64)
+            far = np.flatnonzero(_ns_out_of_range(ms, ns))
+            if far.size:
+                raise _timestamp_range_error(path, int(sel[far[0]]), int(ms[far[0]]), code)
             out[sel] = ms * 1_000_000 + ns
             self.emit(path, plan, out, present)
         elif code == _UUID:

@@ -1,0 +1,266 @@
+"""``write``: the public entry point, its result and its error."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ...errors import ConfigurationError, IgniteError, ServerError
+from ...protocol.codes import AtomicityMode, WriteSynchronizationMode
+from ...protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
+from ..tensor_schema import SCHEMA_CACHE, load_schema, save_schema
+from .cache import after_failure, default_type_name, prepare_cache
+from .plan import ROW_KEY, check_append_schema, check_unique_keys, make_plan
+from .sender import PutAllSender, progress_bar, send_all
+from .sources import Source, open_source
+
+if TYPE_CHECKING:
+    from ...client import IgniteClient
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["create", "append", "overwrite"]
+_MODES = ("create", "append", "overwrite")
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What :func:`write` did.
+
+    ``rows`` entries were stored in ``cache_name`` as binary objects of
+    ``type_name``; ``bytes_sent`` counts the put requests' bytes; ``key`` names
+    the key (``"key"`` for the row index, else the key column); ``sql_table``
+    is ``"PUBLIC.<TABLE>"`` when the cache is also an SQL table, else None;
+    ``encoder`` is ``"fixed-layout"`` (vectorized) or ``"generic"``; ``notes``
+    says what was decided along the way (e.g. no SQL engine on the cluster).
+    """
+
+    cache_name: str
+    rows: int
+    bytes_sent: int
+    seconds: float
+    type_name: str
+    key: str = ROW_KEY
+    sql_table: str | None = None
+    encoder: str = "fixed-layout"
+    notes: tuple[str, ...] = ()
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def megabytes(self) -> float:
+        return self.bytes_sent / 1e6
+
+    def summary(self) -> str:
+        """One line for humans: rows, MB, seconds, rate, SQL table."""
+        text = (f"wrote {self.rows:,} rows ({self.megabytes:.1f} MB) to cache {self.cache_name!r} "
+                f"in {self.seconds:.2f} s ({self.rows_per_second:,.0f} rows/s, "
+                f"{self.megabytes / max(self.seconds, 1e-9):.1f} MB/s)")
+        if self.sql_table:
+            text += f"; SQL table {self.sql_table}"
+        return text
+
+
+class WriteError(IgniteError):
+    """An ``append`` failed part-way; ``rows_written`` rows (at least) are in the cache.
+
+    The original error is the ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, cache_name: str, rows_written: int) -> None:
+        super().__init__(message)
+        self.cache_name = cache_name
+        self.rows_written = rows_written
+
+
+_ATOMICITY = {"atomic": AtomicityMode.ATOMIC, "transactional": AtomicityMode.TRANSACTIONAL}
+_WRITE_SYNC = {"primary_sync": WriteSynchronizationMode.PRIMARY_SYNC,
+               "full_sync": WriteSynchronizationMode.FULL_SYNC,
+               "full_async": WriteSynchronizationMode.FULL_ASYNC}
+
+
+def _choice(value: str, table: Mapping[str, Any], what: str) -> Any:
+    v = table.get(str(value).lower().replace("-", "_"))
+    if v is None:
+        raise ConfigurationError(f"{what} must be one of {', '.join(table)}; got {value!r}")
+    return v
+
+
+def write(
+    cache_name: str,
+    data: Any,
+    *,
+    client: "IgniteClient | None" = None,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    username: str | None = None,
+    password: str | None = None,
+    cafile: str | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    cert_password: str | None = None,
+    type_name: str | None = None,
+    key: str | None = None,
+    key_offset: int | None = None,
+    columns: Sequence[str] | None = None,
+    mode: Mode = "create",
+    backups: int = 0,
+    atomicity: str = "atomic",
+    write_sync: str = "primary_sync",
+    sql: bool = True,
+    batch_bytes: int = 4 << 20,
+    progress: bool | None = None,
+) -> WriteResult:
+    """Write columns of tensors into the Ignite cache ``cache_name``, one entry per row.
+
+    ``data`` is a mapping of column name -> array (first axis = rows; a row's
+    value is a scalar or an N-d array), a path to a ``.npz``, ``.csv`` (header
+    row; int64/float64/bool/str inferred, empty fields are NaN or null) or
+    ``.parquet`` file, or a ``tf.data.Dataset`` of dicts of tensors (unbatched).
+
+    Values are binary objects of ``type_name`` (default ``"<CacheName>Row"``)
+    with one field per column: bool -> boolean, (u)int8 -> byte, int16 ->
+    short, uint16/int32 -> int, uint32/(u)int64 -> long, float16/32 -> float,
+    float64 -> double, str -> String (bytes that are not UTF-8 -> byte[]),
+    datetime64 -> Timestamp; per-row arrays -> the primitive array of the
+    dtype, flattened row-major; None/NaN in object columns -> null.  The
+    original dtypes and per-row shapes are recorded with
+    :func:`~tensorflow_ignite.data.tensor_schema.save_schema`.
+
+    Keys are the row index plus ``key_offset`` (Java ``long``), or the values
+    of the ``key`` column (integers become ``long``, strings stay strings; keys
+    must be unique).
+
+    ``mode``:
+
+    * ``"create"`` -- the cache must not exist or be empty; it is created with
+      ``backups``, ``atomicity`` (``atomic``/``transactional``) and
+      ``write_sync`` (``primary_sync``/``full_sync``/``full_async``);
+    * ``"overwrite"`` -- an existing cache (and its data) is destroyed first;
+    * ``"append"`` -- rows are added to an existing cache (created if absent);
+      the recorded tensor schema must match.  ``key_offset`` defaults to the
+      number of entries already there, so row-index keys continue.
+
+    **Atomicity of the load.**  In ``create`` and ``overwrite`` mode a failure
+    part-way (bad value, lost cluster, Ctrl+C) destroys the half-written cache
+    -- or empties it, if it existed empty before -- and re-raises the error: the
+    cache is never left half-loaded.  In ``append`` mode what was written
+    stays, and a :class:`WriteError` says how many rows made it.
+
+    With ``sql=True`` the cache is also an SQL table ``PUBLIC.<CACHE_NAME>``
+    (scalar and primitive-array columns plus the key).  Clusters without an SQL
+    engine (Ignite 2.18 with ``ignite-core`` only) accept query entities without
+    complaint but cannot run queries; there the table is left out and
+    ``WriteResult.notes`` says so.
+
+    Rows are sent in put-all requests of about ``batch_bytes``.  ``progress``
+    shows a tqdm bar on stderr (default: when stderr is a terminal).  Either
+    pass a connected ``client`` or the connection settings.
+    """
+    if mode not in _MODES:
+        raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
+    if not cache_name or cache_name == SCHEMA_CACHE:
+        raise ConfigurationError(f"invalid cache name {cache_name!r}")
+    if batch_bytes < 1:
+        raise ConfigurationError("batch_bytes must be positive")
+    if backups < 0:
+        raise ConfigurationError("backups must be >= 0")
+    atomicity_mode = _choice(atomicity, _ATOMICITY, "atomicity")
+    sync_mode = _choice(write_sync, _WRITE_SYNC, "write_sync")
+
+    started = time.perf_counter()
+    source = open_source(data, columns, key)
+    own_client = client is None
+    if client is None:
+        from ...client import IgniteClient
+
+        address = host if ":" in host or "," in host else f"{host}:{port}"
+        client = IgniteClient(address, username=username, password=password, cafile=cafile, certfile=certfile,
+                              keyfile=keyfile, cert_password=cert_password)
+    try:
+        return _write(client, cache_name, source, type_name=type_name, key=key, key_offset=key_offset,
+                      mode=mode, backups=backups, atomicity=atomicity_mode, write_sync=sync_mode, sql=sql,
+                      batch_bytes=batch_bytes, progress=progress, started=started)
+    finally:
+        if own_client:
+            client.close()
+
+
+def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name: str | None, key: str | None,
+           key_offset: int | None, mode: str, backups: int, atomicity: int, write_sync: int, sql: bool,
+           batch_bytes: int, progress: bool | None, started: float) -> WriteResult:
+    existing = cache_name in client.cache_names()
+    recorded = load_schema(client, cache_name) if existing and mode == "append" else None
+    if type_name is None:
+        type_name = recorded.type_name if recorded is not None else default_type_name(cache_name)
+    plan = make_plan(source, key, type_name)
+    if recorded is not None:
+        check_append_schema(cache_name, recorded, plan.record())
+    if key is not None and source.in_memory:
+        check_unique_keys(key, source.first[key])
+
+    # Register the value type first: a clash with an older type of the same name
+    # fails here, before any cache is created or destroyed.
+    try:
+        client.put_binary_type(plan.binary_type())
+    except ServerError as exc:
+        server = " ".join(str(exc).split())
+        raise ConfigurationError(
+            f"binary type {type_name!r} is already registered on the cluster with other field types; "
+            f"Ignite keeps binary metadata for good, so write with another type_name= (e.g. "
+            f"{type_name + '2'!r}). Server: {server}"
+        ) from None
+
+    cache, created, emptied_ok, sql_table = prepare_cache(
+        client, cache_name, existing, plan, mode=mode, backups=backups, atomicity=atomicity,
+        write_sync=write_sync, sql=sql)
+
+    if key is None and key_offset is None:
+        key_offset = 0
+        if mode == "append" and not created:
+            key_offset = cache.size()
+            if key_offset and source.total_rows:
+                end = key_offset + source.total_rows - 1
+                if cache.contains_key(key_offset) or cache.contains_key(end):
+                    raise ConfigurationError(
+                        f"cache {cache_name!r} has {key_offset} entries but already holds keys in "
+                        f"[{key_offset}, {end}]; pass key_offset= explicitly to append without overwriting"
+                    )
+    offset = int(key_offset or 0)
+
+    sender = PutAllSender(client, cache_name)
+    bar = progress_bar(progress, source.total_rows, cache_name)
+    sender.on_ack = bar.update
+    used: set[str] = set()
+    try:
+        send_all(plan, source, sender, client, key=key, offset=offset, batch_bytes=batch_bytes, used=used)
+        sender.wait()
+        save_schema(client, cache_name, plan.record())
+    except BaseException as exc:
+        bar.close()
+        if sender.pending is not None:  # a batch sent before the failure: collect its answer, count its rows
+            try:
+                sender.wait()
+            except Exception as late:  # noqa: BLE001 - the first error is the one to report
+                log.debug("the batch in flight failed too: %s", late)
+        after_failure(client, cache, exc, mode=mode, created=created, emptied_ok=emptied_ok,
+                       rows=sender.rows_acked)
+        if mode == "append" and isinstance(exc, Exception):
+            raise WriteError(
+                f"append to cache {cache_name!r} failed after {sender.rows_acked:,} rows were written "
+                f"(they stay in the cache): {exc}", cache_name=cache_name, rows_written=sender.rows_acked,
+            ) from exc
+        raise
+    bar.close()
+    notes = list(plan.notes)
+    encoder = "+".join(sorted(used)) or ("fixed-layout" if plan.fixed else "generic")
+    result = WriteResult(cache_name=cache_name, rows=sender.rows_acked, bytes_sent=sender.bytes_sent,
+                         seconds=time.perf_counter() - started, type_name=type_name, key=plan.key.name,
+                         sql_table=sql_table, encoder=encoder, notes=tuple(notes))
+    log.info("%s", result.summary())
+    return result

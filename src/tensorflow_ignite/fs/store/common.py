@@ -1,0 +1,115 @@
+"""What the parts of the file store share: tunables, the state they work on, helpers."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ...errors import CacheNotFoundError
+
+if TYPE_CHECKING:
+    import uuid
+
+    from ...client import Cache, IgniteClient
+    from ..layout import Entry, Range
+    from .tx import TxView
+
+T = TypeVar("T")
+
+#: Attempts of one metadata transaction before giving up under contention.
+MAX_TX_ATTEMPTS = 60
+#: Concurrent transactions per store (Ignite allows 100 per connection by default).
+MAX_CONCURRENT_TX = 48
+#: Blocks a writer keeps in flight while it fills the next one.
+WRITE_AHEAD = 3
+#: Threads per store for block transfers (shared by all its readers and writers).
+IO_THREADS = 8
+#: Blocks a reader keeps (the current, the read-ahead, one behind for re-reads).
+READ_CACHE_BLOCKS = 3
+#: Block gets in flight while a large read receives blocks straight into its buffer.
+DIRECT_AHEAD = 3
+#: Files per publication transaction in :meth:`IgniteFileStore.write_files`.
+FILES_PER_TX = 500
+#: Data keys per remove request when collecting garbage.
+REMOVE_BATCH = 512
+#: Refresh a writer's ``w:`` record at most this often (seconds).
+PENDING_REFRESH = 60.0
+#: First size of a writer's block buffer (it grows to the block size as needed).
+INITIAL_BUFFER = 64 * 1024
+#: Reserved room before a block for the put request's header (key included).
+FRAME_ROOM = 96
+
+
+class StoreState:
+    """The state of one :class:`~.core.IgniteFileStore`, shared by the parts it is made of.
+
+    The store is one object; its methods live in one module per concern
+    (transactions, namespace, blocks, garbage).  This declares what those parts
+    use of each other, so that each module says what it relies on.
+    """
+
+    client: IgniteClient
+    meta: Cache
+    data: Cache
+    block_size: int
+    cache_prefix: str
+    endpoint: str
+    #: Counters for tests and diagnostics.
+    stats: collections.Counter[str]
+    _lock: threading.Lock
+    _pins: collections.Counter[str]
+    _deferred: dict[str, tuple[list[Range], int]]
+    _seq: int
+    _opening: collections.Counter[int]
+    _tx_slots: threading.BoundedSemaphore
+    _executor: ThreadPoolExecutor
+    _io: ThreadPoolExecutor
+    _background_work: set[Future[Any]]
+
+    if TYPE_CHECKING:
+        def uri(self, path: str) -> str: ...
+        def _background(self, fn: Callable[..., Any], *args: Any) -> None: ...
+        def _caches_lost(self, exc: CacheNotFoundError) -> None: ...
+        def _transact(self, body: Callable[[TxView], T], what: str) -> T: ...
+        def _collect(self, gid: str, ranges: list[Range], seq: int) -> None: ...
+        def _delete_blocks(self, ranges: Any) -> None: ...
+        def _block_node(self, key: str) -> uuid.UUID | None: ...
+        def lookup(self, path: str) -> Entry | None: ...
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def recreates_caches(method: F) -> F:
+    """Run a store operation once more after re-creating caches that vanished.
+
+    A missing cache is reported before anything was changed, so running the
+    operation again is safe.  Only the first-level operations carry this."""
+
+    @functools.wraps(method)
+    def wrapper(self: StoreState, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except CacheNotFoundError as exc:
+            self._caches_lost(exc)
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class Superseded(Exception):
+    """A writer's file was replaced or removed by someone else; its output is dropped."""
+
+
+def now_ns() -> int:
+    return time.time_ns()
+
+
+def os_error(cls: type[OSError], code: int, uri: str, text: str | None = None) -> OSError:
+    return cls(code, text or os.strerror(code), uri)
