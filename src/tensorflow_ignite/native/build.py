@@ -508,4 +508,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the package's own copy of this module, not ``__main__``: importing TensorFlow for
+    # its flags loads the dataset op (``import tensorflow_ignite``), whose build goes through
+    # ``tensorflow_ignite.native.build``; two copies would hold two ``_held_locks`` and the
+    # nested build would wait forever on the lock this process holds.
+    from tensorflow_ignite.native import build as _build
+
+    sys.exit(_build.main())
