@@ -201,7 +201,11 @@ class IgniteClient:
         skip = set(exclude)
         errors: list[str] = []
         candidates = [a for a in self.seeds if a not in skip]
-        candidates += [a for eps in self._endpoints.values() for a in eps if a not in skip and a not in candidates]
+        if self.partition_awareness:
+            # Without partition awareness only the addresses given are dialled (as
+            # Ignite's own thin clients do): nodes behind a proxy or NAT announce
+            # addresses this client may not be meant to use.
+            candidates += [a for eps in self._endpoints.values() for a in eps if a not in skip and a not in candidates]
         failures: list[IgniteConnectionError] = []
         for address in candidates:
             existing = self._by_address.get(address)
