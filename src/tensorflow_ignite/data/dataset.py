@@ -209,6 +209,8 @@ class IgniteDataset(tf.data.Dataset):
                                   allocate=lambda shape, dtype: aligned_empty(shape, dtype, pool),
                                   description=description,
                                   splits=len(self.plan) if self._reader.splittable else 0)
+        share = params.get("parts") is not None or params["part"] >= 0 or bool(params["local"])
+        self._dataset = self._dataset.with_options(_shard_options(share))
         super().__init__(self._dataset._variant_tensor)
 
     # ---------------------------------------------------------------- schema
@@ -299,7 +301,7 @@ class IgniteDataset(tf.data.Dataset):
                                             batch_size=batch_size, drop_remainder=drop_remainder,
                                             credentials=credentials)
         return _assemble(lambda _w, _n: reader.batches(), reader.run, 1, ds_schema, 1, batch_size, drop_remainder,
-                         description=description)
+                         description=description).with_options(_shard_options(False))
 
 
 def _sample_entries(client: IgniteClient, cache_name: str, n: int) -> list[tuple[Any, Any]]:
@@ -339,6 +341,24 @@ def _sql_schema(client: IgniteClient, query: str, args: Sequence[Any], sql_kwarg
                 f"are none); pass column_types={{'{name}': TypeCode.X}}"
             )
     return DatasetSchema(None, None, columns=tuple(cols))
+
+
+def _shard_options(share: bool) -> tf.data.Options:
+    """How a distribution strategy may shard this dataset across workers.
+
+    A dataset reading only its share of the partitions (``parts``, ``part``,
+    ``local``: launcher workers) is ``OFF``: sharding it again would keep only
+    every N-th row of the worker's own partitions and lose the rest of the
+    epoch.  Any other dataset is cut by rows (``DATA``: each worker reads
+    everything and keeps its N-th, so the workers together read every row
+    once).  The policy is set rather than left to ``AUTO``, which finds no
+    files here and, on the bare source op, did not shard at all (TF 2.21):
+    every worker trained on every row.
+    """
+    options = tf.data.Options()
+    policy = tf.data.experimental.AutoShardPolicy
+    options.experimental_distribute.auto_shard_policy = policy.OFF if share else policy.DATA
+    return options
 
 
 #: ``TF_IGNITE_DATASET_SOURCE=generator`` makes datasets use ``tf.data.Dataset.from_generator``
