@@ -105,6 +105,13 @@ class IgniteDataset(tf.data.Dataset):
         a checkpoint; see :mod:`.portable`): a provider registered with
         :func:`~.portable.register_credentials`, else ``IGNITE_DATASET_<NAME>_*``
         variables.  By default they read ``IGNITE_DATASET_PASSWORD`` etc.
+      known_cardinality: count the cache's entries when the dataset is built
+        (one size request) and give the dataset that cardinality (rows, or
+        batches of ``batch_size``), so Keras knows the steps per epoch.  An
+        epoch that yields another number of rows -- the cache changed since --
+        fails with TensorFlow's cardinality error rather than training on a
+        silently different epoch.  Whole-cache reads only.  Otherwise the
+        cardinality is ``UNKNOWN``: a live cache has no fixed size.
 
     The dataset leaves its process: the op carries a description of the read
     (never a password or key), so it runs on the tf.data service -- both
@@ -147,6 +154,7 @@ class IgniteDataset(tf.data.Dataset):
         client: IgniteClient | None = None,
         timeout: float = 30.0,
         credentials: str | None = None,
+        known_cardinality: bool = False,
     ) -> None:
         params = apply_env_overrides(dict(
             host=host, port=port, local=local, part=part, page_size=page_size, username=username,
@@ -210,8 +218,21 @@ class IgniteDataset(tf.data.Dataset):
                                   description=description,
                                   splits=len(self.plan) if self._reader.splittable else 0)
         share = params.get("parts") is not None or params["part"] >= 0 or bool(params["local"])
+        if known_cardinality:
+            self._dataset = self._dataset.apply(tf.data.experimental.assert_cardinality(
+                self._cardinality(share, batch_size, drop_remainder)))
         self._dataset = self._dataset.with_options(_shard_options(share))
         super().__init__(self._dataset._variant_tensor)
+
+    def _cardinality(self, share: bool, batch_size: int | None, drop_remainder: bool) -> int:
+        if share:
+            raise ConfigurationError(
+                f"known_cardinality=True counts the whole cache {self.cache_name!r}; Ignite cannot count the "
+                "entries of some partitions without reading them (this dataset reads parts/part/local)")
+        rows = self.client.cache(self.cache_name).size()
+        if batch_size is None:
+            return rows
+        return rows // batch_size if drop_remainder else -(-rows // batch_size)
 
     # ---------------------------------------------------------------- schema
     def _resolve_schema(self, value_type: str | None, key_type: str | int | None,
