@@ -101,3 +101,46 @@ def test_known_cardinality(ignite_node: LocalCluster, client: IgniteClient, cach
         list(batches)
     with pytest.raises(ConfigurationError, match="whole cache"):
         IgniteDataset(cache_name, host, port, parts=[0, 1], known_cardinality=True)
+
+
+def _keys(it) -> list[int]:  # type: ignore[no-untyped-def]
+    return [int(k) for b in it for k in b["key"].numpy()]
+
+
+def test_seeded_shuffle_is_reproducible_and_resumes_its_order(ignite_node: LocalCluster, client: IgniteClient,
+                                                               cache_name: str, tmp_path) -> None:
+    rows = 4000
+    client.get_or_create_cache(cache_name).put_all({i: float(i) for i in range(rows)})
+    host, port = ignite_node.address()
+    parts = client.partition_map(cache_name).partitions
+    assert parts == 1024  # long keys below 65536 live in partition key % 1024 (rendezvous affinity)
+
+    def shuffled() -> IgniteDataset:
+        return IgniteDataset(cache_name, host, port, batch_size=100, shuffle=True, seed=7)
+
+    ds = shuffled()
+    epoch0, epoch1 = _keys(iter(ds)), _keys(iter(ds))
+    assert sorted(epoch0) == sorted(epoch1) == list(range(rows))
+    assert epoch0 != epoch1  # each iterator is the next epoch
+    order0 = list(dict.fromkeys(k % parts for k in epoch0))
+    assert order0 != sorted(order0)  # partitions out of plan order
+    again = shuffled()
+    assert (_keys(iter(again)), _keys(iter(again))) == (epoch0, epoch1)  # same seed, same epochs
+    other = _keys(iter(IgniteDataset(cache_name, host, port, batch_size=100, shuffle=True, seed=8)))
+    assert other != epoch0 and sorted(other) == list(range(rows))
+
+    # Saved mid-epoch, restored into a new dataset: the rest of epoch 0 in epoch 0's order.
+    it = iter(shuffled())
+    seen = [int(k) for _ in range(5) for k in next(it)["key"].numpy()]
+    path = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "ckpt"))
+    restored = shuffled()
+    it2 = iter(restored)
+    tf.train.Checkpoint(iterator=it2).read(path).assert_consumed()
+    rest = _keys(it2)
+    assert sorted(seen + rest) == list(range(rows))
+    started = {k % parts for k in seen}
+    assert [k for k in rest if k % parts not in started] == [k for k in epoch0 if k % parts not in started]
+    assert _keys(iter(restored)) == epoch1  # the next iterator goes on with epoch 1
+
+    with pytest.raises(ConfigurationError, match="one reader"):
+        IgniteDataset(cache_name, host, port, shuffle=True, num_parallel_reads=2)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -112,6 +113,13 @@ class IgniteDataset(tf.data.Dataset):
         fails with TensorFlow's cardinality error rather than training on a
         silently different epoch.  Whole-cache reads only.  Otherwise the
         cardinality is ``UNKNOWN``: a live cache has no fixed size.
+      shuffle, seed: read the partitions in an order drawn from ``seed`` and
+        the epoch (each new iterator is the next epoch): the same seed gives
+        the same order in every run and every process, and a saved iterator
+        resumes the order it was reading.  Rows keep Ignite's order within a
+        partition, so this is a global shuffle of partitions, not of rows:
+        add a small ``.shuffle(buffer)`` behind it to mix rows too (see the
+        README).  Without ``seed`` one is drawn at random.  One reader only.
 
     The dataset leaves its process: the op carries a description of the read
     (never a password or key), so it runs on the tf.data service -- both
@@ -155,6 +163,8 @@ class IgniteDataset(tf.data.Dataset):
         timeout: float = 30.0,
         credentials: str | None = None,
         known_cardinality: bool = False,
+        shuffle: bool = False,
+        seed: int | None = None,
     ) -> None:
         params = apply_env_overrides(dict(
             host=host, port=port, local=local, part=part, page_size=page_size, username=username,
@@ -195,8 +205,15 @@ class IgniteDataset(tf.data.Dataset):
         self.batch_size = batch_size
         self._reader = ScanReader(self.client, cache_name, self.schema, self.plan.tasks,
                                   PageSizer(params["page_size"], page_bytes))
+        if shuffle:
+            if num_parallel_reads is not None and num_parallel_reads > 1:
+                raise ConfigurationError(f"IgniteDataset over cache {cache_name!r}: shuffle=True reads with one "
+                                         "reader; leave num_parallel_reads unset")
+            self._reader.shuffle_seed = int(seed) if seed is not None else secrets.randbits(63)
+        elif seed is not None:
+            raise ConfigurationError("seed=... orders partitions only with shuffle=True")
         key = self.schema.key
-        if (params.get("parts") is None and params["part"] < 0 and not params["local"] and pmap.applicable
+        if (not shuffle and params.get("parts") is None and params["part"] < 0 and not params["local"] and pmap.applicable
                 and pmap.partitions and self.client.partition_awareness and key is not None
                 and not key.is_object and int(key.type_code) in (TypeCode.LONG, TypeCode.INT)):
             # The whole cache with scalar keys: one scan per node (see Cache.scan_nodes).
@@ -211,7 +228,8 @@ class IgniteDataset(tf.data.Dataset):
         description = portable.describe_cache(
             self.client, cache_name, self.plan.tasks, partitions=self._reader.partitions or pmap.partitions,
             node_scans=self._reader.node_scans, schema=self.schema, page_size=params["page_size"],
-            page_bytes=page_bytes, batch_size=batch_size, drop_remainder=drop_remainder, credentials=credentials)
+            page_bytes=page_bytes, batch_size=batch_size, drop_remainder=drop_remainder, credentials=credentials,
+            shuffle_seed=self._reader.shuffle_seed)
         self._dataset = _assemble(self._reader.worker_batches, self._reader.run, len(self.plan), self.schema, reads,
                                   batch_size, drop_remainder,
                                   allocate=lambda shape, dtype: aligned_empty(shape, dtype, pool),
