@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..client import IgniteClient
+from ..client import ConnectionOptions, IgniteClient, close_shared_clients
 from ..errors import CacheNotFoundError, ConfigurationError, SchemaError
 from ..native import data_source
 from ..protocol.codes import TypeCode
@@ -45,7 +45,6 @@ from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.pool import aligned_empty
 from ..protocol.responses import decode_scan_rows
 from . import portable
-from .connection import ConnectionOptions, close_shared_clients
 from .env import apply_env_overrides
 from .plan import PartitionPlan, ScanTask
 from .reader import DEFAULT_PAGE_BYTES, PageSizer, ReadStats, ScanReader, SqlReader

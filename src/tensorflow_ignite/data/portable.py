@@ -195,7 +195,7 @@ def _credentials(conn: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
-    from .connection import ConnectionOptions, pooled_options
+    from ..client import ConnectionOptions, pooled_options
 
     endpoints = list(conn["endpoints"])
     host, port = _split_endpoint(endpoints[0])
