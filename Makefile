@@ -2,6 +2,7 @@
 #
 #   make demo    the main job: a local Ignite node, data in, a model trained on it
 #   make test    everything a fresh machine needs, then the whole test suite
+#   make test-long  the same with the long forms of the fault tests
 #   make bench   benchmarks (writes BENCHMARKS.md)
 #   make wheel   cp311/cp312/cp313 manylinux wheels in dist/
 #   make compat  every tested Ignite release (with a table) and the wheel on Python 3.12, 3.13
@@ -17,7 +18,7 @@ JAVA_SRC    := $(shell find java/src -name '*.java' 2>/dev/null) java/pom.xml ja
 NATIVE_SRC  := $(wildcard src/tensorflow_ignite/native/*.cc) $(wildcard src/tensorflow_ignite/native/build.py)
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps venv java native stock demo test bench fuzz clean help wheel compat compat-wheel compat-versions
+.PHONY: setup system-deps venv java native stock demo test test-long bench fuzz clean help wheel compat compat-wheel compat-versions
 
 help:
 	@sed -n '2,10p' Makefile
@@ -72,6 +73,11 @@ demo: setup
 
 test: setup
 	bash scripts/run-tests.sh $(PYTEST_ARGS)
+
+# The whole suite with the long forms of the fault tests (more kill trials and
+# topology changes than CI's short forms; about twice as long).
+test-long: setup
+	bash scripts/run-tests.sh --long $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) -m bench.run $(BENCH_ARGS)

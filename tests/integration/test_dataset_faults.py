@@ -36,7 +36,12 @@ from tensorflow_ignite.protocol.values import BinaryObject
 
 ROWS = 6_000
 PAGE_ROWS = 4
+#: Node kills per scan mode: long form (``--long``) and the short form CI runs.
 KILL_TRIALS = 20
+KILL_TRIALS_SHORT = 6
+#: Join-then-leave rounds per scan mode, long and short.
+TOPOLOGY_ROUNDS = 3
+TOPOLOGY_ROUNDS_SHORT = 1
 SEED = 20261122
 
 
@@ -143,8 +148,9 @@ SCAN_MODES = [pytest.param(1, "nodes", id="node-scans"), pytest.param(2, "partit
 @pytest.mark.slow
 @pytest.mark.parametrize("readers,mode", SCAN_MODES)
 def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cache_name: str, readers: int,
-                                                 mode: str) -> None:
+                                                 mode: str, long_form: bool) -> None:
     cluster = three_nodes
+    trials = KILL_TRIALS if long_form else KILL_TRIALS_SHORT
     _fill(cluster, cache_name, ROWS)
     _wait_rebalanced(cluster, cache_name, ROWS)
     host, port = cluster.address(0)
@@ -159,7 +165,7 @@ def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cach
     rerouted = 0
     report = []
     t_start = time.monotonic()
-    for trial in range(KILL_TRIALS):
+    for trial in range(trials):
         # 3 nodes -> 2 -> 1, then both restarted: once the survivors hold a backup of
         # everything, the next kill cannot lose a partition either.
         alive = [m.index for m in cluster.members if (m.host, m.client_port) in cluster.addresses()]
@@ -182,16 +188,17 @@ def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cach
             cluster.restart_nodes([m.index for m in cluster.members if m.index not in alive or m.index == victim])
         _wait_rebalanced(cluster, cache_name, ROWS)
     print("\n".join(report))
-    print(f"{rerouted} of {KILL_TRIALS} trials re-routed or rescanned partitions; "
+    print(f"{rerouted} of {trials} trials re-routed or rescanned partitions; "
           f"{time.monotonic() - t_start:.0f}s")
     # A kill after the reader's last request needs no re-route; most land mid-epoch.
-    assert rerouted >= KILL_TRIALS // 2
+    assert rerouted >= trials // 2
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("readers,mode", SCAN_MODES)
 def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: LocalCluster,
-                                                                 cache_name: str, readers: int, mode: str) -> None:
+                                                                 cache_name: str, readers: int, mode: str,
+                                                                 long_form: bool) -> None:
     cluster = three_nodes
     _fill(cluster, cache_name, ROWS)
     _wait_rebalanced(cluster, cache_name, ROWS)
@@ -212,7 +219,8 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
                 gate.wait(timeout=240)
         return keys
 
-    for trial in range(3):
+    rounds = TOPOLOGY_ROUNDS if long_form else TOPOLOGY_ROUNDS_SHORT
+    for trial in range(rounds):
         # A fourth node joins mid-epoch (rebalancing starts), then leaves mid-epoch (SIGTERM).
         for change in ("join", "leave"):
             stop_at = rng.randrange(500, ROWS - 500)
@@ -244,7 +252,7 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
             assert result, "the epoch did not finish"
             _assert_exactly_once(result[0], ROWS, f"trial {trial}, node {change} after ~{stop_at} rows")
             _wait_rebalanced(cluster, cache_name, ROWS)
-    print(f"3 joins and 3 leaves mid-epoch, exactly once; topology versions {maps}; "
+    print(f"{rounds} joins and {rounds} leaves mid-epoch, exactly once; topology versions {maps}; "
           f"{len(ds.stats.failovers)} partition scans repeated; rescans after node scans: "
           f"{[len(r) for r in ds.stats.rescans]}")
     assert ds.stats.scan_mode == mode

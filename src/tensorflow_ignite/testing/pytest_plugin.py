@@ -65,6 +65,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Ignite versions for the stock_cluster tests: 'all' or a comma list "
              f"({', '.join(IGNITE_VERSIONS)}); default: each test's ignite_versions marker",
     )
+    parser.addoption(
+        "--long", action="store_true", default=False,
+        help="the long forms of the fault tests (more kill trials, more rows; `make test-long`); "
+             "by default each runs its short form, as CI does",
+    )
+
+
+@pytest.fixture(scope="session")
+def long_form(request: pytest.FixtureRequest) -> bool:
+    """True under ``--long``: a fault test runs its long form (see ``pytest --help``)."""
+    return bool(request.config.getoption("long", False))
 
 
 def _selected_versions(config: pytest.Config, marker: pytest.Mark | None) -> list[str]:
