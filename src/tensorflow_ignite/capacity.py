@@ -1,0 +1,307 @@
+"""The capacity guard: room left in a cache's data region, checked before and while writing.
+
+Writing more than an in-memory Ignite data region holds makes the node throw
+``IgniteOutOfMemoryException``, a critical failure: Ignite stops the node, and on
+an in-memory cluster the data of every cache on it is gone.  ``write``,
+``ignite-tf load`` and ``ignite://`` writes therefore ask, before they store
+anything and again between batches, how full the target cache's region is on
+every server node, and refuse with :class:`~tensorflow_ignite.errors.CapacityError`
+(naming the region, its size, what is used and what the write needs) rather
+than stop someone's node.  The writers then roll back what they stored.
+
+**Where the numbers come from.**  The tensorflow-ignite module's launcher
+service (``TfJobService.regions``, which broadcasts ``RegionReport`` to every
+server node carrying the module) returns each node's regions: name, max size,
+persistence, page size, and ``TotalUsedSize`` (allocated pages minus the empty
+pages a write can reuse; Ignite counts it whether or not the region enables
+metrics).  The thin client alone cannot learn a region's usage on Ignite
+2.18 ``ignite-core`` (no SQL engine, hence no ``SYS.METRICS`` view; node
+details carry no memory figures), so without the module the guard says once, as
+a logged warning, that it cannot check, and lets the write proceed.
+
+**What is at risk.**  Only in-memory regions without page eviction: a region
+with persistence keeps pages on disk and replaces them in RAM (its max size
+bounds the RAM cache, not the data), and a region with eviction drops old
+entries instead of failing.  The guard skips both (``RegionUsage.guarded``).
+
+**What a write needs** (measured on Ignite 2.18, see ARCHITECTURE.md / RELIABILITY.md):
+an entry costs its encoded key and value plus ``ENTRY_OVERHEAD`` bytes (row
+header, data-page item, hash-index item), divided by ``FILL_FACTOR`` (pages are
+not filled completely), times the number of copies (``1 + backups``, at most
+the number of nodes), spread over the nodes with ``IMBALANCE`` for uneven
+partition placement.  A region counts as full at ``USABLE_FRACTION`` of its max
+size (Ignite's page memory loses some of ``maxSize`` to segment headers and
+page overhead, and the region's indexes and free lists need room to grow).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import CapacityError, IgniteError
+
+if TYPE_CHECKING:
+    from .client import IgniteClient
+
+__all__ = [
+    "RegionUsage",
+    "CapacityGuard",
+    "region_usage",
+    "estimate_bytes",
+    "ENTRY_OVERHEAD",
+    "FILL_FACTOR",
+    "USABLE_FRACTION",
+    "IMBALANCE",
+]
+
+log = logging.getLogger(__name__)
+
+#: Bytes a stored entry costs beyond its encoded key and value (see the module docstring).
+ENTRY_OVERHEAD = 96
+#: Share of a data page's bytes that entries fill, on average.
+FILL_FACTOR = 0.80
+#: Share of a region's max size that can hold data before Ignite runs out of pages.
+USABLE_FRACTION = 0.90
+#: How much more than its even share the busiest node may receive.
+IMBALANCE = 1.20
+#: Refresh the region figures after this many bytes were admitted since the last refresh...
+REFRESH_BYTES = 8 << 20
+#: ... or when they are older than this many seconds.
+REFRESH_SECONDS = 2.0
+#: How long "no figures available" is remembered before asking again.
+UNKNOWN_RETRY_SECONDS = 60.0
+
+_MIB = 1 << 20
+
+
+def _mib(n: float) -> str:
+    return f"{n / _MIB:,.1f} MiB"
+
+
+@dataclass(frozen=True)
+class RegionUsage:
+    """One data region on one server node, as ``TfJobService.regions`` reports it."""
+
+    node: str
+    node_id: str
+    region: str
+    default: bool
+    persistence: bool
+    eviction: str
+    max_size: int
+    used_size: int
+    page_size: int
+
+    @property
+    def guarded(self) -> bool:
+        """Whether a full region stops the node: in memory only, no page eviction."""
+        return not self.persistence and self.eviction in ("", "DISABLED")
+
+    @property
+    def usable(self) -> int:
+        """Bytes of the region that can hold data (``USABLE_FRACTION`` of the max size)."""
+        return int(self.max_size * USABLE_FRACTION)
+
+    @property
+    def free(self) -> int:
+        return max(0, self.usable - self.used_size)
+
+    @classmethod
+    def from_report(cls, row: dict[str, Any]) -> "RegionUsage":
+        return cls(node=str(row.get("node", "?")), node_id=str(row.get("node_id", "")),
+                   region=str(row.get("region", "default")), default=bool(row.get("default", False)),
+                   persistence=bool(row.get("persistence", False)), eviction=str(row.get("eviction", "DISABLED")),
+                   max_size=int(row.get("max_size", 0)), used_size=int(row.get("used_size", 0)),
+                   page_size=int(row.get("page_size", 4096)))
+
+
+def estimate_bytes(payload: int, entries: int, *, copies: int = 1) -> int:
+    """Region bytes that ``entries`` entries of ``payload`` encoded bytes in total take, all copies."""
+    if payload <= 0 and entries <= 0:
+        return 0
+    return int((payload + entries * ENTRY_OVERHEAD) / FILL_FACTOR) * max(1, copies)
+
+
+def node_share(total: int, nodes: int, largest_entry: int = 0) -> int:
+    """What the busiest of ``nodes`` nodes receives of ``total`` region bytes (all copies)."""
+    if nodes <= 1:
+        return total
+    return min(total, int(total / nodes * IMBALANCE) + 2 * largest_entry)
+
+
+class _Unavailable(Exception):
+    """No region figures: the reason, for the one warning."""
+
+
+def region_usage(client: "IgniteClient") -> list[RegionUsage]:
+    """Every server node's data regions, through the module's launcher service.
+
+    Raises ``_Unavailable`` (internal) with the reason when the cluster cannot say.
+    """
+    from .errors import LauncherError
+    from .launcher.jobs import JobClient
+
+    jobs = JobClient(client)
+    try:
+        rows = jobs.invoke("regions", wait_for_service=5.0)
+    except LauncherError as exc:
+        reason = " ".join(str(exc).split())
+        if "regions" in reason and ("method" in reason.lower() or "NoSuchMethod" in reason):
+            reason = f"the nodes run an older tensorflow-ignite module without region reports ({reason})"
+        raise _Unavailable(reason) from None
+    if not isinstance(rows, list):
+        raise _Unavailable(f"the launcher service answered {type(rows).__name__}, not a list of regions")
+    return [RegionUsage.from_report(r) for r in rows if isinstance(r, dict)]
+
+
+# One warning per cluster (seed addresses) and process when figures are not available.
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+class CapacityGuard:
+    """Checks that writes into ``cache_name`` fit its data region on every server node.
+
+    :meth:`check` is the up-front test of a whole write; :meth:`admit` is called
+    before each batch or block and re-reads the region figures every
+    ``REFRESH_BYTES`` admitted bytes or ``REFRESH_SECONDS``, so a write that
+    grows past the limit while it runs -- someone else filled the region, or the
+    estimate was low -- stops with a :class:`CapacityError` before the node
+    runs out of pages.  ``copies`` is ``1 + backups``.  ``enabled=False`` (or
+    ``TF_IGNITE_CAPACITY_GUARD=0``) turns every check into a no-op.
+
+    ``stats`` counts refreshes and checks (for tests and diagnostics).
+    """
+
+    def __init__(self, client: "IgniteClient", cache_name: str, *, copies: int = 1, region: str | None = None,
+                 what: str = "write", enabled: bool | None = None) -> None:
+        import os
+
+        self.client = client
+        self.cache_name = cache_name
+        self.copies = max(1, int(copies))
+        self.what = what
+        self._region = region
+        if enabled is None:
+            enabled = os.environ.get("TF_IGNITE_CAPACITY_GUARD", "1").strip().lower() not in ("0", "false", "no", "off")
+        self.enabled = enabled
+        self._rows: list[RegionUsage] | None = None
+        self._at = 0.0
+        self._since = 0
+        self._unknown_at = 0.0
+        self._lock = threading.Lock()
+        #: Where the figures came from: ``"launcher module"``, or None while unknown.
+        self.source: str | None = None
+        self.stats = {"refreshes": 0, "checks": 0, "refusals": 0}
+
+    # -------------------------------------------------------------- figures
+    def _region_name(self) -> str | None:
+        if self._region is not None:
+            return self._region
+        try:
+            if self.cache_name in self.client.cache_names():
+                self._region = self.client.cache(self.cache_name).configuration().data_region_name or ""
+                return self._region
+        except IgniteError as exc:
+            log.debug("cannot read the configuration of cache %r: %s", self.cache_name, exc)
+        return None  # not created yet: the default region
+
+    def _refresh(self) -> list[RegionUsage] | None:
+        now = time.monotonic()
+        if self._unknown_at and now - self._unknown_at < UNKNOWN_RETRY_SECONDS:
+            return None
+        try:
+            rows = region_usage(self.client)
+        except (_Unavailable, IgniteError) as exc:
+            self._unknown_at = now
+            self._rows = None
+            self._warn_once(str(exc))
+            return None
+        self._unknown_at = 0.0
+        self.stats["refreshes"] += 1
+        self.source = "launcher module"
+        name = self._region_name()
+        if name:
+            mine = [r for r in rows if r.region == name]
+        else:
+            mine = [r for r in rows if r.default]
+        self._rows = mine
+        self._at = now
+        self._since = 0
+        return mine
+
+    def _warn_once(self, reason: str) -> None:
+        cluster = ",".join(f"{h}:{p}" for h, p in self.client.seeds)
+        with _warned_lock:
+            if cluster in _warned:
+                log.debug("capacity guard: no region figures for %s: %s", cluster, reason)
+                return
+            _warned.add(cluster)
+        log.warning(
+            "tensorflow-ignite cannot check how much room the data regions of %s have, so writes there are not "
+            "guarded against filling a region (which makes Ignite stop the node): %s. The guard needs the "
+            "tensorflow-ignite module on the server nodes (README, 'Use your own Ignite cluster').", cluster, reason)
+
+    def regions(self, *, refresh: bool = True) -> list[RegionUsage] | None:
+        """The target region on every server node (None: not available)."""
+        with self._lock:
+            if refresh or self._rows is None:
+                return self._refresh()
+            return self._rows
+
+    # --------------------------------------------------------------- checks
+    def check(self, payload: int, entries: int, *, largest_entry: int = 0) -> None:
+        """Refuse, before anything is stored, a write of ``entries`` entries and ``payload`` bytes
+        that does not fit (fresh figures)."""
+        if not self.enabled:
+            return
+        with self._lock:
+            rows = self._refresh()
+            if rows is not None:
+                self._verify(rows, estimate_bytes(payload, entries, copies=self.copies), largest_entry, 0)
+
+    def admit(self, payload: int, entries: int, *, remaining: tuple[int, int] | None = None,
+              largest_entry: int = 0) -> None:
+        """Before storing ``entries`` entries of ``payload`` bytes: raise :class:`CapacityError`
+        if they -- or ``remaining`` (payload, entries) of the whole write still to come, when
+        known -- no longer fit.  Figures are re-read every ``REFRESH_BYTES`` or ``REFRESH_SECONDS``."""
+        if not self.enabled:
+            return
+        need = estimate_bytes(payload, entries, copies=self.copies)
+        with self._lock:
+            stale = (self._rows is None or self._since + need > REFRESH_BYTES
+                     or time.monotonic() - self._at > REFRESH_SECONDS)
+            rows = self._refresh() if stale else self._rows
+            if rows is None:
+                return
+            total = need
+            if remaining is not None:
+                total = max(need, estimate_bytes(remaining[0], remaining[1], copies=self.copies))
+            self._verify(rows, total, largest_entry, self._since)
+            self._since += need
+
+    def _verify(self, rows: Sequence[RegionUsage], need: int, largest_entry: int, pending: int) -> None:
+        self.stats["checks"] += 1
+        guarded = [r for r in rows if r.guarded]
+        if not guarded or need <= 0:
+            return
+        nodes = len(rows)
+        share = node_share(need, nodes, largest_entry)
+        pending_share = node_share(pending, nodes, 0) if pending else 0
+        for r in sorted(guarded, key=lambda r: r.free):
+            if share + pending_share > r.free:
+                self.stats["refusals"] += 1
+                raise CapacityError(
+                    f"{self.what} into cache {self.cache_name!r} refused: it needs about {_mib(share)} more in data "
+                    f"region {r.region!r} on node {r.node}, which holds {_mib(r.max_size)} (max size) and already "
+                    f"uses {_mib(r.used_size + pending_share)}; the guard keeps {100 - USABLE_FRACTION * 100:.0f} % "
+                    f"of a region free, so {_mib(r.free - pending_share if r.free > pending_share else 0)} are left. "
+                    "Filling an in-memory region makes Ignite stop the node. Free room (destroy caches you no longer "
+                    "need), raise the region's maxSize, add nodes, or enable persistence for that region.",
+                    region=r.region, node=r.node, max_size=r.max_size, used=r.used_size + pending_share,
+                    needed=share, cache_name=self.cache_name)
