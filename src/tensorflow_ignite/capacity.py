@@ -61,16 +61,20 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Bytes a stored entry costs beyond its encoded key and value (see the module docstring).
-ENTRY_OVERHEAD = 96
-#: Share of a data page's bytes that entries fill, on average.
-FILL_FACTOR = 0.80
-#: Share of a region's max size that can hold data before Ignite runs out of pages.
+#: Bytes a stored entry costs beyond its encoded key and value (row header, data-page item,
+#: hash-index item, the unused end of its last page); measured 84-190 (RELIABILITY.md).
+ENTRY_OVERHEAD = 200
+#: Encoded bytes take ``1 / FILL_FACTOR`` region bytes (page headers, fragment links); measured 1.022-1.035.
+FILL_FACTOR = 0.95
+#: Region bytes a new cache's partition takes on a node before any entry (meta page, tree roots,
+#: free lists): measured 8.05 MiB for a 1,024-partition cache on one node, 2 pages per partition.
+PARTITION_BYTES = 8448
+#: Share of a region's max size the guard lets fill; Ignite failed at 97.3-98.1 % (measured).
 USABLE_FRACTION = 0.90
 #: How much more than its even share the busiest node may receive.
 IMBALANCE = 1.20
-#: Refresh the region figures after this many bytes were admitted since the last refresh...
-REFRESH_BYTES = 8 << 20
+#: Figures are read again after this many admitted bytes (or a quarter of the room left, if more)...
+REFRESH_BYTES = 4 << 20
 #: ... or when they are older than this many seconds.
 REFRESH_SECONDS = 2.0
 #: How long "no figures available" is remembered before asking again.
@@ -120,11 +124,13 @@ class RegionUsage:
                    page_size=int(row.get("page_size", 4096)))
 
 
-def estimate_bytes(payload: int, entries: int, *, copies: int = 1) -> int:
-    """Region bytes that ``entries`` entries of ``payload`` encoded bytes in total take, all copies."""
-    if payload <= 0 and entries <= 0:
+def estimate_bytes(payload: int, entries: int, *, copies: int = 1, partitions: int = 0) -> int:
+    """Region bytes, all copies together, that ``entries`` entries of ``payload`` encoded bytes take,
+    plus ``partitions`` new partitions (a cache about to be created: its partition count)."""
+    if payload <= 0 and entries <= 0 and partitions <= 0:
         return 0
-    return int((payload + entries * ENTRY_OVERHEAD) / FILL_FACTOR) * max(1, copies)
+    one = int(payload / FILL_FACTOR) + entries * ENTRY_OVERHEAD + partitions * PARTITION_BYTES
+    return one * max(1, copies)
 
 
 def node_share(total: int, nodes: int, largest_entry: int = 0) -> int:
@@ -138,17 +144,19 @@ class _Unavailable(Exception):
     """No region figures: the reason, for the one warning."""
 
 
-def region_usage(client: "IgniteClient") -> list[RegionUsage]:
-    """Every server node's data regions, through the module's launcher service.
+def region_usage(client: "IgniteClient", jobs: Any = None) -> list[RegionUsage]:
+    """Every server node's data regions, through the module's launcher service (``jobs``: a
+    :class:`~tensorflow_ignite.launcher.jobs.JobClient` of ``client`` to reuse).
 
     Raises ``_Unavailable`` (internal) with the reason when the cluster cannot say.
     """
     from .errors import LauncherError
     from .launcher.jobs import JobClient
 
-    jobs = JobClient(client)
+    if jobs is None:
+        jobs = JobClient(client)
     try:
-        rows = jobs.invoke("regions", wait_for_service=5.0)
+        rows = jobs.invoke("regions", wait_for_service=10.0)
     except LauncherError as exc:
         reason = " ".join(str(exc).split())
         if "regions" in reason and ("method" in reason.lower() or "NoSuchMethod" in reason):
@@ -191,6 +199,8 @@ class CapacityGuard:
             enabled = os.environ.get("TF_IGNITE_CAPACITY_GUARD", "1").strip().lower() not in ("0", "false", "no", "off")
         self.enabled = enabled
         self._rows: list[RegionUsage] | None = None
+        self._headroom = 0  # bytes the busiest node had left after the last check (for refresh pacing)
+        self._jobs: Any = None
         self._at = 0.0
         self._since = 0
         self._unknown_at = 0.0
@@ -216,7 +226,11 @@ class CapacityGuard:
         if self._unknown_at and now - self._unknown_at < UNKNOWN_RETRY_SECONDS:
             return None
         try:
-            rows = region_usage(self.client)
+            if self._jobs is None:
+                from .launcher.jobs import JobClient
+
+                self._jobs = JobClient(self.client)
+            rows = region_usage(self.client, self._jobs)
         except (_Unavailable, IgniteError) as exc:
             self._unknown_at = now
             self._rows = None
@@ -255,15 +269,15 @@ class CapacityGuard:
             return self._rows
 
     # --------------------------------------------------------------- checks
-    def check(self, payload: int, entries: int, *, largest_entry: int = 0) -> None:
+    def check(self, payload: int, entries: int, *, largest_entry: int = 0, new_partitions: int = 0) -> None:
         """Refuse, before anything is stored, a write of ``entries`` entries and ``payload`` bytes
-        that does not fit (fresh figures)."""
+        (into a cache still to be created with ``new_partitions`` partitions) that does not fit."""
         if not self.enabled:
             return
         with self._lock:
             rows = self._refresh()
             if rows is not None:
-                self._verify(rows, estimate_bytes(payload, entries, copies=self.copies), largest_entry, 0)
+                self._verify(rows, estimate_bytes(payload, entries, partitions=new_partitions), largest_entry, 0)
 
     def admit(self, payload: int, entries: int, *, remaining: tuple[int, int] | None = None,
               largest_entry: int = 0) -> None:
@@ -272,27 +286,31 @@ class CapacityGuard:
         known -- no longer fit.  Figures are re-read every ``REFRESH_BYTES`` or ``REFRESH_SECONDS``."""
         if not self.enabled:
             return
-        need = estimate_bytes(payload, entries, copies=self.copies)
+        need = estimate_bytes(payload, entries)
         with self._lock:
-            stale = (self._rows is None or self._since + need > REFRESH_BYTES
+            stale = (self._rows is None or self._since + need > max(REFRESH_BYTES, self._headroom // 4)
                      or time.monotonic() - self._at > REFRESH_SECONDS)
             rows = self._refresh() if stale else self._rows
             if rows is None:
                 return
             total = need
             if remaining is not None:
-                total = max(need, estimate_bytes(remaining[0], remaining[1], copies=self.copies))
+                total = max(need, estimate_bytes(remaining[0], remaining[1]))
             self._verify(rows, total, largest_entry, self._since)
             self._since += need
 
     def _verify(self, rows: Sequence[RegionUsage], need: int, largest_entry: int, pending: int) -> None:
+        """``need`` and ``pending`` (admitted since the figures were read) are bytes of one copy."""
         self.stats["checks"] += 1
         guarded = [r for r in rows if r.guarded]
-        if not guarded or need <= 0:
+        if not guarded:
+            self._headroom = 1 << 62
             return
         nodes = len(rows)
-        share = node_share(need, nodes, largest_entry)
-        pending_share = node_share(pending, nodes, 0) if pending else 0
+        copies = min(self.copies, nodes)  # a node holds at most one copy of a partition
+        share = node_share(need * copies, nodes, largest_entry)
+        pending_share = node_share(pending * copies, nodes, 0) if pending else 0
+        self._headroom = min(r.free for r in guarded) - share - pending_share
         for r in sorted(guarded, key=lambda r: r.free):
             if share + pending_share > r.free:
                 self.stats["refusals"] += 1

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Partitions of a cache ``write`` creates (Ignite's default affinity function).
+DEFAULT_PARTITIONS = 1024
+
 Mode = Literal["create", "append", "overwrite"]
 _MODES = ("create", "append", "overwrite")
 
@@ -205,6 +208,16 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
     if key is not None and source.in_memory:
         check_unique_keys(key, source.first[key])
 
+    # The capacity guard: refuse a write the target region cannot hold before the cache is
+    # created, a type registered or anything stored (capacity.py); ``send_all`` checks again between batches.
+    kept = existing and mode != "overwrite"  # the cache keeps its configuration (and backups)
+    guard = CapacityGuard(client, cache_name, copies=_copies_of(client, cache_name) if kept else 1 + backups,
+                          what="write", region=None if kept else "")
+    row_bytes = estimate_row_bytes(plan, source.first)
+    rows_known = source.total_rows or 0  # unknown (a tf.data source): checked batch by batch only
+    guard.check(row_bytes * rows_known, rows_known, largest_entry=row_bytes,
+                new_partitions=0 if kept else DEFAULT_PARTITIONS)
+
     # Register the value type first: a clash with an older type of the same name
     # fails here, before any cache is created or destroyed.
     try:
@@ -216,15 +229,6 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
             f"Ignite keeps binary metadata for good, so write with another type_name= (e.g. "
             f"{type_name + '2'!r}). Server: {server}"
         ) from None
-
-    # The capacity guard: refuse a write the target region cannot hold before the cache is
-    # created or anything stored (capacity.py); ``send_all`` checks again between batches.
-    kept = existing and mode != "overwrite"  # the cache keeps its configuration (and backups)
-    guard = CapacityGuard(client, cache_name, copies=_copies_of(client, cache_name) if kept else 1 + backups,
-                          what="write", region=None if kept else "")
-    row_bytes = estimate_row_bytes(plan, source.first)
-    if source.total_rows:
-        guard.check(row_bytes * source.total_rows, source.total_rows, largest_entry=row_bytes)
 
     cache, created, emptied_ok, sql_table = prepare_cache(
         client, cache_name, existing, plan, mode=mode, backups=backups, atomicity=atomicity,
