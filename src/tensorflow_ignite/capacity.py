@@ -53,6 +53,8 @@ __all__ = [
     "CapacityGuard",
     "region_usage",
     "estimate_bytes",
+    "node_share",
+    "shortfall",
     "ENTRY_OVERHEAD",
     "FILL_FACTOR",
     "USABLE_FRACTION",
@@ -176,8 +178,9 @@ class CapacityGuard:
     """Checks that writes into ``cache_name`` fit its data region on every server node.
 
     :meth:`check` is the up-front test of a whole write; :meth:`admit` is called
-    before each batch or block and re-reads the region figures every
-    ``REFRESH_BYTES`` admitted bytes or ``REFRESH_SECONDS``, so a write that
+    before each batch or block and re-reads the region figures after
+    ``REFRESH_BYTES`` (or a quarter of the room left, if more) admitted bytes or
+    ``REFRESH_SECONDS``, so a write that
     grows past the limit while it runs -- someone else filled the region, or the
     estimate was low -- stops with a :class:`CapacityError` before the node
     runs out of pages.  ``copies`` is ``1 + backups``.  ``enabled=False`` (or
@@ -302,24 +305,50 @@ class CapacityGuard:
     def _verify(self, rows: Sequence[RegionUsage], need: int, largest_entry: int, pending: int) -> None:
         """``need`` and ``pending`` (admitted since the figures were read) are bytes of one copy."""
         self.stats["checks"] += 1
+        short = shortfall(rows, need, copies=self.copies, largest_entry=largest_entry, pending=pending)
         guarded = [r for r in rows if r.guarded]
-        if not guarded:
+        if guarded:
+            nodes = len(rows)
+            copies = min(self.copies, nodes)
+            self._headroom = (min(r.free for r in guarded) - node_share(need * copies, nodes, largest_entry)
+                              - node_share(pending * copies, nodes, 0))
+        else:
             self._headroom = 1 << 62
+        if short is None:
             return
-        nodes = len(rows)
-        copies = min(self.copies, nodes)  # a node holds at most one copy of a partition
-        share = node_share(need * copies, nodes, largest_entry)
-        pending_share = node_share(pending * copies, nodes, 0) if pending else 0
-        self._headroom = min(r.free for r in guarded) - share - pending_share
-        for r in sorted(guarded, key=lambda r: r.free):
-            if share + pending_share > r.free:
-                self.stats["refusals"] += 1
-                raise CapacityError(
-                    f"{self.what} into cache {self.cache_name!r} refused: it needs about {_mib(share)} more in data "
-                    f"region {r.region!r} on node {r.node}, which holds {_mib(r.max_size)} (max size) and already "
-                    f"uses {_mib(r.used_size + pending_share)}; the guard keeps {100 - USABLE_FRACTION * 100:.0f} % "
-                    f"of a region free, so {_mib(r.free - pending_share if r.free > pending_share else 0)} are left. "
-                    "Filling an in-memory region makes Ignite stop the node. Free room (destroy caches you no longer "
-                    "need), raise the region's maxSize, add nodes, or enable persistence for that region.",
-                    region=r.region, node=r.node, max_size=r.max_size, used=r.used_size + pending_share,
-                    needed=share, cache_name=self.cache_name)
+        r, share, pending_share = short
+        self.stats["refusals"] += 1
+        used = r.used_size + pending_share
+        raise CapacityError(
+            f"{self.what} into cache {self.cache_name!r} refused: it needs about {_mib(share)} more in data "
+            f"region {r.region!r} on node {r.node}, which holds {_mib(r.max_size)} (max size) and already "
+            f"uses {_mib(used)}; the guard keeps {100 - USABLE_FRACTION * 100:.0f} % of a region free, so "
+            f"{_mib(max(0, r.free - pending_share))} are left. Filling an in-memory region makes Ignite stop "
+            "the node. Free room (destroy caches you no longer need), raise the region's maxSize, add nodes, "
+            "or enable persistence for that region.",
+            region=r.region, node=r.node, max_size=r.max_size, used=used, needed=share,
+            cache_name=self.cache_name)
+
+
+def shortfall(rows: Sequence[RegionUsage], need: int, *, copies: int = 1, largest_entry: int = 0,
+              pending: int = 0) -> tuple[RegionUsage, int, int] | None:
+    """The node that cannot take a write, or None when every node can.
+
+    ``rows`` is the target region on every server node; ``need`` the region bytes of one
+    copy of the write (:func:`estimate_bytes`) and ``pending`` those admitted since ``rows``
+    were read.  A node holds at most one copy of a partition, so ``copies`` counts up to the
+    number of nodes; the busiest node takes :func:`node_share`.  Returns that node's row, its
+    share of ``need`` and of ``pending``.  Regions that are not :attr:`RegionUsage.guarded`
+    always fit.
+    """
+    guarded = [r for r in rows if r.guarded]
+    if not guarded:
+        return None
+    nodes = len(rows)
+    copies = min(max(1, copies), nodes)
+    share = node_share(need * copies, nodes, largest_entry)
+    pending_share = node_share(pending * copies, nodes, 0) if pending else 0
+    for r in sorted(guarded, key=lambda r: r.free):
+        if share + pending_share > r.free:
+            return r, share, pending_share
+    return None

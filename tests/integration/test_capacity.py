@@ -10,7 +10,6 @@ each: the node is up and the data that was there is intact.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 

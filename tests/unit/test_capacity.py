@@ -10,10 +10,10 @@ from tensorflow_ignite.capacity import (
     FILL_FACTOR,
     PARTITION_BYTES,
     USABLE_FRACTION,
-    CapacityGuard,
     RegionUsage,
     estimate_bytes,
     node_share,
+    shortfall,
 )
 from tensorflow_ignite.data.write.plan import estimate_row_bytes, make_plan
 from tensorflow_ignite.data.write.sources import open_source
@@ -54,19 +54,24 @@ def test_region_usage_free_and_guarded() -> None:
     assert not _region(0, eviction="RANDOM_2_LRU").guarded
 
 
-def test_verify_refuses_with_the_figures_named() -> None:
-    guard = CapacityGuard(None, "c", copies=2, what="write")  # type: ignore[arg-type]  # _verify is pure
+def test_shortfall_names_the_node_that_cannot_take_it() -> None:
     nodes = [_region(10 * MIB, node="a"), _region(30 * MIB, node="b")]
-    guard._verify(nodes, 5 * MIB, 0, 0)  # fits: 2 copies over 2 nodes, 6 MiB each
-    with pytest.raises(CapacityError) as info:
-        guard._verify(nodes, 25 * MIB, 0, 0)
-    err = info.value
-    assert isinstance(err, IgniteError) and err.tf_error_code == 8
-    assert (err.node, err.region, err.max_size, err.used) == ("b", "default", 64 * MIB, 30 * MIB)
-    assert err.needed == 30 * MIB  # a node holds one copy of its partitions, +20 % imbalance
-    assert "node b" in str(err) and "64.0 MiB" in str(err) and "30.0 MiB" in str(err)
-    # persistent regions are not guarded
-    guard._verify([_region(60 * MIB, persistence=True)], 500 * MIB, 0, 0)
+    assert shortfall(nodes, 5 * MIB, copies=2) is None  # 2 copies over 2 nodes: 6 MiB each
+    short = shortfall(nodes, 25 * MIB, copies=2)
+    assert short is not None
+    region, share, pending = short
+    assert region.node == "b" and share == 30 * MIB and pending == 0  # one copy per node, +20 % imbalance
+    assert shortfall(nodes, 10 * MIB, copies=2, pending=15 * MIB) is not None  # admitted since the figures
+    assert shortfall(nodes, 25 * MIB, copies=5) == shortfall(nodes, 25 * MIB, copies=2)  # capped at 2 nodes
+    assert shortfall([_region(60 * MIB, persistence=True)], 500 * MIB) is None  # not guarded
+
+
+def test_capacity_error_carries_the_figures() -> None:
+    err = CapacityError("m", region="default", node="b", max_size=64 * MIB, used=30 * MIB, needed=30 * MIB,
+                        cache_name="c")
+    assert isinstance(err, IgniteError) and err.tf_error_code == 8  # ResourceExhaustedError in TensorFlow
+    assert (err.region, err.node, err.max_size, err.used, err.needed, err.cache_name) == (
+        "default", "b", 64 * MIB, 30 * MIB, 30 * MIB, "c")
 
 
 def test_row_estimate() -> None:
