@@ -14,10 +14,12 @@ service (``TfJobService.regions``, which broadcasts ``RegionReport`` to every
 server node carrying the module) returns each node's regions: name, max size,
 persistence, page size, and ``TotalUsedSize`` (allocated pages minus the empty
 pages a write can reuse; Ignite counts it whether or not the region enables
-metrics).  The thin client alone cannot learn a region's usage on Ignite
-2.18 ``ignite-core`` (no SQL engine, hence no ``SYS.METRICS`` view; node
-details carry no memory figures), so without the module the guard says once, as
-a logged warning, that it cannot check, and lets the write proceed.
+metrics).  Without the module, a cluster with an SQL engine answers the same
+through its system views, asked on each node (``SYS.CONFIGURATION`` and
+``SYS.METRICS``, checked on Ignite 2.17 with ``ignite-indexing``).  Ignite 2.18
+``ignite-core`` alone has no SQL engine and the thin client's node details carry
+no memory figures, so there the guard says once, as a logged warning, that it
+cannot check, and lets the write proceed.
 
 **What is at risk.**  Only in-memory regions without page eviction: a region
 with persistence keeps pages on disk and replaces them in RAM (its max size
@@ -37,6 +39,7 @@ page overhead, and the region's indexes and free lists need room to grow).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -52,6 +55,7 @@ __all__ = [
     "RegionUsage",
     "CapacityGuard",
     "region_usage",
+    "sql_region_usage",
     "estimate_bytes",
     "node_share",
     "shortfall",
@@ -146,11 +150,13 @@ class _Unavailable(Exception):
     """No region figures: the reason, for the one warning."""
 
 
-def region_usage(client: "IgniteClient", jobs: Any = None) -> list[RegionUsage]:
-    """Every server node's data regions, through the module's launcher service (``jobs``: a
-    :class:`~tensorflow_ignite.launcher.jobs.JobClient` of ``client`` to reuse).
+def region_usage(client: "IgniteClient", jobs: Any = None) -> tuple[list[RegionUsage], str]:
+    """Every server node's data regions and where the figures came from.
 
-    Raises ``_Unavailable`` (internal) with the reason when the cluster cannot say.
+    First through the module's launcher service (``jobs``: a
+    :class:`~tensorflow_ignite.launcher.jobs.JobClient` of ``client`` to reuse), else
+    through the SQL system views of a cluster with an SQL engine (:func:`sql_region_usage`).
+    Raises ``_Unavailable`` (internal) with the reasons when neither can say.
     """
     from .errors import LauncherError
     from .launcher.jobs import JobClient
@@ -163,10 +169,72 @@ def region_usage(client: "IgniteClient", jobs: Any = None) -> list[RegionUsage]:
         reason = " ".join(str(exc).split())
         if "regions" in reason and ("method" in reason.lower() or "NoSuchMethod" in reason):
             reason = f"the nodes run an older tensorflow-ignite module without region reports ({reason})"
-        raise _Unavailable(reason) from None
+        try:
+            return sql_region_usage(client), "SQL system views"
+        except _Unavailable as sql:
+            raise _Unavailable(f"{reason}; and {sql}") from None
     if not isinstance(rows, list):
         raise _Unavailable(f"the launcher service answered {type(rows).__name__}, not a list of regions")
-    return [RegionUsage.from_report(r) for r in rows if isinstance(r, dict)]
+    return [RegionUsage.from_report(r) for r in rows if isinstance(r, dict)], "launcher module"
+
+
+_CONFIG_PREFIX = "DataStorageConfiguration."
+_REGION_KEY = re.compile(r"^DataStorageConfiguration\.(DefaultDataRegionConfiguration|DataRegionConfigurations\[\d+\])\."
+                         r"(Name|MaxSize|PersistenceEnabled|PageEvictionMode)$")
+
+
+def sql_region_usage(client: "IgniteClient") -> list[RegionUsage]:
+    """Every server node's data regions from the SQL system views, asked on each node.
+
+    ``SYS.CONFIGURATION`` gives the regions' names, max sizes, persistence and eviction,
+    ``SYS.METRICS`` their ``io.dataregion.<name>.TotalUsedSize``.  Both views show the
+    node that runs the query, so the query goes to each server node's own connection.
+    Needs an SQL engine on the nodes (``ignite-indexing`` or ``ignite-calcite``; Ignite 2.18
+    ``ignite-core`` alone has none) and a connection to every node (partition awareness).
+    """
+    from .errors import IgniteError
+
+    out: list[RegionUsage] = []
+    try:
+        nodes = client.server_nodes()
+    except IgniteError as exc:
+        raise _Unavailable(f"the server nodes could not be listed ({exc})") from None
+    for node in nodes:
+        label = str(node.consistent_id if node.consistent_id is not None else node.node_id)
+        conn = client.connection_for_node(node.node_id)
+        if conn.handshake is None or conn.handshake.node_id != node.node_id:
+            raise _Unavailable(f"no connection of its own to node {label} (partition awareness is off or its "
+                               "address cannot be reached), and the SQL system views show only the node asked")
+        try:
+            config = client.sql("SELECT NAME, VALUE FROM SYS.CONFIGURATION WHERE NAME LIKE ?",
+                                [_CONFIG_PREFIX + "%"], schema="SYS", node_id=node.node_id).fetchall()
+            metrics = client.sql("SELECT NAME, VALUE FROM SYS.METRICS WHERE NAME LIKE 'io.dataregion.%'",
+                                 schema="SYS", node_id=node.node_id).fetchall()
+        except IgniteError as exc:
+            raise _Unavailable(f"the cluster's SQL system views cannot be read ({' '.join(str(exc).split())[:200]})"
+                               ) from None
+        regions: dict[str, dict[str, str]] = {}
+        page_size = 4096
+        for name, value in config:
+            if name == _CONFIG_PREFIX + "PageSize" and value and int(value) > 0:
+                page_size = int(value)
+            m = _REGION_KEY.match(str(name))
+            if m is not None:
+                regions.setdefault(m.group(1), {})[m.group(2)] = "" if value is None else str(value)
+        used = {str(n): str(v) for n, v in metrics}
+        for key, props in regions.items():
+            region = props.get("Name") or "default"
+            out.append(RegionUsage(
+                node=label, node_id=str(node.node_id), region=region,
+                default=key == "DefaultDataRegionConfiguration",
+                persistence=props.get("PersistenceEnabled", "false").lower() == "true",
+                eviction=props.get("PageEvictionMode") or "DISABLED",
+                max_size=int(props.get("MaxSize") or used.get(f"io.dataregion.{region}.MaxSize") or 0),
+                used_size=int(used.get(f"io.dataregion.{region}.TotalUsedSize", "0")),
+                page_size=page_size))
+        if not regions:
+            raise _Unavailable(f"node {label} lists no data regions in SYS.CONFIGURATION")
+    return out
 
 
 # One warning per cluster (seed addresses) and process when figures are not available.
@@ -208,7 +276,7 @@ class CapacityGuard:
         self._since = 0
         self._unknown_at = 0.0
         self._lock = threading.Lock()
-        #: Where the figures came from: ``"launcher module"``, or None while unknown.
+        #: Where the figures came from: ``"launcher module"``, ``"SQL system views"``, or None while unknown.
         self.source: str | None = None
         self.stats = {"refreshes": 0, "checks": 0, "refusals": 0}
 
@@ -233,7 +301,7 @@ class CapacityGuard:
                 from .launcher.jobs import JobClient
 
                 self._jobs = JobClient(self.client)
-            rows = region_usage(self.client, self._jobs)
+            rows, source = region_usage(self.client, self._jobs)
         except (_Unavailable, IgniteError) as exc:
             self._unknown_at = now
             self._rows = None
@@ -241,7 +309,7 @@ class CapacityGuard:
             return None
         self._unknown_at = 0.0
         self.stats["refreshes"] += 1
-        self.source = "launcher module"
+        self.source = source
         name = self._region_name()
         if name:
             mine = [r for r in rows if r.region == name]
