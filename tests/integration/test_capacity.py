@@ -62,8 +62,10 @@ def kept(client: IgniteClient) -> Iterator[dict[str, np.ndarray]]:
 
 
 def _region(client: IgniteClient) -> RegionUsage:
-    rows = CapacityGuard(client, "cap_keep").regions()
+    guard = CapacityGuard(client, "cap_keep")
+    rows = guard.regions()
     assert rows is not None and len(rows) == 1, rows
+    assert guard.source == "launcher module"
     return rows[0]
 
 
