@@ -180,41 +180,6 @@ def test_local_scans_cover_cluster_once(ignite_cluster: LocalCluster, cluster_cl
     assert sorted(seen) == list(range(500))
 
 
-def test_distribution_strategies_do_not_shard_a_share_again(ignite_node: LocalCluster, client: IgniteClient,
-                                                           cache_name: str) -> None:
-    """What MultiWorkerMirroredStrategy's ``experimental_distribute_dataset`` does to each worker's dataset.
-
-    A worker reading its share of the partitions (``parts``, as launcher
-    workers do) keeps every row of it; a dataset over the whole cache is cut by
-    rows (``DATA``), so the workers together still read every row once (left to
-    ``AUTO``, TensorFlow did not shard the bare source op at all).
-    """
-    from tensorflow.python.distribute.input_ops import auto_shard_dataset
-
-    client.get_or_create_cache(cache_name).put_all({i: float(i) for i in range(600)})
-    host, port = ignite_node.address()
-    partitions = client.partition_map(cache_name).partitions
-    shares = [list(range(0, partitions, 2)), list(range(1, partitions, 2))]
-    seen: Counter[int] = Counter()
-    for index, share in enumerate(shares):
-        ds = IgniteDataset(cache_name, host, port, parts=share)
-        assert ds.options().experimental_distribute.auto_shard_policy == tf.data.experimental.AutoShardPolicy.OFF
-        alone = sorted(int(e["key"]) for e in ds.as_numpy_iterator())
-        sharded = auto_shard_dataset(ds, num_shards=2, index=index, num_replicas_in_sync=2)
-        assert sorted(int(e["key"]) for e in sharded.as_numpy_iterator()) == alone
-        seen.update(alone)
-    assert sorted(seen) == list(range(600)) and set(seen.values()) == {1}
-
-    whole: Counter[int] = Counter()
-    for index in range(2):
-        ds = IgniteDataset(cache_name, host, port, batch_size=50)
-        assert ds.options().experimental_distribute.auto_shard_policy == tf.data.experimental.AutoShardPolicy.DATA
-        part = [int(k) for b in auto_shard_dataset(ds, 2, index, 2).as_numpy_iterator() for k in b["key"]]
-        assert 0 < len(part) < 600
-        whole.update(part)
-    assert sorted(whole) == list(range(600)) and set(whole.values()) == {1}
-
-
 def test_secure_node_settings(ignite_secure_node: LocalCluster, tmp_path) -> None:
     s = ignite_secure_node.client_settings()
     host, port = ignite_secure_node.address()

@@ -128,6 +128,35 @@ def test_dataset_takes_the_host_name_options(ignite_secure_node: LocalCluster, o
         close_shared_clients()
 
 
+def test_ignite_fs_takes_the_host_name_options_and_shares_the_datasets_client(
+        ignite_secure_node: LocalCluster, other_address: tuple[str, int], cache_name: str) -> None:
+    import tensorflow_ignite as ti
+    from tensorflow_ignite import fs
+    from tensorflow_ignite.client import close_shared_clients, pooled_options
+
+    settings = ignite_secure_node.client_settings()
+    proxy_host, proxy_port = other_address
+    saved = fs.config.overrides()
+    try:
+        fs.configure(host=proxy_host, port=proxy_port, **settings)
+        with pytest.raises(TLSError, match="server_hostname"):
+            fs.config.store_for("")
+        fs.configure(server_hostname="localhost")
+        store = fs.config.store_for("")
+        store.write_file("/tls/hello.txt", b"through the proxy")
+        assert store.read_file("/tls/hello.txt") == b"through the proxy"
+        # A dataset with the same options uses the store's client: one connection per node.
+        ti.write(cache_name, {"x": np.arange(10, dtype=np.int64)}, client=store.client, progress=False)
+        ds = ti.IgniteDataset(cache_name, proxy_host, proxy_port, server_hostname="localhost", **settings)
+        assert ds.client is store.client
+        assert len([o for o in pooled_options() if o.port == proxy_port]) == 1
+    finally:
+        fs.config.reset()
+        fs.configure(**saved)
+        fs.config.close_stores()
+        close_shared_clients()
+
+
 def test_skip_verify_is_explicit_and_loud(ignite_secure_node: LocalCluster, other_address: tuple[str, int],
                                           caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
     other_ca = make_tls_material(tmp_path / "other-ca")

@@ -39,6 +39,9 @@ def test_state_encodes_small_and_round_trips() -> None:
     assert back.plan == state.plan and back.done == state.done
     assert {p: v.tolist() for p, v in back.partial.items()} == {p: v.tolist() for p, v in state.partial.items()}
     assert len(data) < 200, f"700 finished partitions and 42 keys should encode small, got {len(data)} bytes"
+    assert back.epoch is None
+    shuffled = ResumeState(state.plan, state.done, state.partial, epoch=12)
+    assert ResumeState.decode(shuffled.encode()).epoch == 12
     with pytest.raises(ConfigurationError, match="cannot be read"):
         ResumeState.decode(b"not a state")
 

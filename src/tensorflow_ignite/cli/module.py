@@ -60,10 +60,10 @@ def _config(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ..client import IgniteClient
+    from ..client import ConnectionOptions
     from ..launcher.module import MODULE_VERSION, module_status, require_module
 
-    with IgniteClient(f"{args.host}:{args.port}", **client_settings(args)) as client:
+    with ConnectionOptions(host=args.host, port=args.port, **client_settings(args)).open() as client:
         nodes = module_status(client)
     if args.json:
         print(json.dumps([{"node_id": str(n.node_id), "name": n.name, "addresses": list(n.addresses),

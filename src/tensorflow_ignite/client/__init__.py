@@ -3,6 +3,8 @@
 from .cache import Cache
 from .client import IgniteClient, PartitionMap, parse_addresses
 from .connection import Connection, ConnectionSettings, probe
+from .options import ConnectionOptions
+from .pool import close_shared_clients, pooled_options, shared_client
 from .sql import SqlCursor
 from .tls import TLSConfig
 from .transactions import Transaction, TransactionConflictError
@@ -10,6 +12,7 @@ from .transactions import Transaction, TransactionConflictError
 __all__ = [
     "Cache",
     "Connection",
+    "ConnectionOptions",
     "ConnectionSettings",
     "IgniteClient",
     "PartitionMap",
@@ -17,6 +20,9 @@ __all__ = [
     "TLSConfig",
     "Transaction",
     "TransactionConflictError",
+    "close_shared_clients",
     "parse_addresses",
+    "pooled_options",
     "probe",
+    "shared_client",
 ]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -36,7 +37,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..client import IgniteClient
+from ..client import ConnectionOptions, IgniteClient, close_shared_clients
 from ..errors import CacheNotFoundError, ConfigurationError, SchemaError
 from ..native import data_source
 from ..protocol.codes import TypeCode
@@ -44,7 +45,6 @@ from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.pool import aligned_empty
 from ..protocol.responses import decode_scan_rows
 from . import portable
-from .connection import ConnectionOptions, close_shared_clients
 from .env import apply_env_overrides
 from .plan import PartitionPlan, ScanTask
 from .reader import DEFAULT_PAGE_BYTES, PageSizer, ReadStats, ScanReader, SqlReader
@@ -105,6 +105,20 @@ class IgniteDataset(tf.data.Dataset):
         a checkpoint; see :mod:`.portable`): a provider registered with
         :func:`~.portable.register_credentials`, else ``IGNITE_DATASET_<NAME>_*``
         variables.  By default they read ``IGNITE_DATASET_PASSWORD`` etc.
+      known_cardinality: count the cache's entries when the dataset is built
+        (one size request) and give the dataset that cardinality (rows, or
+        batches of ``batch_size``), so Keras knows the steps per epoch.  An
+        epoch that yields another number of rows -- the cache changed since --
+        fails with TensorFlow's cardinality error rather than training on a
+        silently different epoch.  Whole-cache reads only.  Otherwise the
+        cardinality is ``UNKNOWN``: a live cache has no fixed size.
+      shuffle, seed: read the partitions in an order drawn from ``seed`` and
+        the epoch (each new iterator is the next epoch): the same seed gives
+        the same order in every run and every process, and a saved iterator
+        resumes the order it was reading.  Rows keep Ignite's order within a
+        partition, so this is a global shuffle of partitions, not of rows:
+        add a small ``.shuffle(buffer)`` behind it to mix rows too (see the
+        README).  Without ``seed`` one is drawn at random.  One reader only.
 
     The dataset leaves its process: the op carries a description of the read
     (never a password or key), so it runs on the tf.data service -- both
@@ -147,6 +161,9 @@ class IgniteDataset(tf.data.Dataset):
         client: IgniteClient | None = None,
         timeout: float = 30.0,
         credentials: str | None = None,
+        known_cardinality: bool = False,
+        shuffle: bool = False,
+        seed: int | None = None,
     ) -> None:
         params = apply_env_overrides(dict(
             host=host, port=port, local=local, part=part, page_size=page_size, username=username,
@@ -187,8 +204,15 @@ class IgniteDataset(tf.data.Dataset):
         self.batch_size = batch_size
         self._reader = ScanReader(self.client, cache_name, self.schema, self.plan.tasks,
                                   PageSizer(params["page_size"], page_bytes))
+        if shuffle:
+            if num_parallel_reads is not None and num_parallel_reads > 1:
+                raise ConfigurationError(f"IgniteDataset over cache {cache_name!r}: shuffle=True reads with one "
+                                         "reader; leave num_parallel_reads unset")
+            self._reader.shuffle_seed = int(seed) if seed is not None else secrets.randbits(63)
+        elif seed is not None:
+            raise ConfigurationError("seed=... orders partitions only with shuffle=True")
         key = self.schema.key
-        if (params.get("parts") is None and params["part"] < 0 and not params["local"] and pmap.applicable
+        if (not shuffle and params.get("parts") is None and params["part"] < 0 and not params["local"] and pmap.applicable
                 and pmap.partitions and self.client.partition_awareness and key is not None
                 and not key.is_object and int(key.type_code) in (TypeCode.LONG, TypeCode.INT)):
             # The whole cache with scalar keys: one scan per node (see Cache.scan_nodes).
@@ -203,15 +227,29 @@ class IgniteDataset(tf.data.Dataset):
         description = portable.describe_cache(
             self.client, cache_name, self.plan.tasks, partitions=self._reader.partitions or pmap.partitions,
             node_scans=self._reader.node_scans, schema=self.schema, page_size=params["page_size"],
-            page_bytes=page_bytes, batch_size=batch_size, drop_remainder=drop_remainder, credentials=credentials)
+            page_bytes=page_bytes, batch_size=batch_size, drop_remainder=drop_remainder, credentials=credentials,
+            shuffle_seed=self._reader.shuffle_seed)
         self._dataset = _assemble(self._reader.worker_batches, self._reader.run, len(self.plan), self.schema, reads,
                                   batch_size, drop_remainder,
                                   allocate=lambda shape, dtype: aligned_empty(shape, dtype, pool),
                                   description=description,
                                   splits=len(self.plan) if self._reader.splittable else 0)
         share = params.get("parts") is not None or params["part"] >= 0 or bool(params["local"])
+        if known_cardinality:
+            self._dataset = self._dataset.apply(tf.data.experimental.assert_cardinality(
+                self._cardinality(share, batch_size, drop_remainder)))
         self._dataset = self._dataset.with_options(_shard_options(share))
         super().__init__(self._dataset._variant_tensor)
+
+    def _cardinality(self, share: bool, batch_size: int | None, drop_remainder: bool) -> int:
+        if share:
+            raise ConfigurationError(
+                f"known_cardinality=True counts the whole cache {self.cache_name!r}; Ignite cannot count the "
+                "entries of some partitions without reading them (this dataset reads parts/part/local)")
+        rows = self.client.cache(self.cache_name).size()
+        if batch_size is None:
+            return rows
+        return rows // batch_size if drop_remainder else -(-rows // batch_size)
 
     # ---------------------------------------------------------------- schema
     def _resolve_schema(self, value_type: str | None, key_type: str | int | None,

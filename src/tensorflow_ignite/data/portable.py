@@ -195,7 +195,7 @@ def _credentials(conn: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
-    from .connection import ConnectionOptions, pooled_options
+    from ..client import ConnectionOptions, pooled_options
 
     endpoints = list(conn["endpoints"])
     host, port = _split_endpoint(endpoints[0])
@@ -248,7 +248,8 @@ def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
 # ------------------------------------------------------------- describing
 def describe_cache(client: "IgniteClient", cache_name: str, tasks: Sequence["ScanTask"], *, partitions: int,
                    node_scans: bool, schema: DatasetSchema, page_size: int | None, page_bytes: int,
-                   batch_size: int | None, drop_remainder: bool, credentials: str | None) -> str:
+                   batch_size: int | None, drop_remainder: bool, credentials: str | None,
+                   shuffle_seed: int | None = None) -> str:
     """The description of a dataset over a cache (JSON; see the module docstring)."""
     return _dump({
         "kind": "cache",
@@ -260,6 +261,7 @@ def describe_cache(client: "IgniteClient", cache_name: str, tasks: Sequence["Sca
             "local": any(t.local for t in tasks),
             "count": partitions,
             "node_scans": node_scans,
+            "shuffle_seed": shuffle_seed,
         },
         "schema": schema_to_json(schema),
         "page_size": page_size,
@@ -351,6 +353,7 @@ def _build(description: str) -> "Source":
     parts = partitions if isinstance(partitions, list) else parse_partition_list(partitions, name="plan")
     tasks = [ScanTask(int(p), local=bool(plan["local"])) for p in parts]
     reader = ScanReader(client, cache, schema, tasks, PageSizer(d["page_size"], int(d["page_bytes"])))
+    reader.shuffle_seed = plan.get("shuffle_seed")
     if plan["node_scans"] and client.partition_awareness:
         reader.node_scans = True
         reader.partitions = int(plan["count"])

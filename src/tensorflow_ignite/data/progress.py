@@ -117,6 +117,8 @@ class ResumeState:
     done: frozenset[int] = frozenset()
     #: Partition -> sorted unique identities (int64) of the rows handed out so far.
     partial: Mapping[int, np.ndarray] = field(default_factory=dict)
+    #: The epoch of a shuffled read (its partition order is drawn from the seed and this), else None.
+    epoch: int | None = None
 
     @property
     def rows(self) -> int:
@@ -125,10 +127,13 @@ class ResumeState:
 
     def encode(self) -> bytes:
         parts = sorted(self.partial)
-        header = json.dumps({
+        fields: dict[str, object] = {
             "v": 1, "plan": self.plan, "done": format_ranges(self.done),
             "partial": [[p, int(len(self.partial[p]))] for p in parts],
-        }, separators=(",", ":")).encode()
+        }
+        if self.epoch is not None:
+            fields["epoch"] = int(self.epoch)
+        header = json.dumps(fields, separators=(",", ":")).encode()
         chunks = []
         for p in parts:
             ids = np.sort(np.asarray(self.partial[p], np.int64))
@@ -157,7 +162,8 @@ class ResumeState:
                 partial[int(p)] = np.cumsum(deltas, dtype=np.int64)
                 pos += count
             done = frozenset(parse_partition_list(header["done"], name="done")) if header["done"] else frozenset()
-            return cls(str(header["plan"]), done, partial)
+            epoch = header.get("epoch")
+            return cls(str(header["plan"]), done, partial, None if epoch is None else int(epoch))
         except (ValueError, KeyError, TypeError, struct.error, zlib.error, ConfigurationError) as exc:
             raise ConfigurationError(f"{what} cannot be read ({exc}); it was not written by an IgniteDataset "
                                      "iterator of a compatible version") from None
@@ -182,8 +188,10 @@ class ReadProgress:
     """The ledger of one read (one iterator): see the module docstring."""
 
     def __init__(self, plan: str, resume: ResumeState | None = None,
-                 trust: Callable[[set[int]], set[int]] | None = None) -> None:
+                 trust: Callable[[set[int]], set[int]] | None = None, epoch: int | None = None) -> None:
         self.plan = plan
+        #: The shuffled epoch being read (saved with the state), None when unshuffled.
+        self.epoch = epoch
         #: ``trust(partitions)`` -> those of the tentatively complete ``partitions`` that are complete.
         self.trust = trust
         self._done: set[int] = set(resume.done) if resume else set()
@@ -279,7 +287,7 @@ class ReadProgress:
             for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(parts)]):
                 groups.setdefault(int(parts[lo]), []).append(ids[lo:hi])
         partial = {p: np.unique(np.concatenate(v)) for p, v in groups.items()}
-        return ResumeState(self.plan, frozenset(done), partial)
+        return ResumeState(self.plan, frozenset(done), partial, self.epoch)
 
     def _drop_done(self) -> None:
         """Forget the pages of partitions handed out completely (partition scans)."""

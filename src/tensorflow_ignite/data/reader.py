@@ -135,19 +135,25 @@ class ScanRun:
 
     def __init__(self, reader: "ScanReader", resume: ResumeState | None, next_split: NextSplit | None) -> None:
         self.splits = next_split is not None
-        self.progress = ReadProgress(reader.fingerprint, resume)
+        n = len(reader.tasks)
+        order: Sequence[int] = range(n)
+        #: The shuffled epoch this run reads (None: plan order, or the order a dispatcher hands out).
+        self.epoch: int | None = None
+        if reader.shuffle_seed is not None and next_split is None:
+            self.epoch = reader.start_epoch(resume.epoch if resume is not None else None)
+            order = reader.order(self.epoch)
+        self.progress = ReadProgress(reader.fingerprint, resume, epoch=self.epoch)
         #: ``emitted(rows)``: ``rows`` more rows were handed to TensorFlow.
         self.emitted = self.progress.emitted
-        n = len(reader.tasks)
         indices: Iterable[int]
         if next_split is not None:
             indices = _split_indices(next_split, n, reader.cache_name)
         elif resume is not None:
-            indices = [i for i, t in enumerate(reader.tasks) if t.partition not in resume.done]
+            indices = [i for i in order if reader.tasks[i].partition not in resume.done]
         else:
-            indices = range(n)
+            indices = order
         self._batches = reader._read(indices, coalesce=True, progress=self.progress,
-                                     whole=resume is None and next_split is None)
+                                     whole=resume is None and next_split is None and self.epoch is None)
         self._cache = reader.cache_name
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -208,6 +214,9 @@ class ScanReader:
         self.resumed_skips = 0
         self._partition_rows = 0
         self._partitions_done = 0
+        #: Read the partitions in an order drawn from this seed and the epoch (``shuffle=True``).
+        self.shuffle_seed: int | None = None
+        self._next_epoch = 0
 
     @property
     def splittable(self) -> bool:
@@ -221,6 +230,19 @@ class ScanReader:
                 failovers=tuple(self.failovers), rescans=tuple(tuple(r) for r in self.rescans),
                 page_rows=self.sizer.rows(), pooled_bytes=self.pool.nbytes, resumed_skips=self.resumed_skips,
             )
+
+    def start_epoch(self, resumed: int | None) -> int:
+        """The epoch a new shuffled run reads: the saved one when resuming, else the next one."""
+        with self._stats_lock:
+            epoch = self._next_epoch if resumed is None else resumed
+            self._next_epoch = max(self._next_epoch, epoch + 1)
+            return epoch
+
+    def order(self, epoch: int) -> list[int]:
+        """The plan indices in the order a shuffled ``epoch`` reads them (the same in every process)."""
+        assert self.shuffle_seed is not None
+        rng = np.random.default_rng([self.shuffle_seed & (2**63 - 1), epoch])
+        return rng.permutation(len(self.tasks)).tolist()
 
     def run(self, state: bytes | None = None, next_split: NextSplit | None = None) -> ScanRun:
         """A read from the beginning, from a saved ``state``, or of the partitions ``next_split`` hands out."""

@@ -10,15 +10,20 @@ Resolution, for each setting, first match wins:
 
 Names: ``HOST``, ``PORT`` (the default endpoint, used for ``ignite:///path``
 and ``igfs:///path``), ``USERNAME``, ``PASSWORD``, ``CAFILE``, ``CERTFILE``,
-``KEYFILE``, ``CERT_PASSWORD``; file-store options (``IGNITE_FS_`` only):
+``KEYFILE``, ``CERT_PASSWORD``, ``SERVER_HOSTNAME`` (check the nodes'
+certificates against this name), ``INSECURE_SKIP_VERIFY`` and
+``INSECURE_SKIP_HOSTNAME_VERIFICATION`` (``true``/``false``: the opt-outs of
+:class:`~tensorflow_ignite.client.ConnectionOptions`); file-store options (``IGNITE_FS_`` only):
 ``CACHE_PREFIX`` (default ``ignite_fs``), ``BLOCK_SIZE`` (bytes, suffixes
 ``k``/``m`` allowed; default 4m), ``BACKUPS`` (default 1).
 
 ``ignite://host:port/path`` always uses that host and port; credentials and
 TLS are never taken from a URI (a ``user@`` part is rejected without echoing
-it).  One :class:`~tensorflow_ignite.fs.store.IgniteFileStore` -- one
-``IgniteClient``, one connection per node -- exists per (endpoint, settings)
-in a process, shared by TensorFlow, fsspec and every thread.
+it).  One :class:`~tensorflow_ignite.fs.store.IgniteFileStore` exists per
+(endpoint, settings), its client the process's shared one for those
+connection options (:mod:`tensorflow_ignite.client.pool`, which datasets and
+writes use too, so one connection per node) -- shared by TensorFlow, fsspec
+and every thread of the process.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from ..errors import ConfigurationError
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 
 if TYPE_CHECKING:
+    from ..client.options import ConnectionOptions
     from .store import IgniteFileStore
 
 __all__ = [
@@ -64,22 +70,28 @@ class FsSettings:
     certfile: str | None = None
     keyfile: str | None = None
     cert_password: str | None = field(default=None, repr=False)
+    server_hostname: str | None = None
+    insecure_skip_verify: bool = False
+    insecure_skip_hostname_verification: bool = False
     cache_prefix: str = "ignite_fs"
     block_size: int = 4 << 20
     backups: int = 1
     timeout: float = 30.0
 
     @property
-    def tls(self) -> bool:
-        return bool(self.cafile or self.certfile)
+    def connection(self) -> "ConnectionOptions":
+        """The cluster part of these settings (the store's client is the process's shared one for it)."""
+        from ..client.options import ConnectionOptions  # the client package is heavy: not at plugin load
 
-    def client_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for :class:`~tensorflow_ignite.client.IgniteClient`."""
-        return {
-            "username": self.username, "password": self.password, "cafile": self.cafile,
-            "certfile": self.certfile, "keyfile": self.keyfile, "cert_password": self.cert_password,
-            "timeout": self.timeout,
-        }
+        return ConnectionOptions(
+            host=self.host, port=self.port, username=self.username, password=self.password, cafile=self.cafile,
+            certfile=self.certfile, keyfile=self.keyfile, cert_password=self.cert_password,
+            insecure_skip_verify=self.insecure_skip_verify, server_hostname=self.server_hostname,
+            insecure_skip_hostname_verification=self.insecure_skip_hostname_verification, timeout=self.timeout)
+
+    @property
+    def tls(self) -> bool:
+        return self.connection.uses_tls
 
 
 _lock = threading.Lock()
@@ -93,7 +105,8 @@ _settings_cache: tuple[Any, ...] | None = None
 
 _ENV_NAMES = tuple(
     prefix + name
-    for name in ("HOST", "PORT", "USERNAME", "PASSWORD", "CAFILE", "CERTFILE", "KEYFILE", "CERT_PASSWORD")
+    for name in ("HOST", "PORT", "USERNAME", "PASSWORD", "CAFILE", "CERTFILE", "KEYFILE", "CERT_PASSWORD",
+                 "SERVER_HOSTNAME", "INSECURE_SKIP_VERIFY", "INSECURE_SKIP_HOSTNAME_VERIFICATION")
     for prefix in _PREFIXES
 ) + ("IGNITE_FS_CACHE_PREFIX", "IGNITE_FS_BLOCK_SIZE", "IGNITE_FS_BACKUPS", "IGNITE_FS_TIMEOUT")
 _ENV_KEYS_RAW = tuple(os.fsencode(n) for n in _ENV_NAMES)
@@ -142,6 +155,11 @@ def _from_env(environ: Any) -> dict[str, Any]:
                     out["backups"] = int(raw)
                 except ValueError:
                     raise ConfigurationError(f"{name}={raw!r} is not an integer") from None
+            elif f.name.startswith("insecure_"):
+                flag = raw.strip().lower()
+                if flag not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                    raise ConfigurationError(f"{name}={raw!r} is not a boolean (true/false)")
+                out[f.name] = flag in ("1", "true", "yes", "on")
             elif f.name == "timeout":
                 try:
                     out["timeout"] = float(raw)

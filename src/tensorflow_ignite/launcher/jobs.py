@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..client import IgniteClient
+from ..client import ConnectionOptions, IgniteClient
 from ..errors import (  # noqa: F401  (the launcher's errors are importable from here too)
     ConfigurationError,
     JobNotFoundError,
@@ -139,7 +139,8 @@ class JobClient:
 
     @classmethod
     def connect(cls, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, **settings: Any) -> "JobClient":
-        return cls(IgniteClient(f"{host}:{port}", **settings), owns_client=True)
+        """A job client with a client of its own; ``settings`` are :class:`ConnectionOptions` fields."""
+        return cls(ConnectionOptions(host=host, port=port, **settings).open(), owns_client=True)
 
     def close(self) -> None:
         if self._owns:

@@ -94,7 +94,7 @@ _CREDENTIAL_ENV = {"USERNAME": "username", "PASSWORD": "password", "CAFILE": "ca
 
 def node_client_settings(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Credentials and TLS files for this worker's node, from the ``IGNITE_DATASET_*``
-    variables its node set (empty on an open cluster); keyword arguments of ``IgniteClient``."""
+    variables its node set (empty on an open cluster); :class:`ConnectionOptions` fields."""
     env = os.environ if environ is None else environ
     return {kw: env[f"IGNITE_DATASET_{name}"] for name, kw in _CREDENTIAL_ENV.items()
             if env.get(f"IGNITE_DATASET_{name}")}
@@ -107,13 +107,14 @@ def report(values: Mapping[str, Any], *, context: WorkerContext | None = None, *
     describe`` shows them.  Written through this node's client endpoint, with
     the node's credentials (:func:`node_client_settings`) unless given here.
     """
-    from ..client import IgniteClient
+    from ..client import ConnectionOptions
 
     ctx = context or WorkerContext.from_env()
     settings = {**node_client_settings(), **client_settings}
-    with IgniteClient(f"{ctx.host}:{ctx.port}", **settings) as client:
-        cache = client.get_or_create_cache(layout.cache_config(layout.RESULTS))
-        cache.put(layout.worker_key(ctx.job_id, ctx.attempt, ctx.index), dict(values))
+    # The worker's shared client for its node (its datasets use the same one).
+    client = ConnectionOptions(host=ctx.host, port=ctx.port, **settings).connect()
+    cache = client.get_or_create_cache(layout.cache_config(layout.RESULTS))
+    cache.put(layout.worker_key(ctx.job_id, ctx.attempt, ctx.index), dict(values))
 
 
 def gather_ints(strategy: Any, value: int) -> list[int]:

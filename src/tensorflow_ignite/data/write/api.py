@@ -179,20 +179,16 @@ def write(
 
     started = time.perf_counter()
     source = open_source(data, columns, key)
-    own_client = client is None
     if client is None:
-        from ...client import IgniteClient
+        from ...client import ConnectionOptions
 
-        address = host if ":" in host or "," in host else f"{host}:{port}"
-        client = IgniteClient(address, username=username, password=password, cafile=cafile, certfile=certfile,
-                              keyfile=keyfile, cert_password=cert_password)
-    try:
-        return _write(client, cache_name, source, type_name=type_name, key=key, key_offset=key_offset,
-                      mode=mode, backups=backups, atomicity=atomicity_mode, write_sync=sync_mode, sql=sql,
-                      batch_bytes=batch_bytes, progress=progress, started=started)
-    finally:
-        if own_client:
-            client.close()
+        # The process's shared client for these options (the one its datasets and ignite:// use).
+        client = ConnectionOptions.from_address(host, port, username=username, password=password, cafile=cafile,
+                                                certfile=certfile, keyfile=keyfile,
+                                                cert_password=cert_password).connect()
+    return _write(client, cache_name, source, type_name=type_name, key=key, key_offset=key_offset,
+                  mode=mode, backups=backups, atomicity=atomicity_mode, write_sync=sync_mode, sql=sql,
+                  batch_bytes=batch_bytes, progress=progress, started=started)
 
 
 def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name: str | None, key: str | None,

@@ -136,15 +136,11 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
 
     @classmethod
     def connect(cls, settings: "FsSettings") -> "IgniteFileStore":
-        """Open a client for ``settings`` and the store's caches (created if missing)."""
-        client = IgniteClient((settings.host, settings.port), **settings.client_kwargs())
+        """A store on the process's shared client for ``settings`` (its caches created if missing)."""
+        client = settings.connection.connect()
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
-        try:
-            return cls(client, cache_prefix=settings.cache_prefix, block_size=settings.block_size,
-                       backups=settings.backups, endpoint=f"{host}:{settings.port}")
-        except BaseException:
-            client.close()
-            raise
+        return cls(client, cache_prefix=settings.cache_prefix, block_size=settings.block_size,
+                   backups=settings.backups, endpoint=f"{host}:{settings.port}", owns_client=False)
 
     def close(self) -> None:
         """Finish background work and close the client (if this store opened it)."""
