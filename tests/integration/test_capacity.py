@@ -165,6 +165,44 @@ def test_ignite_tf_load_of_100_mib_is_refused(small_node: LocalCluster, client: 
     _assert_intact(small_node, client, kept)
 
 
+def test_ignite_file_outgrown_while_written_is_dropped(small_node: LocalCluster, client: IgniteClient,
+                                                      kept: dict[str, np.ndarray]) -> None:
+    """A file written 4 MiB at a time; after 12 MiB another client fills the region.  A later
+    ``write`` is refused, the file is never published and its blocks are deleted."""
+    from tensorflow_ignite import fs as ignite_fs
+
+    host, port = small_node.address()
+    store = ignite_fs.store_for(f"{host}:{port}")
+    filler = 0
+    try:
+        store.write_file("/capacity/small.txt", b"kept")
+        before = _region(client)
+        chunk = bytes(4 * MIB)
+        writer = store.open_write("/capacity/stream.bin")
+        for _ in range(3):
+            writer.write(chunk)
+        filler = max(0, before.free - 12 * MIB - 8 * MIB) // MIB  # leaves the guard ~8 MiB
+        blob = bytes(MIB)
+        client.cache("cap_keep").put_all([(-1 - j, blob) for j in range(filler)])
+        with pytest.raises(CapacityError) as info:
+            for _ in range(8):
+                writer.write(chunk)
+        assert "ignite_fs_data" in str(info.value) and info.value.region == "default"
+        writer.close()  # drops the file: an earlier write failed
+        store.drain()
+        assert store.lookup("/capacity/stream.bin") is None
+        assert store.read_file("/capacity/small.txt") == b"kept"
+        after = _region(client)
+        assert after.used_size <= before.used_size + filler * MIB * 1.1 + 2 * MIB  # its blocks are gone
+    finally:
+        client.cache("cap_keep").remove_keys([-1 - j for j in range(filler)])
+        ignite_fs.close_stores()
+        ignite_fs.reset()
+        for name in ("ignite_fs_meta", "ignite_fs_data"):
+            client.destroy_cache(name)
+    _assert_intact(small_node, client, kept)
+
+
 def test_ignite_file_of_100_mib_is_refused_and_not_published(small_node: LocalCluster, client: IgniteClient,
                                                              kept: dict[str, np.ndarray]) -> None:
     tf = pytest.importorskip("tensorflow")

@@ -156,6 +156,14 @@ def write(
     cache is never left half-loaded.  In ``append`` mode what was written
     stays, and a :class:`WriteError` says how many rows made it.
 
+    **Capacity.**  Before anything is created or stored, and again before every
+    put-all, the write checks that it fits the target cache's data region on every
+    server node (:mod:`tensorflow_ignite.capacity`): filling an in-memory region
+    makes Ignite stop the node.  A write that does not fit raises
+    :class:`~tensorflow_ignite.errors.CapacityError` (region, node, max size, used,
+    needed); one stopped part-way is rolled back as above, and an ``append`` with
+    row-number keys removes the rows it added.
+
     With ``sql=True`` the cache is also an SQL table ``PUBLIC.<CACHE_NAME>``
     (scalar and primitive-array columns plus the key).  Clusters without an SQL
     engine (Ignite 2.18 with ``ignite-core`` only) accept query entities without
