@@ -24,6 +24,7 @@ __all__ = [
     "ProtocolError",
     "SchemaError",
     "ConfigurationError",
+    "CapacityError",
     "UnsupportedOperationError",
     "IgniteConnectionError",
     "ConnectionTimeoutError",
@@ -66,6 +67,30 @@ class SchemaError(ClientError):
 
 class ConfigurationError(ClientError, ValueError):
     """An argument, environment variable or setting is invalid."""
+
+
+class CapacityError(ClientError):
+    """A write was refused because it would not fit in the target cache's data region.
+
+    Filling an in-memory Ignite data region makes the node fail (Ignite treats
+    ``IgniteOutOfMemoryException`` as critical and stops the node), so writers
+    check the region before and while writing (:mod:`tensorflow_ignite.capacity`)
+    and roll back what they stored.  ``region``, ``node``, ``max_size``,
+    ``used`` and ``needed`` (bytes, ``needed`` as estimated for that node) say
+    which limit was hit.  TensorFlow sees it as ``ResourceExhaustedError``.
+    """
+
+    tf_error_code = 8  # RESOURCE_EXHAUSTED (native/status.py)
+
+    def __init__(self, message: str, *, region: str, node: str, max_size: int, used: int, needed: int,
+                 cache_name: str | None = None) -> None:
+        super().__init__(message)
+        self.region = region
+        self.node = node
+        self.max_size = max_size
+        self.used = used
+        self.needed = needed
+        self.cache_name = cache_name
 
 
 # ----------------------------------------------------------------- network / peer

@@ -449,11 +449,15 @@ def test_cli_load_with_tls_and_password_from_the_environment(ignite_secure_node:
     assert no_password.returncode == 1 and "IGNITE_PASSWORD" in no_password.stderr
 
 
-def test_a_write_that_fills_the_nodes_memory_says_the_node_stopped(tmp_path: Path) -> None:
+def test_a_write_that_fills_the_nodes_memory_says_the_node_stopped(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # Ignite stops a node whose data region is full (IgniteOutOfMemoryException is a
     # critical failure).  The writer's error must point there -- not at TLS or at a
     # wrong port, which is what a dropped handshake or a refused connection suggest
-    # for a node that never answered.
+    # for a node that never answered.  The capacity guard would refuse this write
+    # (test_capacity.py); it is off here, as it is where it cannot learn the region's
+    # figures, to show what the error says then.
+    monkeypatch.setenv("TF_IGNITE_CAPACITY_GUARD", "0")
     with LocalCluster(tmp_path / "full", nodes=1, region_mb=64, heap_mb=256, name="tfi-full") as cluster:
         host, port = cluster.address()
         node = cluster.members[0]

@@ -12,6 +12,8 @@ from ..protocol.responses import SqlPage
 from .cursor import stream_pages
 
 if TYPE_CHECKING:
+    import uuid
+
     from .client import IgniteClient
 
 __all__ = ["SqlCursor"]
@@ -41,8 +43,11 @@ class SqlCursor:
         lazy: bool = False,
         timeout_ms: int = 0,
         partitions: Sequence[int] | None = None,
+        node_id: "uuid.UUID | None" = None,
     ) -> None:
         self.client = client
+        #: Run on this server node (node-local system views such as ``SYS.METRICS``), else the default one.
+        self.node_id = node_id
         self.query = query
         self.args = tuple(args)
         self.schema = schema
@@ -58,7 +63,8 @@ class SqlCursor:
 
     def pages(self) -> Iterator[SqlPage]:
         """Stream raw pages; ``column_names`` is set once the first page arrived."""
-        conn = self.client.default_connection
+        conn = (self.client.connection_for_node(self.node_id) if self.node_id is not None
+                else self.client.default_connection)
         features = conn.features
 
         def first(rid: int) -> bytes:

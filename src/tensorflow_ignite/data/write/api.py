@@ -8,12 +8,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...errors import ConfigurationError, IgniteError, ServerError
+from ...capacity import CapacityGuard
+from ...errors import CapacityError, ConfigurationError, IgniteError, ServerError
 from ...protocol.codes import AtomicityMode, WriteSynchronizationMode
 from ...protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..tensor_schema import SCHEMA_CACHE, load_schema, save_schema
 from .cache import after_failure, default_type_name, prepare_cache
-from .plan import ROW_KEY, check_append_schema, check_unique_keys, make_plan
+from .plan import ROW_KEY, check_append_schema, check_unique_keys, estimate_row_bytes, make_plan
 from .sender import PutAllSender, progress_bar, send_all
 from .sources import Source, open_source
 
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
     from ...client import IgniteClient
 
 log = logging.getLogger(__name__)
+
+#: Partitions of a cache ``write`` creates (Ignite's default affinity function).
+DEFAULT_PARTITIONS = 1024
 
 Mode = Literal["create", "append", "overwrite"]
 _MODES = ("create", "append", "overwrite")
@@ -152,6 +156,14 @@ def write(
     cache is never left half-loaded.  In ``append`` mode what was written
     stays, and a :class:`WriteError` says how many rows made it.
 
+    **Capacity.**  Before anything is created or stored, and again before every
+    put-all, the write checks that it fits the target cache's data region on every
+    server node (:mod:`tensorflow_ignite.capacity`): filling an in-memory region
+    makes Ignite stop the node.  A write that does not fit raises
+    :class:`~tensorflow_ignite.errors.CapacityError` (region, node, max size, used,
+    needed); one stopped part-way is rolled back as above, and an ``append`` with
+    row-number keys removes the rows it added.
+
     With ``sql=True`` the cache is also an SQL table ``PUBLIC.<CACHE_NAME>``
     (scalar and primitive-array columns plus the key).  Clusters without an SQL
     engine (Ignite 2.18 with ``ignite-core`` only) accept query entities without
@@ -200,6 +212,16 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
     if key is not None and source.in_memory:
         check_unique_keys(key, source.first[key])
 
+    # The capacity guard: refuse a write the target region cannot hold before the cache is
+    # created, a type registered or anything stored (capacity.py); ``send_all`` checks again between batches.
+    kept = existing and mode != "overwrite"  # the cache keeps its configuration (and backups)
+    guard = CapacityGuard(client, cache_name, copies=_copies_of(client, cache_name) if kept else 1 + backups,
+                          what="write", region=None if kept else "")
+    row_bytes = estimate_row_bytes(plan, source.first)
+    rows_known = source.total_rows or 0  # unknown (a tf.data source): checked batch by batch only
+    guard.check(row_bytes * rows_known, rows_known, largest_entry=row_bytes,
+                new_partitions=0 if kept else DEFAULT_PARTITIONS)
+
     # Register the value type first: a clash with an older type of the same name
     # fails here, before any cache is created or destroyed.
     try:
@@ -234,7 +256,8 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
     sender.on_ack = bar.update
     used: set[str] = set()
     try:
-        send_all(plan, source, sender, client, key=key, offset=offset, batch_bytes=batch_bytes, used=used)
+        send_all(plan, source, sender, client, key=key, offset=offset, batch_bytes=batch_bytes, used=used,
+                 guard=guard, row_bytes=row_bytes)
         sender.wait()
         save_schema(client, cache_name, plan.record())
     except BaseException as exc:
@@ -246,6 +269,9 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
                 log.debug("the batch in flight failed too: %s", late)
         after_failure(client, cache, exc, mode=mode, created=created, emptied_ok=emptied_ok,
                        rows=sender.rows_acked)
+        if mode == "append" and isinstance(exc, CapacityError):
+            _unappend(cache, exc, key=key, offset=offset, rows=sender.rows_acked)
+            raise
         if mode == "append" and isinstance(exc, Exception):
             raise WriteError(
                 f"append to cache {cache_name!r} failed after {sender.rows_acked:,} rows were written "
@@ -260,3 +286,30 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
                          sql_table=sql_table, encoder=encoder, notes=tuple(notes))
     log.info("%s", result.summary())
     return result
+
+
+def _copies_of(client: "IgniteClient", cache_name: str) -> int:
+    """1 + the backups of an existing cache (1 when its configuration cannot be read)."""
+    try:
+        return 1 + int(client.cache(cache_name).configuration().backups or 0)
+    except IgniteError as exc:
+        log.debug("cannot read the configuration of %r: %s", cache_name, exc)
+        return 1
+
+
+def _unappend(cache: Any, exc: BaseException, *, key: str | None, offset: int, rows: int) -> None:
+    """An append stopped by the capacity guard: remove the row-index keys it wrote (they were
+    new: the append starts after the existing entries and checks its first and last key)."""
+    if key is not None or not rows:
+        exc.add_note(f"tensorflow_ignite.write: {rows:,} rows appended before the guard stopped the write stay "
+                     "in the cache (keys from a key column may have replaced older entries, so they are not "
+                     "removed)" if rows else "tensorflow_ignite.write: nothing was appended")
+        return
+    try:
+        step = 10_000
+        for start in range(offset, offset + rows, step):
+            cache.remove_keys(list(range(start, min(offset + rows, start + step))))
+        exc.add_note(f"tensorflow_ignite.write: the {rows:,} rows appended before the guard stopped the write "
+                     f"were removed again (keys {offset}..{offset + rows - 1})")
+    except IgniteError as cleanup:
+        exc.add_note(f"tensorflow_ignite.write: removing the {rows:,} appended rows failed too: {cleanup}")

@@ -137,3 +137,44 @@ def check_append_schema(cache_name: str, old: TensorSchemaRecord, new: TensorSch
             f"cannot append to cache {cache_name!r}: the data does not match what is there ("
             + "; ".join(problems) + "); use mode='overwrite' to replace it"
         )
+
+
+#: Bytes a binary object costs besides its fields: header (24) plus a little footer room per field.
+_OBJECT_HEADER = 24
+
+
+def estimate_row_bytes(plan: WritePlan, sample: Mapping[str, np.ndarray]) -> int:
+    """Encoded bytes (key + value) of one row: exact for fixed layouts, else estimated from
+    ``sample`` (up to 256 rows: arrays by their item size, strings and bytes by their mean length,
+    plus type codes, lengths and the object's header and footer)."""
+    if plan.fixed is not None:
+        return int(plan.fixed.row_size)
+    size = _OBJECT_HEADER + 9 + 4 * len(plan.fields)
+    for f in plan.fields:
+        col = sample.get(f.name)
+        if col is None or not len(col):
+            size += 16
+            continue
+        head = col[:256]
+        if col.dtype != object:
+            size += 5 + head[0].nbytes if head.ndim > 1 else 5 + head.dtype.itemsize
+            continue
+        total = 0
+        for v in head.tolist():
+            if v is None:
+                total += 1
+            elif isinstance(v, str):
+                total += 5 + len(v.encode("utf-8", "surrogatepass"))
+            elif isinstance(v, (bytes, bytearray, memoryview)):
+                total += 5 + len(v)
+            elif isinstance(v, np.ndarray):
+                total += 5 + v.nbytes
+            elif isinstance(v, (list, tuple)):
+                total += 5 + 9 * len(v)
+            else:
+                total += 9
+        size += -(-total // len(head))
+    key = sample.get(plan.key.name)
+    if key is not None and key.dtype == object and len(key):
+        size += max(len(str(k)) for k in key[:256].tolist()) + 5
+    return size

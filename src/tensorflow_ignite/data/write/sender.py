@@ -19,6 +19,7 @@ from .plan import WritePlan, check_chunk
 from .sources import Source
 
 if TYPE_CHECKING:
+    from ...capacity import CapacityGuard
     from ...client import IgniteClient
 
 log = logging.getLogger(__name__)
@@ -90,18 +91,35 @@ def progress_bar(progress: bool | None, total: int | None, cache_name: str) -> A
 
 
 def send_all(plan: WritePlan, source: Source, sender: PutAllSender, client: "IgniteClient", *, key: str | None,
-              offset: int, batch_bytes: int, used: set[str]) -> None:
+              offset: int, batch_bytes: int, used: set[str], guard: "CapacityGuard | None" = None,
+              row_bytes: int = 0) -> None:
+    """Encode and send every chunk of ``source``; before each put-all ``guard.admit`` checks that
+    the batch -- and, when the source's size is known, the rest of the write -- still fits."""
     fixed = plan.fixed
+    total = source.total_rows
+
+    def admit(size: int, rows: int, first_row: int) -> None:
+        if guard is None:
+            return
+        remaining = None
+        if total is not None:
+            left = max(0, total - first_row)
+            remaining = (left * row_bytes, left)
+        guard.admit(size, rows, remaining=remaining, largest_entry=row_bytes)
+
     chunk_rows = max(1, batch_bytes // fixed.row_size) if fixed is not None else 2048
     generic: GenericRowEncoder | None = None
     pending = bytearray()
     pending_rows = 0
     row = 0
+    submitted = 0  # rows handed to the sender so far
 
     def flush() -> None:
-        nonlocal pending, pending_rows
+        nonlocal pending, pending_rows, submitted
         if pending_rows:
+            admit(len(pending), pending_rows, submitted)
             sender.submit(pending_rows, pending)
+            submitted += pending_rows
             pending = bytearray()
             pending_rows = 0
 
@@ -121,7 +139,9 @@ def send_all(plan: WritePlan, source: Source, sender: PutAllSender, client: "Ign
             flush()
             used.add("fixed-layout")
             encoded = fixed.encode(keys, chunk)
+            admit(encoded.nbytes, n, submitted)
             sender.submit(n, memoryview(encoded).cast("B"))
+            submitted += n
         else:
             used.add("generic")
             if generic is None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from ...capacity import CapacityGuard
 from ...client import IgniteClient
 from ...errors import CacheNotFoundError
 from ...protocol.cache_config import CacheConfiguration
@@ -74,6 +75,9 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         self.endpoint = endpoint or f"{h}:{p}"
         self._owns_client = owns_client
         self._open_caches()
+        #: The capacity guard of the data cache's region (capacity.py): writers admit every
+        #: block before storing it, so a write that would fill the region fails instead.
+        self.capacity = CapacityGuard(client, self.data.name, copies=1 + backups, what="ignite:// write")
         self._lock = threading.Lock()
         self._pins: collections.Counter[str] = collections.Counter()
         self._deferred: dict[str, tuple[list[Range], int]] = {}
@@ -274,17 +278,30 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
                                   extents=((0, cid),) if len(data) else ())
                 planned.append((path, entry))
                 pending[pending_key(cid)] = json.dumps({"p": path, "b": 0, "t": now}, separators=(",", ":"))
+            size = sum(len(d) for _, d in chunk)
+            blocks = sum(e.blocks for _, e in planned)
+            self.capacity.admit(0, 0, remaining=(size, blocks), largest_entry=min(bs, size))
             self.meta.put_all(pending)
-            for (path, entry), (_, data) in zip(planned, chunk):
-                for b in range(entry.blocks):
-                    piece = bytes(data[b * bs:(b + 1) * bs])
-                    batch.append((entry.key_of(b), piece))
-                    batch_bytes += len(piece)
-                    if batch_bytes >= 8 << 20:
-                        self.data.put_all(batch)
-                        batch, batch_bytes = [], 0
-            if batch:
+
+            def store(batch: list[tuple[str, bytes]], batch_bytes: int) -> None:
+                self.capacity.admit(batch_bytes, len(batch), largest_entry=bs)
                 self.data.put_all(batch)
+
+            try:
+                for (path, entry), (_, data) in zip(planned, chunk):
+                    for b in range(entry.blocks):
+                        piece = bytes(data[b * bs:(b + 1) * bs])
+                        batch.append((entry.key_of(b), piece))
+                        batch_bytes += len(piece)
+                        if batch_bytes >= 8 << 20:
+                            store(batch, batch_bytes)
+                            batch, batch_bytes = [], 0
+                if batch:
+                    store(batch, batch_bytes)
+            except BaseException:
+                self._delete_blocks([(e.extents[0][1], 0, e.blocks) for _, e in planned if e.extents])
+                self.meta.remove_keys(list(pending))
+                raise
 
             def body(v: TxView, planned: list[tuple[str, FileEntry]] = planned,
                      pending: dict[str, str] = pending) -> None:

@@ -126,6 +126,7 @@ class FileWriter:
         self._inflight: collections.deque[tuple[Future[None], bytearray | None]] = collections.deque()
         self._spare: list[bytearray] = []
         self._pending_at = 0.0  # when the w: record was last written (0 = not yet)
+        self._call_left = 0  # bytes of the current write() call not yet taken (for the capacity guard)
         self._published_once = False
         self._published_size = 0
         self._dirty = True
@@ -140,6 +141,11 @@ class FileWriter:
         view = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
         bs = self.block_size
         try:
+            if self._filled + len(view) >= bs:
+                # At least one block leaves in this call: the whole call must fit (capacity.py).
+                self._call_left = len(view)
+                self.store.capacity.admit(0, 0, remaining=(len(view), -(-len(view) // bs)),
+                                          largest_entry=bs)
             while view:
                 if not self._filled and len(view) >= bs:
                     # A whole block inside the caller's data (TensorFlow's checkpoint
@@ -147,6 +153,7 @@ class FileWriter:
                     self._ship_block_from(view[:bs])
                     self._position += bs
                     view = view[bs:]
+                    self._call_left = len(view)
                     continue
                 n = min(bs - self._filled, len(view))
                 self._reserve(self._filled + n)
@@ -155,6 +162,7 @@ class FileWriter:
                 self._filled += n
                 self._position += n
                 view = view[n:]
+                self._call_left = len(view)
                 if self._filled == bs:
                     self._ship_full_block()
         except BaseException as exc:
@@ -235,6 +243,18 @@ class FileWriter:
             raise OSError(errno.EIO, f"an earlier write to this file failed ({self._failed}); "
                                      "nothing more is stored or published", self.store.uri(self.path))
 
+    def _admit(self, length: int) -> None:
+        """The capacity guard's check before a block is stored (see :mod:`tensorflow_ignite.capacity`):
+        this block and the rest of the current ``write`` call must fit the data cache's region.
+        A refusal fails the writer (nothing more is stored or published; ``close`` drops the file)."""
+        left = self._call_left
+        try:
+            self.store.capacity.admit(length, 1, remaining=(left, -(-left // self.block_size)) if left else None,
+                                      largest_entry=self.block_size)
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+
     def _pending_record(self) -> str:
         record = {"p": self.path, "b": self._first_block, "t": now_ns(),
                   "h": socket.gethostname(), "pid": os.getpid()}
@@ -254,6 +274,7 @@ class FileWriter:
             self._block += 1
             self._filled = 0
             return
+        self._admit(self._filled)
         self._register_pending()
         while self._inflight and (len(self._inflight) >= WRITE_AHEAD or self._inflight[0][0].done()):
             self._retire()
@@ -283,6 +304,7 @@ class FileWriter:
         if self._orphaned:
             self._block += 1
             return
+        self._admit(len(block))
         self._register_pending()
         while self._inflight and (len(self._inflight) >= WRITE_AHEAD or self._inflight[0][0].done()):
             self._retire()
@@ -323,6 +345,7 @@ class FileWriter:
         self._drain()
         if not self._filled:
             return
+        self._admit(self._filled)
         key = block_key(self.cid, self._block)
         if not self._pending_at:
             # Typical small file: its one block and its w: record in one round trip.

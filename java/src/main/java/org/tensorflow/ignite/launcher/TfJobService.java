@@ -135,6 +135,21 @@ public class TfJobService implements Service {
     }
 
     /**
+     * Every server node's data regions (one map per node and region, see {@link RegionReport}), for
+     * the client's capacity guard. Only nodes carrying this module version are asked (the others
+     * lack the class); the client compares the node ids it gets with the server nodes it knows.
+     */
+    public ArrayList<HashMap<String, Object>> regions() {
+        ArrayList<HashMap<String, Object>> out = new ArrayList<>();
+        Collection<ArrayList<HashMap<String, Object>>> perNode =
+            ignite.compute(ignite.cluster().forServers().forAttribute(TfLauncherModule.ATTRIBUTE, TfLauncherModule.VERSION))
+                .withNoFailover().withTimeout(15_000).broadcast(new RegionReport());
+        for (ArrayList<HashMap<String, Object>> rows : perNode)
+            out.addAll(rows);
+        return out;
+    }
+
+    /**
      * Accepts a job. {@code spec}: {@code id}, {@code cache}, {@code command} (list),
      * {@code python}, optional {@code env} (map), {@code strategy}, {@code checkpoint_dir},
      * {@code file_chunks} (chunks already written to the files cache),
