@@ -6,7 +6,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 args=(-q -p no:cacheprovider)
 if [ "${CI:-}" = "true" ]; then
-  args+=(--color=no -o console_output_style=classic)
+  # One line per test with its duration, and the slowest at the end: a CI log
+  # that is cut off still shows where the time went.
+  args=(-p no:cacheprovider --color=no -v -o console_output_style=times --durations=30)
 fi
 .venv/bin/python -m pytest "${args[@]}" "$@"
 rc=$?

@@ -223,6 +223,7 @@ def test_demo_command_stops_its_node_and_the_printed_commands_bring_the_logs_bac
 
 
 @pytest.mark.slow
+@pytest.mark.long_only("test_wheel.py: the installed wheel's `ignite-tf demo --distributed`")
 def test_demo_distributed_trains_through_the_launcher(tmp_path: Path) -> None:
     import tensorflow as tf
 

@@ -108,6 +108,8 @@ def test_joining_node_replans_and_resumes_from_checkpoint(fault_cluster: LocalCl
 
 
 @pytest.mark.slow
+@pytest.mark.long_only("test_stock_cluster.py::test_node_kill_moves_the_launcher_and_the_job_resumes runs this "
+                       "test on stock nodes")
 def test_killed_node_replans_on_survivors_and_resumes_from_checkpoint(fault_cluster: LocalCluster) -> None:
     cluster = fault_cluster
     host, port = cluster.addresses()[0]

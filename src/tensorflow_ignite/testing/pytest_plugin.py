@@ -101,6 +101,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "ignite_versions(*versions): the Ignite versions a stock_cluster test runs on by default")
+    config.addinivalue_line(
+        "markers", "long_only(short_form): runs under --long only; `short_form` names the test that covers "
+                   "the same promise in every run")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("long", False):
+        return
+    keep, dropped = [], []
+    for item in items:
+        (dropped if item.get_closest_marker("long_only") is not None else keep).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
     # Every node a test starts (fixtures or LocalCluster in a test) stops with this
     # process, also when a timeout or CI kills it before any teardown runs.
     stop_nodes_with_process(os.getpid())
