@@ -4,6 +4,7 @@
 #   make test    everything a fresh machine needs, then the whole test suite
 #   make test-long  the same with the long forms of the fault tests
 #   make bench   benchmarks (writes BENCHMARKS.md)
+#   make soak    30 minutes of everything at once while nodes die (soak-report/)
 #   make wheel   cp311/cp312/cp313 manylinux wheels in dist/
 #   make compat  every tested Ignite release (with a table) and the wheel on Python 3.12, 3.13
 #
@@ -18,7 +19,7 @@ JAVA_SRC    := $(shell find java/src -name '*.java' 2>/dev/null) java/pom.xml ja
 NATIVE_SRC  := $(wildcard src/tensorflow_ignite/native/*.cc) $(wildcard src/tensorflow_ignite/native/build.py)
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps venv java native stock demo test test-long bench fuzz clean help wheel compat compat-wheel compat-versions
+.PHONY: setup system-deps venv java native stock demo test test-long bench soak fuzz clean help wheel compat compat-wheel compat-versions
 
 help:
 	@sed -n '2,10p' Makefile
@@ -81,6 +82,13 @@ test-long: setup
 
 bench: setup
 	$(PY) -m bench.run $(BENCH_ARGS)
+
+# The long soak (30 minutes by default; CI runs a 3-minute form in the tests):
+# epochs, writes and ignite:// checkpoints on 3 nodes while a node is killed
+# every 3 minutes; figures and resource curves in soak-report/.
+SOAK_MINUTES ?= 30
+soak: setup
+	$(PY) -m bench.soak --minutes $(SOAK_MINUTES) --out soak-report
 
 # Every tested Ignite release (2.16, 2.17, 2.18): the stock-node and version test modules,
 # then a table of each test's outcome per version.

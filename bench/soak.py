@@ -1,0 +1,346 @@
+"""The soak: everything at once for a long time, on three nodes, while nodes die.
+
+``python -m bench.soak --minutes 30`` (``make soak``) starts three local nodes
+and loops until the time is up:
+
+1. an ``IgniteDataset`` epoch over the cache (``backups=1``), checked row by
+   row: every key written so far exactly once;
+2. a ``tensorflow_ignite.write`` of new rows (``mode="append"``) and the
+   removal of as many of the oldest, so the cache keeps its size and the
+   resource curves measure the client, not a growing epoch;
+3. a checkpoint of a few MiB of variables into ``ignite://`` through a
+   ``CheckpointManager`` (three kept), then every kept checkpoint restored
+   into fresh variables and compared with what was saved.
+
+Every ``--kill-every`` seconds one node is SIGKILLed in the middle of an
+epoch, and restarted once the epoch is done; the loop goes on when the cache
+has its backups again.  After every round the client process's resident
+memory, open file descriptors, threads and TCP connections to the nodes are
+sampled.  The report (JSON, and a PNG of the four curves) says how many
+epochs, rows, kills and checkpoints there were, and how much each resource
+grew after the warm-up (the first fifth of the run): the soak passes when
+every epoch was exactly once, every checkpoint restored, and no resource grew
+by more than ``--max-growth`` (5 %) -- connections and threads must not grow
+at all beyond the warm-up's peak.
+
+The test suite runs a three-minute form of this (``tests/integration/test_soak.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SoakReport", "Sample", "run_soak", "main"]
+
+CACHE = "SOAK_ROWS"
+FIRST_ROWS = 20_000
+APPEND_ROWS = 2_000
+BATCH = 2_000
+
+
+@dataclass
+class Sample:
+    """The client process's resources after one round."""
+
+    t: float
+    rss_mb: float
+    fds: int
+    threads: int
+    connections: int
+
+
+@dataclass
+class SoakReport:
+    """What a soak did and how the client's resources moved."""
+
+    minutes: float
+    epochs: int = 0
+    rows_read: int = 0
+    rows_written: int = 0
+    kills: int = 0
+    checkpoints: int = 0
+    restores: int = 0
+    failovers: int = 0
+    samples: list[Sample] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def growth(self) -> dict[str, float]:
+        """Relative growth of each resource: median of the last fifth over the peak of the warm-up fifth."""
+        n = len(self.samples)
+        if n < 5:
+            return {}
+        warm = self.samples[: max(1, n // 5)]
+        last = self.samples[-max(1, n // 5):]
+        out = {}
+        for name in ("rss_mb", "fds", "threads", "connections"):
+            base = max(getattr(s, name) for s in warm)
+            now = statistics.median(getattr(s, name) for s in last)
+            out[name] = (now - base) / base if base else 0.0
+        return out
+
+    def verdict(self, max_growth: float) -> list[str]:
+        """Everything wrong with the run (empty: it passed)."""
+        wrong = list(self.problems)
+        for name, g in self.growth().items():
+            limit = max_growth if name in ("rss_mb", "fds") else 0.0
+            if g > limit:
+                wrong.append(f"{name} grew {g:+.1%} after the warm-up (limit {limit:.0%})")
+        if self.epochs == 0 or self.checkpoints == 0:
+            wrong.append("the soak did not complete a round")
+        return wrong
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["growth"] = self.growth()
+        return d
+
+
+def _proc_status(name: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(name + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _connections_to(ports: set[int]) -> int:
+    """Established TCP connections of this process whose remote port is one of ``ports``."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            remote_port = int(cols[2].rsplit(":", 1)[1], 16)
+            if cols[3] == "01" and cols[9] in inodes and remote_port in ports:
+                count += 1
+    return count
+
+
+def _sample(started: float, ports: set[int]) -> Sample:
+    return Sample(t=round(time.monotonic() - started, 1), rss_mb=round(_proc_status("VmRSS") / 1024, 1),
+                  fds=len(os.listdir("/proc/self/fd")), threads=_proc_status("Threads"),
+                  connections=_connections_to(ports))
+
+
+def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.5)
+
+
+def _rebalanced(cluster: Any, rows: int) -> Callable[[], bool]:
+    from tensorflow_ignite.client import IgniteClient
+    from tensorflow_ignite.errors import IgniteError
+    from tensorflow_ignite.protocol.codes import PeekMode
+
+    def check() -> bool:
+        live = len(cluster.addresses())
+        try:
+            with IgniteClient(cluster.addresses()) as client:
+                pmap = client.partition_map(CACHE, refresh=True)
+                cache = client.cache(CACHE)
+                return (len({n for n in pmap.nodes if n is not None}) == live
+                        and cache.size([PeekMode.PRIMARY]) == rows
+                        and cache.size([PeekMode.BACKUP]) == (rows if live > 1 else 0))
+        except IgniteError:
+            return False
+
+    return check
+
+
+def run_soak(work_dir: Path, *, minutes: float, kill_every: float, seed: int = 20261125,
+             log: Callable[[str], None] = print) -> SoakReport:
+    """Run the soak (see the module docstring) on nodes under ``work_dir``; the nodes stop at the end."""
+    import tensorflow as tf
+
+    import tensorflow_ignite as ti
+    from tensorflow_ignite import fs
+    from tensorflow_ignite.client import close_shared_clients
+    from tensorflow_ignite.local.cluster import LocalCluster
+
+    rng = random.Random(seed)
+    report = SoakReport(minutes=minutes)
+    cluster = LocalCluster(work_dir / "nodes", nodes=3, name="tfi-soak", heap_mb=512, region_mb=384)
+    saved_fs = fs.config.overrides()
+    try:
+        cluster.start()
+        host, port = cluster.address(0)
+        ports = {m.client_port for m in cluster.members}
+        seeds = ",".join(f"{h}:{p}" for h, p in cluster.addresses())
+        rows = FIRST_ROWS
+        low = 0  # the cache holds keys low .. low + rows - 1
+        ti.write(CACHE, {"id": np.arange(rows, dtype=np.int64), "x": np.arange(rows, dtype=np.float32)},
+                 key="id", host=seeds, backups=1, write_sync="full_sync", progress=False)
+        report.rows_written = rows
+        fs.configure(host=host, port=port)
+        ckpt_dir = "ignite:///soak/ckpt"
+        weights = tf.Variable(tf.zeros([512, 512]))  # 1 MiB
+        step = tf.Variable(0, dtype=tf.int64)
+        manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=step, w=weights), ckpt_dir, max_to_keep=3)
+        saved: dict[str, float] = {}
+
+        started = time.monotonic()
+        deadline = started + minutes * 60
+        next_kill = started + kill_every
+        round_no = 0
+        while time.monotonic() < deadline:
+            round_no += 1
+            # 1. An epoch, with a node killed in the middle of it when one is due.
+            ds = ti.IgniteDataset(CACHE, host, port, batch_size=BATCH, page_size=256)
+            before = ds.stats
+            victim: list[int] = []
+            kill_at = rng.randrange(rows // 4, 3 * rows // 4)
+            due = time.monotonic() >= next_kill and len(cluster.addresses()) == 3
+
+            def kill_midway() -> None:
+                _wait(lambda: ds.stats.rows - before.rows >= kill_at or done.is_set(), 300, "the epoch to start")
+                if not done.is_set():
+                    index = rng.choice([m.index for m in cluster.members if m.index != 0])
+                    cluster.kill_node(index, signal.SIGKILL)
+                    victim.append(index)
+
+            done = threading.Event()
+            killer = threading.Thread(target=kill_midway, daemon=True) if due else None
+            if killer is not None:
+                killer.start()
+            keys: Counter[int] = Counter()
+            try:
+                for batch in ds:
+                    keys.update(batch["key"].numpy().tolist())
+            finally:
+                done.set()
+                if killer is not None:
+                    killer.join(timeout=300)
+            report.epochs += 1
+            report.rows_read += sum(keys.values())
+            report.failovers += len(ds.stats.failovers) - len(before.failovers)
+            repeated = sum(1 for n in keys.values() if n > 1)
+            expected = set(range(low, low + rows))
+            if repeated or set(keys) != expected:
+                report.problems.append(f"epoch {report.epochs}: {len(expected - set(keys))} rows missing, "
+                                       f"{repeated} repeated, {len(set(keys) - expected)} unexpected")
+            if victim:
+                report.kills += 1
+                cluster.restart_nodes(victim)
+                _wait(_rebalanced(cluster, rows), 300, "the cache to have its backups again")
+                next_kill = time.monotonic() + kill_every
+
+            # 2. New rows in, as many of the oldest out: the cache keeps its size, so
+            #    resource curves measure the client, not a growing epoch.
+            new = np.arange(low + rows, low + rows + APPEND_ROWS, dtype=np.int64)
+            ti.write(CACHE, {"id": new, "x": new.astype(np.float32)}, key="id", host=seeds, mode="append",
+                     progress=False)
+            ds.client.cache(CACHE).remove_keys(list(range(low, low + APPEND_ROWS)))
+            low += APPEND_ROWS
+            report.rows_written += APPEND_ROWS
+
+            # 3. A checkpoint, then every kept one restored and compared.
+            step.assign(round_no)
+            weights.assign(tf.fill([512, 512], float(round_no)))
+            path = manager.save(checkpoint_number=round_no)
+            saved[path] = float(round_no)
+            report.checkpoints += 1
+            for kept in manager.checkpoints:
+                w2, s2 = tf.Variable(tf.zeros([512, 512])), tf.Variable(0, dtype=tf.int64)
+                tf.train.Checkpoint(step=s2, w=w2).restore(kept).assert_existing_objects_matched()
+                if int(s2.numpy()) != int(saved[kept]) or float(w2[0, 0].numpy()) != saved[kept]:
+                    report.problems.append(f"checkpoint {kept} restored other values")
+                report.restores += 1
+
+            report.samples.append(_sample(started, ports))
+            s = report.samples[-1]
+            log(f"[{s.t:6.0f}s] round {round_no}: keys {low}..{low + rows - 1}, epoch {'exactly once' if not report.problems else 'WRONG'}"
+                f"{', node ' + str(victim[0]) + ' killed and back' if victim else ''}; rss {s.rss_mb:.0f} MB, "
+                f"{s.fds} fds, {s.threads} threads, {s.connections} connections")
+        return report
+    finally:
+        fs.config.close_stores()
+        close_shared_clients()
+        fs.config.reset()
+        fs.configure(**saved_fs)
+        cluster.stop()
+
+
+def plot(report: SoakReport, path: Path) -> None:
+    """The four resource curves over time, the warm-up shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = [s.t / 60 for s in report.samples]
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6), sharex=True)
+    for ax, (name, label) in zip(axes.flat, [("rss_mb", "resident memory (MB)"), ("fds", "open file descriptors"),
+                                             ("threads", "threads"), ("connections", "connections to nodes")]):
+        ax.plot(t, [getattr(s, name) for s in report.samples], marker=".")
+        if t:
+            ax.axvspan(0, t[max(0, len(t) // 5 - 1)], color="0.9")
+        ax.set_title(label)
+        ax.set_ylim(bottom=0)
+    for ax in axes[1]:
+        ax.set_xlabel("minutes")
+    fig.suptitle(f"soak: {report.epochs} epochs, {report.kills} node kills, {report.checkpoints} checkpoints "
+                 "(warm-up shaded)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=30.0, help="how long to run (default 30)")
+    parser.add_argument("--kill-every", type=float, default=180.0,
+                        help="seconds between node kills (default 180)")
+    parser.add_argument("--max-growth", type=float, default=0.05,
+                        help="largest allowed growth of memory and descriptors after the warm-up (default 0.05)")
+    parser.add_argument("--out", type=Path, default=Path("soak-report"),
+                        help="directory for soak.json and soak.png (default ./soak-report)")
+    parser.add_argument("--work-dir", type=Path, default=None, help="where the nodes live (default: a temp dir)")
+    args = parser.parse_args(argv)
+    import tempfile
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tfi-soak-") as tmp:
+        report = run_soak(args.work_dir or Path(tmp), minutes=args.minutes, kill_every=args.kill_every)
+    (args.out / "soak.json").write_text(json.dumps(report.to_json(), indent=1))
+    plot(report, args.out / "soak.png")
+    wrong = report.verdict(args.max_growth)
+    print(f"soak: {report.epochs} epochs, {report.rows_read} rows read, {report.rows_written} written, "
+          f"{report.kills} kills, {report.checkpoints} checkpoints ({report.restores} restores), "
+          f"growth after warm-up {', '.join(f'{k} {v:+.1%}' for k, v in report.growth().items())}")
+    for w in wrong:
+        print("FAILED:", w)
+    print(f"report: {args.out / 'soak.json'}, {args.out / 'soak.png'}")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
