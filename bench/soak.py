@@ -146,36 +146,6 @@ def _sample(started: float, ports: set[int]) -> Sample:
                   connections=_connections_to(ports))
 
 
-def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.5)
-
-
-def _rebalanced(cluster: Any, rows: int) -> Callable[[], bool]:
-    from tensorflow_ignite.client import IgniteClient
-    from tensorflow_ignite.errors import IgniteError
-    from tensorflow_ignite.protocol.codes import PeekMode
-
-    def check() -> bool:
-        live = len(cluster.addresses())
-        try:
-            with IgniteClient(cluster.addresses()) as client:
-                pmap = client.partition_map(CACHE, refresh=True)
-                cache = client.cache(CACHE)
-                return (len({n for n in pmap.nodes if n is not None}) == live
-                        and cache.size([PeekMode.PRIMARY]) == rows
-                        and cache.size([PeekMode.BACKUP]) == (rows if live > 1 else 0))
-        except IgniteError:
-            return False
-
-    return check
-
-
 def run_soak(work_dir: Path, *, minutes: float, kill_every: float, seed: int = 20261125,
              log: Callable[[str], None] = print) -> SoakReport:
     """Run the soak (see the module docstring) on nodes under ``work_dir``; the nodes stop at the end."""
@@ -185,6 +155,7 @@ def run_soak(work_dir: Path, *, minutes: float, kill_every: float, seed: int = 2
     from tensorflow_ignite import fs
     from tensorflow_ignite.client import close_shared_clients
     from tensorflow_ignite.local.cluster import LocalCluster
+    from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
     rng = random.Random(seed)
     report = SoakReport(minutes=minutes)
@@ -221,7 +192,7 @@ def run_soak(work_dir: Path, *, minutes: float, kill_every: float, seed: int = 2
             due = time.monotonic() >= next_kill and len(cluster.addresses()) == 3
 
             def kill_midway() -> None:
-                _wait(lambda: ds.stats.rows - before.rows >= kill_at or done.is_set(), 300, "the epoch to start")
+                wait_for(lambda: ds.stats.rows - before.rows >= kill_at or done.is_set(), 300, "the epoch to start")
                 if not done.is_set():
                     index = rng.choice([m.index for m in cluster.members if m.index != 0])
                     cluster.kill_node(index, signal.SIGKILL)
@@ -250,7 +221,7 @@ def run_soak(work_dir: Path, *, minutes: float, kill_every: float, seed: int = 2
             if victim:
                 report.kills += 1
                 cluster.restart_nodes(victim)
-                _wait(_rebalanced(cluster, rows), 300, "the cache to have its backups again")
+                wait_rebalanced(cluster, CACHE, rows, timeout=300)
                 next_kill = time.monotonic() + kill_every
 
             # 2. New rows in, as many of the oldest out: the cache keeps its size, so

@@ -28,11 +28,11 @@ import tensorflow as tf
 from tensorflow_ignite import IgniteDataset
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.data.dataset import close_shared_clients
-from tensorflow_ignite.errors import IgniteConnectionError
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol.cache_config import CacheConfiguration
-from tensorflow_ignite.protocol.codes import CacheMode, PartitionLossPolicy, PeekMode, WriteSynchronizationMode
+from tensorflow_ignite.protocol.codes import CacheMode, PartitionLossPolicy, WriteSynchronizationMode
 from tensorflow_ignite.protocol.values import BinaryObject
+from tensorflow_ignite.testing.waiting import wait_rebalanced
 
 ROWS = 4_000
 BATCH = 50
@@ -160,33 +160,13 @@ def three_nodes(tmp_path: Path) -> Iterator[LocalCluster]:
         cluster.stop()
 
 
-def _wait_rebalanced(cluster: LocalCluster, cache: str, rows: int, timeout: float = 180) -> None:
-    """Every live node is a primary and every row has its backup (safe for the next change)."""
-    live = len(cluster.addresses())
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while True:
-        try:
-            with IgniteClient(cluster.addresses()) as client:
-                pmap = client.partition_map(cache, refresh=True)
-                c = client.cache(cache)
-                if (len({n for n in pmap.nodes if n is not None}) == live
-                        and c.size([PeekMode.PRIMARY]) == rows and c.size([PeekMode.BACKUP]) == rows):
-                    return
-        except IgniteConnectionError:
-            pass
-        assert time.monotonic() < deadline, f"cache {cache!r} was not rebalanced over {live} nodes"
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.5)
-
-
 def test_resume_exactly_once_after_a_node_died_and_another_joined(three_nodes: LocalCluster, cache_name: str,
                                                                   tmp_path: Path) -> None:
     cluster = three_nodes
     keys = list(range(ROWS))
     with IgniteClient(cluster.addresses()) as client:
         _fill(client, cache_name, keys, backups=1)
-    _wait_rebalanced(cluster, cache_name, ROWS)
+    wait_rebalanced(cluster, cache_name, ROWS)
     address = cluster.address(0)  # the seed stays up; the dataset knows the other nodes too
     # Small pages: partitions are read in several round trips, so saves land inside them.
     ds = IgniteDataset(cache_name, *address, batch_size=BATCH, page_size=8, timeout=20)
@@ -198,7 +178,7 @@ def test_resume_exactly_once_after_a_node_died_and_another_joined(three_nodes: L
     saved_one = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "one" / "ckpt"))
     del it
     cluster.kill_node(2, signal.SIGKILL)
-    _wait_rebalanced(cluster, cache_name, ROWS)
+    wait_rebalanced(cluster, cache_name, ROWS)
     with IgniteClient(cluster.addresses()) as client:
         before = client.partition_map(cache_name, refresh=True)
 
@@ -208,7 +188,7 @@ def test_resume_exactly_once_after_a_node_died_and_another_joined(three_nodes: L
     saved_two = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "two" / "ckpt"))
     del it
     cluster.add_node()
-    _wait_rebalanced(cluster, cache_name, ROWS)
+    wait_rebalanced(cluster, cache_name, ROWS)
     with IgniteClient(cluster.addresses()) as client:
         after = client.partition_map(cache_name, refresh=True)
     moved = sum(a != b for a, b in zip(before.nodes, after.nodes))

@@ -29,10 +29,10 @@ from tensorflow_ignite.protocol.cache_config import CacheConfiguration
 from tensorflow_ignite.protocol.codes import (
     CacheMode,
     PartitionLossPolicy,
-    PeekMode,
     WriteSynchronizationMode,
 )
 from tensorflow_ignite.protocol.values import BinaryObject
+from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
 ROWS = 6_000
 PAGE_ROWS = 4
@@ -68,35 +68,6 @@ def _fill(cluster: LocalCluster, cache: str, rows: int) -> None:
                        for i in range(start, min(rows, start + 3000))})
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``condition`` with backoff until it holds; fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.5)
-
-
-def _wait_rebalanced(cluster: LocalCluster, cache: str, rows: int) -> None:
-    """Every live node is a primary and every row has its backup copy (safe to kill the next node)."""
-    live = len(cluster.addresses())
-    backups = rows if live > 1 else 0
-
-    def settled() -> bool:
-        try:
-            with IgniteClient(cluster.addresses()) as client:
-                pmap = client.partition_map(cache, refresh=True)
-                c = client.cache(cache)
-                return (len({n for n in pmap.nodes if n is not None}) == live
-                        and c.size([PeekMode.PRIMARY]) == rows and c.size([PeekMode.BACKUP]) == backups)
-        except IgniteConnectionError:
-            return False
-
-    _wait_for(settled, 180, f"cache {cache!r} to be rebalanced over {live} nodes")
-
-
 def _epoch_keys(ds: IgniteDataset, during: Callable[[], None] | None = None, at_rows: int = 0) -> list[int]:
     """One epoch's keys; ``during()`` runs in another thread once the reader has received ``at_rows`` rows."""
     start = ds.stats.rows
@@ -105,7 +76,7 @@ def _epoch_keys(ds: IgniteDataset, during: Callable[[], None] | None = None, at_
 
     def trigger() -> None:
         try:
-            _wait_for(lambda: done.is_set() or ds.stats.rows - start >= at_rows,
+            wait_for(lambda: done.is_set() or ds.stats.rows - start >= at_rows,
                       120, f"the reader to receive {at_rows} rows")
             if during is not None:
                 during()
@@ -152,7 +123,7 @@ def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cach
     cluster = three_nodes
     trials = KILL_TRIALS if long_form else KILL_TRIALS_SHORT
     _fill(cluster, cache_name, ROWS)
-    _wait_rebalanced(cluster, cache_name, ROWS)
+    wait_rebalanced(cluster, cache_name, ROWS)
     host, port = cluster.address(0)
     # Small pages: a partition takes a few round trips, so kills land inside partitions too.
     ds = IgniteDataset(cache_name, host, port, batch_size=500, page_size=PAGE_ROWS, num_parallel_reads=readers,
@@ -186,7 +157,7 @@ def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cach
                       f"{retried} partition scans repeated, {rescanned} partitions rescanned, epoch {took:.1f}s")
         if len(alive) == 2:
             cluster.restart_nodes([m.index for m in cluster.members if m.index not in alive or m.index == victim])
-        _wait_rebalanced(cluster, cache_name, ROWS)
+        wait_rebalanced(cluster, cache_name, ROWS)
     print("\n".join(report))
     print(f"{rerouted} of {trials} trials re-routed or rescanned partitions; "
           f"{time.monotonic() - t_start:.0f}s")
@@ -201,7 +172,7 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
                                                                  long_form: bool) -> None:
     cluster = three_nodes
     _fill(cluster, cache_name, ROWS)
-    _wait_rebalanced(cluster, cache_name, ROWS)
+    wait_rebalanced(cluster, cache_name, ROWS)
     host, port = cluster.address(0)
     ds = IgniteDataset(cache_name, host, port, batch_size=500, page_size=PAGE_ROWS, num_parallel_reads=readers,
                        timeout=20)
@@ -229,7 +200,7 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
             base = ds.stats.rows
             reader = threading.Thread(target=lambda: result.append(consume_slowly_until(gate)), daemon=True)
             reader.start()
-            _wait_for(lambda: not reader.is_alive() or ds.stats.rows > base,
+            wait_for(lambda: not reader.is_alive() or ds.stats.rows > base,
                       60, "the epoch to start")
             try:
                 if change == "join":
@@ -243,7 +214,7 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
                 # (the affinity version can lag the node's arrival or departure).
                 with IgniteClient(cluster.addresses()) as client:
                     previous = maps[-1] if maps else None
-                    _wait_for(lambda: client.partition_map(cache_name, refresh=True).topology_version
+                    wait_for(lambda: client.partition_map(cache_name, refresh=True).topology_version
                               != previous, 60, f"the topology to change after the node {change}")
                     maps.append(client.partition_map(cache_name, refresh=True).topology_version)
             finally:
@@ -251,7 +222,7 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
             reader.join(timeout=240)
             assert result, "the epoch did not finish"
             _assert_exactly_once(result[0], ROWS, f"trial {trial}, node {change} after ~{stop_at} rows")
-            _wait_rebalanced(cluster, cache_name, ROWS)
+            wait_rebalanced(cluster, cache_name, ROWS)
     print(f"{rounds} joins and {rounds} leaves mid-epoch, exactly once; topology versions {maps}; "
           f"{len(ds.stats.failovers)} partition scans repeated; rescans after node scans: "
           f"{[len(r) for r in ds.stats.rescans]}")

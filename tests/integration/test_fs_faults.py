@@ -24,7 +24,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -33,13 +33,13 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from tensorflow_ignite import fs as ignite_fs  # noqa: E402
-from tensorflow_ignite.client import IgniteClient  # noqa: E402
 from tensorflow_ignite.errors import IgniteConnectionError  # noqa: E402
 from tensorflow_ignite.fs.backend import IgniteBackend  # noqa: E402
 from tensorflow_ignite.fs.store import IgniteFileStore  # noqa: E402
 from tensorflow_ignite.local.cluster import LocalCluster  # noqa: E402
 from tensorflow_ignite.native import loader  # noqa: E402
-from tensorflow_ignite.protocol.codes import PartitionLossPolicy, PeekMode, WriteSynchronizationMode  # noqa: E402
+from tensorflow_ignite.protocol.codes import PartitionLossPolicy, WriteSynchronizationMode  # noqa: E402
+from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced  # noqa: E402
 
 gfile = tf.io.gfile
 PREFIX = "fs_faults"
@@ -53,17 +53,6 @@ BLOCK_SIZE = "1m"
 #: Block 17 on is past the data file: the index, the renames and the state
 #: file, i.e. the kill lands among the publishing transactions.
 KILL_POINTS = [("other", 3), ("other", 9), ("other", 17), ("seed", 13)]
-
-
-def _wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``condition`` with backoff until it holds; fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    delay = 0.02
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.5)
 
 
 @pytest.fixture
@@ -92,27 +81,6 @@ def _values(step: int) -> list[np.ndarray]:
     """Variable contents of checkpoint ``step`` (exact in float32: all below 2**24)."""
     base = np.arange(ELEMENTS, dtype=np.float32)
     return [base * (i + 1) + np.float32(step) for i in range(VARIABLES)]
-
-
-def _wait_rebalanced(cluster: LocalCluster, caches: list[str]) -> None:
-    """Every live node holds primaries and every entry has its backup copy (safe to kill a node)."""
-    live = len(cluster.addresses())
-
-    def settled() -> bool:
-        try:
-            with IgniteClient(cluster.addresses()) as client:
-                for name in caches:
-                    pmap = client.partition_map(name, refresh=True)
-                    c = client.cache(name)
-                    if len({n for n in pmap.nodes if n is not None}) != live:
-                        return False
-                    if c.size([PeekMode.PRIMARY]) != c.size([PeekMode.BACKUP]):
-                        return False
-            return True
-        except IgniteConnectionError:
-            return False
-
-    _wait_for(settled, 180, f"caches {caches} to be rebalanced over {live} nodes")
 
 
 class _Saver:
@@ -182,7 +150,7 @@ def test_node_killed_while_a_checkpoint_is_written(three_nodes: LocalCluster) ->
             cluster.restart_nodes(down)
         live = list(cluster.members)
         assert len(cluster.addresses()) == 3
-        _wait_rebalanced(cluster, [store.meta.name, store.data.name])
+        wait_rebalanced(cluster, [store.meta.name, store.data.name])
         victim = seed if which == "seed" else next(m for m in live if m is not seed)
 
         previous = step  # saved and complete before the kill: must survive it
@@ -192,7 +160,7 @@ def test_node_killed_while_a_checkpoint_is_written(three_nodes: LocalCluster) ->
 
         def kill(victim_index: int = victim.index, start: int = start, at_blocks: int = at_blocks) -> None:
             try:
-                _wait_for(lambda: store.stats["blocks_written"] - start >= at_blocks, 120,
+                wait_for(lambda: store.stats["blocks_written"] - start >= at_blocks, 120,
                           f"{at_blocks} blocks of the save")
                 killed_at.append(time.monotonic())
                 cluster.kill_node(victim_index, signal.SIGKILL)

@@ -13,11 +13,9 @@ import os
 import signal
 import sys
 import textwrap
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pytest
@@ -28,6 +26,7 @@ from tensorflow_ignite.data.env import parse_partition_list
 from tensorflow_ignite.errors import ConfigurationError
 from tensorflow_ignite.launcher import layout
 from tensorflow_ignite.launcher.jobs import JobClient, LauncherError
+from tensorflow_ignite.testing.waiting import wait_for
 from tensorflow_ignite.local.cluster import LocalCluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -37,24 +36,9 @@ import launch_digits_resnet  # noqa: E402
 import launch_gradients  # noqa: E402
 import launch_keras_fit  # noqa: E402
 
-T = TypeVar("T")
 
 
 # ------------------------------------------------------------------ helpers
-def wait_for(predicate: Callable[[], T], *, timeout: float, what: str) -> T:
-    """Poll ``predicate`` (backing off 50 ms -> 500 ms) until it returns something truthy."""
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.5)
-
-
 def job_processes(job_id: str) -> list[int]:
     """Live processes of ``job_id`` on this machine (every node of the test cluster):
     worker shims (``--job JOB`` on the command line) and everything started with

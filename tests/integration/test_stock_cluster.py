@@ -33,7 +33,9 @@ from tensorflow_ignite.local.stock import StockCluster
 from . import test_fs_tensorflow as on_our_node
 from . import test_launcher_faults as faults_on_our_nodes
 from . import test_launcher_jobs as on_our_nodes
-from .test_dataset_faults import SCAN_MODES, _assert_exactly_once, _fill, _wait_rebalanced
+from tensorflow_ignite.testing.waiting import wait_rebalanced
+
+from .test_dataset_faults import SCAN_MODES, _assert_exactly_once, _fill
 from .test_launcher_jobs import addr, assert_checkpoints_in_ignite, children, job_processes, launch_digits_resnet
 
 
@@ -151,7 +153,7 @@ def test_node_kill_mid_epoch_loses_and_repeats_nothing(stock_cluster: StockClust
     cluster = stock_cluster
     rows = 6_000
     _fill(cluster, cache_name, rows)
-    _wait_rebalanced(cluster, cache_name, rows)
+    wait_rebalanced(cluster, cache_name, rows)
     host, port = cluster.address(0)
     victim = cluster.members[-1]  # not the node the dataset was given
     try:
@@ -171,6 +173,6 @@ def test_node_kill_mid_epoch_loses_and_repeats_nothing(stock_cluster: StockClust
         close_shared_clients()
         if not cluster._alive(victim):
             cluster.restart_nodes([victim.index])
-    _wait_rebalanced(cluster, cache_name, rows)
+    wait_rebalanced(cluster, cache_name, rows)
     with JobClient.connect(*cluster.address()) as jobs:  # the launcher is still (or again) deployed
         assert jobs.ping().startswith("tf-ignite-launcher")
