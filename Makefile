@@ -16,7 +16,7 @@ VENV        := .venv
 PY          := $(VENV)/bin/python
 STAMPS      := .stamps
 JAVA_SRC    := $(shell find java/src -name '*.java' 2>/dev/null) java/pom.xml java/sql-runtime/pom.xml
-NATIVE_SRC  := $(wildcard src/tensorflow_ignite/native/*.cc) $(wildcard src/tensorflow_ignite/native/build.py)
+NATIVE_SRC  := $(wildcard src/tensorflow_ignite/native/*.cc) $(wildcard src/tensorflow_ignite/native/*.h) $(wildcard src/tensorflow_ignite/native/build.py)
 PYTEST_ARGS ?=
 
 .PHONY: setup system-deps venv java native stock demo test test-long bench soak fuzz clean help wheel compat compat-wheel compat-versions

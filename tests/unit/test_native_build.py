@@ -74,7 +74,7 @@ def test_dataset_op_library_exports_only_its_module_entry_point() -> None:
     assert path.name.startswith("_tf_ignite_data")
     assert dynamic_symbols(path, "--defined-only") == {"PyInit__tf_ignite_data"}
     stamp = json.loads((path.parent / build.STAMP_DIR / "_tf_ignite_data.json").read_text())
-    assert stamp["inputs"]["source_sha256"] == build._sha256(build.DATA_OPS.source)
+    assert stamp["inputs"]["source_sha256"] == build.DATA_OPS.source_digest()
     assert "tensorflow/core/framework/dataset.h" in stamp["inputs"]["tensorflow_headers"]
 
 
@@ -111,7 +111,7 @@ def test_installed_package_builds_only_on_opt_in_and_only_into_the_user_cache(tm
 
     stamp_file = cache_dir / build.STAMP_DIR / "_tf_ignite_fs.json"
     stamp = json.loads(stamp_file.read_text())
-    assert stamp["inputs"]["source_sha256"] == build._sha256(build.SOURCE)
+    assert stamp["inputs"]["source_sha256"] == build.FS_PLUGIN.source_digest()
     assert "-fvisibility=hidden" in stamp["command"]
     stamp["inputs"]["tensorflow_framework"] = [0, 0]  # as if TensorFlow was upgraded
     stamp_file.write_text(json.dumps(stamp))

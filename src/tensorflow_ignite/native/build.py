@@ -106,6 +106,15 @@ class Library:
     what: str
     #: Extra compiler flags.
     extra_flags: tuple[str, ...] = ()
+    #: Headers of its own next to the source (one translation unit; hashed with it).
+    headers: tuple[Path, ...] = ()
+
+    def source_digest(self) -> str:
+        """SHA-256 of the source and its own headers: what a rebuild is decided on."""
+        h = hashlib.sha256()
+        for path in (self.source, *self.headers):
+            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        return h.hexdigest()
 
 
 _HERE = Path(__file__).resolve().parent
@@ -114,6 +123,7 @@ _HERE = Path(__file__).resolve().parent
 FS_PLUGIN = Library(
     module_name="_tf_ignite_fs",
     source=_HERE / "tf_ignite_fs.cc",
+    headers=(_HERE / "fs_bridge.h", _HERE / "fs_files.h"),
     exported_symbols=("TF_InitPlugin", "PyInit__tf_ignite_fs"),
     tf_headers=(
         "tensorflow/c/experimental/filesystem/filesystem_interface.h",
@@ -300,7 +310,7 @@ def _inputs(library: Library = FS_PLUGIN, relocatable: bool = False) -> dict[str
     return {
         "recipe": RECIPE_VERSION,
         "library": library.module_name,
-        "source_sha256": _sha256(library.source),
+        "source_sha256": library.source_digest(),
         "python": sys.version,
         "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
         "tensorflow_dir": str(tf_dir),
