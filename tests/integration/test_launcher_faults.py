@@ -77,7 +77,7 @@ def test_joining_node_replans_and_resumes_from_checkpoint(fault_cluster: LocalCl
     train_rows, test_rows = launch_digits_resnet.load_digits_caches(
         host, port, "JOIN_DIGITS", "JOIN_DIGITS_TEST", backups=1)
     with _jobs(cluster) as jobs:
-        before = {m.name for m in cluster.members if cluster._alive(m)}
+        before = {m.name for m in cluster.members if cluster.is_alive(m)}
         rec = jobs.submit(
             "JOIN_DIGITS", launch_digits_resnet.JOB_DIR, ["python", "train.py"],
             env={"EPOCHS": "2", "EVAL_CACHE": "JOIN_DIGITS_TEST", "TRAIN_HOLD_AFTER_EPOCH": "1",
@@ -144,7 +144,7 @@ def test_killed_node_replans_on_survivors_and_resumes_from_checkpoint(fault_clus
         assert first["reason"] == f"node {victim.name} (worker {victim_worker['index']}) left the cluster"
         # Rebalancing may move primaries once more after the loss; that is a recorded restart too.
         assert {f["kind"] for f in final["failures"][1:]} <= {"partitions_moved"}
-        survivors = {m.name for m in cluster.members if m.index != victim.index and cluster._alive(m)}
+        survivors = {m.name for m in cluster.members if m.index != victim.index and cluster.is_alive(m)}
         assert {w["node"] for w in final["workers"]} == survivors  # replanned on the survivors
 
         results = jobs.results(job)

@@ -141,7 +141,7 @@ def test_node_kill_moves_the_launcher_and_the_job_resumes(stock_cluster: StockCl
     try:
         faults_on_our_nodes.test_killed_node_replans_on_survivors_and_resumes_from_checkpoint(stock_cluster)
     finally:
-        down = [m.index for m in stock_cluster.members if not stock_cluster._alive(m)]
+        down = [m.index for m in stock_cluster.members if not stock_cluster.is_alive(m)]
         if down:
             stock_cluster.restart_nodes(down)
 
@@ -171,7 +171,7 @@ def test_node_kill_mid_epoch_loses_and_repeats_nothing(stock_cluster: StockClust
         assert ds._reader.last_scan == mode
     finally:
         close_shared_clients()
-        if not cluster._alive(victim):
+        if not cluster.is_alive(victim):
             cluster.restart_nodes([victim.index])
     wait_rebalanced(cluster, cache_name, rows)
     with JobClient.connect(*cluster.address()) as jobs:  # the launcher is still (or again) deployed

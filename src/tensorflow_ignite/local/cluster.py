@@ -387,7 +387,7 @@ class LocalCluster:
             for m in list(self.members):
                 if m.index not in pending:
                     continue
-                if not self._alive(m):
+                if not self.is_alive(m):
                     raise NodeError(
                         f"Ignite node {m.name} (pid {m.pid}) exited during start-up. "
                         f"Last lines of {m.log}:\n{_log_tail(m.log)}"
@@ -425,7 +425,7 @@ class LocalCluster:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop every node this cluster started; SIGKILL what ignores SIGTERM."""
-        live = [m for m in self.members if self._alive(m)]
+        live = [m for m in self.members if self.is_alive(m)]
         for m in live:
             try:
                 os.kill(m.pid, signal.SIGTERM)
@@ -435,7 +435,7 @@ class LocalCluster:
         for m in live:
             self._wait_gone(m, deadline)
         for m in live:
-            if self._alive(m):
+            if self.is_alive(m):
                 try:
                     os.kill(m.pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -443,7 +443,8 @@ class LocalCluster:
                 self._wait_gone(m, time.monotonic() + 10)
         self.save_state()
 
-    def _alive(self, m: NodeInfo) -> bool:
+    def is_alive(self, m: NodeInfo) -> bool:
+        """True while member ``m``'s node process runs."""
         # Our own child: ask the handle. Right after fork, /proc/PID/cmdline still
         # shows the parent's command line, so the marker check would say "gone".
         proc = self._procs.get(m.pid)
@@ -453,7 +454,7 @@ class LocalCluster:
 
     def _wait_gone(self, m: NodeInfo, deadline: float) -> None:
         proc = self._procs.get(m.pid)
-        while self._alive(m) and time.monotonic() < deadline:
+        while self.is_alive(m) and time.monotonic() < deadline:
             if proc is not None:
                 try:
                     proc.wait(timeout=0.1)
@@ -475,7 +476,7 @@ class LocalCluster:
         started = []
         for index in indices:
             m = next(m for m in self.members if m.index == index)
-            if self._alive(m):
+            if self.is_alive(m):
                 raise NodeError(f"Ignite node {m.name} (pid {m.pid}) is still running; stop it before restarting")
             started.append(self._spawn(index, client_port=m.client_port, launcher_module=m.launcher_module))
         self.wait_ready(timeout=timeout)
@@ -489,12 +490,12 @@ class LocalCluster:
 
     def addresses(self) -> list[tuple[str, int]]:
         """``(host, client_port)`` of every live node."""
-        return [(m.host, m.client_port) for m in self.members if self._alive(m)]
+        return [(m.host, m.client_port) for m in self.members if self.is_alive(m)]
 
     def discovery_addresses(self) -> list[str]:
         """``"host:port"`` of every live member's discovery port: where a thick client (a Java
         client-mode node with a static IP finder) joins this cluster."""
-        return [f"{m.host}:{m.discovery_port}" for m in self.members if self._alive(m)]
+        return [f"{m.host}:{m.discovery_port}" for m in self.members if self.is_alive(m)]
 
     def ignite_classpath(self) -> str:
         """The classpath this cluster's nodes run on.  A Java thick client joining the cluster must run
