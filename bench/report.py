@@ -72,6 +72,8 @@ def _is_fs(key: str) -> bool:
 
 
 def _short_ref(label: str) -> str:
+    if "datastreamer" in label.lower():
+        return "streamer"
     if label.lower().startswith("local disk"):
         return "local disk"
     if label.lower().startswith("java"):
@@ -311,6 +313,9 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
         notes += sc.notes
         if notes:
             out.extend(f"- {n}" for n in notes)
+            out.append("")
+        for section in r.sections:
+            out.append(section)
             out.append("")
         if sc.key.startswith("scale") and sc.key != "scale1" and scale:
             out.append("### 1 node vs several")
