@@ -43,7 +43,7 @@ import subprocess
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -273,7 +273,6 @@ class _Loader:
     caches: Caches
     prefix: str
     pid: Callable[[], int] = os.getpid
-    rows_of_run: list[int] = field(default_factory=list)
 
     def run(self, load: Callable[[str], tuple[int, float | None, dict[str, Any]]], row_bytes: int) -> Run:
         name = self.prefix
@@ -295,9 +294,9 @@ class _Loader:
 
 
 def load_contenders(host: str, port: int, data: LoadData, caches: Caches, *, batch_rows: int,
-                    batch_bytes: int = BATCH_BYTES, key_prefix: str, java_thin: Callable[[], Any] | None, java_thick: Callable[[], Any] | None,
-                    pyignite: bool = True, files: bool = True, pyignite_max_seconds: float = 25.0
-                    ) -> list[Contender]:
+                    batch_bytes: int = BATCH_BYTES, key_prefix: str, java_thin: Callable[[], Any] | None,
+                    java_thick: Callable[[], Any] | None, pyignite: bool = True, files: bool = True,
+                    pyignite_max_seconds: float = 25.0) -> list[Contender]:
     """The contenders of one shape.  ``batch_bytes``: the put-all size of ``write`` and ``ignite-tf
     load``; ``batch_rows``: rows per ``putAll`` of the Java thin client and pyignite (the rows one of
     our put-alls holds: :func:`write_batch_rows`).  ``java_thin`` / ``java_thick`` start the Java
@@ -475,9 +474,9 @@ def load_scenarios(host: str, port: int, sizes: Any, directory: Path, *, nodes: 
     one node, each node's share of primary keys too, and only ``write`` and the two Java loaders
     run (the point there is where the bytes go).  ``addresses``: every node's client address, for
     the Java thin client (partition awareness needs them all).  ``earlier(key)``: a scenario's
-    result from this run, if any (the several-node report compares with the one-node figures).  ``discovery`` and
-    ``ignite_classpath`` (``LocalCluster.discovery_addresses()``/``ignite_classpath()``) are
-    where the thick client joins and what it runs on.
+    result from this run, if any (the several-node report compares with the one-node figures).
+    ``discovery`` and ``ignite_classpath`` (``LocalCluster.discovery_addresses()`` and
+    ``ignite_classpath()``) are where the thick client joins and what it runs on.
     """
     from .javaclient import JavaLoader
 
@@ -496,9 +495,9 @@ def load_scenarios(host: str, port: int, sizes: Any, directory: Path, *, nodes: 
         if discovery is not None and ignite_classpath is not None:
             work = (thick_work_dir or directory / "thick") / shape
             thick = (lambda w=work: JavaLoader.thick(discovery, ignite_classpath, work_dir=w))
-        contenders = load_contenders(host, port, data, caches, batch_rows=batch_rows, key_prefix=f"{prefix}_{shape}",
-                                     java_thin=thin, java_thick=thick, pyignite=not many, files=not many,
-                                     pyignite_max_seconds=sizes.pyignite_max_seconds)
+        contenders = load_contenders(host, port, data, caches, batch_rows=batch_rows,
+                                     key_prefix=f"{prefix}_{shape}", java_thin=thin, java_thick=thick,
+                                     pyignite=not many, files=not many, pyignite_max_seconds=sizes.pyignite_max_seconds)
         n_nodes = len(nodes.nodes) if nodes is not None else 1
         what = (f"{rows:,} MNIST-shaped rows (`label` int64 + `pixels` uint8 28x28, {data.row_bytes} payload bytes "
                 f"per row)" if shape == "small" else
@@ -506,7 +505,8 @@ def load_scenarios(host: str, port: int, sizes: Any, directory: Path, *, nodes: 
         title = (f"6{'abcd'[(2 if many else 0) + (shape == 'bulk')]}. Loading: "
                  f"{'MNIST-shaped rows' if shape == 'small' else 'large byte-array rows'}, "
                  f"{n_nodes} node{'s' if n_nodes > 1 else ''}")
-        shape_text = "MNIST rows" if shape == "small" else "1 MiB rows"
+        shape_text = ("MNIST rows" if shape == "small" else
+                      "1 MiB rows" if row_bytes == 1 << 20 else f"{row_bytes // 1024} KiB rows")
         targets = [] if many else [
             Target("write", "java", 1.0, f"write >= 1.0x the Java thin client's putAll ({shape_text})"),
             Target("write", "streamer", 0.5, f"write >= 0.5x the thick client's IgniteDataStreamer ({shape_text})"),
@@ -577,7 +577,8 @@ def _routing_finding(result: ScenarioResult, runs: Mapping[str, Mapping[str, int
         # Share of the bytes that went to a node other than the key's primary, at best (by share).
         off = sum(max(0.0, sent[n] / total - primaries.get(n, 0) / total_keys) for n in sent)
         label = result.results[key].contender.label
-        verdict = "each entry to its primary" if off < 0.05 else f"about {100 * off:.0f}% of its bytes to a node " \
-                                                                 "that is not the entry's primary (the node forwards them)"
+        verdict = ("each entry to its primary" if off < 0.05 else
+                   f"about {100 * off:.0f}% of its bytes to a node that is not the entry's primary (the node "
+                   "forwards them)")
         out.append(f"{label} sends {verdict}")
     return "; ".join(out) + "."

@@ -317,7 +317,8 @@ def _sizes_text(s: Any) -> str:
             f"{s.bulk_row_bytes // 1024} KiB on 1 and {s.scale_nodes} nodes; {s.reps} repetition(s)"
             + (f" ({max(s.reps, SMALL_ROWS_REPS)} for small rows, {max(s.reps, SHORT_SCENARIO_REPS)} for training; "
                f"pyignite {PYIGNITE_REPS} in small rows)" if s.reps > 1 else "")
-            + f", {s.java_warmup} JVM warm-up scans per Java run")
+            + f", {s.java_warmup} JVM warm-up scans per Java run"
+            + "; loading: the small-rows and bulk rows, one warm-up load per contender")
 
 
 if __name__ == "__main__":
