@@ -13,6 +13,7 @@ node its share of the primary keys.  Timings are never asserted.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -29,20 +30,29 @@ ROWS = 3000
 def test_every_loading_contender_loads_every_row(ignite_cluster: LocalCluster, tmp_path: Path) -> None:
     host, port = ignite_cluster.address()
     nodes = NodeMap.of(ignite_cluster)
-    caches = Caches(host, port, nodes)
-    data = make_data("small", ROWS, 8 + 784, tmp_path / "data")
-    batch_rows, row_wire = write_batch_rows(host, port, data, caches)
-    assert row_wire > data.row_bytes and batch_rows == (4 << 20) // row_wire
-    contenders = load_contenders(
-        host, port, data, caches, batch_rows=1000, batch_bytes=1000 * row_wire, key_prefix="t_loadbench",
-        java_thin=lambda: JavaLoader.thin(host, port, addresses=ignite_cluster.addresses()),
-        java_thick=lambda: JavaLoader.thick(ignite_cluster.discovery_addresses(), ignite_cluster.ignite_classpath(),
-                                            work_dir=tmp_path / "thick"))
-    for c in contenders:  # one timed run each is the check; the JVMs start on first use
-        c.warmup = None
-    logged: list[str] = []
-    result = run_scenario(Scenario("load_test", "loading", "", "rows/s", contenders, reference="streamer"),
-                          reps=1, log=logged.append)
+    with ThreadPoolExecutor(2) as pool:  # the JVMs connect and join while the data is made
+        thin = pool.submit(JavaLoader.thin, host, port, addresses=ignite_cluster.addresses())
+        thick = pool.submit(JavaLoader.thick, ignite_cluster.discovery_addresses(), ignite_cluster.ignite_classpath(),
+                            work_dir=tmp_path / "thick")
+        try:
+            caches = Caches(host, port, nodes)
+            data = make_data("small", ROWS, 8 + 784, tmp_path / "data")
+            batch_rows, row_wire = write_batch_rows(host, port, data, caches)
+        finally:
+            java = [thin.result(), thick.result()]
+    try:
+        assert row_wire > data.row_bytes and batch_rows == (4 << 20) // row_wire
+        contenders = load_contenders(
+            host, port, data, caches, batch_rows=1000, batch_bytes=1000 * row_wire, key_prefix="t_loadbench",
+            java_thin=lambda: java[0], java_thick=lambda: java[1])
+        for c in contenders:  # one timed run each is the check
+            c.warmup = None
+        logged: list[str] = []
+        result = run_scenario(Scenario("load_test", "loading", "", "rows/s", contenders, reference="streamer"),
+                              reps=1, log=logged.append)  # closes the contenders (the JVMs too)
+    finally:
+        for loader in java:
+            loader.close()
 
     assert set(result.results) == {"write", "load_npz", "load_parquet", "java", "streamer", "pyignite"}
     for key, res in result.results.items():
