@@ -39,6 +39,7 @@ import io
 import logging
 import os
 import re
+import shutil
 import subprocess
 import time
 from collections import OrderedDict
@@ -52,7 +53,8 @@ import numpy as np
 from .harness import Contender, Run, Scenario, ScenarioResult, Target
 
 __all__ = ["LOAD_CACHE_OPTIONS", "NodeMap", "load_scenarios", "load_contenders", "bytes_sent_per_node",
-           "primary_counts", "LoadCheckError", "write_batch_rows"]
+           "primary_counts", "traffic_measurable", "traffic_section", "LoadCheckError", "write_batch_rows",
+           "make_data", "Caches"]
 
 #: ``tensorflow_ignite.write``'s put-all size (its default), which the other batched loaders copy.
 BATCH_BYTES = 4 << 20
@@ -96,8 +98,16 @@ _SS_LINE = re.compile(r"^\S+\s+\S+\s+(\S+)\s+(\S+)\s+users:\(\(\"[^\"]*\",pid=(\
 _SS_SENT = re.compile(r"\bbytes_sent:(\d+)")
 
 
+def traffic_measurable() -> bool:
+    """Whether bytes per node can be counted here: Linux's ``ss`` (package iproute2) is installed."""
+    return shutil.which("ss") is not None
+
+
 def _sockets() -> list[tuple[str, str, int, int]]:
     """Every established TCP connection of this machine: (local, peer, pid, bytes sent)."""
+    if not traffic_measurable():
+        raise RuntimeError("counting the bytes sent to each node needs `ss` (Debian/Ubuntu package iproute2: "
+                           "apt-get install iproute2)")
     out = subprocess.run(["ss", "-tinpHO", "state", "established"], capture_output=True, text=True,
                          check=True, timeout=30).stdout
     table = []
@@ -284,7 +294,7 @@ class _Loader:
             rows, seconds, extra = load(name)
             return rows, seconds if seconds is not None else time.perf_counter() - t0, extra
 
-        if nodes is not None:
+        if nodes is not None and traffic_measurable():
             (rows, seconds, extra), sent = bytes_sent_per_node(self.pid(), nodes, timed)
             extra["sent"] = sent
         else:
@@ -541,6 +551,8 @@ def traffic_section(result: ScenarioResult, primaries: Mapping[str, int],
     runs = {key: res.runs[-1].extra["sent"] for key, res in result.results.items()
             if res.ok and "sent" in res.runs[-1].extra}
     if not runs:
+        if not traffic_measurable():
+            text.append("Bytes sent per node: not measured (`ss`, package iproute2, is not installed).")
         return "\n".join(text)
     nodes = sorted(next(iter(runs.values())))
     total_keys = sum(primaries.values()) or 0

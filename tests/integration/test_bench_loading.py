@@ -20,7 +20,8 @@ import pytest
 
 from bench.harness import Scenario, run_scenario
 from bench.javaclient import JavaLoader
-from bench.loading import Caches, NodeMap, load_contenders, make_data, traffic_section, write_batch_rows
+from bench.loading import (Caches, NodeMap, load_contenders, make_data, traffic_measurable, traffic_section,
+                           write_batch_rows)
 from tensorflow_ignite.local.cluster import LocalCluster
 
 ROWS = 3000
@@ -28,6 +29,7 @@ ROWS = 3000
 
 @pytest.mark.slow
 def test_every_loading_contender_loads_every_row(ignite_cluster: LocalCluster, tmp_path: Path) -> None:
+    assert traffic_measurable(), "`ss` (package iproute2) counts the bytes sent to each node; install it"
     host, port = ignite_cluster.address()
     nodes = NodeMap.of(ignite_cluster)
     with ThreadPoolExecutor(2) as pool:  # the JVMs connect and join while the data is made
