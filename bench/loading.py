@@ -269,6 +269,24 @@ def write_batch_rows(host: str, port: int, data: LoadData, caches: Caches) -> tu
     return max(1, BATCH_BYTES // row_wire), row_wire
 
 
+def write_fixed_seconds(host: str, port: int, data: LoadData, caches: Caches, repeats: int = 3) -> float:
+    """Median seconds of a one-row ``write`` into a fresh cache: what every call costs besides its rows
+    (cache and capacity checks, type registration, one put-all, the tensor-schema record)."""
+    from tensorflow_ignite import write
+
+    name = f"load_probe_{data.shape}"
+    one = {k: v[:1] for k, v in data.arrays.items()}
+    times = []
+    for _ in range(repeats):
+        caches.fresh(name)
+        t0 = time.perf_counter()
+        write(name, one, host=host, port=port, mode="create", sql=False, progress=False,
+              type_name=TYPE_NAMES[data.shape])
+        times.append(time.perf_counter() - t0)
+        caches.finish(name, 1)
+    return sorted(times)[len(times) // 2]
+
+
 def _put_all_requests(client: Any) -> int:
     from tensorflow_ignite.protocol.codes import Op
 
@@ -306,11 +324,12 @@ class _Loader:
 def load_contenders(host: str, port: int, data: LoadData, caches: Caches, *, batch_rows: int,
                     batch_bytes: int = BATCH_BYTES, key_prefix: str, java_thin: Callable[[], Any] | None,
                     java_thick: Callable[[], Any] | None, pyignite: bool = True, files: bool = True,
-                    pyignite_max_seconds: float = 25.0) -> list[Contender]:
+                    pyignite_max_seconds: float = 25.0, write_fixed: float | None = None) -> list[Contender]:
     """The contenders of one shape.  ``batch_bytes``: the put-all size of ``write`` and ``ignite-tf
     load``; ``batch_rows``: rows per ``putAll`` of the Java thin client and pyignite (the rows one of
     our put-alls holds: :func:`write_batch_rows`).  ``java_thin`` / ``java_thick`` start the Java
-    loaders (called at warm-up or first use, untimed; None leaves that contender out)."""
+    loaders (called at warm-up or first use, untimed; None leaves that contender out).
+    ``write_fixed``: seconds of a one-row ``write`` (:func:`write_fixed_seconds`), for the notes."""
     out: list[Contender] = []
     type_name = TYPE_NAMES[data.shape]
 
@@ -336,7 +355,10 @@ def load_contenders(host: str, port: int, data: LoadData, caches: Caches, *, bat
 
     out.append(Contender("write", "tensorflow_ignite.write", write_run, warmup=write_run,
                          note=f"in-memory arrays, put-all requests of {batch_bytes / (1 << 20):g} MiB "
-                              f"({batch_rows:,} rows), one in flight while the next is encoded"))
+                              f"({batch_rows:,} rows), one in flight while the next is encoded"
+                              + (f"; a one-row write into a fresh cache takes {write_fixed * 1e3:.0f} ms (median "
+                                 "of 3: checks, capacity guard, type registration, the tensor-schema record)"
+                                 if write_fixed is not None else "")))
 
     # -------------------------------------------------------------- ignite-tf load
     if files:
@@ -498,8 +520,9 @@ def load_scenarios(host: str, port: int, sizes: Any, directory: Path, *, nodes: 
     for shape, rows, row_bytes in shapes:
         data = make_data(shape, rows, row_bytes, directory)
         batch_rows, row_wire = write_batch_rows(host, port, data, caches)
+        fixed = write_fixed_seconds(host, port, data, caches)
         log(f"  data: {rows:,} {shape} rows of {data.row_bytes:,} payload bytes ({row_wire:,} on the wire); "
-            f"put-all batches of {batch_rows:,} rows")
+            f"put-all batches of {batch_rows:,} rows; a one-row write takes {fixed * 1e3:.0f} ms")
         thin = lambda: JavaLoader.thin(host, port, addresses=addresses)  # noqa: E731
         thick = None
         if discovery is not None and ignite_classpath is not None:
@@ -507,7 +530,8 @@ def load_scenarios(host: str, port: int, sizes: Any, directory: Path, *, nodes: 
             thick = (lambda w=work: JavaLoader.thick(discovery, ignite_classpath, work_dir=w))
         contenders = load_contenders(host, port, data, caches, batch_rows=batch_rows,
                                      key_prefix=f"{prefix}_{shape}", java_thin=thin, java_thick=thick,
-                                     pyignite=not many, files=not many, pyignite_max_seconds=sizes.pyignite_max_seconds)
+                                     pyignite=not many, files=not many, pyignite_max_seconds=sizes.pyignite_max_seconds,
+                                     write_fixed=fixed)
         n_nodes = len(nodes.nodes) if nodes is not None else 1
         what = (f"{rows:,} MNIST-shaped rows (`label` int64 + `pixels` uint8 28x28, {data.row_bytes} payload bytes "
                 f"per row)" if shape == "small" else
