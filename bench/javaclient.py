@@ -377,7 +377,7 @@ class JavaLoader:
 
     @classmethod
     def thick(cls, discovery: Sequence[str], ignite_classpath: str, *, work_dir: str | os.PathLike[str],
-              host: str = "127.0.0.1", heap: str = "3g") -> "JavaLoader":
+              host: str = "127.0.0.1", heap: str = "4g") -> "JavaLoader":
         """A thick client joining through ``discovery`` (``LocalCluster.discovery_addresses()``), run on
         ``ignite_classpath`` (``LocalCluster.ignite_classpath()``)."""
         return cls(["--client", "thick", *_thick_client_args(discovery, host, work_dir)],

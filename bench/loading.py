@@ -58,9 +58,10 @@ __all__ = ["LOAD_CACHE_OPTIONS", "NodeMap", "load_scenarios", "load_contenders",
 
 #: ``tensorflow_ignite.write``'s put-all size (its default), which the other batched loaders copy.
 BATCH_BYTES = 4 << 20
-#: The DataStreamer's per-node buffer, in bytes: Ignite's default 512 entries, fewer for large rows
-#: (512 x 1 MiB buffered per node and sent as one batch would not fit the node's heap).
-STREAMER_BUFFER_BYTES = 16 << 20
+#: The DataStreamer's per-node buffer, in bytes: Ignite's default 512 entries, fewer for large rows --
+#: about one of our put-alls (4 MiB).  512 x 1 MiB per node would not fit the heaps; with 16 MiB
+#: buffers (16 entries) the 3 GiB client ran out of heap on 3 nodes (2026-11-25, 1 MiB rows).
+STREAMER_BUFFER_BYTES = 4 << 20
 #: Type names of the values our loaders write (Java writes its POJO class names).
 TYPE_NAMES = {"small": "LoadMnistRow", "bulk": "LoadBulkRow"}
 
