@@ -8,11 +8,15 @@ scenario with every contender in one process, alternating, and writes
 * :mod:`bench.scenarios` -- data set-up and contenders of each scenario;
 * :mod:`bench.contenders` -- the readers being compared (IgniteDataset, our reader
   alone, Ignite's Java thin client, pyignite + ``from_generator``, a raw socket);
+* :mod:`bench.loading` -- the loading scenario (issue 19): ``write`` and ``ignite-tf load``
+  against the Java thin client's ``putAll``, a thick client's ``IgniteDataStreamer`` and
+  pyignite, into a fresh cache per run, with the bytes sent to each node;
 * :mod:`bench.harness` -- alternating repetitions, medians, ratios, targets;
 * :mod:`bench.memory`, :mod:`bench.ceiling`, :mod:`bench.machine` -- peak RSS, the
   loopback ceiling server, machine and version facts;
 * :mod:`bench.profiling` -- py-spy (or pyinstrument) profiles of contenders that
   miss a target;
 * :mod:`bench.report` -- the table and BENCHMARKS.md;
-* :mod:`bench.javaclient` -- runs the Java reference programs of ``bench/java``.
+* :mod:`bench.javaclient` -- runs the Java reference programs of ``bench/java``
+  (``JavaLoader``: the long-lived loading references).
 """

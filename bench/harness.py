@@ -144,6 +144,9 @@ class Scenario:
     #: At least this many repetitions (unless a run asks for one, as ``--quick`` does): the
     #: scenarios whose timed part is short swing most on a shared 2-core machine.
     min_reps: int = 0
+    #: Extra markdown built from the results once the scenario has run (e.g. bytes sent per node),
+    #: kept in :attr:`ScenarioResult.sections`.
+    report: "Callable[[ScenarioResult], str] | None" = None
 
 
 @dataclass
@@ -232,4 +235,13 @@ def run_scenario(sc: Scenario, reps: int, log: Callable[[str], None] = print) ->
                 c.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
-    return ScenarioResult(sc, results, seconds=time.perf_counter() - t0)
+    result = ScenarioResult(sc, results, seconds=time.perf_counter() - t0)
+    if sc.report is not None:
+        try:
+            section = sc.report(result)
+        except Exception as exc:  # noqa: BLE001 - the figures stand without the extra section
+            section = f"(this section could not be built: {_describe(exc)})"
+            log(traceback.format_exc(limit=6))
+        if section:
+            result.sections.append(section)
+    return result

@@ -12,7 +12,10 @@ Python client:
 * ``ThickClientWriter`` -- a *thick* client (a client-mode node, run on the cluster's
   own Ignite jars) writing POJOs with ``cache.put`` and an ``IgniteDataStreamer``, Java
   collections, enums, nested objects, ``java.time`` fields and an ``@QuerySqlField`` type,
-  printing what it wrote as JSON.
+  printing what it wrote as JSON;
+* ``LoadBench`` -- the loading references, one long-lived JVM per benchmark scenario
+  (:class:`JavaLoader`): the thin client's ``putAll`` in batches, or a thick client (joined
+  as ``ThickClientWriter`` joins) streaming with an ``IgniteDataStreamer``.
 
 The JSON formats are documented in the Java sources (``ScanBench``, ``ExpectedJson``,
 ``TypeWriter``, ``ThickClientWriter``).  The JVM gets the project's ``--add-opens`` list (``JVM_OPENS``):
@@ -28,6 +31,8 @@ Usage::
     runs = run_scan_bench("127.0.0.1", 10800, "my_cache", page_size=1024, repeat=3)
     entries = run_thick_client_writer(cluster.discovery_addresses(), cluster.ignite_classpath(), "pfx",
                                       work_dir=tmp)
+    with JavaLoader.thin("127.0.0.1", 10800) as loader:   # or JavaLoader.thick(discovery, classpath, work_dir=...)
+        rec = loader.load("cache", "rows.bin", rows=1000, row_bytes=784, labels=True, batch=500)
 """
 
 from __future__ import annotations
@@ -35,9 +40,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import queue
 import shutil
 import subprocess
+import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +53,7 @@ from typing import Any
 from tensorflow_ignite.local.java import JVM_OPENS, java_runtime
 
 __all__ = [
+    "JavaLoader",
     "JavaToolError",
     "JAVA_MODULE",
     "build_java_tools",
@@ -138,12 +147,16 @@ def _connection_args(
     return args
 
 
-def _run(main: str, args: list[str], *, jvm_options: Sequence[str], timeout: float,
-         classpath: str | None = None) -> list[dict[str, Any]]:
-    cmd = [
+def _java_command(main: str, args: list[str], *, jvm_options: Sequence[str], classpath: str | None) -> list[str]:
+    return [
         java_runtime().executable, *JVM_OPENS, "-Djava.net.preferIPv4Stack=true", *jvm_options,
         "-cp", classpath or java_tools_classpath(), f"{PACKAGE}.{main}", *args,
     ]
+
+
+def _run(main: str, args: list[str], *, jvm_options: Sequence[str], timeout: float,
+         classpath: str | None = None) -> list[dict[str, Any]]:
+    cmd = _java_command(main, args, jvm_options=jvm_options, classpath=classpath)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             text=True)
     peak = _PeakWatcher(proc.pid)
@@ -298,16 +311,145 @@ def run_thick_client_writer(
     (``ThickClientWriter``'s Javadoc has the caches, types and JSON encoding).  The JVM
     stops with this process, and is killed after ``timeout`` seconds.
     """
+    build_java_tools()
+    args = [*_thick_client_args(discovery, host, work_dir),
+            "--prefix", prefix, "--count", str(count), "--stream-count", str(stream_count)]
+    jvm = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms64m", "-Xmx256m", *THICK_CLIENT_PROPERTIES]
+    return _run("ThickClientWriter", args, jvm_options=jvm, timeout=timeout,
+                classpath=_thick_client_classpath(ignite_classpath))
+
+
+#: System properties of every thick client we start: no banner, no update check, no advice.
+THICK_CLIENT_PROPERTIES = ("-DIGNITE_QUIET=true", "-DIGNITE_NO_ASCII=true", "-DIGNITE_UPDATE_NOTIFIER=false",
+                           "-DIGNITE_PERFORMANCE_SUGGESTIONS_DISABLED=true")
+
+
+def _thick_client_args(discovery: Sequence[str], host: str, work_dir: str | os.PathLike[str]) -> list[str]:
+    """How a thick client (``ThickClientWriter.configuration``) joins: the servers' discovery addresses,
+    its own host and a free communication port, its work directory, and this process as its owner."""
     from tensorflow_ignite.local.cluster import find_free_port_block
 
-    build_java_tools()
-    args = [
-        "--discovery", ",".join(discovery), "--host", host,
-        "--communication-port", str(find_free_port_block(host, 1)), "--work-dir", str(work_dir),
-        "--prefix", prefix, "--count", str(count), "--stream-count", str(stream_count),
-        "--exit-with", str(os.getpid()),
-    ]
-    jvm = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms64m", "-Xmx256m", "-DIGNITE_QUIET=true",
-           "-DIGNITE_NO_ASCII=true", "-DIGNITE_UPDATE_NOTIFIER=false", "-DIGNITE_PERFORMANCE_SUGGESTIONS_DISABLED=true"]
-    classpath = os.pathsep.join([str(JAR), ignite_classpath])
-    return _run("ThickClientWriter", args, jvm_options=jvm, timeout=timeout, classpath=classpath)
+    return ["--discovery", ",".join(discovery), "--host", host,
+            "--communication-port", str(find_free_port_block(host, 1)), "--work-dir", str(work_dir),
+            "--exit-with", str(os.getpid())]
+
+
+def _thick_client_classpath(ignite_classpath: str) -> str:
+    """Our programs on the cluster's own Ignite jars (a client node must run the servers' release)."""
+    return os.pathsep.join([str(JAR), ignite_classpath])
+
+
+class JavaLoader:
+    """A running ``LoadBench`` JVM: Ignite's own Java clients loading rows, one command at a time.
+
+    Built with :meth:`thin` (``ClientCache.putAll`` in batches through the thin client) or
+    :meth:`thick` (a client-mode node, joined as ``ThickClientWriter`` joins, streaming with
+    an ``IgniteDataStreamer``).  The JVM stays up between :meth:`load` calls, so its JIT warms
+    up once; :meth:`close` (or leaving the ``with`` block) stops it.  ``pid`` is the JVM's
+    process id (its sockets are what :mod:`bench.loading` counts per node).
+    """
+
+    def __init__(self, args: list[str], *, jvm_options: Sequence[str], classpath: str | None = None,
+                 start_timeout: float = 180.0) -> None:
+        build_java_tools()
+        self.kind = args[args.index("--client") + 1]
+        self._log = tempfile.NamedTemporaryFile("w+", prefix=f"loadbench-{self.kind}-", suffix=".log")
+        self._proc = subprocess.Popen(
+            _java_command("LoadBench", args, jvm_options=jvm_options, classpath=classpath),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1)
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, name=f"loadbench-{self._proc.pid}", daemon=True)
+        self._reader.start()
+        try:
+            ready = self._next(start_timeout, "start")
+        except BaseException:
+            self.close()
+            raise
+        #: Seconds the JVM took to connect (thin) or join the cluster (thick).
+        self.start_seconds = float(ready.get("start_seconds", 0.0))
+
+    @classmethod
+    def thin(cls, host: str, port: int, *, addresses: Sequence[str | tuple[str, int]] | None = None,
+             partition_awareness: bool = True, heap: str = "2g") -> "JavaLoader":
+        """The thin client, connected to ``host:port`` (or to every one of ``addresses``)."""
+        return cls(["--client", "thin", *_connection_args(host, port, addresses, partition_awareness)],
+                   jvm_options=[f"-Xmx{heap}"])
+
+    @classmethod
+    def thick(cls, discovery: Sequence[str], ignite_classpath: str, *, work_dir: str | os.PathLike[str],
+              host: str = "127.0.0.1", heap: str = "4g") -> "JavaLoader":
+        """A thick client joining through ``discovery`` (``LocalCluster.discovery_addresses()``), run on
+        ``ignite_classpath`` (``LocalCluster.ignite_classpath()``)."""
+        return cls(["--client", "thick", *_thick_client_args(discovery, host, work_dir)],
+                   jvm_options=[f"-Xmx{heap}", *THICK_CLIENT_PROPERTIES],
+                   classpath=_thick_client_classpath(ignite_classpath))
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def load(self, cache: str, path: str | os.PathLike[str], *, rows: int, row_bytes: int, labels: bool,
+             batch: int = 0, buffer: int = 0, timeout: float = 900.0) -> dict[str, Any]:
+        """Load ``rows`` rows of ``path`` into the existing cache ``cache``; returns LoadBench's record
+        (``rows, bytes, seconds, rows_per_s, mb_per_s, requests``).  ``batch``: rows per ``putAll``
+        (thin); ``buffer``: the streamer's ``perNodeBufferSize`` (thick; 0 = Ignite's default)."""
+        if self._proc.poll() is not None:
+            raise JavaToolError(f"LoadBench ({self.kind}) has exited ({self._proc.returncode}):\n{self._tail()}")
+        fields = ["load", cache, str(path), str(rows), str(row_bytes), "1" if labels else "0", str(batch),
+                  str(buffer)]
+        assert self._proc.stdin is not None
+        self._proc.stdin.write("\t".join(fields) + "\n")
+        self._proc.stdin.flush()
+        record = self._next(timeout, f"load {cache}")
+        if "error" in record:
+            raise JavaToolError(f"LoadBench ({self.kind}) failed to load cache {cache!r}: {record['error']}")
+        return record
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Ask the JVM to leave (a thick client leaves the cluster); kill it after ``timeout`` seconds."""
+        if self._proc.poll() is None:
+            try:
+                assert self._proc.stdin is not None
+                self._proc.stdin.write("quit\n")
+                self._proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()  # our own child, by its handle
+                self._proc.wait()
+        self._log.close()
+
+    def __enter__(self) -> "JavaLoader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            if line.startswith("{"):
+                self._lines.put(line)
+        self._lines.put(None)
+
+    def _next(self, timeout: float, what: str) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        try:
+            line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise JavaToolError(f"LoadBench ({self.kind}): no answer to {what} in {timeout:.0f} s:\n"
+                                f"{self._tail()}") from None
+        if line is None:
+            self._proc.wait()
+            raise JavaToolError(f"LoadBench ({self.kind}) exited ({self._proc.returncode}) during {what}:\n"
+                                f"{self._tail()}")
+        return dict(json.loads(line))
+
+    def _tail(self) -> str:
+        self._log.flush()
+        try:
+            return _tail(Path(self._log.name).read_text(errors="replace"))
+        except OSError:
+            return ""

@@ -72,6 +72,8 @@ def _is_fs(key: str) -> bool:
 
 
 def _short_ref(label: str) -> str:
+    if "datastreamer" in label.lower():
+        return "streamer"
     if label.lower().startswith("local disk"):
         return "local disk"
     if label.lower().startswith("java"):
@@ -278,6 +280,15 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
                "maximum over repetitions; for Java, the ScanBench JVM's own peak RSS (warm-up scans included). "
                "Page faults: minor page faults of this process during one read (median), i.e. freshly "
                "allocated 4 KiB pages touched.")
+    if any(r.scenario.key.startswith("load") for r in results):
+        out.append("")
+        out.append("Loading (section 6, `bench/loading.py`): every run loads the same rows into a fresh cache of "
+                   "the same configuration, created before the clock starts and checked (it must hold every row) "
+                   "and destroyed after it stops. What is timed: the load call alone -- for `ignite-tf load` "
+                   "reading the file too; for Java the program's own clock, from building the first row's "
+                   "object to the last put acknowledged or the streamer closed, in one JVM per contender "
+                   "that serves every repetition. MB/s counts the rows' payload (label and pixels, or the byte "
+                   "array). The ratio column divides by the DataStreamer, the reference for loading.")
     out.append("")
     out.append("## Targets (issue 6)")
     out.append("")
@@ -311,6 +322,9 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
         notes += sc.notes
         if notes:
             out.extend(f"- {n}" for n in notes)
+            out.append("")
+        for section in r.sections:
+            out.append(section)
             out.append("")
         if sc.key.startswith("scale") and sc.key != "scale1" and scale:
             out.append("### 1 node vs several")

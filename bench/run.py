@@ -3,9 +3,10 @@
 Starts its own Ignite nodes with :class:`~tensorflow_ignite.local.cluster.LocalCluster`
 (always stopped again), in three phases:
 
-1. one node (Ignite 2.18): bulk rows, small rows, training overhead, scale-out baseline;
+1. one node (Ignite 2.18): bulk rows, small rows, training overhead, scale-out baseline,
+   filesystem, loading (issue 19, ``bench/loading.py``);
 2. one SQL node (Ignite 2.17 + H2): the 20-column numeric table read with ``from_sql``;
-3. three nodes: scale-out.
+3. three nodes: scale-out, and loading's bytes per node.
 
 Every scenario alternates its contenders over ``--reps`` rounds (median reported).
 Where an issue-6 target is missed, the contender is profiled with py-spy in a
@@ -34,7 +35,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs")
+SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "load")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     big = not args.quick
     with CeilingServer() as ceiling:
         # Phase 1: one Ignite 2.18 node.
-        if {"bulk", "small", "train", "scale", "fs"} & set(wanted):
+        if {"bulk", "small", "train", "scale", "fs", "load"} & set(wanted):
             region = 3072 if big else 512
             cluster = LocalCluster(work / "one", nodes=1, region_mb=region, heap_mb=2048 if big else 512,
                                    name="bench-one")
@@ -165,6 +166,14 @@ def main(argv: list[str] | None = None) -> int:
 
                     for fs_scenario in filesystem_scenarios(host, port, mb=fs_mb, log=log):
                         run(fs_scenario)
+                if "load" in wanted:
+                    from .loading import NodeMap, load_scenarios
+
+                    for load_scenario in load_scenarios(
+                            host, port, sizes, work / "load-data", nodes=NodeMap.of(cluster),
+                            discovery=cluster.discovery_addresses(), ignite_classpath=cluster.ignite_classpath(),
+                            thick_work_dir=work / "thick-one", log=log):
+                        run(load_scenario)
             finally:
                 node_pids.clear()
                 close_shared_clients()
@@ -182,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                 close_shared_clients()
                 cluster.stop()
         # Phase 3: several nodes.
-        if "scale" in wanted:
+        if {"scale", "load"} & set(wanted):
             n = sizes.scale_nodes
             # 4 GiB heaps: the Java reference's whole-cache scan of 20 MiB pages gathers the
             # other nodes' pages on one node; with 1 and 2 GiB a node died of OutOfMemoryError.
@@ -191,7 +200,18 @@ def main(argv: list[str] | None = None) -> int:
             log(f"starting {n} nodes in {cluster.work_dir} ...")
             try:
                 cluster.start()
-                run(S.scale_scenario(cluster.addresses(), sizes, log=log))
+                if "scale" in wanted:
+                    run(S.scale_scenario(cluster.addresses(), sizes, log=log))
+                if "load" in wanted:
+                    from .loading import NodeMap, load_scenarios
+
+                    host, port = cluster.address()
+                    for load_scenario in load_scenarios(
+                            host, port, sizes, work / "load-data", nodes=NodeMap.of(cluster),
+                            discovery=cluster.discovery_addresses(), ignite_classpath=cluster.ignite_classpath(),
+                            addresses=cluster.addresses(), thick_work_dir=work / "thick-many",
+                            earlier=by_key.get, log=log):
+                        run(load_scenario)
             finally:
                 close_shared_clients()
                 cluster.stop()
@@ -297,7 +317,8 @@ def _sizes_text(s: Any) -> str:
             f"{s.bulk_row_bytes // 1024} KiB on 1 and {s.scale_nodes} nodes; {s.reps} repetition(s)"
             + (f" ({max(s.reps, SMALL_ROWS_REPS)} for small rows, {max(s.reps, SHORT_SCENARIO_REPS)} for training; "
                f"pyignite {PYIGNITE_REPS} in small rows)" if s.reps > 1 else "")
-            + f", {s.java_warmup} JVM warm-up scans per Java run")
+            + f", {s.java_warmup} JVM warm-up scans per Java run"
+            + "; loading: the small-rows and bulk rows, one warm-up load per contender")
 
 
 if __name__ == "__main__":

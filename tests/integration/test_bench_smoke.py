@@ -17,6 +17,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+#: The scenarios run here: all but ``load``, which needs minutes even at its quick sizes (a thick
+#: client joins, each run creates and destroys a cache); test_bench_loading.py runs its contenders.
+SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs")
+
 #: scenario key -> contender keys every run must report.
 EXPECTED = {
     "bulk": {"dataset", "reader", "java", "pyignite", "socket"},
@@ -36,7 +40,7 @@ def test_bench_quick_run_reports_every_contender(tmp_path: Path) -> None:
     results = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, "-m", "bench.run", "--quick", "--output", str(report), "--json", str(results),
-         "--work-dir", str(tmp_path / "nodes")],
+         "--work-dir", str(tmp_path / "nodes"), "--scenarios", ",".join(SCENARIOS)],
         cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False,
     )
     assert proc.returncode == 0, (proc.stdout[-4000:], proc.stderr[-4000:])
