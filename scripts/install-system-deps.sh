@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what tensorflow-ignite needs from the system: a JDK (17+), Maven and a
 # C++ compiler; for the tests, gdb (a stuck test prints every thread's native
-# stack: tests/conftest.py). Does nothing when they are already there.
+# stack: tests/conftest.py) and ss from iproute2 (the loading benchmark counts the
+# bytes sent to each node). Does nothing when they are already there.
 set -euo pipefail
 
 need=()
@@ -12,6 +13,7 @@ command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v gdb >/dev/null 2>&1 || need+=(gdb)
+command -v ss >/dev/null 2>&1 || need+=(iproute2)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "system dependencies present: $(java -version 2>&1 | head -n1); $(mvn -v 2>/dev/null | head -n1)"
