@@ -27,4 +27,4 @@ def test_soak_short_form(tmp_path: Path) -> None:
     assert report.restores >= report.checkpoints
     assert report.rows_read == report.epochs * 20_000
     growth = report.growth()
-    assert growth["connections"] <= 0 and growth["threads"] <= 0, growth
+    assert growth["connections"] <= 0 and growth["other_threads"] <= 0, growth
