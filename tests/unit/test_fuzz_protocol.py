@@ -269,3 +269,16 @@ def test_handshake_response_random(payload: bytes) -> None:
 def test_http_answer_is_not_a_handshake() -> None:
     with pytest.raises(ProtocolError):
         decode_handshake_response(b"TTP/1.1 400 Bad Request\r\n\r\n")
+
+
+def test_atheris_finds_node_details_with_addresses_that_are_not_strings() -> None:
+    """A crash a `make fuzz` session found (2026-11-25): node details whose address
+    collection is a byte raised TypeError; now a ProtocolError naming the field."""
+    import base64
+
+    from tensorflow_ignite.protocol import fuzz_targets
+
+    data = base64.b64decode("CRgBAAAAZQAAAAABigEAMAdlARgDAHoAZWVlZWVlZWVlZWVlZWVlZWVlZWVlZWVlZWVlZWVlZQAAMgdlAWUBBHRl"
+                            "AQR0AP8A")
+    with pytest.raises(ProtocolError, match="node addresses: expected a collection of strings"):
+        fuzz_targets.run_target(data)

@@ -468,7 +468,16 @@ def decode_node_info(body: bytes | bytearray | memoryview, decoder: BinaryDecode
             r.typed_string("version stage"), r.i64("revision timestamp"), r.typed_byte_array("revision hash"),
         )
         nodes.append(
-            NodeInfo(node_id, attrs, list(addresses or []), list(hosts or []), order, is_local, is_daemon,
-                     is_client, consistent, version)
+            NodeInfo(node_id, attrs, _names(addresses, "node addresses"), _names(hosts, "node host names"),
+                     order, is_local, is_daemon, is_client, consistent, version)
         )
     return nodes
+
+
+def _names(value: Any, what: str) -> list[str]:
+    """A collection of strings (or null) from a node's details; anything else is a ProtocolError."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple, set)) or not all(isinstance(v, str) for v in value):
+        raise ProtocolError(f"{what}: expected a collection of strings, got {type(value).__name__}")
+    return list(value)
