@@ -6,14 +6,17 @@ from .connection import Connection, ConnectionSettings, probe
 from .options import ConnectionOptions
 from .pool import close_shared_clients, pooled_options, shared_client
 from .sql import SqlCursor
+from .stats import ClientStats, ConnectionStats
 from .tls import TLSConfig
 from .transactions import Transaction, TransactionConflictError
 
 __all__ = [
     "Cache",
+    "ClientStats",
     "Connection",
     "ConnectionOptions",
     "ConnectionSettings",
+    "ConnectionStats",
     "IgniteClient",
     "PartitionMap",
     "SqlCursor",

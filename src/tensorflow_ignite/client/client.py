@@ -39,6 +39,7 @@ from ..protocol.hashing import cache_id as _cache_id
 from ..protocol.values import BinaryType
 from .connection import Connection, ConnectionSettings, FrameEncoder
 from .metadata import MetadataCache
+from .stats import ClientStats, ConnectionStats
 from .tls import TLSConfig
 
 if TYPE_CHECKING:
@@ -475,6 +476,13 @@ class IgniteClient:
         """Every open connection of this client (one per node it has talked to)."""
         with self._lock:
             return [c for c in self._by_address.values() if not c.closed]
+
+    def stats(self) -> ClientStats:
+        """A snapshot of every open connection: its node, requests (per op code) and bytes each way."""
+        return ClientStats(tuple(
+            ConnectionStats(c.handshake.node_id if c.handshake is not None else None, c.address, c.requests_sent,
+                            c.bytes_sent, c.bytes_received, dict(c.op_counts))
+            for c in self.connections()))
 
     @property
     def closed(self) -> bool:

@@ -121,6 +121,8 @@ class Connection:
         #: Features both sides support (decides request layouts).
         self.features: frozenset[int] = frozenset()
         self.requests_sent = 0
+        #: Bytes of every request frame sent on this connection (where writes went is read from these).
+        self.bytes_sent = 0
         #: Requests sent per op code (routing is asserted from these in tests).
         self.op_counts: collections.Counter[int] = collections.Counter()
         #: The receive buffer and frame splitter (the same class the fuzzers drive).
@@ -352,6 +354,7 @@ class Connection:
         with self._send_lock:
             self._sendall(frame)
             self.requests_sent += 1
+            self.bytes_sent += len(frame)
             self.op_counts[op] += 1
         return rid
 
@@ -372,6 +375,7 @@ class Connection:
         with self._send_lock:
             self._sendall_parts(head, payload)
             self.requests_sent += 1
+            self.bytes_sent += len(head) + payload.nbytes
             self.op_counts[op] += 1
         return rid
 
@@ -392,6 +396,7 @@ class Connection:
         with self._send_lock:
             self._sendall(b"".join(frames))
             self.requests_sent += len(frames)
+            self.bytes_sent += sum(len(f) for f in frames)
             for frame in frames:
                 self.op_counts[_OP.unpack_from(frame, 4)[0]] += 1
         return ids
