@@ -333,7 +333,27 @@ class IgniteClient:
         with self._lock:
             self._endpoints = endpoints
             self._endpoint_version = version
+            self._forget_departed(endpoints)
         return endpoints
+
+    def _forget_departed(self, endpoints: dict[_uuid.UUID, list[Address]]) -> None:
+        """Close the connections to nodes that are no longer in the topology (lock held).
+
+        A node killed while none of our requests was on its connection leaves
+        that connection looking open: nothing reads from it any more, so its
+        failure is never noticed.  Kept, it would also hold the node's address
+        -- and a node restarted there (a new node id on the same port) would
+        never be dialled, its partitions served through another node for good.
+        """
+        for node, conn in list(self._by_node.items()):
+            if node in endpoints:
+                continue
+            log.info("node %s (%s) has left the cluster; closing its connection", node, conn.address)
+            del self._by_node[node]
+            for a, v in list(self._by_address.items()):
+                if v is conn:
+                    del self._by_address[a]
+            conn.close()
 
     # ---------------------------------------------------------------- requests
     def request(
