@@ -128,7 +128,7 @@ def _value(sample: Sample, name: str) -> float:
 def _pool_limit() -> int:
     from tensorflow_ignite.fs.store.common import IO_THREADS
 
-    return 4 + IO_THREADS  # the store's executor (4) and its I/O pool
+    return 4 + IO_THREADS + 1  # the store's executor (4), its I/O pool and its garbage timer
 
 
 _POOL_LIMIT = 0  # set when the soak runs (the store module is imported then)

@@ -19,6 +19,7 @@ from tensorflow_ignite.fs.store import FileWriter, IgniteFileStore, StaleFileErr
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol import requests, responses
 from tensorflow_ignite.protocol.codes import Op
+from tensorflow_ignite.testing.waiting import wait_for
 
 BS = 64 * 1024  # small blocks: multi-block files stay small
 
@@ -490,13 +491,66 @@ def test_open_reader_keeps_its_snapshot(isolated: IgniteFileStore) -> None:
     assert s.data.size() == 2 and s.read_file("/f") == new
 
 
+def test_reader_of_another_process_reads_a_replaced_file_whole_within_the_delay(
+        client: IgniteClient, isolated: IgniteFileStore) -> None:
+    # `other` stands for another process: the writing store cannot see its reader's pins.
+    other = IgniteFileStore(client, cache_prefix=isolated.cache_prefix, block_size=BS, owns_client=False)
+    try:
+        old = pattern(3 * BS, seed=3)
+        isolated.write_file("/f", old)
+        reader = other.open_read("/f")
+        isolated.write_file("/f", b"replaced")
+        isolated.remove("/f")  # the new content is garbage too
+        assert isolated.delayed_garbage == 2
+        time.sleep(0.2)  # time for a background deletion, if the delay were ignored
+        buf = bytearray(len(old))
+        assert reader.read_into(0, memoryview(buf)) == len(old) and bytes(buf) == old
+        reader.close()
+        assert isolated.data.size() == 4 and len(meta_records(isolated, "g:")) == 2
+        assert isolated.collect_garbage()["garbage_records"] == 0, "the store's own delayed garbage is kept"
+        isolated.drain()  # deletes delayed garbage at once
+        assert isolated.delayed_garbage == 0 and isolated.data.size() == 0
+        assert meta_records(isolated, "g:") == []
+    finally:
+        other.close()
+
+
+def test_delayed_garbage_is_deleted_when_the_delay_ends(client: IgniteClient, cache_name: str) -> None:
+    s = IgniteFileStore(client, cache_prefix=cache_name, block_size=BS, owns_client=False, garbage_delay=0.5)
+    try:
+        s.write_file("/f", pattern(2 * BS))
+        s.write_file("/g", pattern(BS))
+        s.remove("/f")
+        s.remove("/g")
+        assert s.delayed_garbage == 2 and s.data.size() == 3
+        wait_for(lambda: s.data.size() == 0 and not meta_records(s, "g:"), 30, "the delayed garbage deleted")
+        assert s.delayed_garbage == 0 and s.stats["blocks_deleted"] == 3
+    finally:
+        s.close()
+        client.destroy_cache(s.meta.name)
+        client.destroy_cache(s.data.name)
+
+
+def test_closing_deletes_delayed_garbage(client: IgniteClient, cache_name: str) -> None:
+    s = IgniteFileStore(client, cache_prefix=cache_name, block_size=BS, owns_client=False, garbage_delay=3600)
+    s.write_file("/f", pattern(2 * BS))
+    s.remove("/f")
+    assert s.delayed_garbage == 1
+    s.close()
+    try:
+        assert client.cache(s.data.name).size() == 0 and not meta_records(s, "g:")
+    finally:
+        client.destroy_cache(s.meta.name)
+        client.destroy_cache(s.data.name)
+
+
 def test_reader_of_another_process_gets_a_stale_error(client: IgniteClient, isolated: IgniteFileStore) -> None:
     other = IgniteFileStore(client, cache_prefix=isolated.cache_prefix, block_size=BS, owns_client=False)
     try:
         isolated.write_file("/f", pattern(3 * BS))
         reader = other.open_read("/f")
-        isolated.write_file("/f", b"replaced")  # collects the old blocks: `other` has no pin here
-        isolated.drain()
+        isolated.write_file("/f", b"replaced")  # garbage: `other` has no pin here
+        isolated.drain()  # ends the delay: the old blocks are deleted now
         with pytest.raises(StaleFileError) as info:
             reader.read_into(0, memoryview(bytearray(10)))
         assert info.value.errno == errno.ESTALE and isinstance(info.value, IgniteError)
@@ -617,8 +671,16 @@ def test_endpoints_and_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert fs_config.parse_endpoint("[::1]:42") == ("::1", 42)
     monkeypatch.setenv("IGNITE_FS_BLOCK_SIZE", "512k")
     monkeypatch.setenv("IGNITE_DATASET_USERNAME", "u")
+    monkeypatch.setenv("IGNITE_FS_GARBAGE_DELAY", "2.5")
     s = fs_config.settings()
-    assert s.block_size == 512 * 1024 and s.username == "u"
+    assert s.block_size == 512 * 1024 and s.username == "u" and s.garbage_delay == 2.5
+    monkeypatch.setenv("IGNITE_DATASET_GARBAGE_DELAY", "99")  # a file-store option: IGNITE_FS_ only
+    monkeypatch.delenv("IGNITE_FS_GARBAGE_DELAY")
+    assert fs_config.settings().garbage_delay == 10.0
+    monkeypatch.setenv("IGNITE_FS_GARBAGE_DELAY", "soon")
+    with pytest.raises(ConfigurationError, match="IGNITE_FS_GARBAGE_DELAY"):
+        fs_config.settings()
+    monkeypatch.delenv("IGNITE_FS_GARBAGE_DELAY")
     try:
         fs_config.configure(host="configured", port=7)
         assert fs_config.parse_endpoint("") == ("configured", 7)

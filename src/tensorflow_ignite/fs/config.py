@@ -15,7 +15,9 @@ certificates against this name), ``INSECURE_SKIP_VERIFY`` and
 ``INSECURE_SKIP_HOSTNAME_VERIFICATION`` (``true``/``false``: the opt-outs of
 :class:`~tensorflow_ignite.client.ConnectionOptions`); file-store options (``IGNITE_FS_`` only):
 ``CACHE_PREFIX`` (default ``ignite_fs``), ``BLOCK_SIZE`` (bytes, suffixes
-``k``/``m`` allowed; default 4m), ``BACKUPS`` (default 1).
+``k``/``m`` allowed; default 4m), ``BACKUPS`` (default 1), ``TIMEOUT`` (seconds,
+default 30), ``GARBAGE_DELAY`` (seconds replaced or removed content stays
+readable for readers in other processes that opened it before; default 10).
 
 ``ignite://host:port/path`` always uses that host and port; credentials and
 TLS are never taken from a URI (a ``user@`` part is rejected without echoing
@@ -28,6 +30,7 @@ and every thread of the process.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import threading
@@ -77,6 +80,8 @@ class FsSettings:
     block_size: int = 4 << 20
     backups: int = 1
     timeout: float = 30.0
+    #: Seconds replaced or removed content is kept for readers in other processes.
+    garbage_delay: float = 10.0
 
     @property
     def connection(self) -> "ConnectionOptions":
@@ -102,13 +107,15 @@ _stores: dict[FsSettings, "IgniteFileStore"] = {}
 # the per-operation path, which must not re-parse the environment every time.
 _resolved: dict[tuple[Any, ...], "IgniteFileStore"] = {}
 _settings_cache: tuple[Any, ...] | None = None
+_exit_hook = False
 
 _ENV_NAMES = tuple(
     prefix + name
     for name in ("HOST", "PORT", "USERNAME", "PASSWORD", "CAFILE", "CERTFILE", "KEYFILE", "CERT_PASSWORD",
                  "SERVER_HOSTNAME", "INSECURE_SKIP_VERIFY", "INSECURE_SKIP_HOSTNAME_VERIFICATION")
     for prefix in _PREFIXES
-) + ("IGNITE_FS_CACHE_PREFIX", "IGNITE_FS_BLOCK_SIZE", "IGNITE_FS_BACKUPS", "IGNITE_FS_TIMEOUT")
+) + ("IGNITE_FS_CACHE_PREFIX", "IGNITE_FS_BLOCK_SIZE", "IGNITE_FS_BACKUPS", "IGNITE_FS_TIMEOUT",
+     "IGNITE_FS_GARBAGE_DELAY")
 _ENV_KEYS_RAW = tuple(os.fsencode(n) for n in _ENV_NAMES)
 
 
@@ -134,7 +141,7 @@ def _parse_size(name: str, text: str) -> int:
 def _from_env(environ: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in fields(FsSettings):
-        if f.name in ("cache_prefix", "block_size", "backups", "timeout"):
+        if f.name in ("cache_prefix", "block_size", "backups", "timeout", "garbage_delay"):
             prefixes: tuple[str, ...] = ("IGNITE_FS_",)
         else:
             prefixes = _PREFIXES
@@ -160,9 +167,9 @@ def _from_env(environ: Any) -> dict[str, Any]:
                 if flag not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
                     raise ConfigurationError(f"{name}={raw!r} is not a boolean (true/false)")
                 out[f.name] = flag in ("1", "true", "yes", "on")
-            elif f.name == "timeout":
+            elif f.name in ("timeout", "garbage_delay"):
                 try:
-                    out["timeout"] = float(raw)
+                    out[f.name] = float(raw)
                 except ValueError:
                     raise ConfigurationError(f"{name}={raw!r} is not a number of seconds") from None
             else:
@@ -176,7 +183,7 @@ def configure(**options: Any) -> FsSettings:
 
     Accepts the fields of :class:`FsSettings`: ``host``, ``port``, ``username``,
     ``password``, ``cafile``, ``certfile``, ``keyfile``, ``cert_password``,
-    ``cache_prefix``, ``block_size``, ``backups``, ``timeout``.  Passing
+    ``cache_prefix``, ``block_size``, ``backups``, ``timeout``, ``garbage_delay``.  Passing
     ``None`` removes an override.  Returns the resulting default settings.
     Stores already open keep their settings; new paths use the new ones.
     """
@@ -300,7 +307,14 @@ def _store_for(host: str, overrides: dict[str, Any]) -> "IgniteFileStore":
 
     # Connect outside the lock (it may take seconds); the first to finish wins.
     candidate = IgniteFileStore.connect(key)
+    global _exit_hook
     with _lock:
+        if not _exit_hook:
+            # Registered after the client pool's hook (imported by connect), so it runs
+            # first: stores delete the garbage they were still delaying while their
+            # clients are open, instead of leaving it for collect_garbage().
+            atexit.register(close_stores)
+            _exit_hook = True
         store = _stores.get(key)
         if store is not None and not store.closed:
             winner = store

@@ -33,7 +33,7 @@ from ..layout import (
     pending_key,
 )
 from .blocks import Blocks
-from .common import FILES_PER_TX, IO_THREADS, MAX_CONCURRENT_TX, now_ns, os_error, recreates_caches
+from .common import FILES_PER_TX, GARBAGE_DELAY, IO_THREADS, MAX_CONCURRENT_TX, now_ns, os_error, recreates_caches
 from .gc import Garbage
 from .namespace import Namespace
 from .reader import FileReader
@@ -64,6 +64,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         backups: int = 1,
         endpoint: str | None = None,
         owns_client: bool = True,
+        garbage_delay: float = GARBAGE_DELAY,
     ) -> None:
         if block_size < 1024:
             raise ValueError("block_size must be at least 1 KiB")
@@ -93,6 +94,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         # mostly wait for the network with the GIL released.
         self._io = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="ignite-fs-io")
         self._background_work: set[Future[Any]] = set()
+        self._init_garbage(garbage_delay)
         self.closed = False
         #: Counters for tests and diagnostics.
         self.stats: collections.Counter[str] = collections.Counter()
@@ -140,13 +142,19 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         client = settings.connection.connect()
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         return cls(client, cache_prefix=settings.cache_prefix, block_size=settings.block_size,
-                   backups=settings.backups, endpoint=f"{host}:{settings.port}", owns_client=False)
+                   backups=settings.backups, endpoint=f"{host}:{settings.port}", owns_client=False,
+                   garbage_delay=settings.garbage_delay)
 
     def close(self) -> None:
-        """Finish background work and close the client (if this store opened it)."""
+        """Finish background work and close the client (if this store opened it).
+
+        Garbage still waiting out ``garbage_delay`` is deleted now: the process is
+        done with the store, and blocks left behind would stay until
+        :meth:`collect_garbage`."""
         if self.closed:
             return
         self.closed = True
+        self._release_delayed(stop=True)
         self.drain()
         self._io.shutdown(wait=True)
         self._executor.shutdown(wait=True)
@@ -177,7 +185,10 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         fut.add_done_callback(done)
 
     def drain(self) -> None:
-        """Wait for background work started so far (garbage deletion, record cleanup)."""
+        """Finish background work: garbage waiting out ``garbage_delay`` is deleted now
+        (unless a reader of this process still uses it), and whatever was started
+        so far (garbage deletion, record cleanup) is waited for."""
+        self._release_delayed()
         while True:
             with self._lock:
                 pending = list(self._background_work)

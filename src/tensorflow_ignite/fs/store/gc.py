@@ -1,18 +1,25 @@
-"""Garbage: deleting blocks no entry references, once no reader of this process uses them.
+"""Garbage: deleting blocks no entry references, once no reader can still be using them.
 
 The transaction that drops the last reference to blocks writes a ``g:``
-record; after the commit the blocks and the record are deleted -- later if a
-reader in this process pinned that content, or an open that may not have
-pinned it yet started before the commit.  :meth:`Garbage.collect_garbage`
-finishes what crashed processes left (``g:`` and stale ``w:`` records).
+record; ``garbage_delay`` seconds after the commit the blocks and the record
+are deleted -- later if a reader in this process pinned that content, or an
+open that may not have pinned it yet started before the commit.  The delay is
+for readers in *other* processes, which this process cannot see: one that
+opened the old file just before it was replaced reads it to the end, as long
+as it does so within the delay (after it, :class:`StaleFileError`).
+:meth:`Garbage.collect_garbage` finishes what crashed processes left (``g:``
+and stale ``w:`` records).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import heapq
 import json
 import logging
+import threading
+import time
 from collections.abc import Iterable, Iterator
 
 from ..layout import FileEntry, Range, block_key, garbage_key
@@ -23,6 +30,69 @@ log = logging.getLogger(__name__)
 
 class Garbage(StoreState):
     """Part of :class:`~.core.IgniteFileStore`: pins and garbage collection."""
+
+    def _init_garbage(self, delay: float) -> None:
+        #: Seconds between the commit that makes blocks garbage and their deletion.
+        self.garbage_delay = max(0.0, float(delay))
+        # (due on the monotonic clock, commit sequence, gid, ranges): garbage waiting out the delay.
+        self._delayed: list[tuple[float, int, str, list[Range]]] = []
+        self._delay_wakeup = threading.Condition(self._lock)
+        self._delay_thread: threading.Thread | None = None
+        self._delay_stop = False
+
+    def _garbage_committed(self, gid: str, ranges: list[Range], seq: int) -> None:
+        """Garbage ``gid`` was committed (at sequence ``seq``): delete it after the delay."""
+        if self.garbage_delay <= 0:
+            self._background(self._collect, gid, ranges, seq)
+            return
+        with self._lock:
+            if self._delay_stop:  # closing: no timer any more
+                late = True
+            else:
+                late = False
+                heapq.heappush(self._delayed, (time.monotonic() + self.garbage_delay, seq, gid, ranges))
+                if self._delay_thread is None:
+                    # One thread per store, started with its first garbage and kept: it
+                    # sleeps until the earliest due garbage and hands it to the executor.
+                    self._delay_thread = threading.Thread(target=self._delay_loop, name="ignite-fs-gc",
+                                                          daemon=True)
+                    self._delay_thread.start()
+                self._delay_wakeup.notify()
+        if late:
+            self._background(self._collect, gid, ranges, seq)
+
+    def _delay_loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._delay_stop and (not self._delayed or self._delayed[0][0] > time.monotonic()):
+                    timeout = self._delayed[0][0] - time.monotonic() if self._delayed else None
+                    self._delay_wakeup.wait(timeout)
+                if self._delay_stop:
+                    return
+                due = []
+                while self._delayed and self._delayed[0][0] <= time.monotonic():
+                    due.append(heapq.heappop(self._delayed))
+            for _, seq, gid, ranges in due:
+                self._background(self._collect, gid, ranges, seq)
+
+    def _release_delayed(self, *, stop: bool = False) -> None:
+        """Start deleting every delayed garbage now (``drain``, ``close``); ``stop`` ends the timer."""
+        with self._lock:
+            due, self._delayed = self._delayed, []
+            if stop:
+                self._delay_stop = True
+                self._delay_wakeup.notify()
+            thread = self._delay_thread if stop else None
+        for _, seq, gid, ranges in sorted(due):
+            self._background(self._collect, gid, ranges, seq)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    @property
+    def delayed_garbage(self) -> int:
+        """How many garbage records are waiting out ``garbage_delay`` (not yet deleting)."""
+        with self._lock:
+            return len(self._delayed)
 
     @contextlib.contextmanager
     def _open_guard(self) -> Iterator[None]:
@@ -80,7 +150,10 @@ class Garbage(StoreState):
         """Delete blocks left behind by crashed processes (scans the meta cache).
 
         ``g:`` records (garbage whose deletion was interrupted) are deleted
-        outright, except content that readers of this process still use;
+        outright, except content that readers of this process still use and
+        this store's own garbage waiting out ``garbage_delay`` (garbage another
+        live process is delaying is deleted too: run this when its readers are
+        done);
         ``w:`` records older than ``stale_after`` seconds are writes whose
         writer never closed them: blocks their file does not reference are
         deleted.  Live writers refresh their record every minute.
@@ -92,9 +165,11 @@ class Garbage(StoreState):
                    if isinstance(k, str) and k[:2] in ("g:", "w:")]
         for key, value in records:
             if key.startswith("g:"):
-                stats["garbage_records"] += 1
                 with self._lock:
                     seq = self._seq
+                    if any(gid == key[2:] for _, _, gid, _ in self._delayed):
+                        continue  # this store's own, waiting out garbage_delay
+                stats["garbage_records"] += 1
                 self._collect(key[2:], [tuple(r) for r in json.loads(value)], seq)  # type: ignore[misc]
                 continue
             info = json.loads(value)

@@ -187,7 +187,7 @@ class Transactions(StoreState):
                 with self._lock:
                     self._seq += 1
                     seq = self._seq
-                self._background(self._collect, gid, view.garbage, seq)
+                self._garbage_committed(gid, view.garbage, seq)
             for action in view.after_commit:
                 action()
             return result
