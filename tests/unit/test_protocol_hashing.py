@@ -132,3 +132,38 @@ def test_ascii_type_id_property(name: str) -> None:
     expected = ref_string_hash(name.lower())
     if expected:
         assert hashing.type_id(name) == expected
+
+
+# ------------------------------------------------------- key -> partition
+def ref_long_hash(v: int) -> int:
+    """java.lang.Long.hashCode: (int) (v ^ (v >>> 32)), as an unsigned 32-bit value."""
+    u = v % (1 << 64)
+    return (u ^ (u >> 32)) % (1 << 32)
+
+
+def ref_partition(h: int, parts: int) -> int:
+    """RendezvousAffinityFunction.partition from the key's int hashCode (any sign)."""
+    u = h % (1 << 32)
+    if parts & (parts - 1) == 0:
+        return (u ^ (u >> 16)) & (parts - 1)
+    signed = u - (1 << 32) if u >= 1 << 31 else u
+    return abs(signed) % parts  # |signed % parts|: Java's % takes the dividend's sign
+
+
+def test_known_key_partitions() -> None:
+    # "hello".hashCode() = 99162322 = 0x05E918D2; 0x05E918D2 ^ 0x05E9 = 0x05E91D3B; & 1023 = 0x13B.
+    assert hashing.affinity_partition(99162322, 1024) == 0x13B
+    assert hashing.affinity_partition(5, 1024) == 5
+    assert hashing.affinity_partition(-7, 10) == 7  # |-7 % 10|, not Python's -7 % 10 == 3
+
+
+@given(st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), min_size=1, max_size=50),
+       st.sampled_from([1, 2, 7, 100, 512, 1000, 1024, 65000]))
+def test_long_key_partitions_property(values: list[int], parts: int) -> None:
+    import numpy as np
+
+    hashes = hashing.long_hash_codes(np.array(values, dtype=np.int64))
+    assert hashes.tolist() == [ref_long_hash(v) for v in values]
+    want = [ref_partition(ref_long_hash(v), parts) for v in values]
+    assert hashing.affinity_partitions(hashes, parts).tolist() == want
+    assert [hashing.affinity_partition(int(h), parts) for h in hashes.tolist()] == want

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..errors import (
     AuthenticationError,
     CacheNotFoundError,
@@ -35,6 +37,7 @@ from ..protocol.buffer import ByteReader
 from ..protocol.cache_config import CacheConfiguration
 from ..protocol.codes import Feature, Op
 from ..protocol.framing import finish_request, start_request
+from ..protocol.hashing import affinity_partition, affinity_partitions
 from ..protocol.hashing import cache_id as _cache_id
 from ..protocol.values import BinaryType
 from .connection import Connection, ConnectionSettings, FrameEncoder
@@ -91,7 +94,10 @@ class PartitionMap:
 
     ``nodes[p]`` is the primary of partition ``p`` (None when unknown);
     ``applicable`` is False for caches where the server does not allow
-    partition awareness (replicated caches, custom affinity).
+    partition awareness (replicated caches, custom affinity);
+    ``default_affinity`` is False when the cache's affinity function is not
+    the standard rendezvous one, so a key's partition cannot be computed here
+    (the map of partitions to nodes still holds).
     """
 
     cache_id: int
@@ -99,6 +105,7 @@ class PartitionMap:
     nodes: tuple[_uuid.UUID | None, ...]
     topology_version: tuple[int, int]
     applicable: bool = True
+    default_affinity: bool = True
 
     def primary(self, partition: int) -> _uuid.UUID | None:
         if 0 <= partition < len(self.nodes):
@@ -108,6 +115,44 @@ class PartitionMap:
     def partitions_of(self, node_id: _uuid.UUID) -> tuple[int, ...]:
         """The partitions whose primary is ``node_id``."""
         return tuple(p for p, n in enumerate(self.nodes) if n == node_id)
+
+    @property
+    def maps_keys(self) -> bool:
+        """Whether :meth:`primary_of_key` / :meth:`split_by_primary` can place keys (else they say None)."""
+        return self.applicable and self.default_affinity and self.partitions > 0
+
+    def primary_of_key(self, key_hash: int) -> _uuid.UUID | None:
+        """The primary node of a key whose Java ``hashCode()`` is ``key_hash``; None when unknown.
+
+        For keys without an affinity key mapping: primitive keys (``Long``,
+        ``String``), whose hash is ``Long.hashCode`` / ``String.hashCode``.
+        """
+        if not self.maps_keys:
+            return None
+        return self.nodes[affinity_partition(key_hash, self.partitions)]
+
+    def split_by_primary(self, key_hashes: np.ndarray) -> list[tuple[_uuid.UUID | None, np.ndarray]]:
+        """The positions of ``key_hashes`` grouped by their keys' primary node: ``[(node, positions)]``.
+
+        Positions keep their order within a group; keys whose primary is
+        unknown -- all of them when keys cannot be placed -- are grouped under
+        None (send those to any node: it forwards them).
+        """
+        n = len(key_hashes)
+        if not self.maps_keys or not n:
+            return [(None, np.arange(n))]
+        owners = sorted({x for x in self.nodes if x is not None}, key=str)
+        index = {node: i for i, node in enumerate(owners)}
+        owner_of = np.array([index[x] if x is not None else len(owners) for x in self.nodes], dtype=np.int64)
+        slot = owner_of[affinity_partitions(key_hashes, self.partitions)]
+        order = np.argsort(slot, kind="stable")
+        bounds = np.searchsorted(slot[order], np.arange(len(owners) + 2))
+        groups: list[tuple[_uuid.UUID | None, np.ndarray]] = []
+        for i in range(len(owners) + 1):
+            positions = order[bounds[i]:bounds[i + 1]]
+            if len(positions):
+                groups.append((owners[i] if i < len(owners) else None, positions))
+        return groups
 
 
 PARTITION_AWARENESS_ENV = "TF_IGNITE_PARTITION_AWARENESS"
@@ -440,7 +485,8 @@ class IgniteClient:
             pmap = PartitionMap(cid, 0, (), answer.topology_version, applicable=False)
         else:
             nodes = tuple(group.partition_to_node())
-            pmap = PartitionMap(cid, len(nodes), nodes, answer.topology_version)
+            pmap = PartitionMap(cid, len(nodes), nodes, answer.topology_version,
+                                default_affinity=group.default_affinity)
         with self._lock:
             if answer.topology_version > self._affinity_version:
                 self._affinity_version = answer.topology_version

@@ -6,7 +6,10 @@
 * schema id = Ignite's FNV-1 variant over the field ids, one byte at a time,
   least significant byte first (``BinaryUtils.updateSchemaId``);
 * object hash code = ``Arrays.hashCode(byte[])`` over the object's data bytes
-  (``BinaryArrayIdentityResolver``), which the server uses to find keys.
+  (``BinaryArrayIdentityResolver``), which the server uses to find keys;
+* a key's partition = ``RendezvousAffinityFunction.partition(key)`` over the
+  key's ``hashCode()`` (``Long.hashCode``, ``String.hashCode``), which lets a
+  client send a key's request straight to its primary node.
 
 Java strings are UTF-16, so hashes run over UTF-16 code units (a character
 outside the BMP contributes its two surrogates), and Java ``int`` arithmetic
@@ -32,6 +35,9 @@ __all__ = [
     "SCHEMA_INITIAL_ID",
     "FNV1_PRIME",
     "binary_object_hash",
+    "long_hash_codes",
+    "affinity_partition",
+    "affinity_partitions",
 ]
 
 #: FNV-1 offset basis as a signed Java int (``0x811C9DC5``).
@@ -190,3 +196,30 @@ def _powers_of_31(count: int) -> np.ndarray:
             acc = (acc * 31) & 0xFFFFFFFFFFFFFFFF
         _POW31 = out
     return _POW31
+
+
+def long_hash_codes(values: np.ndarray) -> np.ndarray:
+    """``Long.hashCode()`` of every value, ``(int) (v ^ v >>> 32)``, as ``uint32``."""
+    u = np.ascontiguousarray(values, dtype="<i8").view(np.uint64)
+    return ((u ^ (u >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+
+
+def affinity_partition(key_hash: int, partitions: int) -> int:
+    """The partition of a key whose Java ``hashCode()`` is ``key_hash`` (``RendezvousAffinityFunction``).
+
+    ``(h ^ h >>> 16) & (partitions - 1)`` for a power-of-two count, else
+    ``|h % partitions|`` with Java's remainder (it takes the dividend's sign).
+    """
+    if partitions & (partitions - 1) == 0:
+        u = key_hash & _MASK32
+        return (u ^ (u >> 16)) & (partitions - 1)
+    h = to_int32(key_hash)
+    return abs(h - int(h / partitions) * partitions)
+
+
+def affinity_partitions(hashes: np.ndarray, partitions: int) -> np.ndarray:
+    """:func:`affinity_partition` of every hash (``uint32`` or ``int32``), as ``int64``."""
+    h = np.asarray(hashes).astype(np.uint32, copy=False)
+    if partitions & (partitions - 1) == 0:
+        return ((h ^ (h >> np.uint32(16))) & np.uint32(partitions - 1)).astype(np.int64)
+    return np.abs(np.fmod(h.view(np.int32).astype(np.int64), partitions))
