@@ -262,7 +262,7 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
         save_schema(client, cache_name, plan.record())
     except BaseException as exc:
         bar.close()
-        if sender.pending is not None:  # a batch sent before the failure: collect its answer, count its rows
+        if sender.pending:  # batches sent before the failure: collect their answers, count their rows
             try:
                 sender.wait()
             except Exception as late:  # noqa: BLE001 - the first error is the one to report

@@ -1,84 +1,154 @@
-"""Sending rows: chunks encoded into put-all requests, one in flight while the next is encoded."""
+"""Sending rows: chunks encoded into put-all requests, each sent to the primary node of its keys.
+
+A chunk's rows are grouped by the primary node of their keys (the client's
+partition map, the same routing single-key requests and ``ignite://`` blocks
+use), so no node has to forward entries to another.  One put-all per node is
+in flight while the next chunk is encoded.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import IgniteConnectionError
+from ...errors import IgniteConnectionError, IgniteError
 from ...protocol import requests
 from ...protocol.codes import Op, TypeCode
 from ...protocol.framing import reusable_frame
 from ...protocol.hashing import cache_id as _cache_id
+from ...protocol.hashing import java_string_hash, long_hash_codes
 from .encode import GenericRowEncoder, python_values, wire_keys
 from .plan import WritePlan, check_chunk
 from .sources import Source
 
 if TYPE_CHECKING:
     from ...capacity import CapacityGuard
-    from ...client import IgniteClient
+    from ...client import IgniteClient, PartitionMap
+    from ...client.connection import Connection
 
 log = logging.getLogger(__name__)
 
+#: Positions of a batch's rows grouped by primary node (None: unknown, any node forwards them).
+Groups = list[tuple["uuid.UUID | None", np.ndarray]]
+
+
+@dataclass
+class _InFlight:
+    """A put-all on the wire: where it went and what to send again if that connection dies."""
+
+    conn: "Connection"
+    request_id: int
+    frame: bytearray
+    rows: int
+
 
 class PutAllSender:
-    """``OP_CACHE_PUT_ALL`` frames, one in flight while the caller encodes the next.
+    """``OP_CACHE_PUT_ALL`` frames to the primary node of their keys, one in flight per node.
 
-    A lost connection is repaired once: unacknowledged frames are sent again
-    through the client (put is idempotent).
+    :meth:`route` groups a batch's rows by primary node; :meth:`submit` sends one
+    group's put-all on that node's connection after collecting the answer of
+    the put-all still in flight there.  A lost connection is repaired once: the
+    unacknowledged frame is sent again through the client (put is idempotent).
     """
 
     def __init__(self, client: "IgniteClient", cache_name: str) -> None:
         self.client = client
         self.cache_name = cache_name
         self.cache_id = _cache_id(cache_name)
-        self.conn = client.default_connection
-        self.pending: tuple[int, bytearray, int] | None = None  # request id, frame, rows
+        self.pending: list[_InFlight] = []
         self.rows_acked = 0
         self.bytes_sent = 0
         self.on_ack: Callable[[int], None] = lambda rows: None
+        self._map: "PartitionMap | None" = None
 
     @staticmethod
     def _encoder(frame: bytearray) -> Callable[[int], bytearray]:
         return reusable_frame(frame)
 
-    def submit(self, rows: int, payload: bytes | bytearray | memoryview) -> None:
-        frame = requests.cache_put_all_encoded(self.cache_id, rows, payload)
-        self.wait()
+    def route(self, key_hashes: np.ndarray | None, flush: Callable[[], None] = lambda: None) -> Groups:
+        """Positions of the keys whose Java ``hashCode()`` is ``key_hashes``, grouped by primary node.
+
+        Everything goes to one group of unknown node (None) when partition
+        awareness is off, the keys' hashes are unknown (``None``) or the cache's
+        map cannot place keys.  When the map changed since the last call,
+        ``flush()`` (rows the caller still buffers by node) runs and every
+        put-all in flight is answered first: a key written twice must not have
+        its later row overtake the earlier one on the way to its old primary.
+        """
+        if key_hashes is None or not self.client.partition_awareness:
+            return [(None, np.arange(0 if key_hashes is None else len(key_hashes)))]
         try:
-            rid = self.conn.send(self._encoder(frame))
+            pmap = self.client.partition_map(self.cache_name)
+        except IgniteError as exc:  # routing only saves a hop: any node forwards what it does not own
+            log.debug("cache %r: no partition map (%s); put-alls go to any node", self.cache_name, exc)
+            return [(None, np.arange(len(key_hashes)))]
+        if self._map is not None and pmap is not self._map:
+            flush()
+            self.wait()
+        self._map = pmap
+        return pmap.split_by_primary(key_hashes)
+
+    def submit(self, rows: int, payload: bytes | bytearray | memoryview, node: "uuid.UUID | None" = None) -> None:
+        """Send ``rows`` encoded entries in one put-all to ``node`` (None: the default connection)."""
+        frame = requests.cache_put_all_encoded(self.cache_id, rows, payload)
+        conn = self.client.connection_for_node(node)
+        mine = [f for f in self.pending if f.conn is conn]
+        if mine:
+            self._collect(mine)
+        try:
+            rid = conn.send(self._encoder(frame))
         except IgniteConnectionError as exc:
-            log.warning("connection lost while writing %r (%s); sending the batch again", self.cache_name, exc)
-            self.conn.close()
-            self.client.request(self._encoder(frame), Op.CACHE_PUT_ALL)
+            self._send_again(conn, frame, exc)
             self._acked(rows, len(frame))
-            self.conn = self.client.default_connection
             return
-        self.pending = (rid, frame, rows)
+        self.pending.append(_InFlight(conn, rid, frame, rows))
 
     def wait(self) -> None:
-        """Collect the answer of the request in flight, if any."""
-        if self.pending is None:
-            return
-        rid, frame, rows = self.pending
-        self.pending = None
-        try:
-            self.conn.receive(rid, Op.CACHE_PUT_ALL)
-        except IgniteConnectionError as exc:
-            log.warning("connection lost while writing %r (%s); sending the batch again", self.cache_name, exc)
-            self.conn.close()
-            self.client.request(self._encoder(frame), Op.CACHE_PUT_ALL)
-            self.conn = self.client.default_connection
-        self._acked(rows, len(frame))
+        """Collect the answer of every put-all in flight."""
+        self._collect(list(self.pending))
+
+    def _collect(self, batches: Sequence[_InFlight]) -> None:
+        """Collect ``batches``' answers; every one is collected even when one fails (the first error is raised)."""
+        first: BaseException | None = None
+        for f in batches:
+            self.pending.remove(f)
+            try:
+                try:
+                    f.conn.receive(f.request_id, Op.CACHE_PUT_ALL)
+                except IgniteConnectionError as exc:
+                    self._send_again(f.conn, f.frame, exc)
+            except IgniteError as exc:
+                first = first or exc
+                continue
+            self._acked(f.rows, len(f.frame))
+        if first is not None:
+            raise first
+
+    def _send_again(self, conn: "Connection", frame: bytearray, exc: IgniteConnectionError) -> None:
+        log.warning("connection to %s lost while writing %r (%s); sending the batch again", conn.address,
+                    self.cache_name, exc)
+        self.client.drop_connection(conn)
+        self.client.request(self._encoder(frame), Op.CACHE_PUT_ALL)
 
     def _acked(self, rows: int, size: int) -> None:
         self.rows_acked += rows
         self.bytes_sent += size
         self.on_ack(rows)
+
+
+def key_hashes(plan: WritePlan, keys: Any) -> np.ndarray | None:
+    """The Java ``hashCode()`` of every key (``Long`` or ``String``) as ``uint32``; None for other key types."""
+    if isinstance(keys, np.ndarray) and plan.key.code == TypeCode.LONG:
+        return long_hash_codes(keys)
+    if plan.key.code == TypeCode.STRING:
+        return np.array([java_string_hash(k) & 0xFFFFFFFF for k in keys], dtype=np.uint32)
+    return None
 
 
 def progress_bar(progress: bool | None, total: int | None, cache_name: str) -> Any:
@@ -93,8 +163,9 @@ def progress_bar(progress: bool | None, total: int | None, cache_name: str) -> A
 def send_all(plan: WritePlan, source: Source, sender: PutAllSender, client: "IgniteClient", *, key: str | None,
               offset: int, batch_bytes: int, used: set[str], guard: "CapacityGuard | None" = None,
               row_bytes: int = 0) -> None:
-    """Encode and send every chunk of ``source``; before each put-all ``guard.admit`` checks that
-    the batch -- and, when the source's size is known, the rest of the write -- still fits."""
+    """Encode and send every chunk of ``source``, each row to the primary node of its key; before
+    each batch (one put-all per node) ``guard.admit`` checks that the batch -- and, when the
+    source's size is known, the rest of the write -- still fits."""
     fixed = plan.fixed
     total = source.total_rows
 
@@ -109,19 +180,26 @@ def send_all(plan: WritePlan, source: Source, sender: PutAllSender, client: "Ign
 
     chunk_rows = max(1, batch_bytes // fixed.row_size) if fixed is not None else 2048
     generic: GenericRowEncoder | None = None
-    pending = bytearray()
-    pending_rows = 0
+    # Encoded entries not sent yet, per primary node; sent when together they reach batch_bytes.
+    pending: dict[uuid.UUID | None, bytearray] = {}
+    pending_rows: dict[uuid.UUID | None, int] = {}
+    pending_bytes = 0
     row = 0
     submitted = 0  # rows handed to the sender so far
 
     def flush() -> None:
-        nonlocal pending, pending_rows, submitted
-        if pending_rows:
-            admit(len(pending), pending_rows, submitted)
-            sender.submit(pending_rows, pending)
-            submitted += pending_rows
-            pending = bytearray()
-            pending_rows = 0
+        nonlocal pending, pending_rows, pending_bytes, submitted
+        if not pending:
+            return
+        # One check for all the nodes' batches before any is sent: a refusal then leaves
+        # the rows written so far a prefix of the source (an append's rollback relies on it).
+        rows = sum(pending_rows.values())
+        admit(pending_bytes, rows, submitted)
+        for node, entries in pending.items():
+            sender.submit(pending_rows[node], entries, node)
+        submitted += rows
+        pending, pending_rows = {}, {}
+        pending_bytes = 0
 
     for chunk in source.chunks(chunk_rows):
         n = len(next(iter(chunk.values()))) if chunk else 0
@@ -135,21 +213,34 @@ def send_all(plan: WritePlan, source: Source, sender: PutAllSender, client: "Ign
             keys = wire_keys(plan.key, chunk[key])
         else:
             keys = python_values(plan.key, chunk[key])
+        groups = sender.route(key_hashes(plan, keys), flush)
         if fixed is not None and fixed.accepts(chunk):
             flush()
             used.add("fixed-layout")
             encoded = fixed.encode(keys, chunk)
             admit(encoded.nbytes, n, submitted)
-            sender.submit(n, memoryview(encoded).cast("B"))
+            for node, positions in groups:
+                part = encoded if len(positions) == n else encoded[positions]
+                sender.submit(len(positions), memoryview(part).cast("B"), node)
             submitted += n
         else:
             used.add("generic")
             if generic is None:
                 generic = GenericRowEncoder(plan.type_name, plan.fields, plan.key, client.metadata.registry)
-            for entry in generic.encode_rows(keys.tolist() if isinstance(keys, np.ndarray) else keys, chunk, row):
-                pending += entry
-                pending_rows += 1
-                if len(pending) >= batch_bytes:
+            node_of: list[uuid.UUID | None] = [None] * n
+            for node, positions in groups:
+                for i in positions.tolist():
+                    node_of[i] = node
+            rows_keys = keys.tolist() if isinstance(keys, np.ndarray) else keys
+            for i, entry in enumerate(generic.encode_rows(rows_keys, chunk, row)):
+                node = node_of[i]
+                entries = pending.get(node)
+                if entries is None:
+                    entries = pending[node] = bytearray()
+                entries += entry
+                pending_rows[node] = pending_rows.get(node, 0) + 1
+                pending_bytes += len(entry)
+                if pending_bytes >= batch_bytes:
                     flush()
         row += n
     flush()
