@@ -119,6 +119,15 @@ class IgniteDataset(tf.data.Dataset):
         partition, so this is a global shuffle of partitions, not of rows:
         add a small ``.shuffle(buffer)`` behind it to mix rows too (see the
         README).  Without ``seed`` one is drawn at random.  One reader only.
+      per_worker: every process that *runs* the read takes its partitions
+        from its own ``IGNITE_DATASET_PARTS`` (and its node from
+        ``IGNITE_DATASET_HOST``/``_PORT``), which ``ignite-tf start`` sets for
+        each worker.  For ParameterServerStrategy's
+        ``ClusterCoordinator.create_per_worker_dataset``: the coordinator
+        builds the dataset once, every worker rebuilds it from its description
+        and reads its own node's primary partitions.  Iterated in the process
+        that built it, it reads that process's share (the whole cache where
+        ``IGNITE_DATASET_PARTS`` is unset).  Never sharded again by a strategy.
 
     The dataset leaves its process: the op carries a description of the read
     (never a password or key), so it runs on the tf.data service -- both
@@ -164,6 +173,7 @@ class IgniteDataset(tf.data.Dataset):
         known_cardinality: bool = False,
         shuffle: bool = False,
         seed: int | None = None,
+        per_worker: bool = False,
     ) -> None:
         params = apply_env_overrides(dict(
             host=host, port=port, local=local, part=part, page_size=page_size, username=username,
@@ -212,7 +222,7 @@ class IgniteDataset(tf.data.Dataset):
         elif seed is not None:
             raise ConfigurationError("seed=... orders partitions only with shuffle=True")
         key = self.schema.key
-        if (not shuffle and params.get("parts") is None and params["part"] < 0 and not params["local"] and pmap.applicable
+        if (not shuffle and not per_worker and params.get("parts") is None and params["part"] < 0 and not params["local"] and pmap.applicable
                 and pmap.partitions and self.client.partition_awareness and key is not None
                 and not key.is_object and int(key.type_code) in (TypeCode.LONG, TypeCode.INT)):
             # The whole cache with scalar keys: one scan per node (see Cache.scan_nodes).
@@ -228,13 +238,13 @@ class IgniteDataset(tf.data.Dataset):
             self.client, cache_name, self.plan.tasks, partitions=self._reader.partitions or pmap.partitions,
             node_scans=self._reader.node_scans, schema=self.schema, page_size=params["page_size"],
             page_bytes=page_bytes, batch_size=batch_size, drop_remainder=drop_remainder, credentials=credentials,
-            shuffle_seed=self._reader.shuffle_seed)
+            shuffle_seed=self._reader.shuffle_seed, per_worker=per_worker)
         self._dataset = _assemble(self._reader.worker_batches, self._reader.run, len(self.plan), self.schema, reads,
                                   batch_size, drop_remainder,
                                   allocate=lambda shape, dtype: aligned_empty(shape, dtype, pool),
                                   description=description,
                                   splits=len(self.plan) if self._reader.splittable else 0)
-        share = params.get("parts") is not None or params["part"] >= 0 or bool(params["local"])
+        share = params.get("parts") is not None or params["part"] >= 0 or bool(params["local"]) or per_worker
         if known_cardinality:
             self._dataset = self._dataset.apply(tf.data.experimental.assert_cardinality(
                 self._cardinality(share, batch_size, drop_remainder)))
@@ -245,7 +255,7 @@ class IgniteDataset(tf.data.Dataset):
         if share:
             raise ConfigurationError(
                 f"known_cardinality=True counts the whole cache {self.cache_name!r}; Ignite cannot count the "
-                "entries of some partitions without reading them (this dataset reads parts/part/local)")
+                "entries of some partitions without reading them (this dataset reads parts/part/local/per_worker)")
         rows = self.client.cache(self.cache_name).size()
         if batch_size is None:
             return rows
@@ -385,7 +395,7 @@ def _shard_options(share: bool) -> tf.data.Options:
     """How a distribution strategy may shard this dataset across workers.
 
     A dataset reading only its share of the partitions (``parts``, ``part``,
-    ``local``: launcher workers) is ``OFF``: sharding it again would keep only
+    ``local``, ``per_worker``: launcher workers) is ``OFF``: sharding it again would keep only
     every N-th row of the worker's own partitions and lose the rest of the
     epoch.  Any other dataset is cut by rows (``DATA``: each worker reads
     everything and keeps its N-th, so the workers together read every row

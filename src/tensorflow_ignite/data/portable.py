@@ -10,7 +10,9 @@ and nothing secret:
 
 * ``kind`` (``"cache"`` or ``"sql"``), the cache name and its partition plan
   (the partitions in order, the cache's partition count, whether the whole
-  cache may be read one scan per node), or the query, its arguments and SQL
+  cache may be read one scan per node, or ``per_worker``: the rebuilding
+  process reads the partitions its ``IGNITE_DATASET_PARTS`` names -- each
+  ParameterServer worker its own node's), or the query, its arguments and SQL
   options;
 * the connection: the endpoints (the address given and every server node's
   client address known when the dataset was built, so a rebuilt reader still
@@ -249,7 +251,7 @@ def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
 def describe_cache(client: "IgniteClient", cache_name: str, tasks: Sequence["ScanTask"], *, partitions: int,
                    node_scans: bool, schema: DatasetSchema, page_size: int | None, page_bytes: int,
                    batch_size: int | None, drop_remainder: bool, credentials: str | None,
-                   shuffle_seed: int | None = None) -> str:
+                   shuffle_seed: int | None = None, per_worker: bool = False) -> str:
     """The description of a dataset over a cache (JSON; see the module docstring)."""
     return _dump({
         "kind": "cache",
@@ -262,6 +264,7 @@ def describe_cache(client: "IgniteClient", cache_name: str, tasks: Sequence["Sca
             "count": partitions,
             "node_scans": node_scans,
             "shuffle_seed": shuffle_seed,
+            "per_worker": per_worker,
         },
         "schema": schema_to_json(schema),
         "page_size": page_size,
@@ -322,6 +325,18 @@ def rebuild(description: str) -> "Source":
         return source
 
 
+def _worker_partitions(cache: str) -> tuple[int, ...]:
+    """The partitions a ``per_worker`` dataset reads in this process: ``IGNITE_DATASET_PARTS``."""
+    text = os.environ.get(PREFIX + "PARTS")
+    if not text:
+        raise ConfigurationError(
+            f"IgniteDataset over cache {cache!r} was built with per_worker=True: the process that reads it takes "
+            f"its partitions from {PREFIX}PARTS, which is not set here. `ignite-tf start` sets it for every "
+            "worker; elsewhere set it to this worker's partitions (e.g. 0-340), or build the dataset without "
+            "per_worker to read the partitions it was built with")
+    return parse_partition_list(text)
+
+
 def _build(description: str) -> "Source":
     from ..native.data_source import Source
     from ..protocol.pool import aligned_empty
@@ -350,11 +365,14 @@ def _build(description: str) -> "Source":
     client = _connect(d["connection"], f"IgniteDataset over cache {cache!r}")
     plan = d["plan"]
     partitions = plan["partitions"]
-    parts = partitions if isinstance(partitions, list) else parse_partition_list(partitions, name="plan")
+    if plan.get("per_worker"):
+        parts = _worker_partitions(cache)
+    else:
+        parts = partitions if isinstance(partitions, list) else parse_partition_list(partitions, name="plan")
     tasks = [ScanTask(int(p), local=bool(plan["local"])) for p in parts]
     reader = ScanReader(client, cache, schema, tasks, PageSizer(d["page_size"], int(d["page_bytes"])))
     reader.shuffle_seed = plan.get("shuffle_seed")
-    if plan["node_scans"] and client.partition_awareness:
+    if plan["node_scans"] and not plan.get("per_worker") and client.partition_awareness:
         reader.node_scans = True
         reader.partitions = int(plan["count"])
     pool = reader.pool
