@@ -12,6 +12,7 @@ another node when it is safe to repeat.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -131,6 +132,14 @@ class PartitionMap:
             return None
         return self.nodes[affinity_partition(key_hash, self.partitions)]
 
+    @functools.cached_property
+    def _owner_index(self) -> tuple[list[_uuid.UUID], np.ndarray]:
+        """The primaries (sorted) and, per partition, its primary's index there (``len(owners)``: none);
+        computed once per map, which a write consults for every batch."""
+        owners = sorted({x for x in self.nodes if x is not None}, key=str)
+        index = {node: i for i, node in enumerate(owners)}
+        return owners, np.array([index[x] if x is not None else len(owners) for x in self.nodes], dtype=np.int64)
+
     def split_by_primary(self, key_hashes: np.ndarray) -> list[tuple[_uuid.UUID | None, np.ndarray]]:
         """The positions of ``key_hashes`` grouped by their keys' primary node: ``[(node, positions)]``.
 
@@ -141,9 +150,9 @@ class PartitionMap:
         n = len(key_hashes)
         if not self.maps_keys or not n:
             return [(None, np.arange(n))]
-        owners = sorted({x for x in self.nodes if x is not None}, key=str)
-        index = {node: i for i, node in enumerate(owners)}
-        owner_of = np.array([index[x] if x is not None else len(owners) for x in self.nodes], dtype=np.int64)
+        owners, owner_of = self._owner_index
+        if len(owners) == 1 and not owner_of.any():
+            return [(owners[0], np.arange(n))]  # one node owns everything: nothing to compute
         slot = owner_of[affinity_partitions(key_hashes, self.partitions)]
         order = np.argsort(slot, kind="stable")
         bounds = np.searchsorted(slot[order], np.arange(len(owners) + 2))
