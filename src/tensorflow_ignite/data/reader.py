@@ -33,6 +33,7 @@ from ..client.cache import NodeScanProgress, select_rows
 from ..errors import ConfigurationError, SchemaError, UnsupportedOperationError
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode
+from ..protocol.hashing import affinity_partitions, long_hash_codes
 from ..protocol.pool import BufferPool
 from ..protocol.responses import ScanPage, decode_scan_rows
 from .plan import ScanTask
@@ -407,8 +408,7 @@ class ScanReader:
         h = np.empty(len(starts), np.uint32)
         if all_longs or longs.any():  # Long.hashCode(): (int) (v ^ v >>> 32)
             v = C.take(buf, (starts if all_longs else starts[longs]) + 1, "<i8")
-            u = v.view(np.uint64)
-            hashes = ((u ^ (u >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+            hashes = long_hash_codes(v)
             if all_longs:
                 ids, h = v, hashes
             else:
@@ -418,12 +418,7 @@ class ScanReader:
             v32 = C.take(buf, starts[ints] + 1, "<i4")
             ids[ints] = v32
             h[ints] = v32.view(np.uint32)
-        parts = self.partitions
-        if parts & (parts - 1) == 0:  # RendezvousAffinityFunction: (h ^ h >>> 16) & mask
-            partition = ((h ^ (h >> np.uint32(16))) & np.uint32(parts - 1)).astype(np.int64)
-        else:  # |h % parts| with Java's remainder (the dividend's sign)
-            partition = np.abs(np.fmod(h.view(np.int32).astype(np.int64), parts))
-        return partition, ids
+        return affinity_partitions(h, self.partitions), ids
 
     def _count_partition(self, done: bool) -> None:
         if done:

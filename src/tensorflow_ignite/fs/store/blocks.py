@@ -7,7 +7,6 @@ to the block's primary node.  Puts are framed in place in front of the block
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Callable, Iterable
 
@@ -24,29 +23,15 @@ class Blocks(StoreState):
     """Part of :class:`~.core.IgniteFileStore`: block transfers."""
 
     def _block_node(self, key: str) -> uuid.UUID | None:
-        """The primary node of a data block, so that its request skips a hop.
-
-        Ignite places a String key by ``String.hashCode()`` through the
-        rendezvous affinity function (``(h ^ h >>> 16) & (parts - 1)`` for a
-        power-of-two partition count), which is what this computes; None
-        (= any node, which forwards) when the map is not known or not usable.
-        """
+        """The primary node of a data block (a String key), so that its request skips a
+        hop; None (= any node, which forwards) when the map is not known or cannot place keys."""
         if not self.client.partition_awareness:
             return None
         try:
             pmap = self.client.partition_map(self.data.name)
         except Exception:  # noqa: BLE001 - routing is an optimization only
             return None
-        parts = pmap.partitions
-        if not pmap.applicable or parts <= 0:
-            return None
-        h = java_string_hash(key)
-        if parts & (parts - 1) == 0:
-            u = h & 0xFFFFFFFF
-            partition = (u ^ (u >> 16)) & (parts - 1)
-        else:
-            partition = abs(int(math.fmod(h, parts)))
-        return pmap.primary(partition)
+        return pmap.primary_of_key(java_string_hash(key))
 
     def _get_block(self, key: str) -> memoryview | None:
         """The bytes of one data block (a view over the response), None when absent."""
