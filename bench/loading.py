@@ -25,6 +25,14 @@ clock from the first row's object being built to the last put acknowledged or th
 for ``ignite-tf load`` that includes reading the file, for ``write`` its checks, the capacity guard
 and the tensor-schema record.
 
+Repetitions (to keep a full ``bench.run`` near 10 minutes, issue 19): the contenders the targets
+compare -- ``write``, ``java``, ``streamer``, ``pyignite`` on one node -- run every round.  The two
+``ignite-tf load`` contenders, which no target names and whose bulk Parquet load alone took ~15 s a
+run, time one load after their warm-up (:data:`FILE_LOADER_REPS`); on several nodes, where no
+target applies and the point is where the bytes go (the last repetition's), every contender times
+one load (:data:`MANY_NODE_REPS`).  Together that saved ~2 of the run's ~16 minutes.  The data files
+are written once per directory and reused (:func:`make_data`), by the 3-node phase and later runs.
+
 Bytes sent per node come from the kernel's counters of every TCP connection of the loading process
 (``ss -tinp``: ``bytes_sent`` per socket, the peer's process found by its socket's address), so
 they are measured the same way for our client, the Java thin client and the thick client's
@@ -36,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import os
 import re
@@ -62,6 +71,10 @@ BATCH_BYTES = 4 << 20
 #: about one of our put-alls (4 MiB).  512 x 1 MiB per node would not fit the heaps; with 16 MiB
 #: buffers (16 entries) the 3 GiB client ran out of heap on 3 nodes (2026-11-25, 1 MiB rows).
 STREAMER_BUFFER_BYTES = 4 << 20
+#: Timed loads of each ``ignite-tf load`` contender (after its warm-up): no target rests on them.
+FILE_LOADER_REPS = 1
+#: Timed loads of every contender on several nodes: no target there; the bytes per node come from one load.
+MANY_NODE_REPS = 1
 #: Type names of the values our loaders write (Java writes its POJO class names).
 TYPE_NAMES = {"small": "LoadMnistRow", "bulk": "LoadBulkRow"}
 
@@ -195,32 +208,54 @@ class LoadData:
 
 
 def make_data(shape: str, rows: int, row_bytes: int, directory: Path, seed: int = 19) -> LoadData:
-    """Random rows of ``shape`` and their ``.npz``, ``.parquet`` and raw files in ``directory``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    """Random rows of ``shape`` and their ``.npz``, ``.parquet`` and raw files in ``directory``.
 
+    The rows depend only on the arguments (``seed``), so files that an earlier call wrote for the same
+    arguments (recorded in ``<shape>.json``, written last) are reused: the 3-node phase and later runs
+    of ``--runs N`` do not write the 1 MiB rows' 1.6 GB of files again."""
     directory.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     if shape == "small":
         arrays = {"label": rng.integers(0, 10, rows).astype(np.int64),
                   "pixels": np.frombuffer(rng.bytes(rows * 784), np.uint8).reshape(rows, 28, 28)}
-        flat = pa.FixedSizeListArray.from_arrays(pa.array(arrays["pixels"].reshape(-1)), 28)
-        table = pa.table({"label": arrays["label"],
-                          "pixels": pa.FixedSizeListArray.from_arrays(flat, 28)})
         payload, labels = 8 + 784, True
     else:
         arrays = {"data": np.frombuffer(rng.bytes(rows * row_bytes), np.uint8).reshape(rows, row_bytes)}
-        table = pa.table({"data": pa.FixedSizeListArray.from_arrays(pa.array(arrays["data"].reshape(-1)),
-                                                                    row_bytes)})
         payload, labels = row_bytes, False
     npz, parquet, raw = directory / f"{shape}.npz", directory / f"{shape}.parquet", directory / f"{shape}.bin"
+    meta = directory / f"{shape}.json"
+    stamp = {"shape": shape, "rows": rows, "row_bytes": row_bytes, "seed": seed}
+    try:
+        made = json.loads(meta.read_text())
+    except (OSError, ValueError):
+        made = None
+    if made != {**stamp, "sizes": _sizes(npz, parquet, raw)}:
+        meta.unlink(missing_ok=True)
+        _write_files(arrays, npz, parquet, raw)
+        meta.write_text(json.dumps({**stamp, "sizes": _sizes(npz, parquet, raw)}))
+    return LoadData(shape, arrays, rows, payload, npz, parquet, raw, labels)
+
+
+def _sizes(*paths: Path) -> list[int | None]:
+    return [p.stat().st_size if p.exists() else None for p in paths]
+
+
+def _write_files(arrays: dict[str, np.ndarray], npz: Path, parquet: Path, raw: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if "pixels" in arrays:
+        flat = pa.FixedSizeListArray.from_arrays(pa.array(arrays["pixels"].reshape(-1)), 28)
+        table = pa.table({"label": arrays["label"], "pixels": pa.FixedSizeListArray.from_arrays(flat, 28)})
+    else:
+        data = arrays["data"]
+        table = pa.table({"data": pa.FixedSizeListArray.from_arrays(pa.array(data.reshape(-1)), data.shape[1])})
     np.savez(npz, **arrays)
     pq.write_table(table, parquet, compression="none")
     with open(raw, "wb") as f:
         for name in ("label", "pixels", "data"):
             if name in arrays:
                 f.write(np.ascontiguousarray(arrays[name], dtype="<i8" if name == "label" else np.uint8).tobytes())
-    return LoadData(shape, arrays, rows, payload, npz, parquet, raw, labels)
 
 
 # ------------------------------------------------------------------ fresh caches
@@ -325,12 +360,15 @@ class _Loader:
 def load_contenders(host: str, port: int, data: LoadData, caches: Caches, *, batch_rows: int,
                     batch_bytes: int = BATCH_BYTES, key_prefix: str, java_thin: Callable[[], Any] | None,
                     java_thick: Callable[[], Any] | None, pyignite: bool = True, files: bool = True,
-                    pyignite_max_seconds: float = 25.0, write_fixed: float | None = None) -> list[Contender]:
+                    pyignite_max_seconds: float = 25.0, write_fixed: float | None = None,
+                    file_reps: int | None = None, max_reps: int | None = None) -> list[Contender]:
     """The contenders of one shape.  ``batch_bytes``: the put-all size of ``write`` and ``ignite-tf
     load``; ``batch_rows``: rows per ``putAll`` of the Java thin client and pyignite (the rows one of
     our put-alls holds: :func:`write_batch_rows`).  ``java_thin`` / ``java_thick`` start the Java
     loaders (called at warm-up or first use, untimed; None leaves that contender out).
-    ``write_fixed``: seconds of a one-row ``write`` (:func:`write_fixed_seconds`), for the notes."""
+    ``write_fixed``: seconds of a one-row ``write`` (:func:`write_fixed_seconds`), for the notes.
+    ``file_reps`` caps the timed loads of the ``ignite-tf load`` contenders, ``max_reps`` those of
+    every contender (:attr:`~bench.harness.Contender.max_reps`; None: every round)."""
     out: list[Contender] = []
     type_name = TYPE_NAMES[data.shape]
 
@@ -364,7 +402,7 @@ def load_contenders(host: str, port: int, data: LoadData, caches: Caches, *, bat
     # -------------------------------------------------------------- ignite-tf load
     if files:
         for key, path in (("load_npz", data.npz), ("load_parquet", data.parquet)):
-            out.append(_cli_load(loader(key), key, path, host, port, data, type_name, batch_bytes))
+            out.append(_cli_load(loader(key), key, path, host, port, data, type_name, batch_bytes, reps=file_reps))
 
     # -------------------------------------------------------------- Java
     if java_thin is not None:
@@ -382,11 +420,14 @@ def load_contenders(host: str, port: int, data: LoadData, caches: Caches, *, bat
     # -------------------------------------------------------------- pyignite
     if pyignite:
         out.append(_pyignite(loader("pyignite"), host, port, data, batch_rows, pyignite_max_seconds))
+    if max_reps is not None:
+        for c in out:
+            c.max_reps = max_reps if c.max_reps is None else min(c.max_reps, max_reps)
     return out
 
 
 def _cli_load(ld: _Loader, key: str, path: Path, host: str, port: int, data: LoadData,
-              type_name: str, batch_bytes: int) -> Contender:
+              type_name: str, batch_bytes: int, reps: int | None = None) -> Contender:
     """``ignite-tf load CACHE PATH`` through the console script's ``main`` in this process (so the
     interpreter's start-up and imports are not timed; the file is read inside the timed call)."""
 
@@ -412,9 +453,11 @@ def _cli_load(ld: _Loader, key: str, path: Path, host: str, port: int, data: Loa
         return ld.run(load, data.row_bytes)
 
     fmt = "npz" if path.suffix == ".npz" else "Parquet"
-    return Contender(key, f"ignite-tf load (.{path.suffix.lstrip('.')})", run, warmup=run,
+    return Contender(key, f"ignite-tf load (.{path.suffix.lstrip('.')})", run, warmup=run, max_reps=reps,
                      note=f"{fmt} file of {path.stat().st_size / 1e6:.0f} MB (page cache warm), read inside the "
-                          "timed call; the command's main() in this process")
+                          "timed call; the command's main() in this process"
+                          + (f"; {reps} timed load(s) after the warm-up (no target rests on it)"
+                             if reps is not None else ""))
 
 
 def _java(ld: _Loader, key: str, label: str, start: Callable[[], Any], data: LoadData, *, batch: int = 0,
@@ -532,7 +575,8 @@ def load_scenarios(host: str, port: int, sizes: Any, directory: Path, *, nodes: 
         contenders = load_contenders(host, port, data, caches, batch_rows=batch_rows,
                                      key_prefix=f"{prefix}_{shape}", java_thin=thin, java_thick=thick,
                                      pyignite=not many, files=not many, pyignite_max_seconds=sizes.pyignite_max_seconds,
-                                     write_fixed=fixed)
+                                     write_fixed=fixed, file_reps=FILE_LOADER_REPS,
+                                     max_reps=MANY_NODE_REPS if many else None)
         n_nodes = len(nodes.nodes) if nodes is not None else 1
         what = (f"{rows:,} MNIST-shaped rows (`label` int64 + `pixels` uint8 28x28, {data.row_bytes} payload bytes "
                 f"per row)" if shape == "small" else
@@ -553,6 +597,8 @@ def load_scenarios(host: str, port: int, sizes: Any, directory: Path, *, nodes: 
             f"checked and destroyed after), {n_nodes} node{'s' if n_nodes > 1 else ''}; keys 0..{rows - 1:,} "
             "as Java long.",
             "rows/s", contenders, reference="streamer" if thick is not None else "java", targets=targets,
+            notes=[f"{MANY_NODE_REPS} timed load(s) per contender after its warm-up: no target applies on "
+                   "several nodes; the point is where the bytes go."] if many else [],
             report=lambda res, c=caches, n=rows, k=f"load_{shape}": traffic_section(
                 res, c.primaries.get(n, {}), earlier(k) if many else None),
         ))
