@@ -4,7 +4,9 @@
 scenario with every contender in one process, alternating, and writes
 ``BENCHMARKS.md``.  Modules:
 
-* :mod:`bench.run` -- the command line and the order of scenarios;
+* :mod:`bench.run` -- the command line, the order of scenarios, ``--runs N`` (the whole
+  measurement N times in one command: issue 19's targets over 3 runs, ``make bench-3``) and what
+  was cut to keep one full run near 10 minutes;
 * :mod:`bench.scenarios` -- data set-up and contenders of each scenario;
 * :mod:`bench.contenders` -- the readers being compared (IgniteDataset, our reader
   alone, Ignite's Java thin client, pyignite + ``from_generator``, a raw socket);
@@ -16,7 +18,7 @@ scenario with every contender in one process, alternating, and writes
   loopback ceiling server, machine and version facts;
 * :mod:`bench.profiling` -- py-spy (or pyinstrument) profiles of contenders that
   miss a target;
-* :mod:`bench.report` -- the table and BENCHMARKS.md;
+* :mod:`bench.report` -- the tables (the targets over several runs too) and BENCHMARKS.md;
 * :mod:`bench.javaclient` -- runs the Java reference programs of ``bench/java``
   (``JavaLoader``: the long-lived loading references).
 """
