@@ -68,3 +68,63 @@ def test_bench_quick_run_reports_every_contender(tmp_path: Path) -> None:
     missed = [t for sc in data["scenarios"].values() for t in sc["targets"] if not t["met"]]
     if missed:  # --quick profiles one contender of a missed target (or says no profiler is installed)
         assert "### Profile:" in text
+
+
+@pytest.mark.slow
+def test_bench_two_runs_report_targets_over_runs(tmp_path: Path) -> None:
+    """``--runs 2``: the whole measurement twice in one command (one scenario, to stay short), the
+    "Targets over 2 runs" table with both runs' values, the rest labelled as the last run's."""
+    report = tmp_path / "BENCHMARKS.md"
+    results = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--quick", "--runs", "2", "--scenarios", "bulk", "--no-profile",
+         "--output", str(report), "--json", str(results), "--work-dir", str(tmp_path / "nodes")],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert proc.returncode == 0, (proc.stdout[-4000:], proc.stderr[-4000:])
+    # Each run started and stopped its own node.
+    assert proc.stdout.count("starting 1 node") == 2, proc.stdout[-4000:]
+
+    data = json.loads(results.read_text())
+    assert [r["run"] for r in data["runs"]] == [1, 2]
+    for run in data["runs"]:
+        assert set(run["scenarios"]) == {"bulk"}
+        assert all(len(c["seconds"]) == 1 for c in run["scenarios"]["bulk"]["contenders"].values())
+    assert data["scenarios"] == data["runs"][-1]["scenarios"]  # the report's tables: the last run
+    (target,) = data["targets_over_runs"]
+    assert len(target["measured"]) == 2 and all(v is not None for v in target["measured"])
+    assert target["minimum"] == min(target["measured"])
+
+    text = report.read_text()
+    assert "## Targets over 2 runs" in text
+    head = text[:text.index("## Targets over 2 runs")]
+    assert "- Date:" in head and "- Load average" in head and "- Software:" in head
+    table = text[text.index("## Targets over 2 runs"):text.index("## Targets (issue 6)")]
+    assert "| run 1 | run 2 | minimum (worst run) |" in table
+    row = next(line for line in table.splitlines() if line.startswith(f"| {target['text']} |"))
+    values = [f"{v:.2f}x" for v in target["measured"]]
+    assert row.split(" | ")[2:4] == values, row  # both runs' values, in order
+    assert f"| {min(target['measured']):.2f}x |" in row
+    assert "## Targets (issue 6) in the last run (2 of 2)" in text
+    assert "## 1. Bulk: large byte-array rows (run 2 of 2)" in text
+
+
+def test_targets_over_runs_table_minimum_spread_and_verdict() -> None:
+    """The table's arithmetic, without nodes: a target missed in one run is not met."""
+    from bench.harness import Contender, ContenderResult, Run, Scenario, ScenarioResult, Target
+    from bench.report import targets_over_runs
+
+    def result(ours: float, ref: float) -> ScenarioResult:
+        target = Target("ours", "ref", 1.0, "ours >= 1.0x ref")
+        contenders = {k: Contender(k, k, lambda: Run(1.0, 1)) for k in ("ours", "ref")}
+        sc = Scenario("s", "S", "", "rows/s", list(contenders.values()), reference="ref", targets=[target])
+        return ScenarioResult(sc, {"ours": ContenderResult(contenders["ours"], [Run(1.0, int(ours))]),
+                                   "ref": ContenderResult(contenders["ref"], [Run(1.0, int(ref))])})
+
+    text = targets_over_runs([[result(150, 100)], [result(90, 100)], [result(120, 100)]],
+                             [(600.0, (1.0, 2.0))] * 3)
+    row = next(line for line in text.splitlines() if line.startswith("| ours >= 1.0x ref |"))
+    assert row == ("| ours >= 1.0x ref | >= 1x | 1.50x | 0.90x | 1.20x | 0.90x | 0.60 (1.67x) | "
+                   "**no** (met in 2 of 3) |")
+    text = targets_over_runs([[result(150, 100)], [result(110, 100)]])
+    assert text.splitlines()[-1].endswith("| 1.10x | 0.40 (1.36x) | yes |")
