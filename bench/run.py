@@ -25,9 +25,11 @@ tables, findings and profiles after it are the last run's, and only the last run
     python -m bench.run --quick --output /tmp/b.md   # smoke run: tiny sizes, one repetition
 
 Run time. A full run took ~16 minutes once loading (issue 19) joined: ~6 min for the
-scenarios of issue 6 and ~10 for loading (BENCHMARKS.md of 2026-11-24 and its section 6).
-To bring it to ~10 minutes, repetitions were cut where they bought the least precision,
-keeping every contender and every target:
+scenarios of issue 6 (1-min load 0.3-2) and ~10 for loading (load 5-13), from BENCHMARKS.md of
+2026-11-24 and its section 6. To bring it to ~10 minutes, repetitions were cut where they
+bought the least precision, keeping every contender and every target; from the per-run times
+in those two reports the cuts below save ~4.5 minutes a run (an estimate, not yet timed at
+full size: ~11.5 min at those runs' load, less on a quiet machine):
 
 * pyignite reads (bulk, small rows, SQL): one timed read each, stopped after 10 s instead of
   three of up to 25 s (``scenarios.PYIGNITE_REPS``, ``Sizes.pyignite_read_seconds``). These
