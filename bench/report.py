@@ -139,7 +139,7 @@ def targets_over_runs(runs: Sequence[Sequence[ScenarioResult]],
         cells.append("yes" if met == n else f"**no** (met in {met} of {n})")
         lines.append("| " + " | ".join(cells) + " |")
     out = [f"A target counts as met only when it holds in each of the {n} full runs below (issue 19); each run "
-           "started its own nodes, ran every scenario and stopped them, all in one command. The measured value is "
+           "started its own nodes, ran every scenario asked for and stopped them, all in one command. The measured value is "
            "the ratio of medians of that run; the minimum is the worst run.", "", "\n".join(lines)]
     if run_facts:
         out += ["", "Runs: " + "; ".join(
