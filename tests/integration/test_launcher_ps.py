@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,44 +21,10 @@ from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol.hashing import affinity_partitions, long_hash_codes
 from tensorflow_ignite.testing.waiting import wait_for
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-sys.path.insert(0, str(EXAMPLES))
-
-import launch_digits_resnet  # noqa: E402
+from .test_launcher_jobs import EXAMPLES, children, job_processes, launch_digits_resnet
 
 JOB_DIR = EXAMPLES / "launcher_jobs" / "ps_train"
 ACCURACY = 0.8  # held-out digits, 10 classes: chance is 0.1; the job reached 0.93-0.95 in 3 epochs
-
-
-def job_pids(job_id: str) -> list[int]:
-    """Live processes started with the job's environment (every task and its children)."""
-    marker = f"TF_IGNITE_JOB_ID={job_id}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                continue
-            if marker in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except (OSError, IndexError):
-            continue
-    return found
-
-
-def children(pid: int) -> list[int]:
-    out: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tasks:
-        try:
-            out += [int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
-        except OSError:
-            pass
-    return out
 
 
 def submit(jobs: JobClient, train: str, test: str, **env: str) -> str:
@@ -71,7 +35,7 @@ def submit(jobs: JobClient, train: str, test: str, **env: str) -> str:
     return str(rec["id"])
 
 
-def check_chief_result(jobs: JobClient, job: str, host: str, port: int, test_rows: int) -> dict[str, Any]:
+def check_chief_result(jobs: JobClient, job: str, test_rows: int) -> dict[str, Any]:
     """The chief's report, and the worker tasks' reads: each TF worker trained only on rows of
     its own node's partitions, and every worker trained."""
     for line in jobs.output(job):  # shown when the test fails
@@ -103,11 +67,11 @@ def test_ps_job_trains_with_per_worker_datasets(ignite_cluster: LocalCluster, ca
             final = jobs.wait(job, timeout=300)
             assert (final["state"], final["exit_code"], final["attempt"]) == ("SUCCEEDED", 0, 1), final["message"]
             assert "the chief exited with code 0; the other 4 task(s) were stopped" == final["message"]
-            chief = check_chief_result(jobs, job, host, port, test_rows)
+            chief = check_chief_result(jobs, job, test_rows)
             assert (chief["start_epoch"], chief["train_rows"]) == (0, train_rows)
             assert chief["keras"].startswith("3.")
             assert len(chief["loss"]) == 3 and chief["loss"][-1] < chief["loss"][0]
-            wait_for(lambda: job_pids(job) == [], timeout=30, what="the job's processes to end")
+            wait_for(lambda: job_processes(job) == [], timeout=30, what="the job's processes to end")
         finally:
             if jobs.job(job).get("state") not in layout.TERMINAL_STATES:
                 jobs.stop(job)
@@ -138,12 +102,12 @@ def test_ps_job_replaces_killed_worker_and_resumes(ignite_cluster: LocalCluster,
             failure = final["failures"][0]
             assert failure["kind"] == "worker_exit" and failure["attempt"] == 1
             assert "exited with code 137 (killed by signal 9)" in failure["reason"], failure
-            chief = check_chief_result(jobs, job, host, port, test_rows)
+            chief = check_chief_result(jobs, job, test_rows)
             assert (chief["attempt"], chief["start_epoch"]) == (2, 1)  # resumed from the epoch-1 checkpoint
             assert len(chief["loss"]) == 2  # epochs 2 and 3 only
             logs = [l.text for l in jobs.output(job)]
             assert any(f"resuming from ignite:///tf-jobs/{job}/ckpt-1 after epoch 1" in t for t in logs), logs[-20:]
-            wait_for(lambda: job_pids(job) == [], timeout=30, what="the job's processes to end")
+            wait_for(lambda: job_processes(job) == [], timeout=30, what="the job's processes to end")
         finally:
             if jobs.job(job).get("state") not in layout.TERMINAL_STATES:
                 jobs.stop(job)
