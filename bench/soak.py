@@ -189,7 +189,10 @@ def run_soak(work_dir: Path, *, minutes: float, kill_every: float, seed: int = 2
     _POOL_LIMIT = _pool_limit()
     rng = random.Random(seed)
     report = SoakReport(minutes=minutes)
-    cluster = LocalCluster(work_dir / "nodes", nodes=3, name="tfi-soak", heap_mb=512, region_mb=384)
+    # The nodes follow this process when it ends however it ends (SIGTERM, a CI timeout): an
+    # interrupted soak once left its three nodes running for an hour.
+    cluster = LocalCluster(work_dir / "nodes", nodes=3, name="tfi-soak", heap_mb=512, region_mb=384,
+                           owner_pid=os.getpid())
     saved_fs = fs.config.overrides()
     try:
         cluster.start()
