@@ -241,3 +241,24 @@ def test_ignite_file_of_100_mib_is_refused_and_not_published(small_node: LocalCl
     for name in ("ignite_fs_meta", "ignite_fs_data"):
         client.destroy_cache(name)
     _assert_intact(small_node, client, kept)
+
+
+def test_rewrites_delete_delayed_garbage_when_room_runs_short(small_node: LocalCluster, client: IgniteClient,
+                                                              kept: dict[str, np.ndarray]) -> None:
+    """A file rewritten again and again (a checkpoint loop) while replaced content waits out
+    ``garbage_delay``: the writes that would not fit delete the delayed garbage and go on."""
+    from tensorflow_ignite.fs.store import IgniteFileStore
+
+    store = IgniteFileStore(client, cache_prefix="cap_rewrite", garbage_delay=3600, owns_client=False)
+    try:
+        # 8 x 5 MiB: more than the ~20 MiB the 64 MiB region has left (the module's other data)
+        for i in range(8):
+            store.write_file("/ckpt.bin", bytes([i]) * (5 * MIB))
+        assert store.stats["garbage_released_for_room"] >= 1
+        assert store.read_file("/ckpt.bin", 0, 16) == bytes([7]) * 16
+        assert store.capacity.stats["refusals"] >= 1  # what the release answered
+    finally:
+        store.close()
+        for name in ("cap_rewrite_meta", "cap_rewrite_data"):
+            client.destroy_cache(name)
+    _assert_intact(small_node, client, kept)

@@ -291,11 +291,11 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
                 pending[pending_key(cid)] = json.dumps({"p": path, "b": 0, "t": now}, separators=(",", ":"))
             size = sum(len(d) for _, d in chunk)
             blocks = sum(e.blocks for _, e in planned)
-            self.capacity.admit(0, 0, remaining=(size, blocks), largest_entry=min(bs, size))
+            self._admit(0, 0, remaining=(size, blocks), largest_entry=min(bs, size))
             self.meta.put_all(pending)
 
             def store(batch: list[tuple[str, bytes]], batch_bytes: int) -> None:
-                self.capacity.admit(batch_bytes, len(batch), largest_entry=bs)
+                self._admit(batch_bytes, len(batch), largest_entry=bs)
                 self.data.put_all(batch)
 
             try:

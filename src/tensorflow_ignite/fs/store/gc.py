@@ -21,7 +21,9 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from typing import Any
 
+from ...errors import CapacityError
 from ..layout import FileEntry, Range, block_key, garbage_key
 from .common import StoreState, now_ns, recreates_caches
 
@@ -87,6 +89,28 @@ class Garbage(StoreState):
             self._background(self._collect, gid, ranges, seq)
         if thread is not None and thread is not threading.current_thread():
             thread.join()
+
+    def _admit(self, payload: int, entries: int, **kwargs: Any) -> None:
+        """Admit ``entries`` blocks of ``payload`` bytes to the capacity guard.
+
+        Garbage only waiting out ``garbage_delay`` still holds room in the data
+        region: a write that would not fit deletes it at once and asks again,
+        rather than fail for room that is only being kept as a courtesy (a
+        loop rewriting large checkpoints holds ``garbage_delay`` seconds' worth).
+        """
+        try:
+            self.capacity.admit(payload, entries, **kwargs)
+        except CapacityError:
+            with self._lock:
+                delayed = len(self._delayed)
+            if not delayed:
+                raise
+            log.info("ignite:// write short of room in cache %s: deleting %d delayed garbage record(s) now",
+                     self.data.name, delayed)
+            self.stats["garbage_released_for_room"] += delayed
+            self.drain()
+            self.capacity.regions(refresh=True)
+            self.capacity.admit(payload, entries, **kwargs)
 
     @property
     def delayed_garbage(self) -> int:
