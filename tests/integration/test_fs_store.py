@@ -16,6 +16,7 @@ from tensorflow_ignite.errors import AuthenticationError, ConfigurationError, Ig
 from tensorflow_ignite.fs import config as fs_config
 from tensorflow_ignite.fs.layout import SPLIT_NAMES, FileEntry, block_key
 from tensorflow_ignite.fs.store import FileWriter, IgniteFileStore, StaleFileError
+from tensorflow_ignite.fs.store.common import GARBAGE_DELAY
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol import requests, responses
 from tensorflow_ignite.protocol.codes import Op
@@ -676,7 +677,7 @@ def test_endpoints_and_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s.block_size == 512 * 1024 and s.username == "u" and s.garbage_delay == 2.5
     monkeypatch.setenv("IGNITE_DATASET_GARBAGE_DELAY", "99")  # a file-store option: IGNITE_FS_ only
     monkeypatch.delenv("IGNITE_FS_GARBAGE_DELAY")
-    assert fs_config.settings().garbage_delay == 10.0
+    assert fs_config.settings().garbage_delay == GARBAGE_DELAY  # the settings' default is the store's
     monkeypatch.setenv("IGNITE_FS_GARBAGE_DELAY", "soon")
     with pytest.raises(ConfigurationError, match="IGNITE_FS_GARBAGE_DELAY"):
         fs_config.settings()
