@@ -130,7 +130,7 @@ def test_node_killed_while_a_checkpoint_is_written(three_nodes: LocalCluster) ->
     ignite_fs.configure(cache_prefix=PREFIX, block_size=BLOCK_SIZE, timeout=20.0)
     root = f"ignite://{host}:{port}/faults"
     saver = _Saver(f"{root}/ckpt")
-    store, _ = IgniteBackend._resolve(root)
+    store, _ = IgniteBackend.resolve(root)
     assert isinstance(store, IgniteFileStore)
 
     # The defaults this guarantee rests on, as the cluster reports them.
@@ -204,7 +204,7 @@ def test_all_nodes_down_fails_fast_and_recovers(tmp_path: Path, backend: None) -
         uri = f"ignite://{host}:{port}/down/file.bin"
         with gfile.GFile(uri, "wb") as f:
             f.write(b"before")
-        store, _ = IgniteBackend._resolve(uri)
+        store, _ = IgniteBackend.resolve(uri)
 
         # A frozen node (SIGSTOP: the socket stays open, nothing answers) is the slow
         # case: the request times out, then the reconnect's handshake does, each
@@ -243,7 +243,7 @@ def test_all_nodes_down_fails_fast_and_recovers(tmp_path: Path, backend: None) -
 
         # The node is back on the same address (in memory: the old files are gone).
         first.restart_nodes([0])
-        assert IgniteBackend._resolve(uri)[0] is store, "the pooled store was replaced, not recovered"
+        assert IgniteBackend.resolve(uri)[0] is store, "the pooled store was replaced, not recovered"
         assert not gfile.exists(uri)
         with gfile.GFile(uri, "wb") as f:
             f.write(b"after")

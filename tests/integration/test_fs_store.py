@@ -254,16 +254,17 @@ def test_append_rewrites_only_the_last_partial_block(isolated: IgniteFileStore) 
     assert s.read_file("/even") == pattern(BS) + b"tail"
 
 
-def test_whole_blocks_of_a_large_write_go_straight_from_the_callers_memory(isolated: IgniteFileStore) -> None:
+def test_whole_blocks_of_a_large_write_go_straight_from_the_callers_memory(
+        isolated: IgniteFileStore, monkeypatch: pytest.MonkeyPatch) -> None:
     s = isolated
     sent: list[int] = []
-    send = s._send_block_from
+    send = s.send_block_from
 
     def spy(key: str, block: memoryview) -> Callable[[], None]:
         sent.append(len(block))
         return send(key, block)
 
-    s._send_block_from = spy  # type: ignore[method-assign]
+    monkeypatch.setattr(s, "send_block_from", spy)
     data = bytearray(pattern(5 * BS + 300, seed=3))
     want = bytes(data)
     with s.open_write("/big") as w:
@@ -280,11 +281,12 @@ def test_whole_blocks_of_a_large_write_go_straight_from_the_callers_memory(isola
 
 
 @pytest.mark.parametrize("blocks", [6, 2])
-def test_a_block_that_was_not_stored_leaves_nothing_published(isolated: IgniteFileStore, blocks: int) -> None:
+def test_a_block_that_was_not_stored_leaves_nothing_published(isolated: IgniteFileStore, blocks: int,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from tensorflow_ignite.errors import IgniteConnectionError
 
     s = isolated
-    send = s._send_block_from
+    send = s.send_block_from
     calls = [0]
 
     def second_put_lost(key: str, block: memoryview) -> Callable[[], None]:
@@ -299,7 +301,7 @@ def test_a_block_that_was_not_stored_leaves_nothing_published(isolated: IgniteFi
 
         return lost
 
-    s._send_block_from = second_put_lost  # type: ignore[method-assign]
+    monkeypatch.setattr(s, "send_block_from", second_put_lost)
     w = s.open_write("/f")
     if blocks > 1 + 3:  # the second put is awaited before a later block is sent (three in flight)
         with pytest.raises(OSError, match="lost before the acknowledgement"):
@@ -613,18 +615,20 @@ def test_garbage_is_removed(isolated: IgniteFileStore) -> None:
     assert s.listdir("/") == []
 
 
-def test_collect_garbage_after_a_crashed_writer(isolated: IgniteFileStore) -> None:
+def test_collect_garbage_after_a_crashed_writer(client: IgniteClient, isolated: IgniteFileStore) -> None:
     s = isolated
     s.write_file("/kept", pattern(2 * BS))
-    w = s.open_write("/lost")
+    # The writers' process: a store of its own on the same caches, which ends with
+    # its writers open ("crash": never closed).  Closing it waits for the blocks in flight.
+    crashed = IgniteFileStore(client, cache_prefix=s.cache_prefix, block_size=BS, owns_client=False)
+    w = crashed.open_write("/lost")
     w.write(pattern(3 * BS + 5))  # three full blocks shipped
-    w._drain()
-    del w  # "crash": never closed
-    flushed = s.open_write("/half")
+    flushed = crashed.open_write("/half")
     flushed.write(pattern(BS + 5))
     flushed.flush()  # published 2 blocks
-    flushed.write(pattern(2 * BS))  # one more full block shipped, then "crash"
-    flushed._drain()
+    flushed.write(pattern(2 * BS))  # more full blocks shipped, then "crash"
+    crashed.close()
+    del w
     s.drain()
     assert len(meta_records(s, "w:")) == 2
     assert s.collect_garbage(stale_after=3600)["stale_writes"] == 0  # too young
@@ -759,7 +763,7 @@ def test_three_node_cluster(ignite_cluster: LocalCluster) -> None:
             nodes = set()
             for i in range(e.blocks):
                 key = e.key_of(i)
-                node = routed._block_node(key)
+                node = routed.block_node(key)
                 assert node is not None
                 nodes.add(node)
                 conn = c.connection_for_node(node)

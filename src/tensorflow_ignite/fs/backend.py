@@ -33,59 +33,64 @@ class IgniteBackend:
         return f"IgniteBackend(default={settings().host}:{settings().port})"
 
     @staticmethod
-    def _resolve(uri: str) -> tuple[IgniteFileStore, str]:
+    def resolve(uri: str) -> tuple[IgniteFileStore, str]:
+        """The pooled store serving ``uri`` (an ``ignite://`` or ``igfs://`` URI) and the path in it.
+
+        Every call of this backend goes through here, so the store returned is
+        the one TensorFlow's file operations on ``uri`` use (opened on first use).
+        """
         reject_query(uri)
         parsed = parse_uri(uri)
         return store_for(parsed.host), parsed.path
 
     # ------------------------------------------------------------------ queries
     def stat(self, path: str) -> FileStat:
-        store, p = self._resolve(path)
+        store, p = self.resolve(path)
         e = store.stat(p)
         return FileStat(e.size, e.mtime_ns, e.is_dir)
 
     def listdir(self, path: str) -> Sequence[str]:
-        store, p = self._resolve(path)
+        store, p = self.resolve(path)
         return store.listdir(p)
 
     # -------------------------------------------------------------- directories
     def mkdir(self, path: str) -> None:
-        store, p = self._resolve(path)
+        store, p = self.resolve(path)
         store.mkdir(p)
 
     def makedirs(self, path: str) -> None:
-        store, p = self._resolve(path)
+        store, p = self.resolve(path)
         store.makedirs(p)
 
     def rmdir(self, path: str) -> None:
-        store, p = self._resolve(path)
+        store, p = self.resolve(path)
         store.rmdir(p)
 
     def rmtree(self, path: str) -> None:
-        store, p = self._resolve(path)
+        store, p = self.resolve(path)
         store.rmtree(p)
 
     # -------------------------------------------------------------------- files
     def remove(self, path: str) -> None:
-        store, p = self._resolve(path)
+        store, p = self.resolve(path)
         store.remove(p)
 
     def rename(self, src: str, dst: str) -> None:
-        s_store, s = self._resolve(src)
-        d_store, d = self._resolve(dst)
+        s_store, s = self.resolve(src)
+        d_store, d = self.resolve(dst)
         if s_store is not d_store:
             raise OSError(errno.EXDEV, "rename across Ignite clusters (hosts) is not atomic; copy instead", dst)
         s_store.rename(s, d)
 
     def copy(self, src: str, dst: str) -> None:
-        s_store, s = self._resolve(src)
-        d_store, d = self._resolve(dst)
+        s_store, s = self.resolve(src)
+        d_store, d = self.resolve(dst)
         s_store.copy(s, d, to=d_store)
 
     def open_read(self, path: str) -> FileReader:
-        store, p = self._resolve(path)
+        store, p = self.resolve(path)
         return store.open_read(p)
 
     def open_write(self, path: str, append: bool) -> FileWriter:
-        store, p = self._resolve(path)
+        store, p = self.resolve(path)
         return store.open_write(p, append=append)

@@ -22,9 +22,10 @@ from .common import FRAME_ROOM, REMOVE_BATCH, StoreState
 class Blocks(StoreState):
     """Part of :class:`~.core.IgniteFileStore`: block transfers."""
 
-    def _block_node(self, key: str) -> uuid.UUID | None:
-        """The primary node of a data block (a String key), so that its request skips a
-        hop; None (= any node, which forwards) when the map is not known or cannot place keys."""
+    def block_node(self, key: str) -> uuid.UUID | None:
+        """The node this store sends the requests of data block ``key`` to: its primary
+        (the request skips a hop), or None (= any node, which forwards) when the client
+        has no partition map for the data cache or cannot place String keys itself."""
         if not self.client.partition_awareness:
             return None
         try:
@@ -37,7 +38,7 @@ class Blocks(StoreState):
         """The bytes of one data block (a view over the response), None when absent."""
         cache_id = self.data.cache_id
         body = self.client.request(lambda rid: requests.cache_get(rid, cache_id, key), Op.CACHE_GET,
-                                   node_id=self._block_node(key))
+                                   node_id=self.block_node(key))
         return self._block_of(key, body)
 
     def _block_of(self, key: str, body: memoryview) -> memoryview | None:
@@ -58,11 +59,15 @@ class Blocks(StoreState):
     def _put_block(self, buffer: bytearray, key: str, length: int) -> None:
         encode = reusable_frame(self._put_frame(buffer, key, length))
         # idempotent: a retry writes the same bytes
-        self.client.request(encode, Op.CACHE_PUT, node_id=self._block_node(key))
+        self.client.request(encode, Op.CACHE_PUT, node_id=self.block_node(key))
         self.stats["blocks_written"] += 1
 
-    def _send_block_from(self, key: str, block: memoryview) -> Callable[[], None]:
+    def send_block_from(self, key: str, block: memoryview) -> Callable[[], None]:
         """Send a CACHE_PUT of ``block`` (memory the caller does not own) straight from it.
+
+        The primitive through which a writer stores every whole block it takes
+        from the caller's memory (:meth:`~.writer.FileWriter.write`); tests wrap
+        it on a store instance to observe those puts or to inject a lost one.
 
         The frame's header is sent followed by ``block`` itself (no copy into a
         block buffer); every byte is on the socket when this returns, so the
@@ -77,7 +82,7 @@ class Blocks(StoreState):
         encode = reusable_frame(memoryview(head)[start:])
 
         client = self.client
-        conn = client.connection_for_node(self._block_node(key))
+        conn = client.connection_for_node(self.block_node(key))
         try:
             rid = conn.send_parts(encode, block)
         except IgniteConnectionError:
@@ -102,7 +107,7 @@ class Blocks(StoreState):
         encode_block = reusable_frame(self._put_frame(buffer, key, length))
         meta_id = self.meta.cache_id
 
-        conn = self.client.connection_for_node(self._block_node(key))
+        conn = self.client.connection_for_node(self.block_node(key))
         try:
             first = conn.send(lambda rid: requests.cache_put(rid, meta_id, record_key, record))
             second = conn.send(encode_block)

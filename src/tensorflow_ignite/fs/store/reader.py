@@ -176,7 +176,7 @@ class FileReader:
 
         def send(index: int) -> None:
             key = self.entry.key_of(index)
-            conn = store.client.connection_for_node(store._block_node(key))
+            conn = store.client.connection_for_node(store.block_node(key))
             into = target(index)
 
             def encode(rid: int) -> bytes:

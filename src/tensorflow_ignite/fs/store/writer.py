@@ -310,7 +310,7 @@ class FileWriter:
             self._retire()
         key = block_key(self.cid, self._block)
         try:
-            acknowledged = self.store._send_block_from(key, block)
+            acknowledged = self.store.send_block_from(key, block)
         except BaseException as exc:
             # No traceback frame may keep a view of the caller's memory past this call.
             del block
