@@ -81,7 +81,7 @@ def test_dataset_op_library_exports_only_its_module_entry_point() -> None:
 def test_uses_only_tf_status_symbols_that_tensorflow_provides(library) -> None:
     needed = {s for s in dynamic_symbols(library, "--undefined-only") if s.startswith("TF_")}
     assert needed <= TF_STATUS_SYMBOLS  # no TF_VLog or other C API
-    framework = build._tensorflow_dir() / "libtensorflow_framework.so.2"
+    framework = build.tensorflow_dir() / "libtensorflow_framework.so.2"
     assert needed <= dynamic_symbols(framework, "--defined-only")
 
 
@@ -93,11 +93,11 @@ def test_installed_package_builds_only_on_opt_in_and_only_into_the_user_cache(tm
     monkeypatch.setattr(build, "package_dir", lambda: package)
     monkeypatch.setattr(build, "source_checkout", lambda: False)
     with pytest.raises(build.NativeBuildError, match=r"no prebuilt .*TF_IGNITE_BUILD_NATIVE=1"):
-        loader._locate_library()
+        loader.locate_library()
     assert not build.user_cache_dir().exists()
 
     monkeypatch.setenv(build.BUILD_ENV, "1")
-    path = loader._locate_library()
+    path = loader.locate_library()
     cache_dir = build.user_cache_dir()
     assert path == cache_dir / build.library_filename() and path.is_file()
     assert str(cache_dir).startswith(str(tmp_path / "cache"))
@@ -106,7 +106,7 @@ def test_installed_package_builds_only_on_opt_in_and_only_into_the_user_cache(tm
 
     started = time.monotonic()
     monkeypatch.delenv(build.BUILD_ENV)
-    assert loader._locate_library() == path  # built before: found without the opt-in, stamp check only
+    assert loader.locate_library() == path  # built before: found without the opt-in, stamp check only
     assert time.monotonic() - started < 0.5
 
     stamp_file = cache_dir / build.STAMP_DIR / "_tf_ignite_fs.json"
@@ -136,14 +136,14 @@ def test_prebuilt_library_is_used_only_for_its_tensorflow_series(library, tmp_pa
     monkeypatch.delenv(build.BUILD_ENV, raising=False)
     monkeypatch.setenv("CXX", "/nonexistent/g++")
     assert build.read_build_info(package)["tensorflow_series"] == build.tensorflow_series() == "2.21"
-    assert loader._locate_library() == package / library.name
+    assert loader.locate_library() == package / library.name
 
     info = build.read_build_info(package)
     (package / build.BUILD_INFO).write_text(json.dumps({**info, "tensorflow_series": "2.99"}))
     with pytest.raises(build.NativeBuildError,
                        match=r"compiled against TensorFlow 2\.99\.x but TensorFlow 2\.21 is installed\. "
                              r"Install TensorFlow 2\.99\.x .*TF_IGNITE_BUILD_NATIVE=1"):
-        loader._locate_library()
+        loader.locate_library()
     assert sorted(p.name for p in package.iterdir()) == sorted([library.name, build.BUILD_INFO])
 
 
@@ -166,11 +166,11 @@ def test_nested_build_in_one_process_fails_instead_of_deadlocking(tmp_path) -> N
     # which asks for a build: that must not wait on the lock this process holds.
     from tensorflow_ignite.native import build as native_build
 
-    with native_build._build_lock(tmp_path):
+    with native_build.build_lock(tmp_path):
         with pytest.raises(native_build.NativeBuildError, match="being built by this process"):
-            with native_build._build_lock(tmp_path):
+            with native_build.build_lock(tmp_path):
                 pass
-    with native_build._build_lock(tmp_path):  # released: usable again
+    with native_build.build_lock(tmp_path):  # released: usable again
         pass
 
 
@@ -181,7 +181,7 @@ def test_reading_tensorflow_flags_does_not_register_filesystems() -> None:
 
     code = (
         "import tensorflow_ignite.native.build as b, tensorflow_ignite.fs.registration as r;"
-        "b._tensorflow_flags(); import os; print(os.environ.get(r.AUTOREGISTER_ENV))"
+        "b.tensorflow_flags(); import os; print(os.environ.get(r.AUTOREGISTER_ENV))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           env={k: v for k, v in os.environ.items() if k != "TF_IGNITE_FS_AUTOREGISTER"})

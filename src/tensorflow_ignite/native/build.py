@@ -71,8 +71,11 @@ __all__ = [
     "BUILD_ENV",
     "BUILD_INFO",
     "source_checkout",
+    "tensorflow_dir",
     "tensorflow_version",
     "tensorflow_series",
+    "tensorflow_flags",
+    "build_lock",
     "read_build_info",
     "write_build_info",
     "main",
@@ -191,7 +194,7 @@ def user_cache_dir() -> Path:
         root = Path(xdg) / "tensorflow-ignite"
     key = hashlib.sha256(
         f"{sys.implementation.cache_tag}|{sysconfig.get_config_var('EXT_SUFFIX')}|"
-        f"{_tensorflow_dir()}".encode()
+        f"{tensorflow_dir()}".encode()
     ).hexdigest()[:16]
     return root / "native" / key
 
@@ -211,7 +214,7 @@ def tensorflow_version() -> str:
     The metadata is that of whichever distribution installed the ``tensorflow``
     package (``tensorflow``, ``tensorflow-cpu``, ``tf-nightly``, ...).
     """
-    tf_dir = _tensorflow_dir()
+    tf_dir = tensorflow_dir()
     for dist_info in sorted(tf_dir.parent.glob("*.dist-info")):
         try:
             if "tensorflow" not in (dist_info / "top_level.txt").read_text().split():
@@ -270,7 +273,7 @@ def _stamp_path(output_dir: Path, library: Library) -> Path:
 
 
 # -------------------------------------------------------------------- inputs
-def _tensorflow_dir() -> Path:
+def tensorflow_dir() -> Path:
     """TensorFlow's install directory, found without importing TensorFlow."""
     spec = importlib.util.find_spec("tensorflow")
     if spec is None or not spec.submodule_search_locations:
@@ -291,7 +294,7 @@ def _compiler() -> list[str]:
 
 def _inputs(library: Library = FS_PLUGIN, relocatable: bool = False) -> dict[str, object]:
     """Everything the built library depends on, cheap to compute (no TF import)."""
-    tf_dir = _tensorflow_dir()
+    tf_dir = tensorflow_dir()
     include = tf_dir / "include"
     headers: dict[str, str] = {}
     for header in library.tf_headers:
@@ -338,7 +341,14 @@ _held_locks: set[Path] = set()
 
 
 @contextlib.contextmanager
-def _build_lock(out_dir: Path) -> Iterator[None]:
+def build_lock(out_dir: Path) -> Iterator[None]:
+    """Hold the build lock of ``out_dir`` (a lock file under its ``.stamps/``) for a build.
+
+    Builders in other processes wait for it; a second hold by this process (a
+    build nested in a build: importing TensorFlow for its flags can register
+    ``ignite://``, which asks for the library) raises :class:`NativeBuildError`
+    at once instead of waiting forever.
+    """
     lock_dir = out_dir / STAMP_DIR
     lock_dir.mkdir(parents=True, exist_ok=True)
     key = lock_dir.resolve()
@@ -356,7 +366,12 @@ def _build_lock(out_dir: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _tensorflow_flags() -> tuple[list[str], list[str]]:
+def tensorflow_flags() -> tuple[list[str], list[str]]:
+    """TensorFlow's compile and link flags (``tf.sysconfig``): imports TensorFlow.
+
+    The import does not register ``ignite://`` (which would need the very library
+    being built); ``$TF_IGNITE_FS_AUTOREGISTER`` is as it was afterwards.
+    """
     # Importing TensorFlow would register ignite:// (tensorflow_ignite installs an
     # import hook), which needs the very library being built: not in this process.
     from ..fs.registration import AUTOREGISTER_ENV
@@ -399,8 +414,8 @@ def _command(output: Path, version_script: Path, library: Library = FS_PLUGIN,
             f"C++ compiler {compiler[0]!r} not found: install g++ (C++17, e.g. "
             f"`apt-get install g++`) or point $CXX at a compiler to build {library.what}"
         )
-    cflags, ldflags = _tensorflow_flags()
-    tf_dir = _tensorflow_dir()
+    cflags, ldflags = tensorflow_flags()
+    tf_dir = tensorflow_dir()
     return [
         *compiler,
         *cflags,
@@ -443,7 +458,7 @@ def build(
     target = library_path(out_dir, library)
     if not force and is_up_to_date(out_dir, library):
         return target
-    with _build_lock(out_dir):
+    with build_lock(out_dir):
         if not force and is_up_to_date(out_dir, library):  # built by a concurrent process
             return target
         inputs = _inputs(library, relocatable)

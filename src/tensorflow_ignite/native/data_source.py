@@ -114,9 +114,9 @@ def _load() -> tuple[Any, ModuleType]:
         try:
             import tensorflow as tf
 
-            from tensorflow_ignite.native.loader import _locate_library
+            from tensorflow_ignite.native.loader import locate_library
 
-            path = _locate_library(build.DATA_OPS)
+            path = locate_library(build.DATA_OPS)
             ops = tf.load_op_library(str(path))
             module = sys.modules.get(_EXTENSION_NAME)
             if module is None:

@@ -10,7 +10,7 @@ How the backend reaches the C++ shim
 The compiled library is both TensorFlow's plugin and a Python extension
 module, ``_tf_ignite_fs``.  This module
 
-1. finds the library (:func:`_locate_library`): the wheel's prebuilt one, built
+1. finds the library (:func:`locate_library`): the wheel's prebuilt one, built
    next to its source in a checkout, or -- opt-in only -- built into
    :func:`.build.user_cache_dir`,
 2. imports it as an extension module from that path,
@@ -58,6 +58,7 @@ __all__ = [
     "get_backend",
     "native_module",
     "plugin_path",
+    "locate_library",
     "BACKEND_ENV",
     "SHUTDOWN_TIMEOUT_ENV",
     "EXIT_STUCK",
@@ -142,7 +143,7 @@ def _ensure_plugin() -> ModuleType:
     global _native, _plugin_path
     if _native is not None:
         return _native
-    path = _locate_library()
+    path = locate_library()
     native = _load_extension(path)
     if not native.is_registered():
         import tensorflow as tf
@@ -163,7 +164,7 @@ def _ensure_plugin() -> ModuleType:
     return native
 
 
-def _locate_library(library: build.Library = build.FS_PLUGIN) -> Path:
+def locate_library(library: build.Library = build.FS_PLUGIN) -> Path:
     """The ``library`` to load for the installed TensorFlow; never writes into an installation.
 
     * source checkout: built (or rebuilt, when an input changed) next to its source,
