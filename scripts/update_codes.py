@@ -188,7 +188,8 @@ def splice(text: str, block: str) -> str:
     return "".join(lines[:start]) + block + "".join(lines[end + 1:])
 
 
-def _without_header(text: str) -> str:
+def without_header(text: str) -> str:
+    """``text`` without its :data:`HEADER` line (where the codes came from): what ``--check`` compares."""
     return "".join(line for line in text.splitlines(keepends=True) if not line.startswith(HEADER))
 
 
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     new = splice(text, generate(sources, origin))
     if args.check:
         # Where the sources came from (the header line) may differ; the codes may not.
-        if _without_header(new) != _without_header(text):
+        if without_header(new) != without_header(text):
             print(f"{CODES.relative_to(ROOT)} is not up to date with {origin}; run scripts/update_codes.py")
             return 1
         print(f"{CODES.relative_to(ROOT)} is up to date with {origin}")
