@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tensorflow_ignite.local.cluster import DISCOVERY_SLOTS, LocalCluster, _ephemeral_port_floor, find_free_port_block
+from tensorflow_ignite.local.cluster import LocalCluster, ephemeral_port_floor, find_free_port_block
 
 
 def test_avoided_ports_are_never_part_of_a_block() -> None:
@@ -17,14 +17,13 @@ def test_avoided_ports_are_never_part_of_a_block() -> None:
 
 
 def test_cluster_port_blocks_are_disjoint_and_below_the_ephemeral_range(tmp_path: Path) -> None:
-    floor = _ephemeral_port_floor()
+    floor = ephemeral_port_floor()
     for _ in range(20):
         cluster = LocalCluster(tmp_path, nodes=3)
-        cluster._choose_ports()
+        cluster.choose_ports()
         assert cluster.client_port is not None
         blocks = [set(range(cluster.client_port, cluster.client_port + 3)),
-                  set(range(cluster._discovery_base, cluster._discovery_base + DISCOVERY_SLOTS)),
-                  set(range(cluster._communication_base, cluster._communication_base + DISCOVERY_SLOTS))]
+                  set(cluster.discovery_ports), set(cluster.communication_ports)]
         assert not (blocks[0] & blocks[1] or blocks[0] & blocks[2] or blocks[1] & blocks[2])
         if floor - 20000 >= 2000:
             assert max(max(b) for b in blocks) < floor

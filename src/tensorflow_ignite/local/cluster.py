@@ -30,7 +30,8 @@ from .java import JVM_OPENS, LAUNCHER_CLASS, java_runtime, launcher_classpath
 from .tls import TLSMaterial, make_tls_material
 
 __all__ = [
-    "LocalCluster", "NodeInfo", "DEFAULT_USER", "DEFAULT_PASSWORD", "find_free_port_block", "stop_nodes_with_process",
+    "LocalCluster", "NodeInfo", "DEFAULT_USER", "DEFAULT_PASSWORD", "DISCOVERY_SLOTS", "find_free_port_block",
+    "ephemeral_port_floor", "stop_nodes_with_process",
 ]
 
 DEFAULT_USER = "ignite"
@@ -124,7 +125,7 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
-def _ephemeral_port_floor(default: int = 60000) -> int:
+def ephemeral_port_floor(default: int = 60000) -> int:
     """Lowest port the kernel hands out to outgoing connections (Linux; ``default`` elsewhere)."""
     try:
         low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
@@ -144,7 +145,7 @@ def find_free_port_block(host: str, size: int, *, start: int = 20000, stop: int 
     must not overlap).
     """
     if stop is None:
-        floor = _ephemeral_port_floor()
+        floor = ephemeral_port_floor()
         stop = floor if floor - start >= 2000 else 60000
     span = stop - start - size
     offset = (os.getpid() * 7919 + time.monotonic_ns() // 1000) % span
@@ -236,7 +237,7 @@ class LocalCluster:
         java_runtime()  # fail early and clearly when Java is missing
         if self.tls and self.tls_material is None:
             self.tls_material = make_tls_material(self.work_dir / "tls")
-        self._choose_ports()
+        self.choose_ports()
         try:
             for i in range(self.nodes):
                 self._spawn(i)
@@ -246,7 +247,14 @@ class LocalCluster:
             raise
         return self
 
-    def _choose_ports(self) -> None:
+    def choose_ports(self) -> None:
+        """Choose the cluster's ports: :attr:`client_port` (one per node; a given one is
+        checked to be free), :attr:`discovery_ports` and :attr:`communication_ports`.
+
+        Three disjoint blocks of free ports, below the kernel's ephemeral range
+        (:func:`find_free_port_block`).  :meth:`start` calls this; called before,
+        it tells the ports the nodes will get (``start`` chooses again).
+        """
         if self.client_port is not None:
             taken = [p for p in range(self.client_port, self.client_port + self.nodes)
                      if not _port_free(self.host, p)]
@@ -263,6 +271,16 @@ class LocalCluster:
         self._discovery_base = find_free_port_block(self.host, DISCOVERY_SLOTS, avoid=promised)
         promised |= set(range(self._discovery_base, self._discovery_base + DISCOVERY_SLOTS))
         self._communication_base = find_free_port_block(self.host, DISCOVERY_SLOTS, avoid=promised)
+
+    @property
+    def discovery_ports(self) -> range:
+        """The discovery ports reserved for this cluster's nodes (node ``i`` binds the ``i``-th)."""
+        return range(self._discovery_base, self._discovery_base + DISCOVERY_SLOTS)
+
+    @property
+    def communication_ports(self) -> range:
+        """The communication ports reserved for this cluster's nodes (node ``i`` binds the ``i``-th)."""
+        return range(self._communication_base, self._communication_base + DISCOVERY_SLOTS)
 
     def _promised_ports(self) -> set[int]:
         """Ports this cluster's members use or will use (for choosing one more port)."""
