@@ -33,6 +33,7 @@ class _Wired(Connection):
 @pytest.fixture()
 def wired() -> Iterator[tuple[Connection, socket.socket]]:
     ours, theirs = socket.socketpair()
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16 << 10)  # a small send buffer: partial sendmsg calls
     conn = _Wired(ours)
     try:
         yield conn, theirs
@@ -181,7 +182,6 @@ def _read_exactly(sock: socket.socket, n: int, chunk: int) -> bytes:
 def test_send_parts_sends_header_then_payload_and_keeps_no_view(
         wired: tuple[Connection, socket.socket], size: int) -> None:
     conn, peer = wired
-    conn._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16 << 10)  # partial sendmsg calls
     data = bytearray(np.random.default_rng(size).bytes(size))
     view = memoryview(data)
     head_len = 4 + 2 + 8 + 3
