@@ -56,7 +56,7 @@ def three_nodes(tmp_path: Path) -> Iterator[LocalCluster]:
         cluster.stop()
 
 
-def _fill(cluster: LocalCluster, cache: str, rows: int) -> None:
+def fill_cache(cluster: LocalCluster, cache: str, rows: int) -> None:
     with IgniteClient(cluster.addresses()) as client:
         c = client.create_cache(CacheConfiguration(
             cache, cache_mode=CacheMode.PARTITIONED, backups=1,
@@ -101,7 +101,7 @@ def _epoch_keys(ds: IgniteDataset, during: Callable[[], None] | None = None, at_
     return keys
 
 
-def _assert_exactly_once(keys: list[int], rows: int, what: str) -> None:
+def assert_exactly_once(keys: list[int], rows: int, what: str) -> None:
     counts = Counter(keys)
     repeated = {k: n for k, n in counts.items() if n > 1}
     missing = set(range(rows)) - set(counts)
@@ -122,13 +122,13 @@ def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cach
                                                  mode: str, long_form: bool) -> None:
     cluster = three_nodes
     trials = KILL_TRIALS if long_form else KILL_TRIALS_SHORT
-    _fill(cluster, cache_name, ROWS)
+    fill_cache(cluster, cache_name, ROWS)
     wait_rebalanced(cluster, cache_name, ROWS)
     host, port = cluster.address(0)
     # Small pages: a partition takes a few round trips, so kills land inside partitions too.
     ds = IgniteDataset(cache_name, host, port, batch_size=500, page_size=PAGE_ROWS, num_parallel_reads=readers,
                        timeout=20)
-    _assert_exactly_once(_epoch_keys(ds), ROWS, "epoch before any fault")
+    assert_exactly_once(_epoch_keys(ds), ROWS, "epoch before any fault")
     assert ds.stats.scan_mode == mode
     assert ds.stats.rescans == ()  # a stable cluster: each node scanned exactly its primaries
 
@@ -147,7 +147,7 @@ def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cach
         t0 = time.monotonic()
         keys = _epoch_keys(ds, lambda: cluster.kill_node(victim, signal.SIGKILL), at_rows=kill_at)
         took = time.monotonic() - t0
-        _assert_exactly_once(keys, ROWS, f"trial {trial} (node {victim} killed after {kill_at} rows)")
+        assert_exactly_once(keys, ROWS, f"trial {trial} (node {victim} killed after {kill_at} rows)")
         retried = len(ds.stats.failovers) - before
         # Node scans: partitions checked again after the node scans (a failed node's, or all of
         # them once the topology changed -- also when the victim had already been read).
@@ -171,7 +171,7 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
                                                                  cache_name: str, readers: int, mode: str,
                                                                  long_form: bool) -> None:
     cluster = three_nodes
-    _fill(cluster, cache_name, ROWS)
+    fill_cache(cluster, cache_name, ROWS)
     wait_rebalanced(cluster, cache_name, ROWS)
     host, port = cluster.address(0)
     ds = IgniteDataset(cache_name, host, port, batch_size=500, page_size=PAGE_ROWS, num_parallel_reads=readers,
@@ -221,7 +221,7 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
                 gate.set()
             reader.join(timeout=240)
             assert result, "the epoch did not finish"
-            _assert_exactly_once(result[0], ROWS, f"trial {trial}, node {change} after ~{stop_at} rows")
+            assert_exactly_once(result[0], ROWS, f"trial {trial}, node {change} after ~{stop_at} rows")
             wait_rebalanced(cluster, cache_name, ROWS)
     print(f"{rounds} joins and {rounds} leaves mid-epoch, exactly once; topology versions {maps}; "
           f"{len(ds.stats.failovers)} partition scans repeated; rescans after node scans: "
@@ -235,10 +235,10 @@ def test_all_nodes_down_fails_within_timeout_and_recovers(tmp_path: Path, cache_
     cluster = LocalCluster(tmp_path / "nodes", nodes=2, name="tfi-dsdown", heap_mb=384, region_mb=256)
     try:
         cluster.start()
-        _fill(cluster, cache_name, 2000)
+        fill_cache(cluster, cache_name, 2000)
         host, port = cluster.address(0)
         ds = IgniteDataset(cache_name, host, port, batch_size=256, timeout=timeout)
-        _assert_exactly_once(_epoch_keys(ds), 2000, "before the outage")
+        assert_exactly_once(_epoch_keys(ds), 2000, "before the outage")
 
         for m in cluster.members:
             cluster.kill_node(m.index, signal.SIGKILL)
@@ -260,12 +260,12 @@ def test_all_nodes_down_fails_within_timeout_and_recovers(tmp_path: Path, cache_
             IgniteDataset(cache_name, host, port, batch_size=256, timeout=timeout)
 
         cluster.restart_nodes([m.index for m in cluster.members])
-        _fill(cluster, cache_name, 2000)  # in-memory nodes: the data went with them
+        fill_cache(cluster, cache_name, 2000)  # in-memory nodes: the data went with them
         # The shared client (same options) reconnects: a new dataset and the old one both read again.
         again = IgniteDataset(cache_name, host, port, batch_size=256, timeout=timeout)
         assert again.client is ds.client
-        _assert_exactly_once(_epoch_keys(again), 2000, "new dataset after the restart")
-        _assert_exactly_once(_epoch_keys(ds), 2000, "old dataset after the restart")
+        assert_exactly_once(_epoch_keys(again), 2000, "new dataset after the restart")
+        assert_exactly_once(_epoch_keys(ds), 2000, "old dataset after the restart")
         # Routing is partition-aware again: the restarted nodes' new ids were learned.
         live = {c.handshake.node_id for c in ds.client.connections() if c.handshake is not None}
         assert set(ds.client.partition_map(cache_name).nodes) <= live

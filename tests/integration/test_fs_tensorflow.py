@@ -343,7 +343,7 @@ def test_backup_and_restore_resumes_at_the_interrupted_epoch(base: str) -> None:
 
 
 # ----------------------------------------------------------------- summaries
-def _scalars(logdir: str) -> dict[str, list[tuple[int, float]]]:
+def event_scalars(logdir: str) -> dict[str, list[tuple[int, float]]]:
     out: dict[str, list[tuple[int, float]]] = {}
     for name in gfile.glob(f"{logdir}/events.out.tfevents.*"):
         for event in tf.compat.v1.train.summary_iterator(name):
@@ -358,11 +358,11 @@ def test_summary_writer_read_back(base: str) -> None:
         for step in range(5):
             tf.summary.scalar("loss", 1.0 / (step + 1), step=step)
         writer.flush()
-        assert [s for s, _ in _scalars(f"{base}/logs")["loss"]] == [0, 1, 2, 3, 4], "visible after flush"
+        assert [s for s, _ in event_scalars(f"{base}/logs")["loss"]] == [0, 1, 2, 3, 4], "visible after flush"
         for step in range(5, 8):
             tf.summary.scalar("loss", 1.0 / (step + 1), step=step)
     writer.close()
-    values = _scalars(f"{base}/logs")["loss"]
+    values = event_scalars(f"{base}/logs")["loss"]
     assert [s for s, _ in values] == list(range(8))
     assert values[3][1] == pytest.approx(0.25)
 

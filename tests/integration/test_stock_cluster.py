@@ -35,7 +35,7 @@ from . import test_launcher_faults as faults_on_our_nodes
 from . import test_launcher_jobs as on_our_nodes
 from tensorflow_ignite.testing.waiting import wait_rebalanced
 
-from .test_dataset_faults import SCAN_MODES, _assert_exactly_once, _fill
+from .test_dataset_faults import SCAN_MODES, assert_exactly_once, fill_cache
 from .test_launcher_jobs import addr, assert_checkpoints_in_ignite, children, job_processes, launch_digits_resnet
 
 
@@ -113,7 +113,7 @@ def test_start_restarts_after_a_worker_crash_and_reads_every_row_once(
     out = capsys.readouterr().out
     assert f"resuming from ignite:///tf-jobs/{job}/ckpt-1 after epoch 1" in out
     assert_checkpoints_in_ignite(host, port, job, epochs=2)
-    scalars = on_our_node._scalars(f"ignite://{host}:{port}/runs/{job}")
+    scalars = on_our_node.event_scalars(f"ignite://{host}:{port}/runs/{job}")
     assert [step for step, _ in scalars["chief_local_loss"]] == [1, 2]  # epoch 1 (attempt 1), epoch 2 (attempt 2)
     assert [step for step, _ in scalars["held_out_accuracy"]] == [2]
 
@@ -152,7 +152,7 @@ def test_node_kill_mid_epoch_loses_and_repeats_nothing(stock_cluster: StockClust
     """backups=1: a stock node SIGKILLed mid-epoch costs no row and repeats none."""
     cluster = stock_cluster
     rows = 6_000
-    _fill(cluster, cache_name, rows)
+    fill_cache(cluster, cache_name, rows)
     wait_rebalanced(cluster, cache_name, rows)
     host, port = cluster.address(0)
     victim = cluster.members[-1]  # not the node the dataset was given
@@ -164,11 +164,11 @@ def test_node_kill_mid_epoch_loses_and_repeats_nothing(stock_cluster: StockClust
         for batch in ds:  # the consumer stops to kill: the reader stalls on full buffers meanwhile
             keys.extend(int(k) for k in batch["key"].numpy())
             if received == rows and len(keys) >= rows // 3:
-                received = sum(ds._reader.rows_read.values())
+                received = ds.stats.rows
                 cluster.kill_node(victim.index, signal.SIGKILL)
-        _assert_exactly_once(keys, rows, f"node {victim.name} killed after {received} rows")
+        assert_exactly_once(keys, rows, f"node {victim.name} killed after {received} rows")
         assert received < rows, "the kill landed mid-epoch"
-        assert ds._reader.last_scan == mode
+        assert ds.stats.scan_mode == mode
     finally:
         close_shared_clients()
         if not cluster.is_alive(victim):
