@@ -241,7 +241,7 @@ def test_reused_memory_never_changes_batches_already_handed_out(ignite_node: Loc
     write(cache_name, {"blob": data}, host=host, port=port, progress=False)
     monkeypatch.setenv("TF_IGNITE_DATASET_SOURCE", source)
     ds = IgniteDataset(cache_name, host, port, page_size=4, batch_size=6)
-    assert data_source.uses_python_source(ds._dataset) == (source == "native")
+    assert data_source.uses_python_source(ds) == (source == "native")
     kept = list(ds) + list(ds)
     seen: Counter[int] = Counter()
     for batch in kept:
@@ -250,8 +250,18 @@ def test_reused_memory_never_changes_batches_already_handed_out(ignite_node: Loc
             seen[key] += 1
     assert seen == Counter({k: 2 for k in range(rows)})
     assert ds.stats.pooled_bytes > 0  # the pooled path was taken
-    # The reader alone (NumPy batches), batches kept likewise.
-    kept_np = list(ds._reader.worker_batches(0, 1))
+    # The reader alone (NumPy batches), batches kept likewise: a reader of the dataset's plan,
+    # scanning as it did, whose pool holds the buffers of an earlier pass.
+    from tensorflow_ignite.data.reader import DEFAULT_PAGE_BYTES, PageSizer, ScanReader
+
+    reader = ScanReader(ds.client, cache_name, ds.schema, ds.plan.tasks, PageSizer(4, DEFAULT_PAGE_BYTES))
+    if ds.stats.scan_mode == "nodes":
+        reader.node_scans, reader.partitions = True, ds.client.partition_map(cache_name).partitions
+    for _ in reader.worker_batches(0, 1):
+        pass
+    assert reader.stats().pooled_bytes > 0
+    kept_np = list(reader.worker_batches(0, 1))
+    assert reader.stats().scan_mode == ds.stats.scan_mode
     got = {int(k): b for batch in kept_np for k, b in zip(batch["key"], batch["val"]["blob"])}
     assert len(got) == rows and all(np.array_equal(got[k], data[k]) for k in range(rows))
 

@@ -8,7 +8,12 @@ against real nodes.
 from __future__ import annotations
 
 import gc
+import os
+import pickle
+import secrets
+import subprocess
 import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -180,7 +185,9 @@ def test_elements_that_break_the_signature_are_errors(bad, message) -> None:
     spec = (tf.TensorSpec((None, 4), tf.float32),)
     # Bypass the flattener's dtype conversion to reach the op's own checks.
     ds = data_source.python_source(lambda: iter([bad]), spec)
-    data_source._sources[ds._source_key]._flatten = lambda elements: iter(elements)
+    source = data_source.source_of(ds)
+    assert source is not None
+    source.flatten = lambda elements: iter(elements)
     with pytest.raises(tf.errors.InvalidArgumentError, match=message):
         next(iter(ds))
 
@@ -218,11 +225,13 @@ def test_keras_fit_reads_the_source() -> None:
 
 def test_registry_entry_goes_with_the_dataset() -> None:
     ds = data_source.python_source(lambda: iter(PAGES), SPEC)
-    key = ds._source_key
-    assert key in data_source._sources
-    del ds
+    source = data_source.source_of(ds)
+    assert source is not None  # registered while the dataset lives, found in its graph
+    assert data_source.source_of(ds.map(lambda b: b["label"]).prefetch(1)) is source  # and in pipelines over it
+    registered = weakref.ref(source)
+    del ds, source
     gc.collect()
-    assert key not in data_source._sources
+    assert registered() is None, "the registry still holds the source of a dataset that is gone"
 
 
 def test_supports_dense_specs_only() -> None:
@@ -234,18 +243,19 @@ def test_supports_dense_specs_only() -> None:
 
 
 def test_ignite_dataset_falls_back_to_from_generator_with_one_warning(monkeypatch, caplog) -> None:
-    from tensorflow_ignite.data import dataset as dataset_module
-
-    monkeypatch.setattr(data_source, "unavailable_reason", lambda: "NativeBuildError: no C++ compiler")
-    monkeypatch.setattr(dataset_module, "_native_warned", False)
-    with caplog.at_level("WARNING", logger=dataset_module.__name__):
-        assert not dataset_module._use_native_source(SPEC)
-        assert not dataset_module._use_native_source(SPEC)
+    monkeypatch.delenv(data_source.SOURCE_ENV, raising=False)
+    assert data_source.use_native(SPEC)  # what IgniteDataset asks: the op is available here
+    # A reason of its own (a reason is warned about once per process).
+    reason = f"NativeBuildError: no C++ compiler ({secrets.token_hex(4)})"
+    monkeypatch.setattr(data_source, "unavailable_reason", lambda: reason)
+    with caplog.at_level("WARNING", logger=data_source.__name__):
+        assert not data_source.use_native(SPEC)
+        assert not data_source.use_native(SPEC)
     warnings = [r for r in caplog.records if "from_generator" in r.getMessage()]
-    assert len(warnings) == 1 and "no C++ compiler" in warnings[0].getMessage()
-    monkeypatch.setenv(dataset_module.SOURCE_ENV, "sometimes")
-    with pytest.raises(Exception, match="'native' or 'generator'"):
-        dataset_module._use_native_source(SPEC)
+    assert len(warnings) == 1 and reason in warnings[0].getMessage()
+    monkeypatch.setenv(data_source.SOURCE_ENV, "sometimes")
+    with pytest.raises(ConfigurationError, match="'native' or 'generator'"):
+        data_source.use_native(SPEC)
 
 
 class CountingRun:
@@ -303,25 +313,54 @@ def test_a_generator_iterator_cannot_be_saved(tmp_path) -> None:
         tf.train.Checkpoint(iterator=it).write(str(tmp_path / "ckpt"))
 
 
-def _graph_elsewhere(ds):
-    """``ds`` as a process that did not build it sees it: its graph, run without its registry entry."""
+def _serialized(ds) -> tuple[bytes, object]:
+    """The graph of ``ds`` (TensorFlow's private ``_as_serialized_graph``) and its element spec."""
+    return ds._as_serialized_graph().numpy(), ds.element_spec
+
+
+def _from_graph(graph: bytes, spec):
+    """A dataset run from a serialized graph (TensorFlow's internal ops, as the tf.data service does)."""
     from tensorflow.python.data.ops import dataset_ops
     from tensorflow.python.ops import gen_experimental_dataset_ops
 
-    graph = ds._as_serialized_graph()
-    data_source._sources.pop(ds._source_key)
-    return dataset_ops._VariantDataset(gen_experimental_dataset_ops.dataset_from_graph(graph), ds.element_spec)
+    return dataset_ops._VariantDataset(gen_experimental_dataset_ops.dataset_from_graph(graph), spec)
 
 
-def test_a_python_only_source_cannot_leave_its_process(monkeypatch) -> None:
+#: Runs a pickled (graph, element spec) in a fresh process and prints what its first element raised.
+RUN_ELSEWHERE = """
+import pickle, sys
+import tensorflow as tf
+import tensorflow_ignite  # registers the op in this process
+from tensorflow.python.data.ops import dataset_ops
+from tensorflow.python.ops import gen_experimental_dataset_ops
+
+graph, spec = pickle.loads(open(sys.argv[1], "rb").read())
+ds = dataset_ops._VariantDataset(gen_experimental_dataset_ops.dataset_from_graph(graph), spec)
+try:
+    next(iter(ds))
+except tf.errors.OpError as exc:
+    print(f"{type(exc).__name__}: {exc.message}")
+"""
+
+
+def test_a_python_only_source_cannot_leave_its_process(tmp_path) -> None:
     ds = data_source.python_source(lambda: iter(PAGES), SPEC)
-    elsewhere = _graph_elsewhere(ds)
-    monkeypatch.setattr(data_source, "_PROCESS", "another-process")
-    with pytest.raises(tf.errors.UnimplementedError, match="Python-only source.*build it from an Ignite cache"):
-        next(iter(elsewhere))
+    graph = tmp_path / "graph.pickle"
+    graph.write_bytes(pickle.dumps(_serialized(ds)))
+    proc = subprocess.run([sys.executable, "-c", RUN_ELSEWHERE, str(graph)], capture_output=True, text=True,
+                          timeout=240, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("UnimplementedError: "), proc.stdout + proc.stderr[-3000:]
+    assert "Python-only source" in proc.stdout and "build it from an Ignite cache" in proc.stdout, proc.stdout
+    # In the process that built it, a dataset that is gone says so.
+    graph_bytes, spec = _serialized(ds)
+    del ds
+    gc.collect()
+    with pytest.raises(tf.errors.UnimplementedError, match="garbage-collected; keep a reference"):
+        next(iter(_from_graph(graph_bytes, spec)))
 
 
-def test_a_described_source_is_rebuilt_where_its_key_is_unknown(monkeypatch) -> None:
+def test_a_described_source_is_rebuilt_where_its_key_is_unknown() -> None:
     built: list[str] = []
 
     def rebuild(description: str) -> data_source.Source:
@@ -329,11 +368,16 @@ def test_a_described_source_is_rebuilt_where_its_key_is_unknown(monkeypatch) -> 
         return data_source.Source(lambda state, splits: CountingRun(20, 5, state), X_SPEC, batch_size=4,
                                   resumable=True)
 
-    monkeypatch.setattr(data_source, "_rebuilder", rebuild)
     ds = data_source.python_source(lambda state, splits: CountingRun(20, 5, state), X_SPEC, batch_size=4,
                                    resumable=True, description='{"what": "twenty numbers"}')
-    elsewhere = _graph_elsewhere(ds)
-    assert [int(v) for b in elsewhere for v in b["x"].numpy()] == list(range(20))
+    graph, spec = _serialized(ds)
+    del ds  # its key is unknown from now on, as in a process that did not build it
+    gc.collect()
+    previous = data_source.set_rebuilder(rebuild)
+    try:
+        assert [int(v) for b in _from_graph(graph, spec) for v in b["x"].numpy()] == list(range(20))
+    finally:
+        data_source.set_rebuilder(previous)
     assert built == ['{"what": "twenty numbers"}']
 
 

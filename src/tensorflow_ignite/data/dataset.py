@@ -27,8 +27,6 @@ Shape of the pipeline ("describe ranges, read a chunk"):
 
 from __future__ import annotations
 
-import logging
-import os
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -53,7 +51,6 @@ from .tensor_schema import load_schema
 
 __all__ = ["IgniteDataset", "ConnectionOptions", "ReadStats", "close_shared_clients"]
 
-log = logging.getLogger(__name__)
 
 _DEFAULT_READERS = 1
 
@@ -409,30 +406,6 @@ def _shard_options(share: bool) -> tf.data.Options:
     return options
 
 
-#: ``TF_IGNITE_DATASET_SOURCE=generator`` makes datasets use ``tf.data.Dataset.from_generator``
-#: instead of the native source op (``native``, the default when it can be built).
-SOURCE_ENV = "TF_IGNITE_DATASET_SOURCE"
-_native_warned = False
-
-
-def _use_native_source(signature: Any) -> bool:
-    """The native source op for this signature, unless disabled or unavailable (warned once)."""
-    global _native_warned
-    choice = os.environ.get(SOURCE_ENV, "native").strip().lower()
-    if choice not in ("native", "generator"):
-        raise ConfigurationError(f"{SOURCE_ENV} is 'native' or 'generator', not {choice!r}")
-    if choice == "generator" or not data_source.supports(signature):
-        return False
-    reason = data_source.unavailable_reason()
-    if reason is None:
-        return True
-    if not _native_warned:
-        _native_warned = True
-        log.warning("IgniteDataset falls back to tf.data.Dataset.from_generator (a slower start of "
-                    "every epoch): the native source op is not available: %s", reason)
-    return False
-
-
 def _assemble(batches: Any, run: Any, n_tasks: int, schema: DatasetSchema, parallel: int, batch_size: int | None,
               drop_remainder: bool, allocate: data_source.Allocator | None = None, description: str = "",
               splits: int = 0) -> tf.data.Dataset:
@@ -455,7 +428,7 @@ def _assemble(batches: Any, run: Any, n_tasks: int, schema: DatasetSchema, paral
     def make(worker: Any) -> tf.data.Dataset:
         return tf.data.Dataset.from_generator(batches, args=(worker, np.int64(workers)), output_signature=signature)
 
-    if workers == 1 and _use_native_source(signature):
+    if workers == 1 and data_source.use_native(signature):
         source = dict(resumable=True, description=description, num_splits=splits)
         if batch_size is not None:  # cut in Python: cheaper per batch than Dataset.rebatch
             return data_source.python_source(run, signature, batch_size=batch_size,

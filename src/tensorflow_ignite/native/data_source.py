@@ -27,6 +27,9 @@ source.  A source with no description (a Python-only generator) cannot leave
 its process: starting it elsewhere raises
 :class:`~tensorflow_ignite.errors.UnsupportedOperationError` saying so.
 
+Whether datasets use this op at all is :func:`use_native` (``$TF_IGNITE_DATASET_SOURCE``,
+:data:`SOURCE_ENV`); :func:`source_of` finds the source a dataset reads.
+
 A *resumable* source's factory is called as ``factory(state, next_split)``
 and returns a run: an iterable of batches with ``emitted(rows)`` (told how
 many rows each element handed to TensorFlow holds), ``save() -> bytes`` (the
@@ -62,6 +65,8 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import itertools
+import logging
+import os
 import secrets
 import sys
 import threading
@@ -83,12 +88,21 @@ __all__ = [
     "available",
     "unavailable_reason",
     "release_pending",
+    "source_of",
     "uses_python_source",
+    "use_native",
+    "SOURCE_ENV",
     "Allocator",
     "NativeBuildError",
 ]
 
 NativeBuildError = build.NativeBuildError
+
+log = logging.getLogger(__name__)
+
+#: ``TF_IGNITE_DATASET_SOURCE=generator`` makes datasets use ``tf.data.Dataset.from_generator``
+#: instead of the native source op (``native``, the default when it can be built).
+SOURCE_ENV = "TF_IGNITE_DATASET_SOURCE"
 
 _EXTENSION_NAME = "tensorflow_ignite.native._tf_ignite_data"
 
@@ -101,6 +115,8 @@ _ids = itertools.count(1)
 #: Makes source keys unique across processes (a worker must not take another process's key for its own).
 _PROCESS = secrets.token_hex(8)
 _rebuilder: "Callable[[str], Source] | None" = None
+#: The reasons :func:`use_native` has warned about (each once per process).
+_warned: set[str] = set()
 
 
 def _load() -> tuple[Any, ModuleType]:
@@ -148,10 +164,14 @@ def ensure_loaded() -> None:
     _load()
 
 
-def set_rebuilder(rebuilder: "Callable[[str], Source] | None") -> None:
-    """Install ``rebuilder(description) -> Source``: how this process starts sources it did not build."""
+def set_rebuilder(rebuilder: "Callable[[str], Source] | None") -> "Callable[[str], Source] | None":
+    """Install ``rebuilder(description) -> Source``: how this process starts sources it did not build.
+
+    Returns the rebuilder installed before (to put it back).
+    """
     global _rebuilder
-    _rebuilder = rebuilder
+    previous, _rebuilder = _rebuilder, rebuilder
+    return previous
 
 
 def unavailable_reason() -> str | None:
@@ -186,14 +206,56 @@ def release_pending() -> int:
     return int(_loaded[1].release_pending())
 
 
-def uses_python_source(dataset: Any) -> bool:
-    """True if ``dataset`` or a dataset it is built on is a :func:`python_source`."""
-    seen = 0
-    while dataset is not None and seen < 64:
-        if getattr(dataset, "_source_key", None) in _sources:
-            return True
-        dataset, seen = getattr(dataset, "_input_dataset", None), seen + 1
+def use_native(signature: Any) -> bool:
+    """True if datasets of this element ``signature`` read through the native op (:func:`python_source`).
+
+    Unless :data:`SOURCE_ENV` is ``generator`` (``ConfigurationError`` unless it is
+    that or ``native``), the signature is not :func:`supports`-ed, or the op library
+    is not available in this process: then they use ``from_generator``, and the
+    reason the op is not available is logged as a warning (each reason once per process).
+    """
+    from tensorflow_ignite.errors import ConfigurationError
+
+    choice = os.environ.get(SOURCE_ENV, "native").strip().lower()
+    if choice not in ("native", "generator"):
+        raise ConfigurationError(f"{SOURCE_ENV} is 'native' or 'generator', not {choice!r}")
+    if choice == "generator" or not supports(signature):
+        return False
+    reason = unavailable_reason()
+    if reason is None:
+        return True
+    if reason not in _warned:
+        _warned.add(reason)
+        log.warning("IgniteDataset falls back to tf.data.Dataset.from_generator (a slower start of "
+                    "every epoch): the native source op is not available: %s", reason)
     return False
+
+
+def source_of(dataset: Any) -> "Source | None":
+    """The :class:`Source` of this process that ``dataset`` reads, or ``None``.
+
+    Found in the dataset's graph: the first ``IgnitePyDataset`` op whose source
+    is registered here, in ``dataset`` or in any dataset it is built on
+    (``map``, ``prefetch``, an ``IgniteDataset``'s pipeline, ...).
+    """
+    import tensorflow as tf
+
+    # _as_serialized_graph is TensorFlow's (private) way to a dataset's graph; IGNORE:
+    # a from_generator pipeline (external state) is serialized too, without a warning.
+    serialized = dataset._as_serialized_graph(external_state_policy=tf.data.experimental.ExternalStatePolicy.IGNORE)
+    graph = tf.compat.v1.GraphDef.FromString(serialized.numpy())
+    nodes = [*graph.node, *(n for f in graph.library.function for n in f.node_def)]
+    for node in nodes:
+        if node.op == "IgnitePyDataset":
+            source = _sources.get(node.attr["source"].s.decode())
+            if source is not None:
+                return source
+    return None
+
+
+def uses_python_source(dataset: Any) -> bool:
+    """True if ``dataset`` or a dataset it is built on is a :func:`python_source` (see :func:`source_of`)."""
+    return source_of(dataset) is not None
 
 
 def _dispatch(key: str, description: str, state: bytes | None, next_split: Any) -> "_Run":
@@ -250,6 +312,7 @@ class Source:
     ``factory(state, next_split)`` (``resumable``) or ``factory()`` returns the
     batches of one iterator (see the module docstring); ``batch_size``,
     ``drop_remainder`` and ``allocate`` are those of :func:`python_source`.
+    :attr:`flatten` turns a run's elements into the op's flat tuples.
     """
 
     def __init__(self, factory: Callable[..., Iterable[Any]], element_spec: Any, *, batch_size: int | None = None,
@@ -259,7 +322,11 @@ class Source:
         self.batch_size = batch_size
         self.drop_remainder = drop_remainder
         self.resumable = resumable
-        self._flatten = _flattener(element_spec, batch_size, drop_remainder, allocate)
+        #: ``flatten(elements)`` -> the flat tuples the op receives (one per element: a NumPy
+        #: array per leaf of the spec, strings as ``(shape, list of bytes)``), converted to the
+        #: spec's dtypes and re-cut to ``batch_size``.  Replaceable, for instance by a test
+        #: that hands the op elements as they are, to reach the op's own checks.
+        self.flatten = _flattener(element_spec, batch_size, drop_remainder, allocate)
 
     def run(self, state: bytes | None = None, next_split: Any = None) -> _Run:
         """The elements of one iterator: from the beginning, or from a saved ``state``."""
@@ -273,7 +340,7 @@ class Source:
                 "handed out by the tf.data service")
         else:
             elements = self.factory()
-        return _Run(elements, self._flatten)
+        return _Run(elements, self.flatten)
 
 
 #: ``allocate(shape, dtype)`` -> a new C-contiguous array (for batches joined from two inputs).
