@@ -179,19 +179,19 @@ def test_secure_node_rejects_unknown_ca(ignite_secure_node: LocalCluster, tmp_pa
 
 
 def test_cache_names_stay_unique_when_test_names_only_differ_past_the_cut() -> None:
-    from tensorflow_ignite.testing.pytest_plugin import _cache_name_for
+    from tensorflow_ignite.testing.pytest_plugin import cache_name_for
 
     long = "test_" + "x" * 80
-    names = {_cache_name_for(f"tests/t.py::{long}[{p}]", f"{long}[{p}]") for p in ("native", "generator")}
+    names = {cache_name_for(f"tests/t.py::{long}[{p}]", f"{long}[{p}]") for p in ("native", "generator")}
     # The same test id twice (a rerun in one session) also gets a fresh name.
-    names.add(_cache_name_for(f"tests/t.py::{long}[native]", f"{long}[native]"))
+    names.add(cache_name_for(f"tests/t.py::{long}[native]", f"{long}[native]"))
     assert len(names) == 3
     assert all(n.replace("_", "").isalnum() and len(n) < 70 for n in names), names
 
 
 def test_caches_named_after_a_test_are_destroyed_afterwards(ignite_node: LocalCluster, cache_name: str) -> None:
     from tensorflow_ignite.client import IgniteClient
-    from tensorflow_ignite.testing.pytest_plugin import _destroy_caches_named
+    from tensorflow_ignite.testing.pytest_plugin import destroy_caches_named
 
     host, port = ignite_node.address()
     with IgniteClient(f"{host}:{port}") as client:
@@ -199,7 +199,7 @@ def test_caches_named_after_a_test_are_destroyed_afterwards(ignite_node: LocalCl
         other = f"{cache_name[:-1]}_other"
         for name in [*mine, other]:
             client.get_or_create_cache(name).put(1, 1)
-        _destroy_caches_named(cache_name)
+        destroy_caches_named(cache_name)
         left = set(client.cache_names())
         assert other in left and not left & set(mine), left
         client.destroy_cache(other)

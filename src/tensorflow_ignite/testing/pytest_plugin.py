@@ -233,7 +233,7 @@ def stock_cluster(tmp_path_factory: pytest.TempPathFactory, ignite_version: str)
 _cache_serial = itertools.count(1)
 
 
-def _cache_name_for(nodeid: str, name: str) -> str:
+def cache_name_for(nodeid: str, name: str) -> str:
     """``t_<test name>_<serial>_<hash of the node id>``: unique within the session.
 
     The test name is cut to keep the name short (parametrized ids differ at the
@@ -245,7 +245,7 @@ def _cache_name_for(nodeid: str, name: str) -> str:
     return f"t_{base}_{next(_cache_serial):x}_{digest}"
 
 
-def _destroy_caches_named(name: str) -> None:
+def destroy_caches_named(name: str) -> None:
     """Destroy, on every cluster this session started, the caches whose name contains ``name``.
 
     Best effort: a cluster a test has stopped or is restarting is skipped.  Keeps
@@ -274,6 +274,6 @@ def _destroy_caches_named(name: str) -> None:
 @pytest.fixture
 def cache_name(request: pytest.FixtureRequest) -> Iterator[str]:
     """A cache name unique to this test; caches named after it are destroyed afterwards."""
-    name = _cache_name_for(request.node.nodeid, request.node.name)
+    name = cache_name_for(request.node.nodeid, request.node.name)
     yield name
-    _destroy_caches_named(name)
+    destroy_caches_named(name)
