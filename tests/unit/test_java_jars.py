@@ -34,7 +34,7 @@ def test_stage_jars_copies_exactly_the_built_jars(tmp_path) -> None:
 
 
 def test_an_installed_package_without_jars_says_how_to_fix_it(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(java, "_source_checkout", lambda: None)
+    monkeypatch.setenv("TF_IGNITE_JAVA_DIR", str(tmp_path / "no-java-module"))  # no java/ module: installed
     monkeypatch.setattr(java, "jars_dir", lambda: tmp_path / "jars")
     with pytest.raises(NodeError, match=r"no tensorflow-ignite-node.jar under .*reinstall"):
         java.launcher_classpath()
