@@ -181,6 +181,7 @@ def test_a_per_worker_dataset_rebuilt_elsewhere_needs_and_reads_that_process_par
     ds = ti.IgniteDataset(filled, host, port, batch_size=256, per_worker=True)
     assert sum(int(b["key"].shape[0]) for b in ds) == ROWS  # here: no IGNITE_DATASET_PARTS, the whole cache
     graph = tmp_path / "graph.pickle"
+    # _as_serialized_graph: TensorFlow's (private) serialization, what the tf.data service ships.
     graph.write_bytes(pickle.dumps((ds._as_serialized_graph().numpy(), ds.element_spec)))
     env = {k: v for k, v in os.environ.items() if not k.startswith("IGNITE_DATASET_")}
     proc = subprocess.run([sys.executable, "-c", REBUILD_ELSEWHERE, str(graph), SHARES[1]], capture_output=True,

@@ -59,7 +59,7 @@ def service() -> Iterator[tf.data.experimental.service.DispatchServer]:
             assert line.startswith("READY"), f"a tf.data service worker did not start (exit {w.poll()})"
         deadline = time.monotonic() + 60
         delay = 0.05
-        while dispatcher._num_workers() < 2:  # registration is asynchronous
+        while dispatcher._num_workers() < 2:  # TensorFlow's DispatchServer; registration is asynchronous
             assert time.monotonic() < deadline, "the workers did not register with the dispatcher"
             time.sleep(delay)
             delay = min(delay * 2, 0.5)

@@ -55,7 +55,7 @@ def _scalar(kind: str, v: Any) -> Any:
 
 
 def _text(tagged: dict[str, Any]) -> bytes:
-    """Expected text of an element of a mixed list (see schema._as_text)."""
+    """Expected text of an element of a mixed list (the schema module's text of one element)."""
     t, v = tagged["type"], tagged["value"]
     if v is None:
         return b""

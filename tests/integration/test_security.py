@@ -305,7 +305,7 @@ def test_secrets_never_leak(vault: dict[str, Any], caplog: pytest.LogCaptureFixt
         check("ConnectionOptions", ds.connection)
         # -- element_spec and the TF graph
         _assert_clean("element_spec", repr(ds.element_spec), vault)
-        graph_bytes = ds._as_serialized_graph().numpy()
+        graph_bytes = ds._as_serialized_graph().numpy()  # TensorFlow's (private) dataset serialization
         _assert_clean("dataset graph", graph_bytes, vault)
         # The op's description names no key or certificate file either: other processes bring their own.
         for what in ("keyfile", "certfile"):
@@ -428,6 +428,7 @@ def test_a_dataset_rebuilt_elsewhere_takes_credentials_from_that_process(vault: 
                                 mode="overwrite", progress=False)
     ds = IgniteDataset("rebuilt_rows", host=host, port=port, batch_size=16, **kwargs)
     graph = tmp_path / "graph.pickle"
+    # _as_serialized_graph: TensorFlow's (private) serialization, what the tf.data service ships.
     graph.write_bytes(pickle.dumps((ds._as_serialized_graph().numpy(), ds.element_spec)))
     env = {k: v for k, v in os.environ.items() if not k.startswith("IGNITE_DATASET_")}
     given = [f"IGNITE_DATASET_USERNAME={vault['user']}", f"IGNITE_DATASET_PASSWORD={vault['password']}",
