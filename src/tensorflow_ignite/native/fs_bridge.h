@@ -71,12 +71,20 @@ class PythonCall {
     }
     gil_ = PyGILState_Ensure();
     entered_ = true;
+    // A file can be closed by its destructor while the calling thread's Python
+    // code unwinds an exception: set it aside, so that the backend's Python
+    // code neither sees nor clears it (CPython crashes re-raising a cleared
+    // one), and restore it on exit, dropping whatever the call left pending.
+    PyErr_Fetch(&type_, &value_, &traceback_);
   }
   ~PythonCall() {
     // During finalization a thread that entered earlier never holds the GIL
     // here: CPython refuses it the GIL and unwinds it with pthread_exit(),
     // running this destructor.  Releasing would abort; leak the thread state.
-    if (entered_ && !InterpreterFinalizing()) PyGILState_Release(gil_);
+    if (entered_ && !InterpreterFinalizing()) {
+      PyErr_Restore(type_, value_, traceback_);
+      PyGILState_Release(gil_);
+    }
     if (g_in_flight.fetch_sub(1) == 1 && g_closed.load()) {
       std::lock_guard<std::mutex> lock(g_drain->mu);
       g_drain->cv.notify_all();
@@ -89,6 +97,9 @@ class PythonCall {
  private:
   PyGILState_STATE gil_{};
   bool entered_ = false;
+  PyObject* type_ = nullptr;
+  PyObject* value_ = nullptr;
+  PyObject* traceback_ = nullptr;
 };
 
 // Owned reference holder (GIL must be held when it goes out of scope).

@@ -80,15 +80,24 @@ bool InterpreterFinalizing() {
 #endif
 }
 
+// The GIL, and the calling thread's pending Python exception set aside while
+// it is held.  An iterator can be destroyed on a thread whose Python code is
+// unwinding an exception (a loop over the dataset left by `raise`): calling
+// Python with that exception pending let the callee clear it, and CPython then
+// crashed re-raising a NULL exception.  Whatever the guarded code leaves
+// pending is dropped; the set-aside exception is restored on exit.
 class Gil {
  public:
   Gil() {
     if (g_closed.load() || !Py_IsInitialized() || InterpreterFinalizing()) return;
     state_ = PyGILState_Ensure();
     entered_ = true;
+    PyErr_Fetch(&type_, &value_, &traceback_);
   }
   ~Gil() {
-    if (entered_ && !InterpreterFinalizing()) PyGILState_Release(state_);
+    if (!entered_ || InterpreterFinalizing()) return;
+    PyErr_Restore(type_, value_, traceback_);
+    PyGILState_Release(state_);
   }
   Gil(const Gil&) = delete;
   Gil& operator=(const Gil&) = delete;
@@ -97,6 +106,9 @@ class Gil {
  private:
   PyGILState_STATE state_{};
   bool entered_ = false;
+  PyObject* type_ = nullptr;
+  PyObject* value_ = nullptr;
+  PyObject* traceback_ = nullptr;
 };
 
 // References to drop once some thread holds the GIL.  Never destroyed.
