@@ -51,6 +51,8 @@ def test_distribution_strategies_do_not_shard_a_share_again(ignite_node: LocalCl
     for index in range(2):
         ds = IgniteDataset(cache_name, host, port, batch_size=50)
         assert ds.options().experimental_distribute.auto_shard_policy == tf.data.experimental.AutoShardPolicy.DATA
+        # No prefetch is injected behind the reader (see _shard_options): the user's pipeline decides.
+        assert ds.options().experimental_optimization.inject_prefetch is False
         part = [int(k) for b in auto_shard_dataset(ds, 2, index, 2).as_numpy_iterator() for k in b["key"]]
         assert 0 < len(part) < 600
         whole.update(part)

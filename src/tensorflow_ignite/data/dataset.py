@@ -399,10 +399,18 @@ def _shard_options(share: bool) -> tf.data.Options:
     once).  The policy is set rather than left to ``AUTO``, which finds no
     files here and, on the bare source op, did not shard at all (TF 2.21):
     every worker trained on every row.
+
+    The options also turn off TensorFlow's ``inject_prefetch`` rewrite.  With
+    any ``with_options`` step above the source op, TensorFlow counted that step
+    as a transformation and put a prefetch behind the reader (which it does not
+    do for the bare op): measured on 60,000 small rows, 20-25 % more CPU per
+    read and up to 25 % more wall time on 2 cores.  A pipeline that wants one
+    ends in ``.prefetch(tf.data.AUTOTUNE)`` as usual.
     """
     options = tf.data.Options()
     policy = tf.data.experimental.AutoShardPolicy
     options.experimental_distribute.auto_shard_policy = policy.OFF if share else policy.DATA
+    options.experimental_optimization.inject_prefetch = False
     return options
 
 
