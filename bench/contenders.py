@@ -339,6 +339,34 @@ def loopback_ceiling(server_port: int, *, rows: int, nbytes: int, chunk: int,
                      note=f"{nbytes / 1e6:.1f} MB in {chunk / 1e6:.2f} MB receives, no protocol")
 
 
+@_spec
+def raw_pages(host: str, port: int, cache: str, *, row_bytes: int, page_size: int,
+              label: str = "raw scan pages, not decoded (node ceiling)", key: str = "raw") -> Contender:
+    """The node's own serving rate: one scan cursor, pages received and nothing decoded.
+
+    The same ``OP_QUERY_SCAN`` + ``CURSOR_GET_PAGE`` exchange as the readers,
+    through our client's receive path (one page requested ahead), but each
+    page is only counted: no rows decoded, no arrays, no TensorFlow.  No thin
+    client reading one cursor of this node can be faster; where a read target
+    asks for more than this, the node is the bound.
+    """
+    from tensorflow_ignite.client import ConnectionOptions
+
+    made: list[Any] = []
+
+    def run() -> Run:
+        if not made:
+            made.append(ConnectionOptions(host=host, port=port).connect())  # shared; closed with the pool
+        pages = made[0].cache(cache).scan_pages(page_size=page_size)
+        t0 = time.perf_counter()
+        rows = sum(page.row_count for page in pages)
+        dt = time.perf_counter() - t0
+        return Run(dt, rows, rows * row_bytes)
+
+    return Contender(key, label, run, warmup=run,
+                     note=f"Cache.scan_pages(page_size={page_size}): rows counted, not decoded")
+
+
 # ------------------------------------------------------------------ training
 def _prep(pixels: Any, label: Any) -> Any:
     """The preprocessing both training inputs share: NHWC float32 in [0, 1]."""

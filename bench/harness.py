@@ -18,17 +18,19 @@ others go on.
 from __future__ import annotations
 
 import gc
+import os
 import statistics
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
 from .memory import PeakRSS
 
 __all__ = ["Run", "Contender", "ContenderResult", "Target", "TargetCheck", "Scenario", "ScenarioResult",
-           "run_scenario"]
+           "process_cpu_seconds", "run_scenario"]
 
 
 @dataclass
@@ -113,12 +115,18 @@ class ContenderResult:
 
 @dataclass(frozen=True)
 class Target:
-    """``contender`` must reach ``ratio`` x the rate of ``versus`` (issue 6)."""
+    """``contender`` must reach ``ratio`` x the rate of ``versus`` (issue 6).
+
+    With ``rate`` (rows, or steps, per second, e.g. 1,000,000) the target is
+    that fixed rate instead of a contender: its measured value is the
+    contender's rate divided by ``rate`` (and ``versus`` is not used).
+    """
 
     contender: str
     versus: str
     ratio: float
     text: str
+    rate: float | None = None
 
 
 @dataclass
@@ -167,7 +175,26 @@ class ScenarioResult:
         return a.rate / b.rate
 
     def checks(self) -> list[TargetCheck]:
-        return [TargetCheck(t, self.ratio(t.contender, t.versus)) for t in self.scenario.targets]
+        return [TargetCheck(t, self._measured(t)) for t in self.scenario.targets]
+
+    def _measured(self, target: Target) -> float | None:
+        if target.rate is None:
+            return self.ratio(target.contender, target.versus)
+        res = self.results.get(target.contender)
+        return res.rate / target.rate if res is not None and res.ok and target.rate > 0 else None
+
+    def node_cpu_share(self, key: str) -> float | None:
+        """The nodes' CPU time over the wall time of ``key``'s reads (medians; None when not measured).
+
+        1.0 is one core busy for the whole read.  Measured from the nodes' own
+        ``/proc/<pid>/stat`` around every timed repetition (:func:`run_scenario`
+        with ``node_pids``), so it is the node's own figure, not inferred.
+        """
+        res = self.results.get(key)
+        if res is None or not res.ok:
+            return None
+        shares = [r.extra["node_cpu"] / r.seconds for r in res.runs if "node_cpu" in r.extra and r.seconds > 0]
+        return statistics.median(shares) if shares else None
 
 
 def _describe(exc: BaseException) -> str:
@@ -179,22 +206,44 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}".replace("|", "/")
 
 
-def _measure(c: Contender) -> Run:
+def process_cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU seconds the processes ``pids`` have used so far (Linux ``/proc``; 0 elsewhere)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14, 15 of stat)
+    return total
+
+
+def _measure(c: Contender, node_pids: Sequence[int] = ()) -> Run:
     gc.collect()
+    node_before = process_cpu_seconds(node_pids) if node_pids else 0.0
     if c.memory == "rss":
         with PeakRSS() as mem:
             run = c.run()
         run.peak_bytes = mem.delta
         run.page_faults = mem.faults
-        return run
-    return c.run()
+    else:
+        run = c.run()
+    if node_pids:
+        # Covers the contender's whole call (its clock covers the read alone), so a share
+        # computed against the timed seconds is a slight overestimate, never an underestimate.
+        run.extra["node_cpu"] = process_cpu_seconds(node_pids) - node_before
+    return run
 
 
-def run_scenario(sc: Scenario, reps: int, log: Callable[[str], None] = print) -> ScenarioResult:
+def run_scenario(sc: Scenario, reps: int, log: Callable[[str], None] = print,
+                 node_pids: Sequence[int] = ()) -> ScenarioResult:
     """Warm every contender up once, then ``reps`` rounds of all contenders, rotating the order.
 
     ``reps`` is raised to the scenario's ``min_reps`` unless it is 1; a contender
-    with ``max_reps`` sits out the rounds after its ``max_reps``-th.
+    with ``max_reps`` sits out the rounds after its ``max_reps``-th.  With
+    ``node_pids`` (the Ignite nodes serving the scenario), each repetition also
+    records the nodes' CPU seconds (``Run.extra["node_cpu"]``).
     """
     if reps > 1:
         reps = max(reps, sc.min_reps)
@@ -219,7 +268,7 @@ def run_scenario(sc: Scenario, reps: int, log: Callable[[str], None] = print) ->
             if c.max_reps is not None and len(res.runs) >= c.max_reps:
                 continue
             try:
-                run = _measure(c)
+                run = _measure(c, node_pids)
             except Exception as exc:  # noqa: BLE001
                 res.error = _describe(exc)
                 log(f"  [{sc.key}] {c.label}: FAILED {res.error}")

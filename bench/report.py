@@ -39,6 +39,9 @@ def scenario_table(result: ScenarioResult) -> str:
         head.append("MB/s")
     head += [f"x {_short_ref(ref_name)}" if reference else "ratio", "median s", "runs (s)", "peak memory",
              "page faults"]
+    node_cpu = any("node_cpu" in run.extra for res in result.results.values() for run in res.runs)
+    if node_cpu:
+        head.append("node CPU (cores)")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key, res in result.results.items():
         c = res.contender
@@ -63,6 +66,9 @@ def scenario_table(result: ScenarioResult) -> str:
             _memory(res),
             f"{res.page_faults:,}" if res.page_faults is not None else "n/a",
         ]
+        if node_cpu:
+            share = result.node_cpu_share(key)
+            cells.append(f"{share:.2f}" if share is not None else "n/a")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -343,7 +349,10 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
                "growth of this process's peak RSS during one read (Linux `VmHWM` after resetting it), the "
                "maximum over repetitions; for Java, the ScanBench JVM's own peak RSS (warm-up scans included). "
                "Page faults: minor page faults of this process during one read (median), i.e. freshly "
-               "allocated 4 KiB pages touched.")
+               "allocated 4 KiB pages touched. Node CPU (cores): the Ignite nodes' own user + system CPU "
+               "seconds (`/proc/<pid>/stat`) over each repetition divided by its timed seconds (median); 1.00 is "
+               "one core busy for the whole read, on a machine of 2. The raw scan pages contender is the node's "
+               "ceiling: the same scan exchange as our readers, pages received and counted, nothing decoded.")
     if any(r.scenario.key.startswith("load") for r in results):
         out.append("")
         out.append("Loading (section 6, `bench/loading.py`): every run loads the same rows into a fresh cache of "

@@ -239,7 +239,7 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
 
     def run(sc: Any) -> ScenarioResult:
         log(f"scenario {sc.key}: {sc.description}")
-        res = run_scenario(sc, sizes.reps, log)
+        res = run_scenario(sc, sizes.reps, log, node_pids=list(node_pids))
         results.append(res)
         by_key[sc.key] = res
         log(scenario_table(res))
@@ -293,9 +293,11 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
             log(f"starting 1 SQL node in {cluster.work_dir} ...")
             try:
                 cluster.start()
+                node_pids[:] = [m.pid for m in cluster.members]
                 host, port = cluster.address()
                 run(S.sql_scenario(host, port, sizes, ceiling.port, log=log))
             finally:
+                node_pids.clear()
                 close_shared_clients()
                 cluster.stop()
         # Phase 3: several nodes.
@@ -308,6 +310,7 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
             log(f"starting {n} nodes in {cluster.work_dir} ...")
             try:
                 cluster.start()
+                node_pids[:] = [m.pid for m in cluster.members]
                 if "scale" in wanted:
                     run(S.scale_scenario(cluster.addresses(), sizes, log=log))
                 if "load" in wanted:
@@ -321,6 +324,7 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
                             earlier=by_key.get, log=log):
                         run(load_scenario)
             finally:
+                node_pids.clear()
                 close_shared_clients()
                 cluster.stop()
 
@@ -380,7 +384,50 @@ def _findings(results: list[Any]) -> list[str]:
                          "(the rest is TensorFlow's share)")
         if parts:
             out.append(f"{r.scenario.title}: " + "; ".join(parts) + ".")
+        ceiling_line = _node_ceiling(r)
+        if ceiling_line:
+            out.append(ceiling_line)
     return out
+
+
+def _node_ceiling(r: Any) -> str:
+    """What the node serves on one cursor (the ``raw`` contender) against each missed read target.
+
+    A target that asks for more than the raw-page rate is above what any thin
+    client can read from this node on one cursor: the node is the bound, by the
+    node's own measured rate and CPU, not by assumption.
+    """
+    raw, ours = r.results.get("raw"), r.results.get("dataset")
+    if raw is None or ours is None or not raw.ok or not ours.ok or raw.rate <= 0:
+        return ""
+    unit = "MB/s" if r.scenario.unit == "MB/s" else "rows/s"
+
+    def fig(res: Any) -> str:
+        return f"{res.mb_per_s:,.0f} MB/s" if unit == "MB/s" else f"{res.rate:,.0f} rows/s"
+
+    text = (f"{r.scenario.title}, the node's ceiling: raw scan pages (received, not decoded) arrive at "
+            f"{fig(raw)}")
+    busy = r.node_cpu_share("raw")
+    if busy is not None:
+        text += f" with the node using {busy:.2f} cores of CPU meanwhile"
+    text += f"; IgniteDataset in TF reaches {ours.rate / raw.rate:.0%} of that"
+    reader = r.results.get("reader")
+    if reader is not None and reader.ok:
+        text += f", our reader alone {reader.rate / raw.rate:.0%}"
+    for check in r.checks():
+        if check.met or check.measured is None or check.target.contender != "dataset":
+            continue
+        if check.target.rate is not None:
+            needed = check.target.rate * check.target.ratio
+        else:
+            ref = r.results.get(check.target.versus or r.scenario.reference or "")
+            if ref is None or not ref.ok:
+                continue
+            needed = ref.rate * check.target.ratio
+        where = ("above what the node serves: the node is the bound" if needed > raw.rate else
+                 "within what the node serves: the gap is on the client side")
+        text += (f". Missed: {check.target.text} needs {needed / raw.rate:.2f}x the raw-page rate, {where}")
+    return text + "."
 
 
 def _run_json(results: list[Any]) -> dict[str, Any]:

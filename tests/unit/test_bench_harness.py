@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from bench.harness import Contender, Run, Scenario, run_scenario
+import os
+import subprocess
+import sys
+import time
+
+from bench.harness import Contender, Run, Scenario, Target, process_cpu_seconds, run_scenario
 
 
 def _contender(key: str, calls: list[str], max_reps: int | None = None) -> Contender:
@@ -31,3 +36,36 @@ def test_one_repetition_stays_one() -> None:
     sc = Scenario("t", "t", "", "rows/s", [_contender("a", calls), _contender("b", calls)], min_reps=9)
     run_scenario(sc, reps=1, log=lambda _: None)
     assert calls == ["a", "b"]
+
+
+def test_a_fixed_rate_target_is_the_rate_over_that_figure() -> None:
+    calls: list[str] = []
+    sc = Scenario("t", "t", "", "rows/s", [_contender("a", calls)], targets=[
+        Target("a", "", 1.0, "a >= 2,000 rows/s", rate=2_000),  # a reads 10 rows in 0.01 s: 1,000 rows/s
+        Target("a", "", 1.0, "a >= 500 rows/s", rate=500),
+    ])
+    low, high = run_scenario(sc, reps=1, log=lambda _: None).checks()
+    assert low.measured == 0.5 and not low.met
+    assert high.measured == 2.0 and high.met
+
+
+def test_node_cpu_is_measured_from_the_nodes_own_proc_stat() -> None:
+    """A busy child process stands for a node: its CPU seconds over the read's seconds."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        def run() -> Run:
+            t0 = time.perf_counter()
+            time.sleep(0.3)
+            return Run(time.perf_counter() - t0, 10, 100)
+
+        sc = Scenario("t", "t", "", "rows/s", [Contender("a", "a", run, memory="none")])
+        res = run_scenario(sc, reps=2, log=lambda _: None, node_pids=[busy.pid])
+        share = res.node_cpu_share("a")
+        assert share is not None and 0.5 < share < 1.3, share  # one spinning core, give or take a shared machine
+        assert process_cpu_seconds([busy.pid]) > 0
+        idle = run_scenario(sc, reps=1, log=lambda _: None, node_pids=[os.getpid() + 10_000_000])  # no such pid
+        assert idle.node_cpu_share("a") == 0.0
+        assert run_scenario(sc, reps=1, log=lambda _: None).node_cpu_share("a") is None  # not measured
+    finally:
+        busy.kill()
+        busy.wait()
