@@ -269,18 +269,7 @@ class IgniteFile(AbstractBufferedFile):
     # reading
     def _fetch_range(self, start: int, end: int) -> bytes:
         assert self._reader is not None
-        end = min(end, self._reader.size)
-        if end <= start:
-            return b""
-        out = bytearray(end - start)
-        view = memoryview(out)
-        got = 0
-        while got < len(out):
-            n = self._reader.read_into(start + got, view[got:])
-            if n == 0:
-                break
-            got += n
-        return bytes(out[:got])
+        return self._reader.read_range(start, end)
 
     # writing
     def _initiate_upload(self) -> None:

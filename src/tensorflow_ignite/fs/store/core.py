@@ -244,17 +244,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
             size = reader.entry.size
             start = max(0, size + start) if start < 0 else min(start, size)
             end = size if end is None else (max(0, size + end) if end < 0 else min(end, size))
-            if end <= start:
-                return b""
-            out = bytearray(end - start)
-            view = memoryview(out)
-            got = 0
-            while got < len(out):
-                n = reader.read_into(start + got, view[got:])
-                if n == 0:
-                    break
-                got += n
-            return bytes(out[:got])
+            return reader.read_range(start, end)
         finally:
             reader.close()
 

@@ -139,6 +139,21 @@ class FileReader:
         self._copy_blocks(offset + middle, buffer[middle:want])
         return want
 
+    def read_range(self, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)``, ``end`` cut to the file's size (what ``read_into`` gives, call by call)."""
+        end = min(end, self.size)
+        if end <= start:
+            return b""
+        out = bytearray(end - start)
+        view = memoryview(out)
+        got = 0
+        while got < len(out):
+            n = self.read_into(start + got, view[got:])
+            if n == 0:
+                break
+            got += n
+        return bytes(out[:got])
+
     def _copy_blocks(self, offset: int, view: memoryview) -> int:
         """Fill ``view`` from ``offset`` through the block cache; returns the bytes copied."""
         size, bs = self.entry.size, self.entry.block_size
