@@ -12,47 +12,16 @@ from typing import Any
 import numpy as np
 
 from tensorflow_ignite.errors import ConfigurationError
-from tensorflow_ignite.protocol.buffer import (
-    F32,
-    F64,
-    I16,
-    I32,
-    I64,
-    U16,
-    UUID_STRUCT,
-    ByteWriter,
-    uuid_to_java,
-)
+from tensorflow_ignite.protocol.buffer import F32, F64, I16, I32, I64, U16, UUID_STRUCT, ByteWriter, uuid_to_java
 from tensorflow_ignite.protocol.codes import CollectionKind, MapKind, ObjectFlag, TypeCode
 from tensorflow_ignite.protocol.hashing import binary_object_hash, field_id, schema_id
 from tensorflow_ignite.protocol.values import (
-    BinaryField,
-    Char,
-    Float32,
-    Int8,
-    Int16,
-    Int32,
-    BinaryObject,
-    BinaryType,
-    Collection,
-    Date,
-    EnumValue,
-    JavaClass,
-    Map,
-    ObjectArray,
-    OptimizedObject,
-    RawValue,
-    Time,
-    Timestamp,
-    Typed,
+    BinaryField, Char, Float32, Int8, Int16, Int32, BinaryObject, BinaryType, Collection, Date, EnumValue, JavaClass,
+    Map, ObjectArray, OptimizedObject, RawValue, Time, Timestamp, Typed
 )
 from tensorflow_ignite.protocol.binary.format import HEADER_LEN, OBJECT_HEADER
 from tensorflow_ignite.protocol.types import (
-    ARRAY_DTYPES,
-    METADATA_CODES,
-    NUMPY_ARRAY_CODES,
-    NUMPY_SCALAR_CODES,
-    TYPED_ARRAY_ELEMENTS,
+    ARRAY_DTYPES, METADATA_CODES, NUMPY_ARRAY_CODES, NUMPY_SCALAR_CODES, TYPED_ARRAY_ELEMENTS
 )
 
 _NULL = TypeCode.NULL
@@ -65,7 +34,6 @@ _I64_RANGE = (-(1 << 63), (1 << 63) - 1)
 _WIDTH_TYPES = frozenset({Int8, Int16, Int32, Float32, Char})
 
 
-
 def _bad(value: Any, code: int, reason: str = "") -> ConfigurationError:
     try:
         name = TypeCode(code).name
@@ -73,6 +41,50 @@ def _bad(value: Any, code: int, reason: str = "") -> ConfigurationError:
         name = str(code)
     extra = f": {reason}" if reason else ""
     return ConfigurationError(f"cannot encode {type(value).__name__} value {value!r:.80} as {name}{extra}")
+
+
+def _ndarray_code(value: np.ndarray) -> int:
+    code = NUMPY_ARRAY_CODES.get(value.dtype.str[1:])
+    if code is None or value.ndim != 1:
+        raise _bad(value, TypeCode.OBJ_ARR, f"no Ignite array type for dtype {value.dtype} ndim {value.ndim}")
+    return code
+
+
+def _numpy_scalar_code(value: np.generic) -> int:
+    code = NUMPY_SCALAR_CODES.get(type(value))
+    if code is None:
+        raise _bad(value, TypeCode.OBJ, "unsupported numpy scalar type")
+    return code
+
+
+#: The wire type of a value of these classes (or a function of the value giving it), first match
+#: wins: subclasses come before their bases (``np.bytes_`` is ``bytes``, ``np.float64`` a ``float``,
+#: ``Collection`` a ``list``, ``datetime`` a ``date``).
+_INFERRED_CODES: tuple[tuple[type | tuple[type, ...], int | Callable[[Any], int]], ...] = (
+    (BinaryObject, TypeCode.OBJ),
+    ((bytes, bytearray, memoryview), TypeCode.BYTE_ARR),
+    (np.ndarray, _ndarray_code),
+    (np.generic, _numpy_scalar_code),
+    (Timestamp, TypeCode.TIMESTAMP),
+    (Date, TypeCode.DATE),
+    (Time, TypeCode.TIME),
+    (_uuid.UUID, TypeCode.UUID),
+    (decimal.Decimal, TypeCode.DECIMAL),
+    (_dt.datetime, TypeCode.TIMESTAMP),
+    (_dt.date, TypeCode.DATE),
+    (_dt.time, TypeCode.TIME),
+    (EnumValue, lambda value: value.code),
+    (ObjectArray, lambda value: value.element_code),
+    (Collection, TypeCode.COLLECTION),
+    (Map, TypeCode.MAP),
+    (JavaClass, TypeCode.CLASS),
+    (OptimizedObject, TypeCode.OPTIMIZED),
+    ((list, tuple, set, frozenset), TypeCode.COLLECTION),
+    (dict, TypeCode.MAP),
+    (int, TypeCode.LONG),  # int subclasses (IntEnum...)
+    (float, TypeCode.DOUBLE),
+    (str, TypeCode.STRING),
+)
 
 
 class BinaryEncoder:
@@ -173,58 +185,9 @@ class BinaryEncoder:
         code = getattr(t, "type_code", None)
         if code is not None and t in _WIDTH_TYPES:
             return code
-        if isinstance(value, BinaryObject):
-            return TypeCode.OBJ
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return TypeCode.BYTE_ARR
-        if isinstance(value, np.ndarray):
-            code = NUMPY_ARRAY_CODES.get(value.dtype.str[1:])
-            if code is None or value.ndim != 1:
-                raise _bad(value, TypeCode.OBJ_ARR, f"no Ignite array type for dtype {value.dtype} ndim {value.ndim}")
-            return code
-        if isinstance(value, np.generic):
-            code = NUMPY_SCALAR_CODES.get(type(value))
-            if code is None:
-                raise _bad(value, TypeCode.OBJ, "unsupported numpy scalar type")
-            return code
-        if isinstance(value, Timestamp):
-            return TypeCode.TIMESTAMP
-        if isinstance(value, Date):
-            return TypeCode.DATE
-        if isinstance(value, Time):
-            return TypeCode.TIME
-        if isinstance(value, _uuid.UUID):
-            return TypeCode.UUID
-        if isinstance(value, decimal.Decimal):
-            return TypeCode.DECIMAL
-        if isinstance(value, _dt.datetime):
-            return TypeCode.TIMESTAMP
-        if isinstance(value, _dt.date):
-            return TypeCode.DATE
-        if isinstance(value, _dt.time):
-            return TypeCode.TIME
-        if isinstance(value, EnumValue):
-            return value.code
-        if isinstance(value, ObjectArray):
-            return value.element_code
-        if isinstance(value, Collection):
-            return TypeCode.COLLECTION
-        if isinstance(value, Map):
-            return TypeCode.MAP
-        if isinstance(value, JavaClass):
-            return TypeCode.CLASS
-        if isinstance(value, OptimizedObject):
-            return TypeCode.OPTIMIZED
-        if isinstance(value, (list, tuple, set, frozenset)):
-            return TypeCode.COLLECTION
-        if isinstance(value, dict):
-            return TypeCode.MAP
-        if isinstance(value, int):  # int subclasses (IntEnum...)
-            return TypeCode.LONG
-        if isinstance(value, float):
-            return TypeCode.DOUBLE
-        if isinstance(value, str):
-            return TypeCode.STRING
+        for classes, inferred in _INFERRED_CODES:
+            if isinstance(value, classes):
+                return inferred if isinstance(inferred, int) else inferred(value)
         raise ConfigurationError(f"cannot encode a {type(value).__name__}: no Ignite binary type for it")
 
     # ---------------------------------------------------------------- scalars
@@ -253,8 +216,12 @@ class BinaryEncoder:
         w.buf += I32.pack(self._int(value, _I32_RANGE, TypeCode.INT))
 
     def _w_long(self, w: ByteWriter, value: Any) -> None:
-        w.buf.append(TypeCode.LONG)
-        w.buf += I64.pack(self._int(value, _I64_RANGE, TypeCode.LONG))
+        self._w_i64(w, TypeCode.LONG, value, None)
+
+    def _w_i64(self, w: ByteWriter, code: int, value: Any, converted: int | None) -> None:
+        """A LONG, DATE or TIME (one long): ``converted`` from a value class, else ``value``, an integer."""
+        w.buf.append(code)
+        w.buf += I64.pack(self._int(value, _I64_RANGE, code) if converted is None else converted)
 
     def _w_float(self, w: ByteWriter, value: Any) -> None:
         w.buf.append(TypeCode.FLOAT)
@@ -295,16 +262,12 @@ class BinaryEncoder:
         w.buf += UUID_STRUCT.pack(*uuid_to_java(value))
 
     def _w_date(self, w: ByteWriter, value: Any) -> None:
-        if isinstance(value, Date):
-            ms = value.epoch_ms
-        elif isinstance(value, Timestamp):
+        ms = None
+        if isinstance(value, (Date, Timestamp)):
             ms = value.epoch_ms
         elif isinstance(value, _dt.date):
             ms = Date.from_datetime(value).epoch_ms
-        else:
-            ms = self._int(value, _I64_RANGE, TypeCode.DATE)
-        w.buf.append(TypeCode.DATE)
-        w.buf += I64.pack(ms)
+        self._w_i64(w, TypeCode.DATE, value, ms)
 
     def _w_timestamp(self, w: ByteWriter, value: Any) -> None:
         if isinstance(value, Timestamp):
@@ -322,14 +285,12 @@ class BinaryEncoder:
         w.buf += I32.pack(ts.nanos)
 
     def _w_time(self, w: ByteWriter, value: Any) -> None:
+        ms = None
         if isinstance(value, Time):
             ms = value.millis
         elif isinstance(value, _dt.time):
             ms = Time.from_time(value).millis
-        else:
-            ms = self._int(value, _I64_RANGE, TypeCode.TIME)
-        w.buf.append(TypeCode.TIME)
-        w.buf += I64.pack(ms)
+        self._w_i64(w, TypeCode.TIME, value, ms)
 
     def _w_decimal(self, w: ByteWriter, value: Any) -> None:
         if isinstance(value, float):
