@@ -514,15 +514,11 @@ def per_row_leaf(name: str, code: int, samples: Sequence[Any], decimal_as: str =
     return FieldSchema(name, code, dtype, (None,), kind="list")
 
 
-def _to_element(v: Any, dtype: str) -> Any:
-    import decimal as _decimal
-
+def _integer_of(v: Any) -> int | None:
+    """The integer a Timestamp, Date, Time or enum element stands for in a column
+    (epoch nanoseconds, epoch milliseconds, milliseconds, ordinal); None for anything else."""
     from ..protocol.values import Date, Time, Timestamp
 
-    if v is None:
-        return b"" if dtype == "string" else 0
-    if dtype == "string":
-        return _as_text(v)
     if isinstance(v, Timestamp):
         return v.epoch_ns
     if isinstance(v, Date):
@@ -531,9 +527,20 @@ def _to_element(v: Any, dtype: str) -> Any:
         return v.millis
     if isinstance(v, EnumValue):
         return v.ordinal
+    return None
+
+
+def _to_element(v: Any, dtype: str) -> Any:
+    import decimal as _decimal
+
+    if v is None:
+        return b"" if dtype == "string" else 0
+    if dtype == "string":
+        return _as_text(v)
     if isinstance(v, _decimal.Decimal):
         return float(v)
-    return v
+    n = _integer_of(v)
+    return v if n is None else n
 
 
 def _as_text(v: Any) -> bytes:
@@ -541,8 +548,6 @@ def _as_text(v: Any) -> bytes:
     dates and times as their integer encodings, anything else as its repr."""
     import decimal as _decimal
     import uuid as _uuid_mod
-
-    from ..protocol.values import Date, Time, Timestamp
 
     if isinstance(v, bytes):
         return v
@@ -556,15 +561,8 @@ def _as_text(v: Any) -> bytes:
         return repr(float(v)).encode()
     if isinstance(v, (_decimal.Decimal, _uuid_mod.UUID)):
         return str(v).encode()
-    if isinstance(v, Timestamp):
-        return str(v.epoch_ns).encode()
-    if isinstance(v, Date):
-        return str(v.epoch_ms).encode()
-    if isinstance(v, Time):
-        return str(v.millis).encode()
-    if isinstance(v, EnumValue):
-        return str(v.ordinal).encode()
-    return repr(v).encode()
+    n = _integer_of(v)
+    return repr(v).encode() if n is None else str(n).encode()
 
 
 def rows_to_columns(leaves: Sequence[tuple[str, FieldSchema]], rows: Sequence[tuple[Any, Any]]) -> dict[str, C.Column]:
