@@ -43,7 +43,7 @@ from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.pool import aligned_empty
 from ..protocol.responses import decode_scan_rows
 from . import portable
-from .env import apply_env_overrides
+from .env import apply_env_overrides, connection_options
 from .plan import PartitionPlan, ScanTask
 from .reader import DEFAULT_PAGE_BYTES, PageSizer, ReadStats, ScanReader, SqlReader
 from .schema import DatasetSchema, FieldSchema, leaf_from_type_code, resolve_schema
@@ -184,11 +184,8 @@ class IgniteDataset(tf.data.Dataset):
         if decimal_as not in ("float64", "string"):
             raise ConfigurationError("decimal_as is 'float64' or 'string'")
         self.cache_name = cache_name
-        self.connection = ConnectionOptions(
-            host=params["host"], port=int(params["port"]), username=params["username"],
-            password=params["password"], cafile=params["cafile"], certfile=params["certfile"],
-            keyfile=params["keyfile"], cert_password=params["cert_password"],
-            insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname,
+        self.connection = connection_options(
+            params, insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname,
             insecure_skip_hostname_verification=insecure_skip_hostname_verification, timeout=timeout,
         )
         self.client = client if client is not None else self.connection.connect()
@@ -331,13 +328,10 @@ class IgniteDataset(tf.data.Dataset):
         params = apply_env_overrides(dict(host=host, port=port, username=username, password=password,
                                           cafile=cafile, certfile=certfile, keyfile=keyfile,
                                           cert_password=cert_password))
-        options = ConnectionOptions(host=params["host"], port=int(params["port"]), username=params["username"],
-                                    password=params["password"], cafile=params["cafile"],
-                                    certfile=params["certfile"], keyfile=params["keyfile"],
-                                    cert_password=params["cert_password"],
-                                    insecure_skip_verify=insecure_skip_verify,
-                                    server_hostname=server_hostname,
-                                    insecure_skip_hostname_verification=insecure_skip_hostname_verification)
+        options = connection_options(
+            params, insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname,
+            insecure_skip_hostname_verification=insecure_skip_hostname_verification,
+        )
         cl = client if client is not None else options.connect()
         sql_kwargs = dict(schema=schema, page_size=page_size, lazy=lazy)
         ds_schema = replace(_sql_schema(cl, query, args, sql_kwargs, column_types or {}), null_masks=null_masks)

@@ -29,16 +29,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 
-__all__ = ["apply_env_overrides", "parse_partition_list", "PREFIX"]
+if TYPE_CHECKING:
+    from ..client.options import ConnectionOptions
+
+__all__ = ["apply_env_overrides", "connection_options", "parse_partition_list", "PREFIX"]
 
 PREFIX = "IGNITE_DATASET_"
 
 _STRINGS = ("host", "username", "password", "certfile", "keyfile", "cert_password", "cafile")
 _INTS = ("port", "part", "page_size")
+#: The connection arguments the variables override.
+_CONNECTION = ("host", "port", "username", "password", "cafile", "certfile", "keyfile", "cert_password")
 
 
 def _parse_bool(name: str, value: str) -> bool:
@@ -99,3 +104,13 @@ def apply_env_overrides(params: dict[str, Any], environ: Mapping[str, str] | Non
     if parts is not None:
         out["parts"] = parse_partition_list(parts)
     return out
+
+
+def connection_options(params: Mapping[str, Any], **options: Any) -> "ConnectionOptions":
+    """The :class:`~tensorflow_ignite.client.ConnectionOptions` of ``params`` as
+    :func:`apply_env_overrides` returned them (address, credentials, TLS files), plus
+    ``options`` (settings no variable overrides: the TLS opt-outs, ``timeout``)."""
+    from ..client.options import ConnectionOptions
+
+    given = {key: params[key] for key in _CONNECTION}
+    return ConnectionOptions(**{**given, "port": int(given["port"])}, **options)
