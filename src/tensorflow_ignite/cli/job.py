@@ -82,45 +82,37 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     ps.add_argument("--json", action="store_true", help="the job records as a JSON array (for scripts)")
     ps.set_defaults(handler=_ps)
 
-    describe = sub.add_parser(
-        "describe", help="show a job's state, workers, restarts and their reasons",
-        description="Show a job: state, exit code, the current plan (worker, node, partitions, pid), "
+    describe = _job_command(
+        sub, "describe", "show a job's state, workers, restarts and their reasons",
+        "Show a job: state, exit code, the current plan (worker, node, partitions, pid), "
         "every restart with its reason, the workers' reported results and the launcher's events.",
     )
-    add_connection_arguments(describe)
-    describe.add_argument("job", metavar="JOB")
     describe.add_argument("--json", action="store_true", help="the raw job and worker records as JSON")
     describe.set_defaults(handler=_describe)
 
-    logs = sub.add_parser(
-        "logs", help="print a job's output",
-        description="Print the output of every worker of a job, each line labelled [wINDEX NODE] "
+    logs = _job_command(
+        sub, "logs", "print a job's output",
+        "Print the output of every worker of a job, each line labelled [wINDEX NODE] "
         "(plus #ATTEMPT after restarts), and the launcher's own events as [launcher] lines.",
     )
-    add_connection_arguments(logs)
-    logs.add_argument("job", metavar="JOB")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the job finishes")
     logs.add_argument("--attempt", type=int, action="append", metavar="N", help="only this attempt (repeatable)")
     logs.add_argument("--worker", type=int, action="append", metavar="I", help="only this worker (repeatable)")
     logs.add_argument("--no-launcher", action="store_true", help="leave out the launcher's [launcher] lines")
     logs.set_defaults(handler=_logs)
 
-    attach = sub.add_parser(
-        "attach", help="follow a job's output and exit with its exit code",
-        description="Print the job's output so far, follow it until the job finishes, and exit with "
+    attach = _job_command(
+        sub, "attach", "follow a job's output and exit with its exit code",
+        "Print the job's output so far, follow it until the job finishes, and exit with "
         "the job's exit code. Ctrl+C detaches without stopping the job.",
     )
-    add_connection_arguments(attach)
-    attach.add_argument("job", metavar="JOB")
     attach.set_defaults(handler=_attach)
 
-    stop = sub.add_parser(
-        "stop", help="stop a job and all its worker processes",
-        description="Stop every worker of the job on every node (SIGTERM to each worker's process "
+    stop = _job_command(
+        sub, "stop", "stop a job and all its worker processes",
+        "Stop every worker of the job on every node (SIGTERM to each worker's process "
         "group, SIGKILL after the grace period) and wait until the job is STOPPED.",
     )
-    add_connection_arguments(stop)
-    stop.add_argument("job", metavar="JOB")
     stop.add_argument("--no-wait", action="store_true", help="return once the stop is requested")
     stop.add_argument("--timeout", type=validate.positive_float, default=120.0, metavar="SECONDS",
                       help="how long to wait for the job to stop (default 120)")
@@ -137,6 +129,16 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     rm.add_argument("--finished", action="store_true", help="delete every SUCCEEDED, FAILED or STOPPED job")
     rm.add_argument("-f", "--force", action="store_true", help="stop running jobs first instead of refusing")
     rm.set_defaults(handler=_rm)
+
+
+def _job_command(
+    sub: "argparse._SubParsersAction[argparse.ArgumentParser]", name: str, help: str, description: str
+) -> argparse.ArgumentParser:
+    """The parser of a command on one job: the connection options and the JOB argument."""
+    p = sub.add_parser(name, help=help, description=description)
+    add_connection_arguments(p)
+    p.add_argument("job", metavar="JOB")
+    return p
 
 
 def _connect(args: argparse.Namespace) -> JobClient:
