@@ -126,7 +126,7 @@ _HERE = Path(__file__).resolve().parent
 FS_PLUGIN = Library(
     module_name="_tf_ignite_fs",
     source=_HERE / "tf_ignite_fs.cc",
-    headers=(_HERE / "fs_bridge.h", _HERE / "fs_files.h"),
+    headers=(_HERE / "python_guard.h", _HERE / "fs_bridge.h", _HERE / "fs_files.h"),
     exported_symbols=("TF_InitPlugin", "PyInit__tf_ignite_fs"),
     tf_headers=(
         "tensorflow/c/experimental/filesystem/filesystem_interface.h",
@@ -142,6 +142,7 @@ FS_PLUGIN = Library(
 DATA_OPS = Library(
     module_name="_tf_ignite_data",
     source=_HERE / "tf_ignite_data.cc",
+    headers=(_HERE / "python_guard.h",),
     # The op and kernel register themselves from static initializers at dlopen.
     exported_symbols=("PyInit__tf_ignite_data",),
     tf_headers=(

@@ -16,7 +16,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
+
+#include "python_guard.h"
 #include "tensorflow/c/experimental/filesystem/filesystem_interface.h"
 #include "tensorflow/c/tf_file_statistics.h"
 #include "tensorflow/c/tf_status.h"
@@ -49,42 +52,22 @@ DrainState* const g_drain = new DrainState;
 PyObject* g_backend = nullptr;       // strong reference or nullptr
 PyObject* g_error_mapper = nullptr;  // strong reference or nullptr
 
-bool InterpreterFinalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
+using tf_ignite_python::InterpreterFinalizing;
 
-// RAII guard: in-flight accounting plus the GIL.  ok() is false (and `status`
-// set) when Python must not be entered.
+// RAII guard: in-flight accounting plus the GIL (python_guard.h: entered only
+// while the interpreter is usable, the pending exception set aside).  ok() is
+// false (and `status` set) when Python must not be entered.
 class PythonCall {
  public:
   explicit PythonCall(TF_Status* status) {
     // Increment before checking g_closed (both seq_cst): either shutdown()
     // sees this call in flight and waits for it, or this call sees g_closed.
     g_in_flight.fetch_add(1);
-    if (g_closed.load() || !Py_IsInitialized() || InterpreterFinalizing()) {
-      if (status != nullptr) TF_SetStatus(status, TF_CANCELLED, kShutdownMessage);
-      return;
-    }
-    gil_ = PyGILState_Ensure();
-    entered_ = true;
-    // A file can be closed by its destructor while the calling thread's Python
-    // code unwinds an exception: set it aside, so that the backend's Python
-    // code neither sees nor clears it (CPython crashes re-raising a cleared
-    // one), and restore it on exit, dropping whatever the call left pending.
-    PyErr_Fetch(&type_, &value_, &traceback_);
+    gil_.emplace(!g_closed.load());
+    if (!gil_->ok() && status != nullptr) TF_SetStatus(status, TF_CANCELLED, kShutdownMessage);
   }
   ~PythonCall() {
-    // During finalization a thread that entered earlier never holds the GIL
-    // here: CPython refuses it the GIL and unwinds it with pthread_exit(),
-    // running this destructor.  Releasing would abort; leak the thread state.
-    if (entered_ && !InterpreterFinalizing()) {
-      PyErr_Restore(type_, value_, traceback_);
-      PyGILState_Release(gil_);
-    }
+    gil_.reset();  // the GIL goes before the call stops counting as in flight
     if (g_in_flight.fetch_sub(1) == 1 && g_closed.load()) {
       std::lock_guard<std::mutex> lock(g_drain->mu);
       g_drain->cv.notify_all();
@@ -92,14 +75,10 @@ class PythonCall {
   }
   PythonCall(const PythonCall&) = delete;
   PythonCall& operator=(const PythonCall&) = delete;
-  bool ok() const { return entered_; }
+  bool ok() const { return gil_->ok(); }
 
  private:
-  PyGILState_STATE gil_{};
-  bool entered_ = false;
-  PyObject* type_ = nullptr;
-  PyObject* value_ = nullptr;
-  PyObject* traceback_ = nullptr;
+  std::optional<tf_ignite_python::GilScope> gil_;
 };
 
 // Owned reference holder (GIL must be held when it goes out of scope).

@@ -52,6 +52,8 @@
 #include "tensorflow/core/framework/partial_tensor_shape.h"
 #include "tensorflow/core/framework/tensor.h"
 
+#include "python_guard.h"
+
 namespace tfi {
 namespace {
 
@@ -72,43 +74,13 @@ std::atomic<bool> g_closed{false};
 PyObject* g_dispatcher = nullptr;  // strong reference, guarded by the GIL
 PyObject* g_error_code = nullptr;  // fn(exception) -> TF_Code int; strong reference, GIL
 
-bool InterpreterFinalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
+using tf_ignite_python::InterpreterFinalizing;
 
-// The GIL, and the calling thread's pending Python exception set aside while
-// it is held.  An iterator can be destroyed on a thread whose Python code is
-// unwinding an exception (a loop over the dataset left by `raise`): calling
-// Python with that exception pending let the callee clear it, and CPython then
-// crashed re-raising a NULL exception.  Whatever the guarded code leaves
-// pending is dropped; the set-aside exception is restored on exit.
-class Gil {
+// The GIL, unless this library was shut down (python_guard.h: the pending
+// exception is set aside meanwhile).
+class Gil : public tf_ignite_python::GilScope {
  public:
-  Gil() {
-    if (g_closed.load() || !Py_IsInitialized() || InterpreterFinalizing()) return;
-    state_ = PyGILState_Ensure();
-    entered_ = true;
-    PyErr_Fetch(&type_, &value_, &traceback_);
-  }
-  ~Gil() {
-    if (!entered_ || InterpreterFinalizing()) return;
-    PyErr_Restore(type_, value_, traceback_);
-    PyGILState_Release(state_);
-  }
-  Gil(const Gil&) = delete;
-  Gil& operator=(const Gil&) = delete;
-  bool ok() const { return entered_; }
-
- private:
-  PyGILState_STATE state_{};
-  bool entered_ = false;
-  PyObject* type_ = nullptr;
-  PyObject* value_ = nullptr;
-  PyObject* traceback_ = nullptr;
+  Gil() : GilScope(!g_closed.load()) {}
 };
 
 // References to drop once some thread holds the GIL.  Never destroyed.
