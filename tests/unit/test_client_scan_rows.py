@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tensorflow_ignite.client.cache import _row_keys, _without_keys
+from tensorflow_ignite.client.cache import row_keys, without_keys
 from tensorflow_ignite.errors import ProtocolError
 from tensorflow_ignite.protocol.binary import BinaryDecoder, BinaryEncoder
 from tensorflow_ignite.protocol.columns import value_offsets
@@ -52,21 +52,21 @@ def test_value_offsets_reject_truncated_pages() -> None:
 
 def test_row_keys_are_the_serialized_keys() -> None:
     enc = BinaryEncoder()
-    assert _row_keys(_page(ROWS)) == [enc.encode(k) for k, _ in ROWS]
+    assert row_keys(_page(ROWS)) == [enc.encode(k) for k, _ in ROWS]
 
 
 def test_without_keys_drops_exactly_the_seen_rows() -> None:
     page = _page(ROWS, has_more=True)
-    seen = set(_row_keys(_page([ROWS[0], ROWS[3]])))
-    kept = _without_keys(page, seen)
+    seen = set(row_keys(_page([ROWS[0], ROWS[3]])))
+    kept = without_keys(page, seen)
     assert kept.row_count == 3 and kept.has_more
     dec = BinaryDecoder()
     assert [k for k, _ in decode_scan_rows(kept, dec)] == ["two", 3, 5]
     assert bytes(decode_scan_rows(kept, dec)[0][1]) == b"\x00" * 300
     # Nothing seen: the very same page object (no copy on the happy path).
-    assert _without_keys(page, set()) is page
+    assert without_keys(page, set()) is page
     # Everything seen: an empty page that still says whether more pages follow.
-    empty = _without_keys(page, set(_row_keys(page)))
+    empty = without_keys(page, set(row_keys(page)))
     assert empty.row_count == 0 and len(empty.rows) == 0 and empty.has_more
 
 
@@ -74,6 +74,6 @@ def test_without_keys_on_uniform_rows() -> None:
     # Rows of one layout take the vectorized path of value_offsets.
     rows = [(i, np.arange(4, dtype=np.int32) + i) for i in range(50)]
     page = _page(rows)
-    seen = set(_row_keys(_page(rows[::2])))
-    kept = _without_keys(page, seen)
+    seen = set(row_keys(_page(rows[::2])))
+    kept = without_keys(page, seen)
     assert [k for k, _ in decode_scan_rows(kept, BinaryDecoder())] == list(range(1, 50, 2))

@@ -338,18 +338,18 @@ def _decoded_pairs(rows: list[tuple[int, BinaryObject | None]]) -> dict[str, lis
 def test_layouts_are_made_once_and_checked_on_every_page() -> None:
     from tensorflow_ignite.protocol.columns import decode as columns
 
-    columns._LAYOUTS.clear()
+    columns.clear_layout_cache()
     rows = [(i, _pair(i, -i)) for i in range(8)]
     got = _decoded_pairs(rows)
     assert got["key"] == list(range(8)) and got["value.a"] == list(range(8)) and got["value.b"] == [-i for i in range(8)]
-    assert len(columns._LAYOUTS) == 1  # the strided path was taken
-    layout = next(iter(columns._LAYOUTS.values()))
+    assert len(columns.cached_layouts()) == 1  # the strided path was taken
+    (layout,) = columns.cached_layouts()
     # Same row length, fields in another order (footer and offsets differ): the
     # kept layout must not be used; the page's own one replaces it.
     swapped = [(i, _pair(10 + i, 20 + i, order="ba")) for i in range(8)]
     got = _decoded_pairs(swapped)
     assert got["value.a"] == [10 + i for i in range(8)] and got["value.b"] == [20 + i for i in range(8)]
-    assert next(iter(columns._LAYOUTS.values())) is not layout
+    assert columns.cached_layouts()[-1] is not layout
 
 
 @pytest.mark.parametrize("case", ["unwanted field differs", "null in a later row", "null in row 0", "null object"])

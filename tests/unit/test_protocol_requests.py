@@ -12,7 +12,7 @@ from tensorflow_ignite.protocol.binary import BinaryEncoder
 from tensorflow_ignite.protocol.buffer import ByteWriter
 from tensorflow_ignite.protocol.cache_config import ExpiryPolicy
 from tensorflow_ignite.protocol.codes import ClusterState, Feature, Op, PeekMode, TxConcurrency, TxIsolation, TypeCode
-from tensorflow_ignite.protocol.requests.common import _cache_header
+from tensorflow_ignite.protocol.requests.common import cache_header
 from tensorflow_ignite.protocol.values import BinaryField, BinaryObject, BinaryType, Typed
 
 
@@ -103,7 +103,7 @@ def test_cache_flags_expiry_then_transaction() -> None:
         + INT5,
     )
     with pytest.raises(ValueError):
-        _cache_header(ByteWriter(), CACHE, rq.CacheOptions(tx_id=1), data_request=False)
+        cache_header(ByteWriter(), CACHE, rq.CacheOptions(tx_id=1), data_request=False)
 
 
 def test_cache_management_ops() -> None:

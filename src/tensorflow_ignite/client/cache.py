@@ -452,7 +452,7 @@ class Cache:
             try:
                 for page in pages:
                     if seen and page.row_count:
-                        page = _without_keys(page, seen)
+                        page = without_keys(page, seen)
                     if retryable and page.row_count:
                         delivered.append(page)
                     yield scan.position, page
@@ -475,7 +475,7 @@ class Cache:
                 if on_failover is not None:
                     on_failover(scan.partition, exc)
                 for done in delivered:
-                    seen.update(_row_keys(done))
+                    seen.update(row_keys(done))
                 delivered.clear()
                 if attempts:
                     # Backoff while the cluster notices the loss and moves primaries.
@@ -589,14 +589,14 @@ def _gave_up(cache: str, partition: int, timeout: float, attempts: int, tried: l
     return IgniteConnectionError(message, address=address)
 
 
-def _row_keys(page: ScanPage) -> list[bytes]:
+def row_keys(page: ScanPage) -> list[bytes]:
     """The serialized key of every row of a scan page (a key's bytes are the same on every node)."""
     starts = value_offsets(page.rows, page.row_count, 2)
     rows = page.rows
     return [bytes(rows[k:v]) for k, v in zip(starts[:, 0].tolist(), starts[:, 1].tolist())]
 
 
-def _without_keys(page: ScanPage, seen: set[bytes]) -> ScanPage:
+def without_keys(page: ScanPage, seen: set[bytes]) -> ScanPage:
     """``page`` without the rows whose key is in ``seen`` (rows are self-contained byte ranges)."""
     starts = value_offsets(page.rows, page.row_count, 2)
     rows = page.rows

@@ -180,6 +180,20 @@ _LAYOUTS: dict[tuple[PagePlan, int], _Layout] = {}
 _MAX_LAYOUTS = 64
 
 
+def cached_layouts() -> tuple[object, ...]:
+    """The row layouts kept for the strided decode path (one per plan and row length), oldest first.
+
+    For tests and diagnostics: a page whose rows repeat one layout is decoded
+    by strides, and its layout is kept here for the next page of the same shape.
+    """
+    return tuple(_LAYOUTS.values())
+
+
+def clear_layout_cache() -> None:
+    """Forget the kept layouts (the next page of each shape builds its own again)."""
+    _LAYOUTS.clear()
+
+
 class _PageDecoder:
     """State of one :func:`decode_page` call."""
 

@@ -10,7 +10,7 @@ from ..binary import BinaryEncoder
 from ..cache_config import CacheConfiguration, encode_cache_configuration
 from ..codes import V1_7_0, Feature, Op, PeekMode, ProtocolVersion, TypeCode
 from ..framing import REQUEST_HEADER, DEFAULT_FEATURES, finish_request, start_request
-from .common import CacheOptions, _cache_header, _enc
+from .common import CacheOptions, cache_header, _enc
 
 
 # ------------------------------------------------------------------ key-value
@@ -24,7 +24,7 @@ def _key_op(
 ) -> bytes:
     enc = _enc(encoder)
     w = start_request(op, request_id)
-    _cache_header(w, cache_id, opts)
+    cache_header(w, cache_id, opts)
     for value, code in values:
         enc.write(w, value, code)
     return finish_request(w)
@@ -42,7 +42,7 @@ def _keys_op(
     enc = _enc(encoder)
     keys = list(keys)
     w = start_request(op, request_id)
-    _cache_header(w, cache_id, opts)
+    cache_header(w, cache_id, opts)
     w.i32(len(keys))
     for k in keys:
         enc.write(w, k, key_type)
@@ -203,7 +203,7 @@ def cache_put_all(
     enc = _enc(encoder)
     pairs = list(entries.items()) if isinstance(entries, Mapping) else list(entries)
     w = start_request(Op.CACHE_PUT_ALL, request_id)
-    _cache_header(w, cache_id, opts)
+    cache_header(w, cache_id, opts)
     w.i32(len(pairs))
     for k, v in pairs:
         enc.write(w, k, key_type)
@@ -259,14 +259,14 @@ def cache_put_bytes_head_into(buffer: bytearray, end: int, cache_id: int, key: s
 def cache_clear(request_id: int, cache_id: int, *, opts: CacheOptions | None = None) -> bytes:
     """OP_CACHE_CLEAR (1013): empty body after the cache header."""
     w = start_request(Op.CACHE_CLEAR, request_id)
-    _cache_header(w, cache_id, opts)
+    cache_header(w, cache_id, opts)
     return finish_request(w)
 
 
 def cache_remove_all(request_id: int, cache_id: int, *, opts: CacheOptions | None = None) -> bytes:
     """OP_CACHE_REMOVE_ALL (1019): empty body after the cache header."""
     w = start_request(Op.CACHE_REMOVE_ALL, request_id)
-    _cache_header(w, cache_id, opts)
+    cache_header(w, cache_id, opts)
     return finish_request(w)
 
 
@@ -276,7 +276,7 @@ def cache_get_size(
     """OP_CACHE_GET_SIZE (1020): int count, byte peek modes (none = ALL); answer: long."""
     modes = [int(m) for m in peek_modes]
     w = start_request(Op.CACHE_GET_SIZE, request_id)
-    _cache_header(w, cache_id, opts)
+    cache_header(w, cache_id, opts)
     w.i32(len(modes))
     for m in modes:
         w.u8(m)
@@ -291,7 +291,7 @@ def cache_local_peek(
     enc = _enc(encoder)
     modes = [int(m) for m in peek_modes]
     w = start_request(Op.CACHE_LOCAL_PEEK, request_id)
-    _cache_header(w, cache_id, opts)
+    cache_header(w, cache_id, opts)
     enc.write(w, key, key_type)
     w.i32(len(modes))
     for m in modes:
@@ -340,7 +340,7 @@ def cache_get_or_create_with_configuration(
 def cache_get_configuration(request_id: int, cache_id: int) -> bytes:
     """OP_CACHE_GET_CONFIGURATION (1055): int cache id, byte flags."""
     w = start_request(Op.CACHE_GET_CONFIGURATION, request_id)
-    _cache_header(w, cache_id, None, data_request=False)
+    cache_header(w, cache_id, None, data_request=False)
     return finish_request(w)
 
 

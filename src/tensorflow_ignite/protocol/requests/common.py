@@ -36,7 +36,13 @@ class CacheOptions:
 _NO_OPTIONS = CacheOptions()
 
 
-def _cache_header(w: ByteWriter, cache_id: int, opts: CacheOptions | None, data_request: bool = True) -> None:
+def cache_header(w: ByteWriter, cache_id: int, opts: CacheOptions | None, data_request: bool = True) -> None:
+    """Write the header every cache request starts with: ``int cache id``, ``byte flags``, then
+    the expiry policy's three ``long`` durations and the ``int`` transaction id when set.
+
+    ``data_request=False`` (cache management, queries): such an operation cannot
+    run inside a transaction, and ``opts.tx_id`` is a ``ValueError``.
+    """
     opts = opts or _NO_OPTIONS
     if opts.tx_id is not None and not data_request:
         raise ValueError("this cache operation cannot run inside a transaction")

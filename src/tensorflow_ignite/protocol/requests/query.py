@@ -8,7 +8,7 @@ from typing import Any
 from ..binary import BinaryEncoder
 from ..codes import Feature, Op, StatementType
 from ..framing import DEFAULT_FEATURES, finish_request, start_request
-from .common import CacheOptions, _cache_header, _enc
+from .common import CacheOptions, cache_header, _enc
 
 
 # ------------------------------------------------------------------ queries
@@ -26,7 +26,7 @@ def query_scan(
     if page_size <= 0:
         raise ValueError(f"scan page size must be positive, got {page_size}")
     w = start_request(Op.QUERY_SCAN, request_id)
-    _cache_header(w, cache_id, opts)
+    cache_header(w, cache_id, opts)
     if filter is None:
         w.u8(101)
     else:
@@ -67,7 +67,7 @@ def query_sql_fields(
         raise ValueError(f"SQL page size must be positive, got {page_size}")
     enc = _enc(encoder)
     w = start_request(Op.QUERY_SQL_FIELDS, request_id)
-    _cache_header(w, cache_id, opts)
+    cache_header(w, cache_id, opts)
     w.typed_string(schema)
     w.i32(page_size)
     w.i32(max_rows)
