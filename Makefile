@@ -5,6 +5,7 @@
 #   make test-long  the same with the long forms of the fault tests
 #   make bench   benchmarks, one full run of ~10 min (writes BENCHMARKS.md; BENCH_ARGS='...' adds options)
 #   make bench-3 issue 19's verdict: 3 full runs in one command (~30 min), targets' minimum and spread
+#   make bench-revisions  the read path against earlier revisions in one run (BENCHMARKS-revisions.md)
 #   make soak    30 minutes of everything at once while nodes die (soak-report/)
 #   make wheel   cp311/cp312/cp313 manylinux wheels in dist/
 #   make compat  every tested Ignite release (with a table) and the wheel on Python 3.12, 3.13
@@ -20,7 +21,7 @@ JAVA_SRC    := $(shell find java/src -name '*.java' 2>/dev/null) java/pom.xml ja
 NATIVE_SRC  := $(wildcard src/tensorflow_ignite/native/*.cc) $(wildcard src/tensorflow_ignite/native/*.h) $(wildcard src/tensorflow_ignite/native/build.py)
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps venv java native stock demo test test-long bench bench-3 soak fuzz clean help wheel compat compat-wheel compat-versions
+.PHONY: setup system-deps venv java native stock demo test test-long bench bench-3 bench-revisions soak fuzz clean help wheel compat compat-wheel compat-versions
 
 help:
 	@sed -n '2,11p' Makefile
@@ -89,6 +90,13 @@ bench: setup
 # minimum and the spread; the rest of the file is the last run.
 bench-3: setup
 	$(PY) -m bench.run --runs 3 $(BENCH_ARGS)
+
+# The read path of this checkout against earlier revisions, in one run on one node (figures from
+# other days differ by more than a change being judged). REVISIONS: git revisions; the default is
+# the last benchmarked commit before the dataset op became serializable (issue 18).
+REVISIONS ?= b8809f9
+bench-revisions: setup
+	$(PY) -m bench.revisions $(REVISIONS)
 
 # The long soak (30 minutes by default; CI runs a 3-minute form in the tests):
 # epochs, writes and ignite:// checkpoints on 3 nodes while a node is killed
