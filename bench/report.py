@@ -311,6 +311,42 @@ WHAT_WAS_TRIED = """\
    exactly-once 15.9 -> 5.5 ms; against a node, alternating with the layout path switched off (12
    rounds): IgniteDataset in TF 0.196 -> 0.165 s (CPU 0.135 -> 0.106 s), reader alone 0.145 ->
    0.130 s (CPU 0.089 -> 0.068 s).
+10. **No prefetch injected behind the source op** (`data/dataset.py`: `_shard_options`). Reads of
+   small rows had become slower than on 2026-11-24 (486-507k against 615k rows/s). A same-run
+   comparison of revisions (`python -m bench.revisions`, one node, alternating child processes,
+   CPU seconds per read) placed the step at the commit that set the auto-shard policy with
+   `with_options`: TensorFlow's `inject_prefetch` rewrite treats that options step as a
+   transformation and puts a prefetch behind the op, which it does not do for the bare op
+   (in-process, 12 rounds: bare op 62.6 ms CPU per read, with any options 77-80 ms, with the
+   options and `inject_prefetch = False` 62.8 ms). The dataset's options now turn it off. Same
+   run, 5 rounds: 60k small rows 565k -> 625k rows/s (CPU 0.073 -> 0.059 s per read; the
+   revision before the op, b8809f9: 627k, 0.057 s), bulk unchanged (1,077 -> 1,088 MB/s; b8809f9
+   1,085). `BENCHMARKS-revisions.md` (`make bench-revisions`) keeps that comparison.
+   Also tried: keeping the policy in the op's own options (an attribute, `set_options` in the
+   dataset): TensorFlow then ran its graph rewrite on every iterator (9 ms per `iter()`) and the
+   read took 0.101 s CPU; not kept.
+11. **The node's ceiling is measured, not assumed** (issue 19). The raw scan pages contender runs
+   the readers' scan exchange on one cursor through our client and only counts the pages; the
+   node CPU column is the nodes' own `/proc` CPU time per read. In the 3-run table of 2026-11-26
+   (last run): raw pages 1,183 MB/s on bulk with the node at 1.02 cores, 800k rows/s on small rows
+   at 0.94 cores -- one cursor keeps about one core of the node busy, and our reader the other core
+   of this 2-core machine. The raised read targets ask for more than the node serves: bulk >= 2x
+   Java needs ~1,420 MB/s and >= 0.5x the loopback socket ~1,620 MB/s (1.20x and 1.37x the
+   raw-page rate); small rows >= 1,000,000 rows/s is 1.25x it. IgniteDataset in TF reaches 89 %
+   of the raw-page rate on bulk; on small rows 66 % (our reader alone 84 %: TensorFlow's share is
+   where the client could still gain, but not past 800k). More cursors per node or more nodes need
+   more cores than this machine has: 3 nodes on the same 2 cores read more slowly than 1 (section
+   4). The findings of each run say which missed target lies above the node's ceiling.
+12. **Loading 1 MiB rows: the node's put path is the common bound** (issue 19's write >= 5x
+   pyignite). In the 3-run table of 2026-11-26 (last run, section 6b) every client stack lands at
+   347-369 MB/s -- Ignite's own DataStreamer (thick client), the Java thin client's putAll and
+   pyignite's put_all -- and write at 483 MB/s (1.39x the streamer, 1.31x pyignite). 5x pyignite
+   would be ~1,850 MB/s: 5.3x the rate of Ignite's own bulk loader on the same node and cache, and
+   half the speed of a plain memory copy into fresh memory on this machine (~3,600 MB/s, the
+   header). pyignite is slow on small rows (per-row Python work: 6.1-6.5x there), not on 1 MiB
+   rows, whose time is the node storing 537 MB into fresh page memory; the node's CPU stays at
+   0.5-0.7 cores for every contender, so it is not one busy thread but the node's per-entry put
+   and page writes that set the pace.
 """
 
 
@@ -351,8 +387,10 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
                "Page faults: minor page faults of this process during one read (median), i.e. freshly "
                "allocated 4 KiB pages touched. Node CPU (cores): the Ignite nodes' own user + system CPU "
                "seconds (`/proc/<pid>/stat`) over each repetition divided by its timed seconds (median); 1.00 is "
-               "one core busy for the whole read, on a machine of 2. The raw scan pages contender is the node's "
-               "ceiling: the same scan exchange as our readers, pages received and counted, nothing decoded.")
+               "one core busy for the whole read, on a machine of 2. It covers the contender's whole call, so it "
+               "overstates where a call does more than its timed part (the Java thin client's JVM runs its warm-up "
+               "scans in it). The raw scan pages contender is the node's ceiling: the same scan exchange as our "
+               "readers, pages received and counted, nothing decoded.")
     if any(r.scenario.key.startswith("load") for r in results):
         out.append("")
         out.append("Loading (section 6, `bench/loading.py`): every run loads the same rows into a fresh cache of "
