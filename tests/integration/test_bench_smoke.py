@@ -23,8 +23,8 @@ SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs")
 
 #: scenario key -> contender keys every run must report.
 EXPECTED = {
-    "bulk": {"dataset", "reader", "java", "pyignite", "socket"},
-    "small": {"dataset", "reader", "java", "pyignite", "socket"},
+    "bulk": {"dataset", "reader", "java", "pyignite", "socket", "raw"},
+    "small": {"dataset", "reader", "java", "pyignite", "socket", "raw"},
     "sql": {"dataset", "reader", "java", "pyignite", "socket"},
     "train": {"dataset", "arrays"},
     "scale1": {"dataset", "reader", "java"},
@@ -91,7 +91,13 @@ def test_bench_two_runs_report_targets_over_runs(tmp_path: Path) -> None:
         assert set(run["scenarios"]) == {"bulk"}
         assert all(len(c["seconds"]) == 1 for c in run["scenarios"]["bulk"]["contenders"].values())
     assert data["scenarios"] == data["runs"][-1]["scenarios"]  # the report's tables: the last run
-    (target,) = data["targets_over_runs"]
+    # bulk's targets: >= 1x Java, and issue 19's >= 2x Java and >= 0.5x the loopback socket
+    assert [t["text"] for t in data["targets_over_runs"]] == [
+        "IgniteDataset >= 1.0x the Java thin client (bulk)",
+        "IgniteDataset >= 2.0x the Java thin client (bulk; issue 19)",
+        "IgniteDataset in TF >= 0.5x the raw loopback socket (bulk; issue 19)",
+    ]
+    target = data["targets_over_runs"][0]
     assert len(target["measured"]) == 2 and all(v is not None for v in target["measured"])
     assert target["minimum"] == min(target["measured"])
 
