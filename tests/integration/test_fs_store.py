@@ -14,7 +14,7 @@ import pytest
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.errors import AuthenticationError, ConfigurationError, IgniteError
 from tensorflow_ignite.fs import config as fs_config
-from tensorflow_ignite.fs.layout import SPLIT_NAMES, FileEntry, block_key
+from tensorflow_ignite.fs.layout import SPLIT_NAMES, FileEntry, block_key, decode_garbage, encode_garbage
 from tensorflow_ignite.fs.store import FileWriter, IgniteFileStore, StaleFileError
 from tensorflow_ignite.fs.store.common import GARBAGE_DELAY
 from tensorflow_ignite.local.cluster import LocalCluster
@@ -514,6 +514,37 @@ def test_reader_of_another_process_reads_a_replaced_file_whole_within_the_delay(
         isolated.drain()  # deletes delayed garbage at once
         assert isolated.delayed_garbage == 0 and isolated.data.size() == 0
         assert meta_records(isolated, "g:") == []
+    finally:
+        other.close()
+
+
+def test_collect_garbage_leaves_another_process_garbage_until_its_delay_ends(
+        client: IgniteClient, isolated: IgniteFileStore) -> None:
+    # `other` stands for another process running collect_garbage (e.g. a maintenance job).
+    other = IgniteFileStore(client, cache_prefix=isolated.cache_prefix, block_size=BS, owns_client=False)
+    try:
+        old = pattern(3 * BS, seed=5)
+        isolated.write_file("/f", old)
+        reader = other.open_read("/f")  # opened just before the file is replaced
+        isolated.write_file("/f", b"replaced")
+        assert isolated.delayed_garbage == 1
+        (own,) = meta_records(isolated, "g:")
+        result = other.collect_garbage()
+        assert result["garbage_waiting"] == 1 and result["garbage_records"] == 0 and result["blocks_deleted"] == 0
+        buf = bytearray(len(old))
+        assert reader.read_into(0, memoryview(buf)) == len(old) and bytes(buf) == old
+        reader.close()
+        # Records whose writer is gone: one whose delay has passed, one of the format before
+        # records carried their time (deleted at once, as before).
+        now = time.time_ns()
+        other.meta.put("g:left-by-a-crash", encode_garbage([("gone", 0, 2)], now - 5 * 10**9, 1.0))
+        other.meta.put("g:older-format", '[["gone2",0,1]]')
+        other.meta.put("g:still-waiting", encode_garbage([("gone3", 0, 1)], now, 3600.0))
+        result = other.collect_garbage()
+        assert result["garbage_records"] == 2 and result["garbage_waiting"] == 2, result
+        assert sorted(meta_records(other, "g:")) == sorted(["g:still-waiting", own])
+        assert decode_garbage(encode_garbage([("c", 1, 2)], 7, 0.5)) == ([("c", 1, 2)], 7, 0.5)
+        other.meta.remove_key("g:still-waiting")
     finally:
         other.close()
 

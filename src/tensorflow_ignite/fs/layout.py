@@ -16,7 +16,10 @@ key                         value (JSON text)
                             as ``"<nb>|name/name/..."`` (``/`` never occurs in
                             a name)
 ``g:<id>``                  garbage: data-block ranges no entry references any
-                            more, written in the transaction that dropped them
+                            more, written in the transaction that dropped them,
+                            as ``{"r": ranges, "t": ns, "d": s}``: when it was
+                            written and the writer's ``garbage_delay`` (older
+                            records: the bare ranges list)
 ``w:<content id>``          a write in progress: the blocks it may have left if
                             its writer dies before closing
 ==========================  ===================================================
@@ -59,6 +62,8 @@ __all__ = [
     "encode_entry",
     "decode_bucket",
     "encode_bucket",
+    "decode_garbage",
+    "encode_garbage",
     "normalize_path",
     "parent_of",
     "name_of",
@@ -221,6 +226,20 @@ def decode_entry(value: Any, path: str = "?") -> Entry:
         id=d["id"], size=d["sz"], mtime_ns=d["mt"], block_size=d["bs"], gen=d["g"],
         extents=tuple((int(a), str(b)) for a, b in d.get("x", ())),
     )
+
+
+def encode_garbage(ranges: list[Range], written_ns: int, delay: float) -> str:
+    """A ``g:`` record: the block ranges, when the transaction wrote it, the writer's garbage delay."""
+    return json.dumps({"r": ranges, "t": int(written_ns), "d": float(delay)}, separators=(",", ":"))
+
+
+def decode_garbage(value: Any) -> tuple[list[Range], int, float]:
+    """``(ranges, written_ns, delay)`` of a ``g:`` record; one of an older version (the bare
+    ranges list) has neither time nor delay: ``(ranges, 0, 0.0)``, deletable at once."""
+    data = json.loads(value)
+    if isinstance(data, list):
+        return [tuple(r) for r in data], 0, 0.0  # type: ignore[misc]
+    return [tuple(r) for r in data["r"]], int(data.get("t", 0)), float(data.get("d", 0.0))  # type: ignore[misc]
 
 
 def encode_bucket(nb: int, names: set[str] | frozenset[str] | list[str]) -> str:

@@ -67,6 +67,8 @@ class StoreState:
     endpoint: str
     #: Counters for tests and diagnostics.
     stats: collections.Counter[str]
+    #: Seconds between the commit that makes blocks garbage and their deletion.
+    garbage_delay: float
     capacity: CapacityGuard
     _lock: threading.Lock
     _pins: collections.Counter[str]

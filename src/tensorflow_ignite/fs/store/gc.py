@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ...errors import CapacityError
-from ..layout import FileEntry, Range, block_key, garbage_key
+from ..layout import FileEntry, Range, block_key, decode_garbage, garbage_key
 from .common import StoreState, now_ns, recreates_caches
 
 log = logging.getLogger(__name__)
@@ -174,27 +174,32 @@ class Garbage(StoreState):
         """Delete blocks left behind by crashed processes (scans the meta cache).
 
         ``g:`` records (garbage whose deletion was interrupted) are deleted
-        outright, except content that readers of this process still use and
-        this store's own garbage waiting out ``garbage_delay`` (garbage another
-        live process is delaying is deleted too: run this when its readers are
-        done);
+        once the ``garbage_delay`` their writer committed them with has passed
+        (another live process's garbage still waiting it out is left to that
+        process, so readers it protects are not cut short), except content that
+        readers of this process still use;
         ``w:`` records older than ``stale_after`` seconds are writes whose
         writer never closed them: blocks their file does not reference are
         deleted.  Live writers refresh their record every minute.
         """
-        stats = collections.Counter({"garbage_records": 0, "stale_writes": 0, "blocks_deleted": 0})
+        stats = collections.Counter({"garbage_records": 0, "garbage_waiting": 0, "stale_writes": 0,
+                                     "blocks_deleted": 0})
         before = self.stats["blocks_deleted"]
         now = now_ns()
         records = [(k, v) for k, v in self.meta.scan(page_size=1024)
                    if isinstance(k, str) and k[:2] in ("g:", "w:")]
         for key, value in records:
             if key.startswith("g:"):
+                ranges, written_ns, delay = decode_garbage(value)
                 with self._lock:
                     seq = self._seq
                     if any(gid == key[2:] for _, _, gid, _ in self._delayed):
                         continue  # this store's own, waiting out garbage_delay
+                if now - written_ns < delay * 1e9:
+                    stats["garbage_waiting"] += 1  # another process's, still waiting out its delay
+                    continue
                 stats["garbage_records"] += 1
-                self._collect(key[2:], [tuple(r) for r in json.loads(value)], seq)  # type: ignore[misc]
+                self._collect(key[2:], ranges, seq)
                 continue
             info = json.loads(value)
             if now - int(info.get("t", 0)) < stale_after * 1e9:

@@ -9,7 +9,6 @@ start (a multi-key compare-and-set: no locks, no deadlocks).
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import random
 import time
@@ -28,10 +27,11 @@ from ..layout import (
     encode_bucket,
     encode_entry,
     entry_key,
+    encode_garbage,
     garbage_key,
     new_id,
 )
-from .common import MAX_TX_ATTEMPTS, StoreState, T
+from .common import MAX_TX_ATTEMPTS, StoreState, T, now_ns
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class TxView:
         gid = None
         if self.garbage:
             gid = new_id()
-            self._dirty[garbage_key(gid)] = json.dumps(self.garbage, separators=(",", ":"))
+            self._dirty[garbage_key(gid)] = encode_garbage(self.garbage, now_ns(), self.store.garbage_delay)
         puts = [(k, v) for k, v in self._dirty.items() if v is not _DELETED]
         removes = [k for k, v in self._dirty.items() if v is _DELETED]
         self.tx.put_all(self.store.meta, puts)
