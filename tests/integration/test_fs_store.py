@@ -57,6 +57,15 @@ def isolated(client: IgniteClient, cache_name: str) -> Iterator[IgniteFileStore]
     client.destroy_cache(s.data.name)
 
 
+@pytest.fixture
+def other(client: IgniteClient, isolated: IgniteFileStore) -> Iterator[IgniteFileStore]:
+    """A second store on ``isolated``'s caches, standing for another process: neither store
+    sees the other's readers (their pins) or its garbage waiting out the delay."""
+    other = IgniteFileStore(client, cache_prefix=isolated.cache_prefix, block_size=BS, owns_client=False)
+    yield other
+    other.close()
+
+
 def pattern(n: int, seed: int = 0) -> bytes:
     block = bytes((i * 7 + seed) & 0xFF for i in range(251))
     return (block * (n // 251 + 1))[:n]
@@ -495,58 +504,49 @@ def test_open_reader_keeps_its_snapshot(isolated: IgniteFileStore) -> None:
 
 
 def test_reader_of_another_process_reads_a_replaced_file_whole_within_the_delay(
-        client: IgniteClient, isolated: IgniteFileStore) -> None:
-    # `other` stands for another process: the writing store cannot see its reader's pins.
-    other = IgniteFileStore(client, cache_prefix=isolated.cache_prefix, block_size=BS, owns_client=False)
-    try:
-        old = pattern(3 * BS, seed=3)
-        isolated.write_file("/f", old)
-        reader = other.open_read("/f")
-        isolated.write_file("/f", b"replaced")
-        isolated.remove("/f")  # the new content is garbage too
-        assert isolated.delayed_garbage == 2
-        time.sleep(0.2)  # time for a background deletion, if the delay were ignored
-        buf = bytearray(len(old))
-        assert reader.read_into(0, memoryview(buf)) == len(old) and bytes(buf) == old
-        reader.close()
-        assert isolated.data.size() == 4 and len(meta_records(isolated, "g:")) == 2
-        assert isolated.collect_garbage()["garbage_records"] == 0, "the store's own delayed garbage is kept"
-        isolated.drain()  # deletes delayed garbage at once
-        assert isolated.delayed_garbage == 0 and isolated.data.size() == 0
-        assert meta_records(isolated, "g:") == []
-    finally:
-        other.close()
+        isolated: IgniteFileStore, other: IgniteFileStore) -> None:
+    old = pattern(3 * BS, seed=3)
+    isolated.write_file("/f", old)
+    reader = other.open_read("/f")
+    isolated.write_file("/f", b"replaced")
+    isolated.remove("/f")  # the new content is garbage too
+    assert isolated.delayed_garbage == 2
+    time.sleep(0.2)  # time for a background deletion, if the delay were ignored
+    buf = bytearray(len(old))
+    assert reader.read_into(0, memoryview(buf)) == len(old) and bytes(buf) == old
+    reader.close()
+    assert isolated.data.size() == 4 and len(meta_records(isolated, "g:")) == 2
+    assert isolated.collect_garbage()["garbage_records"] == 0, "the store's own delayed garbage is kept"
+    isolated.drain()  # deletes delayed garbage at once
+    assert isolated.delayed_garbage == 0 and isolated.data.size() == 0
+    assert meta_records(isolated, "g:") == []
 
 
 def test_collect_garbage_leaves_another_process_garbage_until_its_delay_ends(
-        client: IgniteClient, isolated: IgniteFileStore) -> None:
+        isolated: IgniteFileStore, other: IgniteFileStore) -> None:
     # `other` stands for another process running collect_garbage (e.g. a maintenance job).
-    other = IgniteFileStore(client, cache_prefix=isolated.cache_prefix, block_size=BS, owns_client=False)
-    try:
-        old = pattern(3 * BS, seed=5)
-        isolated.write_file("/f", old)
-        reader = other.open_read("/f")  # opened just before the file is replaced
-        isolated.write_file("/f", b"replaced")
-        assert isolated.delayed_garbage == 1
-        (own,) = meta_records(isolated, "g:")
-        result = other.collect_garbage()
-        assert result["garbage_waiting"] == 1 and result["garbage_records"] == 0 and result["blocks_deleted"] == 0
-        buf = bytearray(len(old))
-        assert reader.read_into(0, memoryview(buf)) == len(old) and bytes(buf) == old
-        reader.close()
-        # Records whose writer is gone: one whose delay has passed, one of the format before
-        # records carried their time (deleted at once, as before).
-        now = time.time_ns()
-        other.meta.put("g:left-by-a-crash", encode_garbage([("gone", 0, 2)], now - 5 * 10**9, 1.0))
-        other.meta.put("g:older-format", '[["gone2",0,1]]')
-        other.meta.put("g:still-waiting", encode_garbage([("gone3", 0, 1)], now, 3600.0))
-        result = other.collect_garbage()
-        assert result["garbage_records"] == 2 and result["garbage_waiting"] == 2, result
-        assert sorted(meta_records(other, "g:")) == sorted(["g:still-waiting", own])
-        assert decode_garbage(encode_garbage([("c", 1, 2)], 7, 0.5)) == ([("c", 1, 2)], 7, 0.5)
-        other.meta.remove_key("g:still-waiting")
-    finally:
-        other.close()
+    old = pattern(3 * BS, seed=5)
+    isolated.write_file("/f", old)
+    reader = other.open_read("/f")  # opened just before the file is replaced
+    isolated.write_file("/f", b"replaced")
+    assert isolated.delayed_garbage == 1
+    (own,) = meta_records(isolated, "g:")
+    result = other.collect_garbage()
+    assert result["garbage_waiting"] == 1 and result["garbage_records"] == 0 and result["blocks_deleted"] == 0
+    buf = bytearray(len(old))
+    assert reader.read_into(0, memoryview(buf)) == len(old) and bytes(buf) == old
+    reader.close()
+    # Records whose writer is gone: one whose delay has passed, one of the format before
+    # records carried their time (deleted at once, as before).
+    now = time.time_ns()
+    other.meta.put("g:left-by-a-crash", encode_garbage([("gone", 0, 2)], now - 5 * 10**9, 1.0))
+    other.meta.put("g:older-format", '[["gone2",0,1]]')
+    other.meta.put("g:still-waiting", encode_garbage([("gone3", 0, 1)], now, 3600.0))
+    result = other.collect_garbage()
+    assert result["garbage_records"] == 2 and result["garbage_waiting"] == 2, result
+    assert sorted(meta_records(other, "g:")) == sorted(["g:still-waiting", own])
+    assert decode_garbage(encode_garbage([("c", 1, 2)], 7, 0.5)) == ([("c", 1, 2)], 7, 0.5)
+    other.meta.remove_key("g:still-waiting")
 
 
 def test_delayed_garbage_is_deleted_when_the_delay_ends(client: IgniteClient, cache_name: str) -> None:
@@ -578,19 +578,15 @@ def test_closing_deletes_delayed_garbage(client: IgniteClient, cache_name: str) 
         client.destroy_cache(s.data.name)
 
 
-def test_reader_of_another_process_gets_a_stale_error(client: IgniteClient, isolated: IgniteFileStore) -> None:
-    other = IgniteFileStore(client, cache_prefix=isolated.cache_prefix, block_size=BS, owns_client=False)
-    try:
-        isolated.write_file("/f", pattern(3 * BS))
-        reader = other.open_read("/f")
-        isolated.write_file("/f", b"replaced")  # garbage: `other` has no pin here
-        isolated.drain()  # ends the delay: the old blocks are deleted now
-        with pytest.raises(StaleFileError) as info:
-            reader.read_into(0, memoryview(bytearray(10)))
-        assert info.value.errno == errno.ESTALE and isinstance(info.value, IgniteError)
-        reader.close()
-    finally:
-        other.close()
+def test_reader_of_another_process_gets_a_stale_error(isolated: IgniteFileStore, other: IgniteFileStore) -> None:
+    isolated.write_file("/f", pattern(3 * BS))
+    reader = other.open_read("/f")
+    isolated.write_file("/f", b"replaced")  # garbage: `other` has no pin here
+    isolated.drain()  # ends the delay: the old blocks are deleted now
+    with pytest.raises(StaleFileError) as info:
+        reader.read_into(0, memoryview(bytearray(10)))
+    assert info.value.errno == errno.ESTALE and isinstance(info.value, IgniteError)
+    reader.close()
 
 
 # -------------------------------------------------------------- concurrency
