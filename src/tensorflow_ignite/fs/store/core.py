@@ -281,11 +281,11 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
                 pending[pending_key(cid)] = json.dumps({"p": path, "b": 0, "t": now}, separators=(",", ":"))
             size = sum(len(d) for _, d in chunk)
             blocks = sum(e.blocks for _, e in planned)
-            self._admit(0, 0, remaining=(size, blocks), largest_entry=min(bs, size))
+            self.admit_write(0, 0, remaining=(size, blocks), largest_entry=min(bs, size))
             self.meta.put_all(pending)
 
             def store(batch: list[tuple[str, bytes]], batch_bytes: int) -> None:
-                self._admit(batch_bytes, len(batch), largest_entry=bs)
+                self.admit_write(batch_bytes, len(batch), largest_entry=bs)
                 self.data.put_all(batch)
 
             try:

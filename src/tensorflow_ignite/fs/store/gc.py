@@ -90,8 +90,9 @@ class Garbage(StoreState):
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 
-    def _admit(self, payload: int, entries: int, **kwargs: Any) -> None:
-        """Admit ``entries`` blocks of ``payload`` bytes to the capacity guard.
+    def admit_write(self, payload: int, entries: int, **kwargs: Any) -> None:
+        """Admit ``entries`` blocks of ``payload`` bytes to the capacity guard (``CapacityGuard.admit``'s
+        arguments): the one check every write of this store passes before it stores blocks.
 
         Garbage only waiting out ``garbage_delay`` still holds room in the data
         region: a write that would not fit deletes it at once and asks again,

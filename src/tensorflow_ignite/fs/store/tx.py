@@ -26,8 +26,8 @@ from ..layout import (
     decode_entry,
     encode_bucket,
     encode_entry,
-    entry_key,
     encode_garbage,
+    entry_key,
     garbage_key,
     new_id,
 )

@@ -144,8 +144,7 @@ class FileWriter:
             if self._filled + len(view) >= bs:
                 # At least one block leaves in this call: the whole call must fit (capacity.py).
                 self._call_left = len(view)
-                self.store._admit(0, 0, remaining=(len(view), -(-len(view) // bs)),
-                                          largest_entry=bs)
+                self.store.admit_write(0, 0, remaining=(len(view), -(-len(view) // bs)), largest_entry=bs)
             while view:
                 if not self._filled and len(view) >= bs:
                     # A whole block inside the caller's data (TensorFlow's checkpoint
@@ -249,8 +248,8 @@ class FileWriter:
         A refusal fails the writer (nothing more is stored or published; ``close`` drops the file)."""
         left = self._call_left
         try:
-            self.store._admit(length, 1, remaining=(left, -(-left // self.block_size)) if left else None,
-                                      largest_entry=self.block_size)
+            self.store.admit_write(length, 1, remaining=(left, -(-left // self.block_size)) if left else None,
+                                   largest_entry=self.block_size)
         except BaseException as exc:
             self._fail(exc)
             raise
