@@ -207,6 +207,12 @@ class JobNotFoundError(LauncherError):
     """No job of that name exists on the cluster."""
 
 
+class LauncherPermissionError(LauncherError):
+    """The launcher refused the caller: authentication is off and not opted out of, the user is
+    not among the launcher's submitters/admins, the job is another user's, or a program is not
+    among its allowed commands.  The message names the user and the node setting to change."""
+
+
 class LauncherNotDeployedError(LauncherError):
     """No server node of the cluster has the tensorflow-ignite module (no launcher service)."""
 

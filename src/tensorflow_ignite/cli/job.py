@@ -223,6 +223,13 @@ def _ps(args: argparse.Namespace) -> int:
     return 0
 
 
+def _submitter(rec: dict[str, Any]) -> str:
+    """``alice (from 10.0.0.5:51234)``: the user the node authenticated when the job was submitted."""
+    who = rec.get("submitted_by") or "(no authentication)"
+    where = rec.get("submitted_from")
+    return f"{who} (from {where})" if where else str(who)
+
+
 def _describe(args: argparse.Namespace) -> int:
     with _connect(args) as jobs:
         rec = jobs.job(args.job)
@@ -238,6 +245,7 @@ def _describe(args: argparse.Namespace) -> int:
         ("Job", rec.get("id")),
         ("State", state),
         ("Message", rec.get("message")),
+        ("Submitted by", _submitter(rec)),
         ("Cache", rec.get("cache")),
         ("Command", shlex.join(str(c) for c in rec.get("command") or ())),
         ("Strategy", f"{rec.get('strategy')}"

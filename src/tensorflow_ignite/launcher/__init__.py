@@ -25,6 +25,7 @@ __all__ = [
     "JobNotFoundError",
     "LauncherError",
     "LauncherNotDeployedError",
+    "LauncherPermissionError",
     "OutputLine",
     "WorkerContext",
     "report",
@@ -32,5 +33,5 @@ __all__ = [
 
 # Lazy: the worker shim (``python -m tensorflow_ignite.launcher.shim``) imports this
 # package and must start in milliseconds, without the client and NumPy.
-__getattr__ = lazy_getattr(__name__, {name: ".jobs" for name in __all__[:5]}
+__getattr__ = lazy_getattr(__name__, {name: ".jobs" for name in __all__[:6]}
                            | {"WorkerContext": ".worker", "report": ".worker"})

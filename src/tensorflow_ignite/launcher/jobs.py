@@ -27,6 +27,7 @@ from ..errors import (  # noqa: F401  (the launcher's errors are importable from
     ConfigurationError,
     JobNotFoundError,
     LauncherError,
+    LauncherPermissionError,
     LauncherNotDeployedError,
     ServerError,
 )
@@ -192,7 +193,8 @@ class JobClient:
                         "the server nodes have the tensorflow-ignite module: is the cluster active "
                         "(`control.sh --set-state ACTIVE`)? The nodes' logs say why the service did not deploy"
                     ) from None
-                raise LauncherError(_service_message(text)) from None
+                message, refused = _service_message(text)
+                raise (LauncherPermissionError if refused else LauncherError)(message) from None
             return plain(responses.decode_object(body, self.client.decoder()))
 
     def ping(self) -> str:
@@ -407,7 +409,6 @@ class _OutputCursor:
                     self.events_seen.add(key)
                     out.append(OutputLine(key[0], int(rec.get("attempt") or 0), -1, "", key[1]))
         current = int(rec.get("attempt") or 0)
-        logs = self.jobs._cache(layout.LOGS)
         for attempt in range(1, current + 1):
             if attempt in self.finished_attempts or (self.attempts is not None and attempt not in self.attempts):
                 continue
@@ -422,10 +423,12 @@ class _OutputCursor:
                 total = int(w.get("chunks") or 0)
                 if total > have:
                     wanted.append((idx, str(w.get("node")), have, total))
-            if wanted and logs is not None:
+            if wanted:
                 keys = [layout.log_key(self.job_id, attempt, idx, c)
                         for idx, _, first, end in wanted for c in range(first, end)]
-                chunks = logs.get_all(keys)
+                # Through the launcher: the chunks in the logs cache are encrypted, and it hands
+                # them out to the job's submitter (or an admin) only.
+                chunks = self.jobs.invoke("output", self.job_id, keys) or {}
                 for idx, node, first, end in wanted:
                     for c in range(first, end):
                         chunk = chunks.get(layout.log_key(self.job_id, attempt, idx, c))
@@ -447,9 +450,13 @@ class _OutputCursor:
         return out
 
 
-def _service_message(text: str) -> str:
-    """The supervisor's own message out of Ignite's wrapped exception text."""
+def _service_message(text: str) -> tuple[str, bool]:
+    """The supervisor's own message out of Ignite's wrapped exception text, and whether it is
+    a refusal of the caller (the launcher's ``SecurityException``s start with "permission denied: ")."""
+    m = re.search(r"permission denied: (.*?)(?: \[node [^\]]*\])?$", text, re.DOTALL)
+    if m:
+        return m.group(1).strip(), True
     m = re.search(r"IllegalArgumentException: (.*)", text)
     if m:
-        return m.group(1).strip()
-    return text
+        return m.group(1).strip(), False
+    return text, False

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from xml.sax.saxutils import escape, quoteattr
 
 from .. import __version__
 from ..errors import LauncherModuleError, LauncherNotDeployedError
@@ -29,8 +30,8 @@ from ..errors import LauncherModuleError, LauncherNotDeployedError
 if TYPE_CHECKING:
     from ..client import IgniteClient
 
-__all__ = ["MODULE_ATTRIBUTE", "MODULE_VERSION", "NodeModule", "xml_fragment", "module_status", "check_module",
-           "require_module"]
+__all__ = ["MODULE_ATTRIBUTE", "MODULE_VERSION", "LauncherSecurity", "NodeModule", "xml_fragment", "module_status",
+           "check_module", "require_module"]
 
 #: The node attribute carrying the module's version (``TfLauncherModule.ATTRIBUTE``).
 MODULE_ATTRIBUTE = "tensorflow-ignite.module"
@@ -45,8 +46,99 @@ _INSTALL = (
 )
 
 
-def xml_fragment(version: str = MODULE_VERSION) -> str:
-    """What goes inside a node's ``<bean class="org.apache.ignite.configuration.IgniteConfiguration">``."""
+@dataclass(frozen=True)
+class LauncherSecurity:
+    """The launcher's security settings on a node (``TfJobService``'s bean properties; Java:
+    ``LauncherPolicy``).  The defaults refuse every job: see README, "Security".
+
+    * ``allow_unauthenticated``: accept jobs on a cluster *without* authentication -- anyone
+      who reaches a thin-client port may then run any program on every server node. Only for
+      a trusted, isolated network (``ignite-tf node start`` sets it for its loopback-only nodes).
+    * ``submitters``: the Ignite users who may submit jobs (``*``: every authenticated user);
+      ``admins``: may also stop, remove and read every job.
+    * ``allowed_commands``: absolute paths of the only interpreters/programs a job may run.
+    * ``max_job_bytes``: the largest job directory, zipped and unzipped (default 512 MiB).
+    * ``work_root``: where nodes unpack job directories (default: the node's work directory).
+    """
+
+    allow_unauthenticated: bool = False
+    submitters: tuple[str, ...] = ()
+    admins: tuple[str, ...] = ()
+    allowed_commands: tuple[str, ...] = ()
+    max_job_bytes: int | None = None
+    work_root: str | None = None
+
+    def node_arguments(self) -> list[str]:
+        """The flags of the project's own node launcher (``NodeLauncher --launcher-*``)."""
+        out: list[str] = []
+        if self.allow_unauthenticated:
+            out.append("--launcher-allow-unauthenticated")
+        if self.submitters:
+            out += ["--launcher-submitters", ",".join(self.submitters)]
+        if self.admins:
+            out += ["--launcher-admins", ",".join(self.admins)]
+        if self.allowed_commands:
+            out += ["--launcher-allowed-commands", ",".join(self.allowed_commands)]
+        if self.max_job_bytes is not None:
+            out += ["--launcher-max-job-bytes", str(int(self.max_job_bytes))]
+        if self.work_root:
+            out += ["--launcher-work-root", self.work_root]
+        return out
+
+    def xml_properties(self, indent: str = "") -> str:
+        """The settings as ``<property>`` elements of the ``TfJobService`` bean (only those set)."""
+        def values(name: str, items: Sequence[str]) -> str:
+            listed = "".join(f"<value>{escape(v)}</value>" for v in items)
+            return f'<property name="{name}"><list>{listed}</list></property>'
+
+        lines = []
+        if self.allow_unauthenticated:
+            lines.append('<property name="allowUnauthenticated" value="true"/>')
+        if self.submitters:
+            lines.append(values("submitters", self.submitters))
+        if self.admins:
+            lines.append(values("admins", self.admins))
+        if self.allowed_commands:
+            lines.append(values("allowedCommands", self.allowed_commands))
+        if self.max_job_bytes is not None:
+            lines.append(f'<property name="maxJobBytes" value="{int(self.max_job_bytes)}"/>')
+        if self.work_root:
+            lines.append(f'<property name="workRoot" value={quoteattr(self.work_root)}/>')
+        return "".join(f"{indent}{line}\n" for line in lines)
+
+
+#: What ``ignite-tf module config`` shows inside the service bean when no settings are given:
+#: every setting, commented out, with what it does.
+_SECURITY_TEMPLATE = """\
+<!-- Who may run jobs. With Ignite authentication on (authenticationEnabled, which needs
+     persistence), list the Ignite users who may submit; nobody may until you do:
+<property name="submitters"><list><value>alice</value></list></property>
+     Users who may also stop, remove and read every user's jobs:
+<property name="admins"><list><value>ops</value></list></property>
+     Optional limits: the only interpreters/programs a job may run (absolute paths), the
+     largest job directory in bytes, and where nodes unpack job directories:
+<property name="allowedCommands"><list><value>/opt/venv/bin/python</value></list></property>
+<property name="maxJobBytes" value="536870912"/>
+<property name="workRoot" value="/var/lib/tf-jobs"/>
+     WARNING: without authentication the launcher refuses every job. The line below accepts jobs
+     from ANYONE who can reach a thin-client port, who can then run any program as this node's
+     OS user on every server node. Only on a trusted, isolated network:
+<property name="allowUnauthenticated" value="true"/>
+-->
+"""
+
+
+def xml_fragment(version: str = MODULE_VERSION, security: LauncherSecurity | None = None) -> str:
+    """What goes inside a node's ``<bean class="org.apache.ignite.configuration.IgniteConfiguration">``.
+
+    Without ``security`` the launcher's settings are printed commented out (the defaults
+    refuse every job); with it, the settings it holds.
+    """
+    pad = " " * 10
+    if security is None:
+        settings = "".join(f"{pad}{line}\n" for line in _SECURITY_TEMPLATE.splitlines())
+    else:
+        settings = security.xml_properties(pad)
     return f"""\
 <!-- tensorflow-ignite module {version}: the jar of `ignite-tf module path` in libs/, and these two
      properties inside the IgniteConfiguration bean. If the bean already sets userAttributes or
@@ -69,7 +161,8 @@ def xml_fragment(version: str = MODULE_VERSION) -> str:
         </bean>
       </property>
       <property name="service">
-        <bean class="org.tensorflow.ignite.launcher.TfJobService"/>
+        <bean class="org.tensorflow.ignite.launcher.TfJobService">
+{settings}        </bean>
       </property>
     </bean>
   </list>

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IgniteError, NodeError
+from ..launcher.module import LauncherSecurity
 from .java import JVM_OPENS, LAUNCHER_CLASS, java_runtime, launcher_classpath
 from .tls import TLSMaterial, make_tls_material
 
@@ -111,6 +112,18 @@ def _is_our_process(pid: int, marker: str) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -199,6 +212,10 @@ class LocalCluster:
     #: Nodes carry the tensorflow-ignite module, as a user's nodes with it installed do
     #: (False: plain Ignite nodes, for tests of clusters without it).
     launcher_module: bool = True
+    #: The launcher's security settings on these nodes. None: the local default -- with
+    #: ``auth``, the cluster's own user ``ignite`` may submit; without it, loopback-only nodes
+    #: accept unauthenticated jobs (:meth:`launcher_settings` says which).
+    launcher_security: LauncherSecurity | None = None
     name: str = "tf-ignite"
     owner_pid: int | None = field(default_factory=_owner_default)
     members: list[NodeInfo] = field(default_factory=list)
@@ -217,6 +234,20 @@ class LocalCluster:
             raise NodeError(f"at most {DISCOVERY_SLOTS} local nodes are supported")
         if self.auth:
             self.persistence = True
+
+    def launcher_settings(self) -> LauncherSecurity:
+        """The launcher's security settings these nodes run with (``launcher_security`` or the local default).
+
+        The local default lets the nodes' own user submit: ``ignite`` with ``auth``; without
+        authentication, anyone -- but only when the nodes listen on loopback alone, where
+        nobody but this machine's users can reach them.  Nodes on another address without
+        ``auth`` refuse every job until ``launcher_security`` says otherwise.
+        """
+        if self.launcher_security is not None:
+            return self.launcher_security
+        if self.auth:
+            return LauncherSecurity(submitters=("ignite",))
+        return LauncherSecurity(allow_unauthenticated=is_loopback(self.host))
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> "LocalCluster":
@@ -375,6 +406,8 @@ class LocalCluster:
             cmd.append("--auth")
         if not info.launcher_module:
             cmd.append("--no-launcher-service")
+        else:
+            cmd += self.launcher_settings().node_arguments()
         if self.tls_material is not None:
             cmd += ["--tls-keystore", str(self.tls_material.server_keystore)]
             if self.tls_client_auth:

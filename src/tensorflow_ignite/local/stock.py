@@ -211,7 +211,8 @@ class StockCluster(LocalCluster):
         first = self._discovery_base
         config.write_text(spring_xml(
             info, discovery=f"{self.host}:{first}..{first + DISCOVERY_SLOTS - 1}", region_mb=self.region_mb,
-            work_dir=node_dir / "ignite", fragment=xml_fragment() if info.launcher_module else "",
+            work_dir=node_dir / "ignite",
+            fragment=xml_fragment(security=self.launcher_settings()) if info.launcher_module else "",
         ))
         info.config_file = str(config)
         return [*self._jvm_command(self._classpath()), f"-DIGNITE_HOME={stock_home(self.ignite_version)}",

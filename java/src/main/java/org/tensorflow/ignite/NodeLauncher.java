@@ -63,6 +63,8 @@ public final class NodeLauncher {
         boolean persistence;
         long regionMb = 512;
         boolean auth;
+        /** The launcher's security settings ({@code --launcher-*}); refuses every job by default. */
+        final org.tensorflow.ignite.launcher.LauncherPolicy policy = new org.tensorflow.ignite.launcher.LauncherPolicy();
         int computeTasks = 64;
         int activateAt;
         String tlsKeystore;
@@ -113,6 +115,12 @@ public final class NodeLauncher {
                 case "--store-type": o.storeType = args[++i]; break;
                 case "--failure-detection-ms": o.failureDetectionMs = Long.parseLong(args[++i]); break;
                 case "--no-launcher-service": o.launcherService = false; break;
+                case "--launcher-allow-unauthenticated": o.policy.setAllowUnauthenticated(true); break;
+                case "--launcher-submitters": o.policy.setSubmitters(java.util.List.of(args[++i])); break;
+                case "--launcher-admins": o.policy.setAdmins(java.util.List.of(args[++i])); break;
+                case "--launcher-allowed-commands": o.policy.setAllowedCommands(java.util.List.of(args[++i].split(","))); break;
+                case "--launcher-max-job-bytes": o.policy.setMaxJobBytes(Long.parseLong(args[++i])); break;
+                case "--launcher-work-root": o.policy.setWorkRoot(args[++i]); break;
                 case "--launcher-service-config": break; // the default (kept for older callers)
                 case "--exit-with": o.exitWith = Long.parseLong(args[++i]); break;
                 default:
@@ -201,7 +209,7 @@ public final class NodeLauncher {
         cfg.setDataStorageConfiguration(storage);
         cfg.setAuthenticationEnabled(o.auth);
         if (o.launcherService)
-            TfLauncherModule.configure(cfg);
+            TfLauncherModule.configure(cfg, o.policy);
         return cfg;
     }
 

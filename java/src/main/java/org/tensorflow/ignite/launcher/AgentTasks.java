@@ -64,12 +64,17 @@ final class AgentTasks {
         final ArrayList<String> command;
         final HashMap<String, String> env;
         final int fileChunks;
+        /** SHA-256 of the job's archive as the supervisor accepted it (from the sealed spec). */
+        final String filesSha256;
+        final long maxJobBytes;
+        /** {@link LauncherPolicy#getWorkRoot()}: where job directories go (null: the node's work directory). */
+        final String workRoot;
 
         @IgniteInstanceResource
         private transient Ignite ignite;
 
         StartWorker(String job, long attempt, int index, String nodeLabel, String python, List<String> command,
-            Map<String, String> env, int fileChunks) {
+            Map<String, String> env, int fileChunks, String filesSha256, long maxJobBytes, String workRoot) {
             this.job = job;
             this.attempt = attempt;
             this.index = index;
@@ -78,6 +83,9 @@ final class AgentTasks {
             this.command = new ArrayList<>(command);
             this.env = new HashMap<>(env);
             this.fileChunks = fileChunks;
+            this.filesSha256 = filesSha256;
+            this.maxJobBytes = maxJobBytes;
+            this.workRoot = workRoot;
         }
 
         @Override public Long call() throws Exception {
@@ -112,16 +120,18 @@ final class AgentTasks {
         private static final long serialVersionUID = 1L;
 
         final String job;
+        final String workRoot;
 
         @IgniteInstanceResource
         private transient Ignite ignite;
 
-        RemoveJobDir(String job) {
+        RemoveJobDir(String job, String workRoot) {
             this.job = job;
+            this.workRoot = workRoot;
         }
 
         @Override public Boolean call() throws Exception {
-            return WorkerAgent.removeJobDir(ignite, job);
+            return WorkerAgent.removeJobDir(ignite, job, workRoot);
         }
     }
 }

@@ -82,6 +82,50 @@ public class TfJobService implements Service {
 
     private transient Object wake;
 
+    /** The operator's settings (the bean properties below); serialized with the service to its node. */
+    private LauncherPolicy policy = new LauncherPolicy();
+
+    // ------------------------------------------------------------------ configuration (XML bean properties)
+
+    /** See {@link LauncherPolicy#setAllowUnauthenticated}. */
+    public void setAllowUnauthenticated(boolean allow) {
+        policy.setAllowUnauthenticated(allow);
+    }
+
+    /** See {@link LauncherPolicy#setSubmitters}. */
+    public void setSubmitters(List<String> users) {
+        policy.setSubmitters(users);
+    }
+
+    /** See {@link LauncherPolicy#setAdmins}. */
+    public void setAdmins(List<String> users) {
+        policy.setAdmins(users);
+    }
+
+    /** See {@link LauncherPolicy#setAllowedCommands}. */
+    public void setAllowedCommands(List<String> paths) {
+        policy.setAllowedCommands(paths);
+    }
+
+    /** See {@link LauncherPolicy#setMaxJobBytes}. */
+    public void setMaxJobBytes(long bytes) {
+        policy.setMaxJobBytes(bytes);
+    }
+
+    /** See {@link LauncherPolicy#setWorkRoot}. */
+    public void setWorkRoot(String dir) {
+        policy.setWorkRoot(dir);
+    }
+
+    /** Replaces every setting at once (Java configuration: {@link TfLauncherModule#configure}). */
+    public void setPolicy(LauncherPolicy policy) {
+        this.policy = policy == null ? new LauncherPolicy() : policy;
+    }
+
+    public LauncherPolicy getPolicy() {
+        return policy;
+    }
+
     @Override public void init() {
         settle = new HashMap<>();
         wake = new Object();
@@ -93,7 +137,13 @@ public class TfJobService implements Service {
     }
 
     @Override public void execute() {
-        log.info("tf-ignite launcher supervisor running on " + JobPlan.label(ignite.cluster().localNode()));
+        String summary = "tf-ignite launcher supervisor running on " + JobPlan.label(ignite.cluster().localNode())
+            + "; " + securitySummary();
+        if (Caller.authenticationEnabled(ignite))
+            log.info(summary);
+        else
+            log.warning(summary);
+        quietEcho(summary);
         while (!cancelled) {
             try {
                 reconcileAll();
@@ -134,6 +184,22 @@ public class TfJobService implements Service {
         return "tf-ignite-launcher " + VERSION + " on " + JobPlan.label(ignite.cluster().localNode());
     }
 
+    /** How this launcher decides who may run jobs, in one line (the node log, {@code ignite-tf module check}). */
+    public String securitySummary() {
+        if (!Caller.authenticationEnabled(ignite)) {
+            return policy.isAllowUnauthenticated()
+                ? "WARNING: authentication is off and allowUnauthenticated is set: anyone who reaches a thin-client "
+                    + "port may run programs on every server node"
+                : "authentication is off: every job request is refused (enable authentication, or set "
+                    + LauncherPolicy.ALLOW_UNAUTHENTICATED + " on a trusted network)";
+        }
+        return "authentication is on; submitters: " + (policy.getSubmitters().isEmpty() ? "(none)"
+            : String.join(", ", policy.getSubmitters())) + "; admins: " + (policy.getAdmins().isEmpty() ? "(none)"
+            : String.join(", ", policy.getAdmins()))
+            + (policy.getAllowedCommands().isEmpty() ? "" : "; allowed commands: "
+            + String.join(", ", policy.getAllowedCommands()));
+    }
+
     /**
      * Every server node's data regions (one map per node and region, see {@link RegionReport}), for
      * the client's capacity guard. Only nodes carrying this module version are asked (the others
@@ -157,6 +223,19 @@ public class TfJobService implements Service {
      * Returns the new job record.
      */
     public HashMap<String, Object> submit(Map<String, Object> spec) {
+        Caller caller = Caller.current(ignite);
+        String id = str(spec.get("id"));
+        try {
+            return accept(caller, spec);
+        }
+        catch (RuntimeException e) {
+            audit(caller, "submit", id, spec.get("command"), "refused: " + e.getMessage());
+            throw e;
+        }
+    }
+
+    private HashMap<String, Object> accept(Caller caller, Map<String, Object> spec) {
+        policy.checkSubmitter(caller, Caller.authenticationEnabled(ignite));
         String id = str(spec.get("id"));
         if (id == null || !JOB_ID.matcher(id).matches())
             throw new IllegalArgumentException("job id '" + id + "' is not valid: use letters, digits, '.', '_' "
@@ -200,6 +279,20 @@ public class TfJobService implements Service {
                 env.put(key, e.getValue() == null ? "" : String.valueOf(e.getValue()));
             }
         }
+        LauncherPolicy.checkEnv(env);
+        policy.checkCommand(python, command);
+        long fileChunks = lng(spec.get("file_chunks"), 0);
+        String digest;
+        long archiveBytes;
+        try {
+            byte[] archive = JobArchive.read(ignite, id, fileChunks, policy.getMaxJobBytes());
+            JobArchive.check(archive, policy.getMaxJobBytes());
+            digest = JobArchive.sha256(archive);
+            archiveBytes = archive.length;
+        }
+        catch (java.io.IOException e) {
+            throw new IllegalArgumentException("the job directory is refused: " + e.getMessage());
+        }
 
         long now = System.currentTimeMillis();
         HashMap<String, Object> rec = new HashMap<>();
@@ -211,7 +304,11 @@ public class TfJobService implements Service {
         rec.put("strategy", strategy);
         rec.put("num_ps", numPs);
         rec.put("checkpoint_dir", str(spec.get("checkpoint_dir")));
-        rec.put("file_chunks", lng(spec.get("file_chunks"), 0));
+        rec.put("file_chunks", fileChunks);
+        rec.put("files_sha256", digest);
+        rec.put("files_bytes", archiveBytes);
+        rec.put("submitted_by", caller.login);
+        rec.put("submitted_from", caller.address);
         rec.put("max_restarts", lng(spec.get("max_restarts"), 3));
         rec.put("backoff_ms", lng(spec.get("backoff_ms"), 1000));
         rec.put("settle_ms", lng(spec.get("settle_ms"), 1000));
@@ -229,13 +326,19 @@ public class TfJobService implements Service {
         rec.put("updated_ms", now);
         rec.put("next_start_ms", 0L);
         rec.put("stop_requested", false);
-        event(rec, "job submitted: cache " + cache + ", command " + String.join(" ", command));
+        event(rec, "job submitted by " + caller.describe() + ": cache " + cache + ", command " + String.join(" ", command));
+        rec.put("audit", new ArrayList<>(List.of(audit(caller, "submit", id, command, "accepted"))));
 
         LauncherCaches.ensure(ignite);
         IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.cache(ignite, LauncherCaches.JOBS);
         synchronized (this) {
-            if (!jobs.putIfAbsent(id, rec))
+            if (jobs.containsKey(id) || LauncherVault.spec(ignite, id) != null)
                 throw new IllegalArgumentException("a job named '" + id + "' exists already; choose another --name");
+            LauncherVault.putSpec(ignite, id, sealedSpec(rec));
+            if (!jobs.putIfAbsent(id, rec)) {
+                LauncherVault.removeSpec(ignite, id);
+                throw new IllegalArgumentException("a job named '" + id + "' exists already; choose another --name");
+            }
         }
         wakeUp();
         return rec;
@@ -243,17 +346,19 @@ public class TfJobService implements Service {
 
     /** Asks for a job to stop; returns its record. Idempotent; a finished job is left as it is. */
     public HashMap<String, Object> stop(String id) {
+        Caller caller = Caller.current(ignite);
         IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.existing(ignite, LauncherCaches.JOBS);
         synchronized (this) {
             HashMap<String, Object> rec = jobs == null ? null : jobs.get(id);
             if (rec == null)
                 throw new IllegalArgumentException("no job named '" + id + "' (see ignite-tf ps)");
             rec = new HashMap<>(rec);
+            authorizeOwner(jobs, rec, caller, "stop");
             if (!TERMINAL.contains(str(rec.get("state"))) && !Boolean.TRUE.equals(rec.get("stop_requested"))) {
                 rec.put("stop_requested", true);
-                event(rec, "stop requested");
-                save(jobs, rec);
+                event(rec, "stop requested by " + caller.describe());
             }
+            save(jobs, rec);
             wakeUp();
             return rec;
         }
@@ -266,12 +371,15 @@ public class TfJobService implements Service {
      * Returns what was removed: {@code {id, state, entries}}.
      */
     public HashMap<String, Object> remove(String id, boolean force) {
+        Caller caller = Caller.current(ignite);
         IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.existing(ignite, LauncherCaches.JOBS);
         HashMap<String, Object> rec;
         synchronized (this) {
             rec = jobs == null ? null : jobs.get(id);
             if (rec == null)
                 throw new IllegalArgumentException("no job named '" + id + "' (see ignite-tf ps)");
+            rec = new HashMap<>(rec);
+            authorizeOwner(jobs, rec, caller, "remove");
             String state = str(rec.get("state"));
             if (!TERMINAL.contains(state)) {
                 if (!force)
@@ -281,6 +389,7 @@ public class TfJobService implements Service {
                 stopEverywhere(id, -1, lng(rec.get("grace_ms"), 10_000));
             }
             jobs.remove(id);
+            LauncherVault.removeSpec(ignite, id);
             settle.remove(id);
         }
         long removed = 1;
@@ -289,7 +398,7 @@ public class TfJobService implements Service {
             removed += removeByPrefix(name, id + "/");
         try {
             ignite.compute(ignite.cluster().forServers()).withNoFailover().withTimeout(60_000)
-                .broadcast(new AgentTasks.RemoveJobDir(id));
+                .broadcast(new AgentTasks.RemoveJobDir(id, policy.getWorkRoot()));
         }
         catch (RuntimeException e) {
             // A node left meanwhile: its copy went with it. Leftovers elsewhere are only disk.
@@ -300,8 +409,143 @@ public class TfJobService implements Service {
         out.put("state", rec.get("state"));
         out.put("entries", removed);
         log.info("tf-ignite job " + id + ": removed (" + removed + " cache entries)");
+        audit(caller, "remove", id, null, "accepted");
         return out;
     }
+
+    /**
+     * The output chunks {@code keys} (each {@code id/attempt/worker/chunk}) of job {@code id},
+     * decrypted, for its submitter or an admin: {@code key -> {t, text}}; chunks not (yet)
+     * stored are absent, and a chunk altered in the cache reads as a line saying so.
+     */
+    public HashMap<String, HashMap<String, Object>> output(String id, List<String> keys) {
+        Caller caller = Caller.current(ignite);
+        IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.existing(ignite, LauncherCaches.JOBS);
+        HashMap<String, Object> rec = jobs == null ? null : jobs.get(id);
+        if (rec == null)
+            throw new IllegalArgumentException("no job named '" + id + "' (see ignite-tf ps)");
+        HashMap<String, Object> spec = LauncherVault.spec(ignite, id);
+        String owner = spec != null ? str(spec.get("submitted_by")) : str(rec.get("submitted_by"));
+        try {
+            policy.checkOwner(caller, Caller.authenticationEnabled(ignite), id, owner, "read the output of");
+        }
+        catch (SecurityException e) {
+            audit(caller, "output", id, null, "refused: " + e.getMessage());
+            throw e;
+        }
+        Set<String> wanted = new LinkedHashSet<>();
+        for (Object k : keys) {
+            String key = String.valueOf(k);
+            if (!key.startsWith(id + "/"))
+                throw new IllegalArgumentException("output key " + key + " is not of job " + id);
+            wanted.add(key);
+        }
+        HashMap<String, HashMap<String, Object>> out = new HashMap<>();
+        IgniteCache<String, HashMap<String, Object>> logs = LauncherCaches.existing(ignite, LauncherCaches.LOGS);
+        if (logs == null || wanted.isEmpty())
+            return out;
+        for (Map.Entry<String, HashMap<String, Object>> e : logs.getAll(wanted).entrySet()) {
+            Object sealed = e.getValue().get("sealed");
+            String text = sealed instanceof byte[] ? LauncherVault.open(ignite, e.getKey(), (byte[])sealed) : null;
+            HashMap<String, Object> chunk = new HashMap<>();
+            chunk.put("t", e.getValue().get("t"));
+            chunk.put("text", text != null ? text : "[tf-ignite] this output chunk was altered in the cache "
+                + LauncherCaches.LOGS + " after its node wrote it; not shown");
+            out.put(e.getKey(), chunk);
+        }
+        return out;
+    }
+
+    /** Throws (and records the refusal) unless {@code caller} may {@code action} the job of {@code rec}. */
+    private void authorizeOwner(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec,
+        Caller caller, String action) {
+        String id = str(rec.get("id"));
+        HashMap<String, Object> spec = LauncherVault.spec(ignite, id);
+        String owner = spec != null ? str(spec.get("submitted_by")) : str(rec.get("submitted_by"));
+        try {
+            policy.checkOwner(caller, Caller.authenticationEnabled(ignite), id, owner, action);
+        }
+        catch (SecurityException e) {
+            HashMap<String, Object> entry = audit(caller, action, id, null, "refused: " + e.getMessage());
+            appendAudit(jobs, id, entry);
+            throw e;
+        }
+        HashMap<String, Object> entry = audit(caller, action, id, null, "accepted");
+        rec.put("audit", withAudit(rec, entry));
+    }
+
+    private void appendAudit(IgniteCache<String, HashMap<String, Object>> jobs, String id, HashMap<String, Object> entry) {
+        HashMap<String, Object> cur = jobs.get(id);
+        if (cur == null || cancelled)
+            return;
+        cur = new HashMap<>(cur);
+        cur.put("audit", withAudit(cur, entry));
+        jobs.put(id, cur);
+    }
+
+    private static ArrayList<Object> withAudit(HashMap<String, Object> rec, HashMap<String, Object> entry) {
+        ArrayList<Object> list = new ArrayList<>();
+        if (rec.get("audit") instanceof List)
+            list.addAll((List<?>)rec.get("audit"));
+        list.add(entry);
+        while (list.size() > MAX_EVENTS)
+            list.remove(0);
+        return list;
+    }
+
+    /**
+     * One audit line in the node's log -- who, from where, what, which job, the decision -- and
+     * the same as a map for the job record. Never holds a secret: commands and environments
+     * with secret-looking names are refused before they get here.
+     */
+    private HashMap<String, Object> audit(Caller caller, String action, String job, Object command, String decision) {
+        HashMap<String, Object> e = new HashMap<>();
+        e.put("t", System.currentTimeMillis());
+        e.put("user", caller.login);
+        e.put("address", caller.address);
+        e.put("action", action);
+        e.put("decision", decision);
+        if (command instanceof Collection) {
+            List<String> words = new ArrayList<>();
+            for (Object o : (Collection<?>)command)
+                words.add(String.valueOf(o));
+            e.put("command", String.join(" ", words));
+        }
+        if (log != null) {
+            String line = "tf-ignite audit: action=" + action + " job=" + job + " user="
+                + (caller.login == null ? "(unauthenticated)" : caller.login) + " from="
+                + (caller.address == null ? "(unknown)" : caller.address)
+                + (e.containsKey("command") ? " command=[" + e.get("command") + "]" : "") + " decision=" + decision;
+            if (decision.startsWith("accepted"))
+                log.info(line);
+            else
+                log.warning(line);
+            quietEcho(line);
+        }
+        return e;
+    }
+
+    /**
+     * In Ignite's quiet mode (the default of {@code ignite.sh}) the logger writes INFO and WARNING
+     * lines only to the log files of a release's logging configuration; the console gets Ignite's
+     * own short notices. Audit and security lines are such notices: print them there too.
+     */
+    private void quietEcho(String line) {
+        if (log != null && log.isQuiet())
+            System.out.println("[" + java.time.LocalTime.now().withNano(0) + "] " + line);
+    }
+
+    /** The fields that decide what a job runs, as kept in the vault. */
+    private static HashMap<String, Object> sealedSpec(HashMap<String, Object> rec) {
+        HashMap<String, Object> spec = new HashMap<>();
+        for (String k : SEALED_FIELDS)
+            spec.put(k, rec.get(k));
+        return spec;
+    }
+
+    /** The record fields copied from the sealed spec before each start (a changed record changes nothing). */
+    static final String[] SEALED_FIELDS = {"id", "cache", "command", "python", "env", "strategy", "num_ps",
+        "checkpoint_dir", "file_chunks", "files_sha256", "files_bytes", "submitted_by", "created_ms"};
 
     private long removeByPrefix(String cacheName, String prefix) {
         IgniteCache<String, Object> cache = LauncherCaches.existing(ignite, cacheName);
@@ -406,6 +650,19 @@ public class TfJobService implements Service {
         long now = System.currentTimeMillis();
         if (now < lng(rec.get("next_start_ms"), 0))
             return;
+        HashMap<String, Object> spec = LauncherVault.spec(ignite, id);
+        if (spec == null) {
+            // Not accepted by submit(): someone wrote the record into the cache directly.
+            String line = "tf-ignite audit: action=start job=" + id + " user=(none) from=(unknown) decision=refused: "
+                + "the job record was written into " + LauncherCaches.JOBS + " without going through submit (no sealed spec)";
+            log.warning(line);
+            quietEcho(line);
+            fail(jobs, rec, "refused: this job record was not accepted by the launcher (it was written into the "
+                + "cache directly); nothing was run", 1);
+            return;
+        }
+        for (String k : SEALED_FIELDS)
+            rec.put(k, spec.get(k));
         JobPlan plan;
         try {
             plan = JobPlan.compute(ignite, str(rec.get("cache")));
@@ -487,7 +744,8 @@ public class TfJobService implements Service {
                     env.put("TF_IGNITE_CHECKPOINT_DIR", ckpt);
                 env.put("PYTHONUNBUFFERED", "1");
                 AgentTasks.StartWorker task = new AgentTasks.StartWorker(id, attempt, i, JobPlan.label(n),
-                    str(rec.get("python")), command, env, (int)lng(rec.get("file_chunks"), 0));
+                    str(rec.get("python")), command, env, (int)lng(rec.get("file_chunks"), 0),
+                    str(rec.get("files_sha256")), policy.getMaxJobBytes(), policy.getWorkRoot());
                 long pid = compute(n).call(task);
                 HashMap<String, Object> w = new HashMap<>();
                 w.put("index", (long)i);

@@ -46,8 +46,16 @@ public final class TfLauncherModule {
     private TfLauncherModule() {
     }
 
-    /** Add the module's attribute and service to {@code cfg}; returns {@code cfg}. */
+    /**
+     * Add the module's attribute and service to {@code cfg} with the default {@link LauncherPolicy}
+     * (every job refused until the policy allows someone); returns {@code cfg}.
+     */
     public static IgniteConfiguration configure(IgniteConfiguration cfg) {
+        return configure(cfg, new LauncherPolicy());
+    }
+
+    /** Add the module's attribute and service, run under {@code policy}, to {@code cfg}; returns {@code cfg}. */
+    public static IgniteConfiguration configure(IgniteConfiguration cfg, LauncherPolicy policy) {
         Map<String, Object> attrs = new HashMap<>();
         if (cfg.getUserAttributes() != null)
             attrs.putAll(cfg.getUserAttributes());
@@ -60,7 +68,7 @@ public final class TfLauncherModule {
                     services.add(s);
             }
         }
-        services.add(serviceConfiguration());
+        services.add(serviceConfiguration(policy));
         cfg.setServiceConfiguration(services.toArray(new ServiceConfiguration[0]));
         return cfg;
     }
@@ -69,13 +77,15 @@ public final class TfLauncherModule {
      * The launcher service's configuration: a cluster singleton (at most one per node) on
      * nodes that carry this version of the module.
      */
-    public static ServiceConfiguration serviceConfiguration() {
+    public static ServiceConfiguration serviceConfiguration(LauncherPolicy policy) {
         ServiceConfiguration svc = new ServiceConfiguration();
         svc.setName(LauncherCaches.SERVICE_NAME);
         svc.setMaxPerNodeCount(1);
         svc.setTotalCount(1);
         svc.setNodeFilter(new AttributeNodeFilter(ATTRIBUTE, VERSION));
-        svc.setService(new TfJobService());
+        TfJobService service = new TfJobService();
+        service.setPolicy(policy);
+        svc.setService(service);
         return svc;
     }
 

@@ -2,10 +2,8 @@ package org.tensorflow.ignite.launcher;
 
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
-import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
-import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -24,8 +22,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.zip.ZipEntry;
-import java.util.zip.ZipInputStream;
 
 import org.apache.ignite.Ignite;
 import org.apache.ignite.IgniteCache;
@@ -131,85 +127,45 @@ public final class WorkerAgent {
     }
 
     /** Deletes this node's directory of a job; false when a worker of the job still runs here. */
-    static boolean removeJobDir(Ignite ignite, String job) throws IOException {
+    static boolean removeJobDir(Ignite ignite, String job, String workRoot) throws IOException {
         for (WorkerProcess w : RUNNING.values()) {
             if (w.req.job.equals(job) && !w.exited)
                 return false;
         }
-        Path dir = jobDir(ignite, job);
-        if (!Files.exists(dir))
-            return true;
         synchronized (WorkerAgent.class) {
-            try (java.util.stream.Stream<Path> walk = Files.walk(dir)) {
-                List<Path> paths = new ArrayList<>();
-                walk.forEach(paths::add);
-                paths.sort(java.util.Comparator.reverseOrder()); // children before their directory
-                for (Path p : paths)
-                    Files.deleteIfExists(p);
-            }
+            JobArchive.deleteTree(jobDir(ignite, job, workRoot));
         }
         return true;
     }
 
     /** Where this node keeps job {@code job}'s files and worker logs. */
-    static Path jobDir(Ignite ignite, String job) {
+    static Path jobDir(Ignite ignite, String job, String workRoot) {
         String base = ignite.configuration().getWorkDirectory();
         if (base == null)
             base = System.getProperty("java.io.tmpdir");
-        return Paths.get(base, "tf-jobs", job).toAbsolutePath();
+        return new LauncherPolicy().setWorkRoot(workRoot).jobDir(base, job);
     }
 
-    /** Writes the job's files (shipped through the FILES cache) under {@code jobDir/files}, once per node. */
-    static Path materialize(Ignite ignite, String job, int chunks) throws IOException {
-        Path dir = jobDir(ignite, job);
+    /**
+     * Writes the job's files (shipped through the FILES cache) under {@code jobDir/files}, once
+     * per node, after checking that they are the archive the supervisor accepted (its digest).
+     */
+    static Path materialize(Ignite ignite, AgentTasks.StartWorker req) throws IOException {
+        Path dir = jobDir(ignite, req.job, req.workRoot);
         Path files = dir.resolve("files");
         Path done = dir.resolve(".files-complete");
         synchronized (WorkerAgent.class) {
             if (Files.exists(done))
                 return files;
-            Files.createDirectories(files);
-            IgniteCache<String, byte[]> cache = ignite.cache(LauncherCaches.FILES);
-            if (chunks > 0 && cache == null)
-                throw new IOException("the job files cache " + LauncherCaches.FILES + " does not exist");
-            List<byte[]> parts = new ArrayList<>();
-            int total = 0;
-            for (int i = 0; i < chunks; i++) {
-                byte[] b = cache.get(LauncherCaches.fileKey(job, i));
-                if (b == null)
-                    throw new IOException("chunk " + i + " of the files of job " + job + " is missing");
-                parts.add(b);
-                total += b.length;
-            }
-            byte[] zip = new byte[total];
-            int off = 0;
-            for (byte[] b : parts) {
-                System.arraycopy(b, 0, zip, off, b.length);
-                off += b.length;
-            }
-            if (total > 0)
-                unzip(zip, files);
+            byte[] zip = JobArchive.read(ignite, req.job, req.fileChunks, req.maxJobBytes);
+            if (req.filesSha256 == null || !req.filesSha256.equals(JobArchive.sha256(zip)))
+                throw new IOException("the files of job " + req.job + " in " + LauncherCaches.FILES + " are not the "
+                    + "ones the launcher accepted (their digest differs): they were changed after submission; "
+                    + "refusing to run them");
+            JobArchive.deleteTree(files);
+            JobArchive.unzip(zip, files, req.maxJobBytes);
             Files.write(done, new byte[0]);
             return files;
-        }
-    }
-
-    private static void unzip(byte[] zip, Path target) throws IOException {
-        Path root = target.toAbsolutePath().normalize();
-        try (ZipInputStream in = new ZipInputStream(new ByteArrayInputStream(zip))) {
-            ZipEntry e;
-            while ((e = in.getNextEntry()) != null) {
-                Path out = root.resolve(e.getName()).normalize();
-                if (!out.startsWith(root))
-                    throw new IOException("job file " + e.getName() + " points outside the job directory");
-                if (e.isDirectory()) {
-                    Files.createDirectories(out);
-                    continue;
-                }
-                Files.createDirectories(out.getParent());
-                try (OutputStream os = Files.newOutputStream(out)) {
-                    in.transferTo(os);
-                }
-            }
         }
     }
 
@@ -221,8 +177,8 @@ public final class WorkerAgent {
         WorkerProcess existing = RUNNING.get(key);
         if (existing != null && !existing.exited)
             return existing.pid;
-        Path files = materialize(ignite, req.job, req.fileChunks);
-        Path dir = jobDir(ignite, req.job);
+        Path files = materialize(ignite, req);
+        Path dir = jobDir(ignite, req.job, req.workRoot);
 
         List<String> cmd = new ArrayList<>();
         cmd.add(req.python);
@@ -494,8 +450,11 @@ public final class WorkerAgent {
             IgniteCache<String, HashMap<String, Object>> logs = ignite.cache(LauncherCaches.LOGS);
             HashMap<String, Object> chunk = new HashMap<>();
             chunk.put("t", pendingSince);
-            chunk.put("text", String.join("\n", pending));
-            logs.put(LauncherCaches.logKey(req.job, req.attempt, req.index, chunks), chunk);
+            String chunkKey = LauncherCaches.logKey(req.job, req.attempt, req.index, chunks);
+            // Encrypted: the logs cache is readable by every client; the supervisor hands the
+            // text to the job's submitter (TfJobService.output).
+            chunk.put("sealed", LauncherVault.seal(ignite, chunkKey, String.join("\n", pending)));
+            logs.put(chunkKey, chunk);
             chunks++;
             pending.clear();
             pendingBytes = 0;
