@@ -139,3 +139,7 @@ def test_another_module_version_is_named(ignite_cluster: LocalCluster, capsys: p
         assert set(info.value.nodes.values()) == {MODULE_VERSION} and len(info.value.nodes) == 3
     assert cli(["module", "check", "--json", *_addr(ignite_cluster)]) == 0
     assert capsys.readouterr().out.count(f'"module": "{MODULE_VERSION}"') == 3
+    # The text form also says who may run jobs, as the launcher reports it: these loopback
+    # nodes accept unauthenticated jobs, and it warns so.
+    assert cli(["module", "check", *_addr(ignite_cluster)]) == 0
+    assert "launcher: WARNING: authentication is off and allowUnauthenticated is set" in capsys.readouterr().err

@@ -218,6 +218,57 @@ def test_only_listed_users_submit_and_only_the_submitter_or_an_admin_controls_a_
         assert password not in logs
 
 
+@pytest.fixture(scope="module")
+def stock_auth_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A stock 2.17 node from Spring XML with authentication and the SQL module; alice may submit."""
+    cluster = StockCluster(tmp_path_factory.mktemp("stock-auth"), nodes=1, name="tfi-secxml", heap_mb=512,
+                           region_mb=256, ignite_version="2.17.0", auth=True, sql=True,
+                           launcher_security=LauncherSecurity(submitters=("alice",)))
+    try:
+        cluster.start()
+        passwords = {u: "pw-" + secrets.token_hex(8) for u in ("alice", "bob")}
+        with IgniteClient(cluster.addresses(), **cluster.client_settings()) as admin:
+            for user, password in passwords.items():
+                admin.sql(f"CREATE USER \"{user}\" WITH PASSWORD '{password}'").fetchall()
+        host, port = cluster.address()
+        yield {"cluster": cluster, "host": host, "port": port, "passwords": passwords}
+    finally:
+        cluster.stop()
+
+
+def test_on_stock_xml_nodes_with_authentication_the_listed_user_runs_and_others_cannot(
+        stock_auth_node: dict[str, Any], cache_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    env = stock_auth_node
+    assert env["cluster"].xml_config and "<property name=\"authenticationEnabled\" value=\"true\"/>" in \
+        Path(env["cluster"].members[0].config_file).read_text()
+    _fill(env, cache_name)
+    job_dir = write_job(tmp_path, "marker", MARKER_JOB)
+    bob_marker, alice_marker = tmp_path / "bob.txt", tmp_path / "alice.txt"
+    with _jobs_as(env, "bob") as bob, _jobs_as(env, "alice") as alice:
+        with pytest.raises(LauncherPermissionError, match="Ignite user 'bob' may not submit jobs"):
+            bob.submit(cache_name, job_dir, ["python", "job.py", str(bob_marker)], name=f"{cache_name}-b")
+        # The default user is a superuser of Ignite, not of the launcher: not listed, refused.
+        with JobClient.connect(env["host"], env["port"], **env["cluster"].client_settings()) as ignite_user:
+            with pytest.raises(LauncherPermissionError, match="Ignite user 'ignite' may not submit jobs"):
+                ignite_user.submit(cache_name, job_dir, ["python", "job.py", str(bob_marker)],
+                                   name=f"{cache_name}-i")
+        rec = alice.submit(cache_name, job_dir, ["python", "job.py", str(alice_marker)], name=f"{cache_name}-a",
+                           settle_ms=0)
+        assert rec["submitted_by"] == "alice"
+        assert _wait_state(alice, rec["id"], {"SUCCEEDED", "FAILED"})["state"] == "SUCCEEDED"
+        assert alice_marker.read_text() == "ran"
+        with pytest.raises(LauncherPermissionError, match="may not read the output of job"):
+            list(bob.output(rec["id"]))
+        with pytest.raises(LauncherPermissionError, match="may not stop job"):
+            bob.stop(rec["id"], wait=False)
+        assert "job ran" in "\n".join(line.text for line in alice.output(rec["id"]))
+        alice.remove(rec["id"])
+    assert not bob_marker.exists()
+    logs = _node_logs(env["cluster"])
+    assert f"action=submit job={cache_name}-b user=bob" in logs and f"action=remove job={cache_name}-a user=alice" in logs
+
+
 def _submit_archive(jobs: JobClient, job_id: str, cache: str, archive: bytes, **spec: Any) -> dict[str, Any]:
     """Ship ``archive`` as a job directory and submit it (the client's packing bypassed)."""
     files = jobs.client.get_or_create_cache(layout.cache_config(layout.FILES))

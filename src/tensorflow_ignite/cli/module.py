@@ -18,7 +18,10 @@ cluster you run with ignite.sh (or the Docker image, or Kubernetes):
 
   1. cp "$(ignite-tf module path)" $IGNITE_HOME/libs/        (Docker image: libs/user_libs)
   2. ignite-tf module config   -> paste inside <bean class="org.apache.ignite.configuration.IgniteConfiguration">
-     (Java configuration: TfLauncherModule.configure(cfg))
+     (Java configuration: TfLauncherModule.configure(cfg, policy)); then say who may run jobs:
+     the launcher refuses every job until authentication is on and its `submitters` lists
+     users (or, on a trusted isolated network only, `allowUnauthenticated` is set).
+     README, "Security".
   3. restart the server nodes one at a time; `ignite-tf module check --host H --port P` confirms.
 
 IgniteDataset and the ignite:// filesystem need no module."""
@@ -35,10 +38,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     path.set_defaults(handler=_path)
     config = msub.add_parser("config", help="print the XML to put inside the IgniteConfiguration bean",
                              description="Print the Spring XML properties (the module's node attribute and the "
-                             "launcher service) that go inside a node's IgniteConfiguration bean.")
+                             "launcher service) that go inside a node's IgniteConfiguration bean. The launcher's "
+                             "security settings are in it, commented out: with none set it refuses every job.")
     config.set_defaults(handler=_config)
     check = msub.add_parser("check", help="show which server nodes have the module, and its version",
-                            description="List the cluster's server nodes with the module version each carries; "
+                            description="List the cluster's server nodes with the module version each carries, "
+                            "and who the launcher lets run jobs (its security settings, as it reports them); "
                             "exit code 0 when every node has this installation's version, 1 otherwise.")
     add_connection_arguments(check)
     check.add_argument("--json", action="store_true", help="the nodes as JSON")
@@ -63,8 +68,14 @@ def _check(args: argparse.Namespace) -> int:
     from ..client import ConnectionOptions
     from ..launcher.module import MODULE_VERSION, module_status, require_module
 
+    from ..launcher.jobs import JobClient
+
     with ConnectionOptions(host=args.host, port=args.port, **client_settings(args)).open() as client:
         nodes = module_status(client)
+        security = None
+        if nodes and all(n.version == MODULE_VERSION for n in nodes):
+            # Who the launcher lets run jobs, as the supervisor itself reports it.
+            security = str(JobClient(client).invoke("securitySummary"))
     if args.json:
         print(json.dumps([{"node_id": str(n.node_id), "name": n.name, "addresses": list(n.addresses),
                            "ignite": n.ignite_version, "module": n.version} for n in nodes], indent=2))
@@ -80,4 +91,6 @@ def _check(args: argparse.Namespace) -> int:
         print(f"ignite-tf: {exc}", file=sys.stderr)
         return 1
     print(f"every server node has the tensorflow-ignite module {MODULE_VERSION}", file=sys.stderr)
+    if security:
+        print(f"launcher: {security}", file=sys.stderr)
     return 0

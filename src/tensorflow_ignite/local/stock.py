@@ -81,16 +81,26 @@ def stock_libs(version: str) -> Path:
     return libs
 
 
-def spring_xml(info: NodeInfo, *, discovery: str, region_mb: int, work_dir: Path, fragment: str) -> str:
+def spring_xml(info: NodeInfo, *, discovery: str, region_mb: int, work_dir: Path, fragment: str,
+               auth: bool = False) -> str:
     """One node's Spring XML: a loopback cluster's settings and the module's ``fragment``.
 
-    ``discovery`` is the static IP finder's address range (``host:first..last``).
+    ``discovery`` is the static IP finder's address range (``host:first..last``).  ``auth``:
+    Ignite's authentication with the persistence it needs (the cluster starts inactive:
+    :meth:`StockCluster.start` activates it; the default user is ``ignite``/``ignite``).
     """
     def prop(name: str, value: object) -> str:
         return f"<property name={quoteattr(name)} value={quoteattr(str(value))}/>"
 
     host = info.host
     indented = "".join(f"    {line}\n" if line else "\n" for line in fragment.splitlines())
+    secured = "" if not auth else f"""
+    {prop("authenticationEnabled", "true")}"""
+    persistent = "" if not auth else f"""
+            {prop("persistenceEnabled", "true")}"""
+    wal = "" if not auth else f"""
+        {prop("walSegmentSize", 16 * 1024 * 1024)}
+        {prop("walSegments", 4)}"""
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <!-- {info.name}: written by tensorflow_ignite.local.stock. -->
 <beans xmlns="http://www.springframework.org/schema/beans"
@@ -102,7 +112,7 @@ def spring_xml(info: NodeInfo, *, discovery: str, region_mb: int, work_dir: Path
     {prop("consistentId", info.name)}
     {prop("localHost", host)}
     {prop("workDirectory", work_dir)}
-    {prop("metricsLogFrequency", 0)}
+    {prop("metricsLogFrequency", 0)}{secured}
     <property name="discoverySpi">
       <bean class="org.apache.ignite.spi.discovery.tcp.TcpDiscoverySpi">
         {prop("localAddress", host)}
@@ -135,9 +145,9 @@ def spring_xml(info: NodeInfo, *, discovery: str, region_mb: int, work_dir: Path
           <bean class="org.apache.ignite.configuration.DataRegionConfiguration">
             {prop("name", "default")}
             {prop("initialSize", min(256, region_mb) * 1024 * 1024)}
-            {prop("maxSize", region_mb * 1024 * 1024)}
+            {prop("maxSize", region_mb * 1024 * 1024)}{persistent}
           </bean>
-        </property>
+        </property>{wal}
       </bean>
     </property>
     <!-- The tensorflow-ignite module (ignite-tf module config). -->
@@ -171,9 +181,12 @@ if node_fd not in ready:
 class StockCluster(LocalCluster):
     """Nodes of stock Apache Ignite ``ignite_version`` with the tensorflow-ignite module.
 
-    In-memory only (no persistence, authentication, TLS or SQL engine: those are
-    our own nodes' business); everything else -- ports, readiness, ``kill_node``,
-    ``restart_nodes``, ``add_node``, ``stop`` -- is :class:`LocalCluster`'s.
+    XML nodes (2.16, 2.17) may have ``auth`` (authentication, persistent, activated once started;
+    one node: a persistent cluster's baseline is the nodes present at its first activation)
+    and ``sql`` (the ``ignite-indexing`` module on the classpath, as users copy it from a
+    release's ``libs/optional`` into ``libs/``); no TLS.  Everything else -- ports,
+    readiness, ``kill_node``, ``restart_nodes``, ``add_node``, ``stop`` -- is
+    :class:`LocalCluster`'s.
     """
 
     ignite_version: str = NEWEST_XML_VERSION
@@ -185,10 +198,15 @@ class StockCluster(LocalCluster):
         if self.ignite_version not in IGNITE_VERSIONS:
             raise NodeError(f"stock Ignite {self.ignite_version} is not supported here; "
                             f"pick one of {', '.join(IGNITE_VERSIONS)}")
-        unsupported = [n for n in ("persistence", "auth", "tls", "sql") if getattr(self, n)]
+        allowed = ("auth", "sql", "persistence") if self.xml_config else ()
+        unsupported = [n for n in ("persistence", "auth", "tls", "sql") if getattr(self, n) and n not in allowed]
         if unsupported:
-            raise NodeError(f"stock test nodes are in-memory and plain: {', '.join(unsupported)} "
-                            "is not supported (use LocalCluster)")
+            raise NodeError(f"stock {self.ignite_version} test nodes do not support {', '.join(unsupported)} "
+                            "(XML nodes support auth and sql; use LocalCluster for the rest)")
+        if self.persistence and not self.auth:
+            raise NodeError("stock test nodes are persistent only with auth")
+        if self.auth and self.nodes != 1:
+            raise NodeError("stock test nodes with auth are a single node")
 
     @property
     def xml_config(self) -> bool:
@@ -200,7 +218,20 @@ class StockCluster(LocalCluster):
 
     def _classpath(self) -> str:
         libs = stock_libs(self.ignite_version)
-        return os.pathsep.join([str(libs / "*"), str(module_jar()), *self.extra_classpath])
+        return os.pathsep.join([str(libs / "*"), str(module_jar()), *self._sql_module(), *self.extra_classpath])
+
+    def _sql_module(self) -> list[str]:
+        """With ``sql``: the jars of ``ignite-indexing`` (H2) of the same release, but not its ignite-core."""
+        if not self.sql:
+            return []
+        from .java import jars_dir
+
+        found = [p for p in sorted((jars_dir() / "lib-sql").glob("*.jar")) if not p.name.startswith("ignite-core-")]
+        indexing = [p for p in found if p.name.startswith("ignite-indexing-")]
+        if not indexing or indexing[0].name != f"ignite-indexing-{self.ignite_version}.jar":
+            raise NodeError(f"no ignite-indexing {self.ignite_version} among the packaged SQL jars "
+                            f"({jars_dir() / 'lib-sql'}); SQL on stock nodes is tested with 2.17.0")
+        return [str(p) for p in found]
 
     def _node_command(self, info: NodeInfo, node_dir: Path) -> list[str]:
         if not self.xml_config:  # 2.18: NodeLauncher applies TfLauncherModule.configure(cfg)
@@ -213,6 +244,7 @@ class StockCluster(LocalCluster):
             info, discovery=f"{self.host}:{first}..{first + DISCOVERY_SLOTS - 1}", region_mb=self.region_mb,
             work_dir=node_dir / "ignite",
             fragment=xml_fragment(security=self.launcher_settings()) if info.launcher_module else "",
+            auth=self.auth,
         ))
         info.config_file = str(config)
         return [*self._jvm_command(self._classpath()), f"-DIGNITE_HOME={stock_home(self.ignite_version)}",
@@ -229,6 +261,27 @@ class StockCluster(LocalCluster):
             ))
         return info
 
+    def start(self, timeout: float = 180.0) -> "StockCluster":
+        """Start the nodes; a persistent (``auth``) cluster is then activated, as an operator does
+        with ``control.sh --set-state ACTIVE`` (a persistent cluster starts inactive)."""
+        super().start(timeout)
+        if self.persistence:
+            try:
+                self._activate()
+            except BaseException:
+                self.stop()
+                raise
+        return self
+
+    def _activate(self) -> None:
+        from ..client import IgniteClient
+        from ..protocol import requests
+        from ..protocol.codes import ClusterState, Op
+
+        with IgniteClient(self.addresses(), **self.client_settings()) as client:
+            client.request(lambda rid: requests.cluster_change_state(rid, ClusterState.ACTIVE),
+                           Op.CLUSTER_CHANGE_STATE)
+
     def _member_ready(self, m: NodeInfo, expected: int) -> bool:
         if not self.xml_config:
             return super()._member_ready(m, expected)
@@ -236,7 +289,8 @@ class StockCluster(LocalCluster):
         from ..client import IgniteClient
 
         try:
-            with IgniteClient(f"{m.host}:{m.client_port}", timeout=5.0, connect_timeout=5.0) as client:
+            with IgniteClient(f"{m.host}:{m.client_port}", timeout=5.0, connect_timeout=5.0,
+                              **self.client_settings()) as client:
                 return len(client.node_endpoints(refresh=True)) >= expected
         except (IgniteError, OSError):
             return False
