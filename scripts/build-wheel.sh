@@ -4,11 +4,12 @@
 #   bash scripts/build-wheel.sh 3.11        (3.12, 3.13; `make wheel` builds all three)
 #
 # From a clean copy of the sources (the files git knows, so no binary lying in the
-# work tree slips in), plus exactly:
-#   * the native libraries (ignite:// plugin, IgniteDataset op) compiled in a build
-#     virtualenv against the TensorFlow the wheel declares (tensorflow>=2.21,<2.22),
-#     relocatable, with native/_build_info.json saying which TensorFlow series;
-#   * the jars of `make java` (node jar, Ignite classpaths) from src/tensorflow_ignite/jars.
+# work tree slips in) and the jars of `make java` (node jar, Ignite classpaths, from
+# src/tensorflow_ignite/jars), built by the project's build backend (build_backend/,
+# the one every `pip install .` uses) in a build virtualenv: it compiles the native
+# libraries (ignite:// plugin, IgniteDataset op) against that virtualenv's TensorFlow,
+# the one the wheel declares (tensorflow>=2.21,<2.22), relocatable, with
+# native/_build_info.json saying which TensorFlow series.
 # auditwheel then checks the libraries and tags the wheel manylinux; TensorFlow's own
 # library (libtensorflow_framework.so.2) stays external: it comes with TensorFlow.
 #
@@ -50,16 +51,13 @@ fi
 stage="$work/src"
 rm -rf "$stage" "$work/raw"
 mkdir -p "$stage"
-git ls-files -z --cached --others --exclude-standard -- src pyproject.toml setup.py README.md 'LICENSE*' |
+git ls-files -z --cached --others --exclude-standard -- src build_backend pyproject.toml setup.py README.md 'LICENSE*' |
     xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' |
     tar --null -T - -cf - | tar -xf - -C "$stage"
 cp -r "$jars" "$stage/src/tensorflow_ignite/jars"
 
-# The native libraries, built against the build virtualenv's TensorFlow.
-(cd "$work" && PYTHONPATH="$stage/src" TF_CPP_MIN_LOG_LEVEL=3 \
-    "$venv/bin/python" -m tensorflow_ignite.native.build --wheel --force)
-
-# The wheel (platform-specific: setup.py), then auditwheel.
+# The wheel (platform-specific, the native libraries compiled into it: build_backend/),
+# then auditwheel.
 "$venv/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation \
     -w "$work/raw" "$stage"
 mkdir -p dist

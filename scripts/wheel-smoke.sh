@@ -5,7 +5,7 @@
 #   bash scripts/wheel-smoke.sh 3.11        (the wheel comes from dist/, `make wheel`)
 #
 #   ignite-tf --version; ignite-tf node start; write + IgniteDataset through the
-#   prebuilt op + an ignite:// checkpoint (scripts/wheel_smoke.py); ignite-tf demo and
+#   prebuilt op + ignite:// through tf.io.gfile and a checkpoint (scripts/wheel_smoke.py); ignite-tf demo and
 #   ignite-tf demo --distributed (a launcher job) against that node; ignite-tf node stop;
 #   then checks that nothing was compiled or written into the installation, and that
 #   `pip uninstall` leaves no file behind.
@@ -84,7 +84,7 @@ pass "ignite-tf node start (port $port, Java runtime only)"
 python "$root/scripts/wheel_smoke.py" "$port" 2>&1 | grep -v "oneDNN\|absl::InitializeLog\|cpu_feature_guard\|rebuild TensorFlow\|cuda" ||
     fail "write / IgniteDataset / ignite:// (scripts/wheel_smoke.py)"
 [ "${PIPESTATUS[0]}" = 0 ] || fail "write / IgniteDataset / ignite:// (scripts/wheel_smoke.py)"
-pass "write, IgniteDataset through the prebuilt op, ignite:// checkpoint"
+pass "write, IgniteDataset through the prebuilt op, ignite:// through tf.io.gfile and a checkpoint"
 
 ignite-tf demo --host 127.0.0.1 --port "$port" --epochs 1 --no-progress --out-dir "$tmp/demo" > "$tmp/demo.log" 2>&1 ||
     { tail -30 "$tmp/demo.log"; fail "ignite-tf demo"; }

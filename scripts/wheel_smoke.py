@@ -3,8 +3,9 @@
     python wheel_smoke.py PORT
 
 Writes a cache, reads it back through IgniteDataset and asserts that the native
-source op served it (prebuilt: nothing compiled), then round-trips a checkpoint
-through ignite://.  Prints one line per check.
+source op served it (prebuilt: nothing compiled), then writes, lists and reads a
+file through tf.io.gfile and round-trips a checkpoint through ignite://.  Prints
+one line per check.  Also run on an install from source (tests/integration/test_source_install.py).
 """
 
 from __future__ import annotations
@@ -42,6 +43,17 @@ assert seen.all() and total == labels.sum(), (int(seen.sum()), total)
 op_path = sys.modules["tensorflow_ignite.native._tf_ignite_data"].__file__
 assert op_path == str(build.library_path(None, build.DATA_OPS)), op_path
 print(f"IgniteDataset: 1000 rows through the prebuilt op {op_path}")
+
+# ignite:// through tf.io.gfile: a file written, listed, statted and read back.
+root = f"ignite://{host}:{port}/wheel-smoke/gfile"
+payload = bytes(range(256)) * 1000
+with tf.io.gfile.GFile(f"{root}/blob.bin", "wb") as out:
+    out.write(payload)
+assert tf.io.gfile.listdir(root) == ["blob.bin"], tf.io.gfile.listdir(root)
+assert tf.io.gfile.stat(f"{root}/blob.bin").length == len(payload)
+with tf.io.gfile.GFile(f"{root}/blob.bin", "rb") as back:
+    assert back.read() == payload
+print(f"tf.io.gfile: {len(payload)} bytes written, listed and read back at {root}")
 
 # ignite:// round trip: a checkpoint saved and restored.
 step = tf.Variable(41, dtype=tf.int64)
