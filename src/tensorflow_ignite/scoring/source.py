@@ -52,7 +52,8 @@ class ScoringSource:
     def describe(self) -> str:
         return f"cache {self.name!r}" if self.kind == "cache" else f"SQL query {self.name!r}"
 
-    def batches(self, units: Sequence[int], fields: Sequence[str]) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+    def batches(self, units: Sequence[int],
+                fields: Sequence[str]) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
         """``(keys, {field: column})`` batches of the rows of ``units``, only ``fields`` decoded."""
         return self._read(list(units), list(fields))
 
