@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,12 +16,12 @@ import numpy as np
 import pytest
 
 import tensorflow_ignite
-from tensorflow_ignite.client import IgniteClient
-from tensorflow_ignite.errors import (CacheNotFoundError, EmptySourceError, ModelInputError, ModelLoadError,
-                                      OutputLayoutError)
+from tensorflow_ignite.client import IgniteClient, close_shared_clients
+from tensorflow_ignite.errors import (CacheNotFoundError, EmptySourceError, IgniteError, ModelInputError,
+                                      ModelLoadError, OutputLayoutError)
 from tensorflow_ignite.local.cluster import LocalCluster
-from tensorflow_ignite.scoring import LEDGER_CACHE, MODEL_HASH
-from tensorflow_ignite.testing.waiting import wait_for
+from tensorflow_ignite.scoring import LEDGER_CACHE, MODEL_HASH, ModelRecord, models_of
+from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
 ROWS = 3000
 
@@ -83,6 +84,7 @@ def test_predict_cache_matches_model_predict(client: IgniteClient, ignite_node: 
     assert result.model_uri == str(path) and len(result.model_sha256) == 64
     assert result.rows_per_second > 0
     assert_scored(client, out, data, model, result.model_hash)
+    assert models_of(client, out) == {result.model_hash: ModelRecord(str(path), result.model_sha256)}
     # The output reads back as a dataset with the model's dtypes and shapes.
     ds = tensorflow_ignite.IgniteDataset(out, client=client, batch_size=ROWS)
     batch = next(iter(ds))
@@ -180,7 +182,7 @@ def test_bad_input_is_refused_before_anything_is_written(client: IgniteClient, c
 CHILD = textwrap.dedent("""
     import sys
     import tensorflow_ignite
-    from tensorflow_ignite.client import IgniteClient
+    from tensorflow_ignite.client import IgniteClient, close_shared_clients
     host, port, source, output, model = sys.argv[1:6]
     with IgniteClient([(host, int(port))]) as client:
         tensorflow_ignite.predict(model, source, output, client=client, partitions_per_read=8, batch_size=64,
@@ -250,3 +252,55 @@ def test_cli_predict(client: IgniteClient, ignite_node: LocalCluster, cache_name
     bad = subprocess.run(cmd[:-1] + ["--inputs", "features=NOPE", "--no-progress"], env=env, capture_output=True,
                          text=True, timeout=300)
     assert bad.returncode == 1 and "NOPE" in bad.stderr
+
+
+@pytest.fixture
+def three_nodes(tmp_path: Path) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(tmp_path / "nodes", nodes=3, name="tfi-predict-fault", heap_mb=384, region_mb=256)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        close_shared_clients()
+        cluster.stop()
+
+
+def test_node_killed_mid_run_ends_with_every_key_scored_once(three_nodes: LocalCluster, cache_name: str,
+                                                            tmp_path: Path) -> None:
+    cluster = three_nodes
+    rows = 20_000
+    data = features_data(rows)
+    with connect(cluster) as setup:
+        tensorflow_ignite.write(cache_name, data, client=setup, backups=1)
+    wait_rebalanced(cluster, cache_name, rows)
+    model = tiny_model()
+    out = cache_name + "_nodekill"
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        with connect(cluster) as c:
+            try:
+                outcome["result"] = tensorflow_ignite.predict(model, cache_name, out, client=c, backups=1,
+                                                              partitions_per_read=16, batch_size=128,
+                                                              progress=False)
+            except IgniteError as exc:  # a failure is allowed: the second run must finish the job
+                outcome["error"] = exc
+
+    worker = threading.Thread(target=run)
+    with connect(cluster) as client:
+        worker.start()
+        wait_for(lambda: LEDGER_CACHE in client.cache_names() and ledger_records(client, out) >= 128
+                 or not worker.is_alive(), timeout=300, what="some partitions scored")
+        assert worker.is_alive(), f"the run ended before the kill: {outcome}"
+        cluster.kill_node(2, signal.SIGKILL)
+        worker.join(timeout=600)
+        assert not worker.is_alive()
+    with connect(cluster) as client:
+        # Whatever the first run did, running it again completes the output with each key once.
+        result = tensorflow_ignite.predict(model, cache_name, out, client=client, progress=False)
+        assert result.units_skipped + result.units_scored == 1024
+        if "result" in outcome:
+            assert result.units_scored == 0
+        assert_scored(client, out, data, model, result.model_hash)
+        assert ledger_records(client, out) == 1024
+    print(f"first run: {outcome}; second run: {result.summary()}")

@@ -10,7 +10,7 @@ TensorFlow.
 """
 
 from .api import PredictResult, predict
-from .ledger import LEDGER_CACHE
+from .ledger import LEDGER_CACHE, ModelRecord, models_of
 from .output import KEY, MODEL_HASH
 
-__all__ = ["predict", "PredictResult", "LEDGER_CACHE", "KEY", "MODEL_HASH"]
+__all__ = ["predict", "PredictResult", "models_of", "ModelRecord", "LEDGER_CACHE", "KEY", "MODEL_HASH"]

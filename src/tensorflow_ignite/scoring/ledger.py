@@ -18,17 +18,39 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..client import IgniteClient
 
-__all__ = ["LEDGER_CACHE", "Ledger"]
+__all__ = ["LEDGER_CACHE", "Ledger", "ModelRecord", "models_of"]
 
 #: The cache holding the completion records of scoring runs.
 LEDGER_CACHE = "__tensorflow_ignite_predictions"
 
 _SEP = "\x1f"
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """A model that wrote into an output: its URI and SHA-256 (``model_hash`` is the latter's first 64 bits)."""
+
+    uri: str
+    sha256: str
+
+
+def models_of(client: "IgniteClient", output: str) -> dict[int, ModelRecord]:
+    """``model_hash`` -> :class:`ModelRecord` of every model that has written into ``output``."""
+    if LEDGER_CACHE not in client.cache_names():
+        return {}
+    prefix = f"{output}{_SEP}model{_SEP}"
+    out: dict[int, ModelRecord] = {}
+    for k, v in client.cache(LEDGER_CACHE).scan(page_size=4096):
+        if isinstance(k, str) and k.startswith(prefix):
+            doc = json.loads(str(v))
+            out[int(k[len(prefix):])] = ModelRecord(str(doc["uri"]), str(doc["sha256"]))
+    return out
 
 
 class Ledger:
