@@ -185,7 +185,7 @@ CHILD = textwrap.dedent("""
     from tensorflow_ignite.client import IgniteClient, close_shared_clients
     host, port, source, output, model = sys.argv[1:6]
     with IgniteClient([(host, int(port))]) as client:
-        tensorflow_ignite.predict(model, source, output, client=client, partitions_per_read=8, batch_size=64,
+        tensorflow_ignite.predict(model, source, output, client=client, batch_size=64, record_every=4,
                                   progress=False)
     print("finished", flush=True)
 """)
@@ -281,8 +281,7 @@ def test_node_killed_mid_run_ends_with_every_key_scored_once(three_nodes: LocalC
         with connect(cluster) as c:
             try:
                 outcome["result"] = tensorflow_ignite.predict(model, cache_name, out, client=c, backups=1,
-                                                              partitions_per_read=16, batch_size=128,
-                                                              progress=False)
+                                                              batch_size=128, progress=False)
             except IgniteError as exc:  # a failure is allowed: the second run must finish the job
                 outcome["error"] = exc
 

@@ -46,8 +46,6 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--key", metavar="COLUMN", help="the key column of an SQL SOURCE (default KEY, _KEY or ID)")
     p.add_argument("--batch-size", type=validate.int_between(1), default=1024,
                    help="rows per model call (default 1024)")
-    p.add_argument("--partitions-per-read", type=validate.int_between(1), default=64,
-                   help="partitions read, scored and recorded complete together (default 64)")
     p.add_argument("--backups", type=validate.int_between(0), default=0,
                    help="backup copies of the output cache when it is created (default 0)")
     p.add_argument("--no-sql", action="store_true", help="do not make the output cache an SQL table")
@@ -76,7 +74,7 @@ def _predict(args: argparse.Namespace) -> int:
     try:
         result = predict(args.model, args.source, args.out, inputs=_mapping(args.inputs), key=args.key,
                          mode=args.mode, host=args.host, port=args.port, **client_settings(args),
-                         batch_size=args.batch_size, partitions_per_read=args.partitions_per_read,
+                         batch_size=args.batch_size,
                          backups=args.backups, sql=not args.no_sql, progress=args.progress)
     except (IgniteError, OSError) as exc:
         print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)

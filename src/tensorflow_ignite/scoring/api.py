@@ -16,7 +16,7 @@ from .ledger import Ledger
 from .model import load_model
 from .output import OutputCache
 from .signature import bind_inputs
-from .source import WHOLE, open_scoring_source
+from .source import open_scoring_source
 
 if TYPE_CHECKING:
     from ..client import IgniteClient
@@ -86,7 +86,7 @@ def predict(
     keyfile: str | None = None,
     cert_password: str | None = None,
     batch_size: int = 1024,
-    partitions_per_read: int = 64,
+    record_every: int = 16,
     backups: int = 0,
     sql: bool = True,
     progress: bool | None = None,
@@ -108,9 +108,11 @@ def predict(
     :mod:`tensorflow_ignite.scoring.output`.  Predictions are written in
     put-all batches, each row to the primary node of its key.
 
-    **Exactly once, resumable.**  A cache source is scored ``partitions_per_read``
-    partitions at a time; when a group's predictions are acknowledged its
-    partitions are recorded complete (:mod:`tensorflow_ignite.scoring.ledger`).
+    **Exactly once, resumable.**  A cache source is read partition by
+    partition (many scans in flight, each from the partition's primary node);
+    every ``record_every`` batches the partitions whose rows have all been
+    scored are recorded complete (:mod:`tensorflow_ignite.scoring.ledger`), once
+    every prediction sent so far has been acknowledged.
     With ``mode="skip-existing"`` (the default) a run skips the partitions an
     earlier run of the same model over the same source and output completed,
     and scores the rest again -- a partition an interrupted run left half
@@ -130,8 +132,8 @@ def predict(
     """
     if mode not in _MODES:
         raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
-    if batch_size < 1 or partitions_per_read < 1:
-        raise ConfigurationError("batch_size and partitions_per_read must be positive")
+    if batch_size < 1 or record_every < 1:
+        raise ConfigurationError("batch_size and record_every must be positive")
     if backups < 0:
         raise ConfigurationError("backups must be >= 0")
     started = time.perf_counter()
@@ -172,19 +174,23 @@ def predict(
     assert out.sender is not None
     out.sender.on_ack = bar.update
     fields = [b.field.name for b in bindings]
-    step = partitions_per_read if todo and todo[0] != WHOLE else len(todo)
+    recorded: set[int] = set()
     try:
-        for start in range(0, len(todo), max(1, step)):
-            group = todo[start:start + step]
-            for keys, columns in src.batches(group, fields):
+        if todo:
+            reading = src.read(todo, fields)
+            for i, (keys, columns) in enumerate(reading, 1):
                 if not len(keys):
                     continue
                 features = {b.input.name: b.convert(columns[b.field.name]) for b in bindings}
                 out.send(keys, scoring_model.predict(features))
-            out.flush()
-            ledger.record(group)
+                if i % record_every == 0:
+                    recorded |= _record(out, ledger, reading.completed(), recorded)
+            recorded |= _record(out, ledger, reading.completed(), recorded)
     finally:
         bar.close()
+    missing = set(todo) - recorded
+    if missing:  # every row was read, so every unit must be complete: a reader bug, never silently ignored
+        raise RuntimeError(f"predict: units {sorted(missing)[:10]} were read but not seen complete")
     assert out.sender is not None
     result = PredictResult(output=output, source=src.describe(), rows=out.sender.rows_acked,
                            seconds=time.perf_counter() - started, units_scored=len(todo),
@@ -193,3 +199,13 @@ def predict(
                            bytes_sent=out.sender.bytes_sent, sql_table=out.sql_table)
     log.info("%s", result.summary())
     return result
+
+
+def _record(out: OutputCache, ledger: Ledger, complete: set[int], recorded: set[int]) -> set[int]:
+    """Record the newly complete units once every prediction sent so far is stored; returns them."""
+    new = complete - recorded
+    if not new:
+        return new
+    out.flush()
+    ledger.record(sorted(new))
+    return new

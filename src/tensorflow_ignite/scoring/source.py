@@ -1,11 +1,14 @@
 """What a scoring run reads: a cache (by partitions) or an SQL query, as batches of keys and feature columns.
 
-Both are read with :class:`~tensorflow_ignite.data.dataset.IgniteDataset` --
-the cache one group of partitions at a time (``parts=``, each partition from
-its primary node, with the dataset's failover), the query whole through
-``IgniteDataset.from_sql`` -- so a scoring run reads exactly what a training
-run would.  A *unit* is what completion is recorded for: one partition of a
-partitioned cache; the whole cache when it is replicated, or the whole query.
+A cache is read by the dataset's own reader (:class:`~tensorflow_ignite.data.reader.ScanReader`,
+the one behind :class:`~tensorflow_ignite.data.dataset.IgniteDataset`, driven
+from Python without TensorFlow): schema resolved by the dataset, partition
+scans pipelined to each partition's primary with their failover, and the
+checkpoint ledger (:class:`~tensorflow_ignite.data.progress.ReadProgress`) that
+says which partitions have been handed out whole -- the units a scoring run
+records complete.  A query is read whole through ``IgniteDataset.from_sql``.
+A *unit* is what completion is recorded for: one partition of a partitioned
+cache; the whole cache when it is replicated, or the whole query.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +28,7 @@ from .model import TensorSpec
 if TYPE_CHECKING:
     from ..client import IgniteClient
 
-__all__ = ["ScoringSource", "open_scoring_source", "WHOLE"]
+__all__ = ["ScoringSource", "Reading", "open_scoring_source", "WHOLE"]
 
 #: The unit of a source that has no partitions to record (an SQL query, a replicated cache).
 WHOLE = -1
@@ -34,6 +37,20 @@ WHOLE = -1
 _SQL_KEYS = ("KEY", "_KEY", "ID")
 
 _QUERY = re.compile(r"^\s*(SELECT|WITH)\b", re.IGNORECASE)
+
+
+class Reading:
+    """One pass over some units of a source: iterate ``(keys, {field: column})`` batches of at most
+    ``batch_size`` rows; :meth:`completed` is the units whose every row has been yielded (call it
+    after processing the batch last yielded)."""
+
+    def __init__(self, batches: Iterator[tuple[np.ndarray, dict[str, np.ndarray]]],
+                 completed: Callable[[], set[int]]) -> None:
+        self._batches = batches
+        self.completed = completed
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+        return self._batches
 
 
 @dataclass
@@ -47,14 +64,13 @@ class ScoringSource:
     rows: int | None
     identity: str
     key: TensorSpec
-    _read: Any
+    _read: Callable[[list[int], list[str]], Reading]
 
     def describe(self) -> str:
         return f"cache {self.name!r}" if self.kind == "cache" else f"SQL query {self.name!r}"
 
-    def batches(self, units: Sequence[int],
-                fields: Sequence[str]) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
-        """``(keys, {field: column})`` batches of the rows of ``units``, only ``fields`` decoded."""
+    def read(self, units: Sequence[int], fields: Sequence[str]) -> Reading:
+        """A :class:`Reading` of the rows of ``units``, only ``fields`` decoded."""
         return self._read(list(units), list(fields))
 
 
@@ -90,6 +106,8 @@ def _keys(values: np.ndarray) -> np.ndarray:
 
 def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_size: int) -> ScoringSource:
     from ..data.dataset import IgniteDataset
+    from ..data.plan import PartitionPlan, ScanTask
+    from ..data.reader import DEFAULT_PAGE_BYTES, PageSizer, ScanReader
 
     if key is not None:
         raise ConfigurationError(f"key= names a column of an SQL query; entries of cache {cache!r} keep their keys")
@@ -110,17 +128,39 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
     units = tuple(range(pmap.partitions)) if partitioned else (WHOLE,)
     schemas: dict[tuple[str, ...], Any] = {}
 
-    def read(chosen: list[int], wanted: list[str]) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+    def read(chosen: list[int], wanted: list[str]) -> Reading:
         names = tuple(wanted)
-        if names not in schemas:  # resolved once per field list: the datasets of every group share it
+        if names not in schemas:  # the dataset's own schema resolution, once per field list
             schemas[names] = (probe.schema if not isinstance(value, dict) else
-                              IgniteDataset(cache, client=client, batch_size=batch_size, fields=list(names)).schema)
-        parts = None if chosen == [WHOLE] else chosen
-        ds = IgniteDataset(cache, client=client, batch_size=batch_size, parts=parts, schema=schemas[names])
-        for element in ds.as_numpy_iterator():
-            val = element["val"]
-            cols = {n: val[n] for n in names} if isinstance(val, dict) else {"val": val}
-            yield _keys(element["key"]), cols
+                              IgniteDataset(cache, client=client, fields=list(names)).schema)
+        if chosen == [WHOLE]:
+            tasks: tuple[ScanTask, ...] = (ScanTask(-1),)
+        else:
+            tasks = PartitionPlan.build(partitions=pmap.partitions, parts=chosen, cache_name=cache).tasks
+        # The dataset's reader without TensorFlow: partition scans from each partition's primary,
+        # with its failover, and its progress ledger telling which partitions are handed out whole.
+        reader = ScanReader(client, cache, schemas[names], tasks, PageSizer(None, DEFAULT_PAGE_BYTES))
+        run = reader.run()
+        finished = False
+
+        def batches() -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+            nonlocal finished
+            for batch in run:
+                keys = _keys(np.asarray(batch["key"]))
+                val = batch["val"]
+                cols = {n: np.asarray(val[n]) for n in names} if isinstance(val, dict) else {"val": np.asarray(val)}
+                for lo in range(0, len(keys), batch_size):
+                    hi = min(len(keys), lo + batch_size)
+                    run.emitted(hi - lo)  # handed out: once processed, these rows count for completion
+                    yield keys[lo:hi], {n: c[lo:hi] for n, c in cols.items()}
+            finished = True
+
+        def completed() -> set[int]:
+            if chosen == [WHOLE]:
+                return {WHOLE} if finished else set()
+            return set(run.progress.state().done)
+
+        return Reading(batches(), completed)
 
     return ScoringSource("cache", cache, fields, units, rows, _identity("cache", cache), _spec("key", spec["key"]),
                          read)
@@ -156,9 +196,16 @@ def _sql_source(client: "IgniteClient", query: str, args: Sequence[Any], key: st
     key_name = key
     fields = {n: s for n, s in columns.items() if n != key_name}
 
-    def read(_units: list[int], wanted: list[str]) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
-        for element in ds.as_numpy_iterator():
-            yield _keys(element[key_name]), {n: element[n] for n in wanted}
+    def read(_units: list[int], wanted: list[str]) -> Reading:
+        finished = False
+
+        def batches() -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+            nonlocal finished
+            for element in ds.as_numpy_iterator():
+                yield _keys(element[key_name]), {n: element[n] for n in wanted}
+            finished = True
+
+        return Reading(batches(), lambda: {WHOLE} if finished else set())
 
     return ScoringSource("sql", query, fields, (WHOLE,), None, _identity("sql", query, list(args), key_name),
                          columns[key_name], read)
