@@ -83,6 +83,7 @@ def test_predict_cache_matches_model_predict(client: IgniteClient, ignite_node: 
     assert result.rows == ROWS and result.units_skipped == 0 and result.units_scored == 1024
     assert result.model_uri == str(path) and len(result.model_sha256) == 64
     assert result.rows_per_second > 0
+    assert sum(result.rows_per_node.values()) == ROWS and "any" not in result.rows_per_node
     assert_scored(client, out, data, model, result.model_hash)
     assert models_of(client, out) == {result.model_hash: ModelRecord(str(path), result.model_sha256)}
     # The output reads back as a dataset with the model's dtypes and shapes.
@@ -302,4 +303,8 @@ def test_node_killed_mid_run_ends_with_every_key_scored_once(three_nodes: LocalC
             assert result.units_scored == 0
         assert_scored(client, out, data, model, result.model_hash)
         assert ledger_records(client, out) == 1024
+    if "result" in outcome:  # each key's prediction went to its primary node: spread over the nodes
+        first = outcome["result"]
+        assert isinstance(first, tensorflow_ignite.PredictResult)
+        assert sum(first.rows_per_node.values()) == first.rows and len(first.rows_per_node) >= 2
     print(f"first run: {outcome}; second run: {result.summary()}")

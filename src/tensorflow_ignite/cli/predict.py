@@ -82,6 +82,8 @@ def _predict(args: argparse.Namespace) -> int:
     print(f"{result.rows} rows, {result.seconds:.2f} s ({result.rows_per_second:,.0f} rows/s) -> cache "
           f"{result.output!r}; {result.units_scored} unit(s) scored, {result.units_skipped} already complete")
     print(f"model: {result.model_uri} (sha256 {result.model_sha256}, model_hash {result.model_hash})")
+    for node, rows in sorted(result.rows_per_node.items()):
+        print(f"  node {node}: {rows} rows")
     if result.sql_table:
         print(f"SQL table: {result.sql_table}")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -38,7 +38,9 @@ class PredictResult:
     cache) were scored and ``units_skipped`` were already complete from an
     earlier run of the same model.  ``model_uri``/``model_sha256`` identify the
     model (every entry's ``model_hash`` is the first 64 bits of the SHA-256,
-    as a signed integer); ``sql_table`` is the output's SQL table, if any.
+    as a signed integer); ``sql_table`` is the output's SQL table, if any;
+    ``rows_per_node`` counts the predictions sent to each node (by node id;
+    ``"any"`` when the client could not place keys).
     """
 
     output: str
@@ -52,6 +54,7 @@ class PredictResult:
     model_hash: int
     bytes_sent: int = 0
     sql_table: str | None = None
+    rows_per_node: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def rows_per_second(self) -> float:
@@ -196,7 +199,8 @@ def predict(
                            seconds=time.perf_counter() - started, units_scored=len(todo),
                            units_skipped=len(done), model_uri=scoring_model.uri,
                            model_sha256=scoring_model.sha256, model_hash=scoring_model.hash64,
-                           bytes_sent=out.sender.bytes_sent, sql_table=out.sql_table)
+                           bytes_sent=out.sender.bytes_sent, sql_table=out.sql_table,
+                           rows_per_node=dict(out.sender.rows_per_node))
     log.info("%s", result.summary())
     return result
 

@@ -28,6 +28,8 @@ from ..data.write.sender import PutAllSender, send_all
 from ..data.write.sources import open_source
 
 if TYPE_CHECKING:
+    import uuid
+
     from ..client import IgniteClient
 
 __all__ = ["KEY", "MODEL_HASH", "OutputCache"]
@@ -38,6 +40,19 @@ KEY = "key"
 MODEL_HASH = "model_hash"
 
 _BATCH_BYTES = 4 << 20
+
+
+class _CountingSender(PutAllSender):
+    """The writer's sender, counting the rows sent to each node (the summary's per-node figures)."""
+
+    def __init__(self, client: "IgniteClient", cache_name: str) -> None:
+        super().__init__(client, cache_name)
+        self.rows_per_node: dict[str, int] = {}
+
+    def submit(self, rows: int, payload: bytes | bytearray | memoryview, node: "uuid.UUID | None" = None) -> None:
+        name = str(node) if node is not None else "any"
+        self.rows_per_node[name] = self.rows_per_node.get(name, 0) + rows
+        super().submit(rows, payload, node)
 
 
 class OutputCache:
@@ -56,7 +71,7 @@ class OutputCache:
         columns = {KEY: key_sample, **sample, MODEL_HASH: np.full(len(key_sample), model_hash, dtype=np.int64)}
         self.plan = make_plan(open_source(columns, None, KEY), KEY, default_type_name(name))
         self.row_bytes = estimate_row_bytes(self.plan, columns)
-        self.sender: PutAllSender | None = None
+        self.sender: _CountingSender | None = None
         self.guard: CapacityGuard | None = None
         self.sql_table: str | None = None
         self.used: set[str] = set()
@@ -109,7 +124,7 @@ class OutputCache:
             self.client, self.name, existing, self.plan, mode="overwrite" if overwrite else "append",
             backups=backups, atomicity=atomicity, write_sync=write_sync, sql=sql)
         save_schema(self.client, self.name, self.plan.record())
-        self.sender = PutAllSender(self.client, self.name)
+        self.sender = _CountingSender(self.client, self.name)
         return created
 
     def send(self, keys: np.ndarray, predictions: Mapping[str, np.ndarray]) -> None:
