@@ -2,6 +2,7 @@
 
 * :class:`IgniteDataset` -- a ``tf.data`` source over Ignite caches and SQL tables.
 * ``ignite://`` (alias ``igfs://``) -- a TensorFlow filesystem stored in Ignite.
+* :func:`predict` -- a model's predictions for every row of a cache or query, written back to a cache.
 * ``ignite-tf`` -- local nodes, data loading and distributed training.
 
 The package imports lazily: ``import tensorflow_ignite`` does not import
@@ -57,4 +58,6 @@ __getattr__ = _lazy.lazy_getattr(__name__, {
     "LocalCluster": ".local.cluster",
     "write": ".data.write",
     "WriteResult": ".data.write",
+    "predict": ".scoring",
+    "PredictResult": ".scoring",
 }, on_load=_after_import)

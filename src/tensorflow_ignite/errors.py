@@ -26,6 +26,11 @@ __all__ = [
     "ConfigurationError",
     "CapacityError",
     "UnsupportedOperationError",
+    "PredictError",
+    "ModelLoadError",
+    "ModelInputError",
+    "OutputLayoutError",
+    "EmptySourceError",
     "IgniteConnectionError",
     "ConnectionTimeoutError",
     "TLSError",
@@ -97,6 +102,35 @@ class CapacityError(ClientError):
 class UnsupportedOperationError(ClientError, NotImplementedError):
     """A dataset cannot do what was asked: be rebuilt outside its process (a Python-only source),
     be split across tf.data service workers, or save its position (an SQL query)."""
+
+
+class PredictError(ClientError):
+    """``tensorflow_ignite.predict`` refused its inputs before writing anything (the subclasses say why)."""
+
+
+class ModelLoadError(PredictError):
+    """The model could not be loaded; ``path`` is what was given, the message says why."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class ModelInputError(PredictError):
+    """The model's inputs do not match the source's fields: a missing field, or another dtype or shape.
+    ``problems`` lists one line per input at fault, naming the field and both types."""
+
+    def __init__(self, message: str, *, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+class OutputLayoutError(PredictError):
+    """The output cache exists and holds entries of another layout than the model's predictions."""
+
+
+class EmptySourceError(PredictError):
+    """The source cache or query has no rows to score."""
 
 
 class IgniteConnectionError(IgniteError, ConnectionError):

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 
 from ..errors import IgniteError
 from .. import demo
-from . import job, load, module, node, tensorboard
+from . import job, load, module, node, predict, tensorboard
 from .quiet import quiet_tensorflow_import
 
 __all__ = ["main", "build_parser", "version_text"]
 
-_COMMANDS = (node, load, demo, tensorboard, module, job)
+_COMMANDS = (node, load, predict, demo, tensorboard, module, job)
 
 
 def version_text() -> str:

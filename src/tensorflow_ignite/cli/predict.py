@@ -1,0 +1,89 @@
+"""``ignite-tf predict MODEL SOURCE --out OUTPUT``: score a cache or SQL query in place (in this process)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import ConfigurationError, IgniteError
+from . import validate
+from .credentials import add_connection_arguments, client_settings
+
+__all__ = ["register"]
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the ``predict`` command."""
+    p = sub.add_parser(
+        "predict",
+        help="score every row of a cache or SQL query with a model and write the predictions to a cache",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Load MODEL once (a .keras file or a SavedModel directory, local or ignite://), run it over every\n"
+            "row of SOURCE (a cache name, or an SQL query such as \"SELECT key, a, b FROM T\" whose result\n"
+            "holds the row's key in a column KEY, _KEY or ID, or the one --key names) and write one entry per\n"
+            "source key into the cache OUTPUT (created if missing; also an SQL table when the cluster has\n"
+            "SQL): one field per model output plus model_hash, which model wrote it.  The same as\n"
+            "tensorflow_ignite.predict, in this process.\n\n"
+            "Model inputs take the source fields of the same name (case-insensitive); map others with\n"
+            "--inputs INPUT=FIELD,...  Inputs that do not fit the fields (name, dtype, shape), a model\n"
+            "that does not load, an empty source or an output cache of another layout are refused before\n"
+            "anything is written.\n\n"
+            "Exactly once and resumable: partitions are recorded complete once their predictions are\n"
+            "stored.  --mode skip-existing (default) skips partitions an earlier run of the same model\n"
+            "completed and rescores the rest (so an interrupted run is finished by running it again);\n"
+            "--mode overwrite replaces the output cache and scores everything."
+        ),
+        epilog="example: ignite-tf predict ignite:///models/digits.keras DIGITS_TEST --out DIGITS_PRED",
+    )
+    p.add_argument("model", metavar="MODEL", help="a .keras/.h5 file or SavedModel directory (local or ignite://)")
+    p.add_argument("source", metavar="SOURCE", help="a cache name, or an SQL query (SELECT ...)")
+    p.add_argument("--out", required=True, metavar="OUTPUT", help="the cache receiving the predictions")
+    p.add_argument("--mode", choices=("skip-existing", "overwrite"), default="skip-existing",
+                   help="skip-existing (default): skip partitions already scored by this model; "
+                        "overwrite: replace the output and score everything")
+    p.add_argument("--inputs", metavar="INPUT=FIELD,...", help="map model inputs to source fields")
+    p.add_argument("--key", metavar="COLUMN", help="the key column of an SQL SOURCE (default KEY, _KEY or ID)")
+    p.add_argument("--batch-size", type=validate.int_between(1), default=1024,
+                   help="rows per model call (default 1024)")
+    p.add_argument("--backups", type=validate.int_between(0), default=0,
+                   help="backup copies of the output cache when it is created (default 0)")
+    p.add_argument("--no-sql", action="store_true", help="do not make the output cache an SQL table")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="always show the progress bar (default: only when stderr is a terminal)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="never show the progress bar")
+    add_connection_arguments(p)
+    p.set_defaults(handler=_predict)
+
+
+def _mapping(text: str | None) -> dict[str, str] | None:
+    if not text:
+        return None
+    out: dict[str, str] = {}
+    for item in text.split(","):
+        name, sep, field = item.partition("=")
+        if not sep or not name.strip() or not field.strip():
+            raise ConfigurationError(f"--inputs takes INPUT=FIELD pairs separated by commas; got {item!r}")
+        out[name.strip()] = field.strip()
+    return out
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from ..scoring import predict
+
+    try:
+        result = predict(args.model, args.source, args.out, inputs=_mapping(args.inputs), key=args.key,
+                         mode=args.mode, host=args.host, port=args.port, **client_settings(args),
+                         batch_size=args.batch_size,
+                         backups=args.backups, sql=not args.no_sql, progress=args.progress)
+    except (IgniteError, OSError) as exc:
+        print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    print(f"{result.rows} rows, {result.seconds:.2f} s ({result.rows_per_second:,.0f} rows/s) -> cache "
+          f"{result.output!r}; {result.units_scored} unit(s) scored, {result.units_skipped} already complete")
+    print(f"model: {result.model_uri} (sha256 {result.model_sha256}, model_hash {result.model_hash})")
+    for node, rows in sorted(result.rows_per_node.items()):
+        print(f"  node {node}: {rows} rows")
+    if result.sql_table:
+        print(f"SQL table: {result.sql_table}")
+    return 0

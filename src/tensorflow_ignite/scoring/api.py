@@ -1,0 +1,215 @@
+"""``tensorflow_ignite.predict``: score a cache or SQL query with a model and write the predictions back."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from ..errors import ConfigurationError
+from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
+from .ledger import Ledger
+from .model import load_model
+from .output import OutputCache
+from .signature import bind_inputs
+from .source import open_scoring_source
+
+if TYPE_CHECKING:
+    from ..client import IgniteClient
+
+__all__ = ["predict", "PredictResult", "Mode"]
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["skip-existing", "overwrite"]
+_MODES = ("skip-existing", "overwrite")
+
+
+@dataclass(frozen=True)
+class PredictResult:
+    """What :func:`predict` did.
+
+    ``rows`` predictions were written to ``output`` in ``seconds``;
+    ``units_scored`` units (partitions; 1 for an SQL query or a replicated
+    cache) were scored and ``units_skipped`` were already complete from an
+    earlier run of the same model.  ``model_uri``/``model_sha256`` identify the
+    model (every entry's ``model_hash`` is the first 64 bits of the SHA-256,
+    as a signed integer); ``sql_table`` is the output's SQL table, if any;
+    ``rows_per_node`` counts the predictions sent to each node (by node id;
+    ``"any"`` when the client could not place keys).
+    """
+
+    output: str
+    source: str
+    rows: int
+    seconds: float
+    units_scored: int
+    units_skipped: int
+    model_uri: str
+    model_sha256: str
+    model_hash: int
+    bytes_sent: int = 0
+    sql_table: str | None = None
+    rows_per_node: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows / self.seconds if self.seconds > 0 else float("inf")
+
+    def summary(self) -> str:
+        """One line for humans."""
+        text = (f"scored {self.rows:,} rows of {self.source} into cache {self.output!r} in {self.seconds:.2f} s "
+                f"({self.rows_per_second:,.0f} rows/s); {self.units_scored} unit(s) scored, "
+                f"{self.units_skipped} already complete")
+        if self.sql_table:
+            text += f"; SQL table {self.sql_table}"
+        return text
+
+
+def predict(
+    model: Any,
+    source: str,
+    output: str,
+    *,
+    inputs: Mapping[str, str] | None = None,
+    key: str | None = None,
+    args: Sequence[Any] = (),
+    mode: Mode = "skip-existing",
+    client: "IgniteClient | None" = None,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    username: str | None = None,
+    password: str | None = None,
+    cafile: str | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    cert_password: str | None = None,
+    batch_size: int = 1024,
+    record_every: int = 16,
+    backups: int = 0,
+    sql: bool = True,
+    progress: bool | None = None,
+) -> PredictResult:
+    """Score every row of ``source`` with ``model`` and write one prediction per key into ``output``.
+
+    ``model`` is a Keras model, a ``.keras``/``.h5`` file or a SavedModel
+    directory, local or on ``ignite://``; it is loaded once.  ``source`` is a
+    cache name or an SQL query (``SELECT ...``, with ``args``); the query must
+    return the row's key, in a column named ``KEY``, ``_KEY`` or ``ID``, or the
+    one ``key`` names.  Model inputs take the source fields of the same name
+    (case-insensitive), or the fields ``inputs`` maps them to
+    (``{"model_input": "FIELD"}``); a one-input model over a one-field source
+    needs neither.
+
+    ``output`` (created if missing, with ``backups``; an SQL table too when
+    ``sql`` and the cluster has an SQL engine) receives, under each source key,
+    an entry with one field per model output and ``model_hash``; see
+    :mod:`tensorflow_ignite.scoring.output`.  Predictions are written in
+    put-all batches, each row to the primary node of its key.
+
+    **Exactly once, resumable.**  A cache source is read partition by
+    partition (many scans in flight, each from the partition's primary node);
+    every ``record_every`` batches the partitions whose rows have all been
+    scored are recorded complete (:mod:`tensorflow_ignite.scoring.ledger`), once
+    every prediction sent so far has been acknowledged.
+    With ``mode="skip-existing"`` (the default) a run skips the partitions an
+    earlier run of the same model over the same source and output completed,
+    and scores the rest again -- a partition an interrupted run left half
+    written is rewritten key by key, so every key ends with exactly one entry.
+    ``mode="overwrite"`` destroys the output (and its records) and scores
+    everything.  An SQL query is one unit: recorded when all of it is written.
+
+    **Checked before anything is written**: the model loads
+    (:class:`~tensorflow_ignite.errors.ModelLoadError`), its inputs fit the
+    source's fields (:class:`~tensorflow_ignite.errors.ModelInputError`), the
+    source has rows (:class:`~tensorflow_ignite.errors.EmptySourceError`), and
+    an existing output holds this layout
+    (:class:`~tensorflow_ignite.errors.OutputLayoutError`).
+
+    ``progress`` shows a tqdm bar on stderr (default: when stderr is a
+    terminal).  Either pass a connected ``client`` or the connection settings.
+    """
+    if mode not in _MODES:
+        raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
+    if batch_size < 1 or record_every < 1:
+        raise ConfigurationError("batch_size and record_every must be positive")
+    if backups < 0:
+        raise ConfigurationError("backups must be >= 0")
+    started = time.perf_counter()
+    scoring_model = load_model(model)
+    if client is None:
+        from ..client import ConnectionOptions
+
+        client = ConnectionOptions.from_address(host, port, username=username, password=password, cafile=cafile,
+                                                certfile=certfile, keyfile=keyfile,
+                                                cert_password=cert_password).connect()
+    src = open_scoring_source(client, source, args=args, key=key, batch_size=batch_size)
+    bindings = bind_inputs(scoring_model.inputs, src.fields, source=src.describe(), explicit=inputs)
+
+    # One row of zeros through the model: the exact dtypes and shapes of its outputs, before any read.
+    zeros = {b.input.name: b.convert(np.zeros((1, *b.field.shape), dtype=b.field.dtype)) for b in bindings}
+    sample = scoring_model.predict(zeros)
+    key_sample = np.array(["k"], dtype=object) if src.key.dtype == "object" else np.zeros(1, dtype=np.int64)
+    out = OutputCache(client, output, sample, key_sample, scoring_model.hash64)
+    overwrite = mode == "overwrite"
+    if not overwrite:
+        out.check()
+
+    from ..protocol.codes import AtomicityMode, WriteSynchronizationMode
+
+    ledger = Ledger(client, output, src.identity, scoring_model.sha256)
+    created = out.open(overwrite=overwrite, backups=backups, atomicity=AtomicityMode.ATOMIC,
+                       write_sync=WriteSynchronizationMode.PRIMARY_SYNC, sql=sql, expected_rows=src.rows)
+    if created:
+        ledger.forget_output()  # records of an output that no longer exists say nothing
+    ledger.record_model(scoring_model.hash64, scoring_model.uri)
+    done = ledger.completed(src.units) if not created else set()
+    todo = [u for u in src.units if u not in done]
+
+    from ..data.write.sender import progress_bar
+
+    bar = progress_bar(progress, src.rows if not done else None, output)
+    bar.set_description(f"predict {output}")
+    assert out.sender is not None
+    out.sender.on_ack = bar.update
+    fields = [b.field.name for b in bindings]
+    recorded: set[int] = set()
+    try:
+        if todo:
+            reading = src.read(todo, fields)
+            for i, (keys, columns) in enumerate(reading, 1):
+                if not len(keys):
+                    continue
+                features = {b.input.name: b.convert(columns[b.field.name]) for b in bindings}
+                out.send(keys, scoring_model.predict(features))
+                if i % record_every == 0:
+                    recorded |= _record(out, ledger, reading.completed(), recorded)
+            recorded |= _record(out, ledger, reading.completed(), recorded)
+    finally:
+        bar.close()
+    missing = set(todo) - recorded
+    if missing:  # every row was read, so every unit must be complete: a reader bug, never silently ignored
+        raise RuntimeError(f"predict: units {sorted(missing)[:10]} were read but not seen complete")
+    assert out.sender is not None
+    result = PredictResult(output=output, source=src.describe(), rows=out.sender.rows_acked,
+                           seconds=time.perf_counter() - started, units_scored=len(todo),
+                           units_skipped=len(done), model_uri=scoring_model.uri,
+                           model_sha256=scoring_model.sha256, model_hash=scoring_model.hash64,
+                           bytes_sent=out.sender.bytes_sent, sql_table=out.sql_table,
+                           rows_per_node=dict(out.sender.rows_per_node))
+    log.info("%s", result.summary())
+    return result
+
+
+def _record(out: OutputCache, ledger: Ledger, complete: set[int], recorded: set[int]) -> set[int]:
+    """Record the newly complete units once every prediction sent so far is stored; returns them."""
+    new = complete - recorded
+    if not new:
+        return new
+    out.flush()
+    ledger.record(sorted(new))
+    return new

@@ -1,0 +1,47 @@
+"""Model inputs bound to source fields: inferred and explicit mappings, dtype and shape rules (no server)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensorflow_ignite.errors import ModelInputError
+from tensorflow_ignite.scoring.model import TensorSpec
+from tensorflow_ignite.scoring.signature import bind_inputs
+
+FIELDS = {"PIXELS": TensorSpec("PIXELS", "uint8", (28, 28)), "AGE": TensorSpec("AGE", "int32", ()),
+          "NAME": TensorSpec("NAME", "object", ())}
+
+
+def test_names_match_case_insensitively_and_convert() -> None:
+    (b,) = bind_inputs((TensorSpec("pixels", "float32", (784,)),), FIELDS, source="cache 'c'")
+    assert b.field.name == "PIXELS"
+    out = b.convert(np.ones((2, 28, 28), dtype=np.uint8))
+    assert out.shape == (2, 784) and out.dtype == np.float32
+
+
+def test_explicit_mapping_and_single_field() -> None:
+    (b,) = bind_inputs((TensorSpec("x", "float64", (None,)),), {"V": TensorSpec("V", "float32", (3,))},
+                       source="cache 'c'")
+    assert b.field.name == "V"
+    (b,) = bind_inputs((TensorSpec("years", "float32", ()),), FIELDS, source="cache 'c'", explicit={"years": "age"})
+    assert b.field.name == "AGE"
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    (TensorSpec("AGE", "int32", (2,)), ["'AGE' is int32[]", "int32[2]"]),       # shape
+    (TensorSpec("NAME", "float32", ()), ["'NAME' is object[]", "float32[]"]),   # strings into numbers
+    (TensorSpec("missing", "float32", ()), ["'missing'", "inputs="]),            # no such field
+])
+def test_misfits_name_the_field_and_both_types(spec: TensorSpec, words: list[str]) -> None:
+    with pytest.raises(ModelInputError) as err:
+        bind_inputs((spec, TensorSpec("other", "float32", ())), FIELDS, source="cache 'c'",
+                    explicit={"other": "AGE"})
+    for w in words:
+        assert w in str(err.value)
+    assert len(err.value.problems) == 1
+
+
+def test_floats_do_not_go_into_integer_inputs() -> None:
+    with pytest.raises(ModelInputError):
+        bind_inputs((TensorSpec("x", "int64", ()),), {"x": TensorSpec("x", "float64", ())}, source="q")
