@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, PredictError
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from .ledger import Ledger
 from .model import load_model
@@ -162,8 +162,10 @@ def predict(
     from ..protocol.codes import AtomicityMode, WriteSynchronizationMode
 
     ledger = Ledger(client, output, src.identity, scoring_model.sha256)
+    # FULL_SYNC: an acknowledged prediction is on the backups too, so a primary killed right after
+    # the ledger records its partition complete loses nothing of it.
     created = out.open(overwrite=overwrite, backups=backups, atomicity=AtomicityMode.ATOMIC,
-                       write_sync=WriteSynchronizationMode.PRIMARY_SYNC, sql=sql, expected_rows=src.rows)
+                       write_sync=WriteSynchronizationMode.FULL_SYNC, sql=sql, expected_rows=src.rows)
     if created:
         ledger.forget_output()  # records of an output that no longer exists say nothing
     ledger.record_model(scoring_model.hash64, scoring_model.uri)
@@ -193,7 +195,9 @@ def predict(
         bar.close()
     missing = set(todo) - recorded
     if missing:  # every row was read, so every unit must be complete: a reader bug, never silently ignored
-        raise RuntimeError(f"predict: units {sorted(missing)[:10]} were read but not seen complete")
+        raise PredictError(f"predict: partitions {sorted(missing)[:10]} of {src.describe()} were read but the "
+                           "reader never reported them complete, so they are not recorded as scored; run predict "
+                           "again (it rescores them) and report this as a bug")
     assert out.sender is not None
     result = PredictResult(output=output, source=src.describe(), rows=out.sender.rows_acked,
                            seconds=time.perf_counter() - started, units_scored=len(todo),
