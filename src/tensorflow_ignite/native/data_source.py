@@ -146,6 +146,8 @@ def _load() -> tuple[Any, ModuleType]:
             module.set_dispatcher(_dispatch)
             module.set_error_code(lambda exc: int(code_for_exception(exc)))
             atexit.register(module.shutdown)
+        except build.BuildInProgressError:
+            raise  # not remembered: this process's own build finishes, then the library loads
         except Exception as err:  # noqa: BLE001 - remembered and re-raised to every caller
             _load_error = err
             raise
