@@ -30,12 +30,18 @@ def _dataset_op() -> None:
 
     if os.environ.get("TF_IGNITE_DATASET_SOURCE", "native").strip().lower() == "generator":
         return
+    from .native.build import BuildInProgressError
+
     try:
         from .data import portable
         from .native import data_source
 
         data_source.set_rebuilder(portable.rebuild)
         data_source.ensure_loaded()
+    except BuildInProgressError:
+        # TensorFlow imported by this process's own build of the native libraries (for its
+        # compiler flags): the op loads when first used, after the build -- nothing to warn about.
+        return
     except Exception as exc:  # noqa: BLE001 - never break the user's import of TensorFlow
         import warnings
 

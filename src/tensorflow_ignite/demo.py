@@ -175,12 +175,14 @@ def run_demo(
             "on to `ignite-tf start`); drop --username/--cafile/--certfile/--keyfile, or drop --host "
             "to train on a local 3-node cluster")
     cluster: LocalCluster | None = None
-    if host is None:
-        cluster = _start_own_nodes(Path(work_dir) if work_dir else demo_work_dir(distributed),
-                                   nodes=3 if distributed else 1, node_port=node_port, keep=keep_node)
-        host, port = cluster.address()
     node_running = False
-    try:
+    try:  # (an interrupt -- Ctrl+C, SIGTERM, SIGHUP -- from here on stops the nodes started)
+        if host is None:
+            cluster = _start_own_nodes(Path(work_dir) if work_dir else demo_work_dir(distributed),
+                                       nodes=3 if distributed else 1, node_port=node_port, keep=keep_node)
+            host, port = cluster.address()
+            print(f"Ignite ready at {host}:{port}" + (f" (and {len(cluster.members) - 1} more nodes)"
+                                                       if len(cluster.members) > 1 else ""), flush=True)
         if distributed:
             result = _train_distributed(host, port, epochs=epochs, run=run, progress=progress,
                                         started=started)
@@ -210,12 +212,8 @@ def _start_own_nodes(work_dir: Path, *, nodes: int, node_port: int | None, keep:
     # The default node name: `ignite-tf node start --persistence --work-dir DIR` later
     # finds the same consistent ids, hence the same stored data.
     # Unless kept, the nodes also stop when the demo is killed before it can stop them.
-    cluster = LocalCluster(work_dir, nodes=nodes, client_port=port, persistence=True,
-                           owner_pid=None if keep else os.getpid()).start()
-    host, first = cluster.address()
-    print(f"Ignite ready at {host}:{first}" + (f" (and {nodes - 1} more nodes)" if nodes > 1 else ""),
-          flush=True)
-    return cluster
+    return LocalCluster(work_dir, nodes=nodes, client_port=port, persistence=True,
+                        owner_pid=None if keep else os.getpid()).start()
 
 
 def _close_filesystem() -> None:

@@ -127,3 +127,23 @@ def test_a_dataset_without_partitions_cannot_be_split(
     with pytest.raises(tf.errors.UnimplementedError, match="no partitions to hand out.*parallel_epochs"):
         list(ds.apply(tf.data.experimental.service.distribute(
             processing_mode="distributed_epoch", service=service.target, job_name="local")))
+
+
+def test_tensor_arguments_travel_with_the_graph(
+        ignite_cluster: LocalCluster, rows_cache: str, service: tf.data.experimental.service.DispatchServer) -> None:
+    # Partitions given as tensors whose values are read when the graph runs: the op's inputs are
+    # serialized with it, and each worker process rebuilds every partition's read from them.
+    host, port = ignite_cluster.address(0)
+    with IgniteClient(f"{host}:{port}") as client:
+        partitions = client.partition_map(rows_cache).partitions
+    first = tf.Variable(0, dtype=tf.int64)  # no static value: an input of the op, even eagerly
+    single = IgniteDataset(rows_cache, host, port, part=first, page_size=tf.Variable(50), batch_size=64)
+    per_partition = tf.data.Dataset.range(partitions).interleave(
+        lambda p: IgniteDataset(rows_cache, host, port, part=p, batch_size=64), cycle_length=8)
+    keys = _keys(per_partition.apply(tf.data.experimental.service.distribute(
+        processing_mode="parallel_epochs", service=service.target, job_name="tensor-arguments")))
+    assert set(keys) == set(range(ROWS)) and set(keys.values()) == {2}, "each worker reads every row once"
+    local = _keys(single)
+    remote = _keys(single.apply(tf.data.experimental.service.distribute(
+        processing_mode="parallel_epochs", service=service.target, job_name="tensor-argument-variable")))
+    assert local and remote == Counter({k: 2 for k in local})

@@ -187,3 +187,16 @@ def test_reading_tensorflow_flags_does_not_register_filesystems() -> None:
                           env={k: v for k, v in os.environ.items() if k != "TF_IGNITE_FS_AUTOREGISTER"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "None"  # the override is undone afterwards
+
+
+def test_a_fresh_build_warns_of_nothing_and_leaves_the_dataset_op_loadable() -> None:
+    # `make demo` on a fresh clone builds the libraries first; the build imports TensorFlow
+    # (for its flags) with the package's import hook installed, which must neither warn that
+    # the op "is being built by this process" nor leave the op unavailable afterwards.
+    code = ("import tensorflow_ignite.native.build as b; b.main(['--force']);"
+            "from tensorflow_ignite.native import data_source; print('op available:', data_source.available())")
+    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], capture_output=True,
+                          text=True, timeout=600, env=python_env())
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "could not load" not in proc.stderr and "falls back" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "op available: True"

@@ -135,8 +135,9 @@ def train_step(iterator: object) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
-    # The step's own loss, averaged on the chief: a Keras 3 metric (ON_READ variables) gave
-    # implausible epoch means under this strategy.
+    # The step's own loss, averaged on the chief: a Keras 3 metric loses updates under this
+    # strategy (its assign_add reads, then writes the variable on the ps; two workers at once
+    # drop one's update): see examples/ps_keras_metrics.py.
     loss = strategy.run(step, args=(x, y))
     return loss, key, tf.distribute.coordinator.experimental_get_current_worker_index()
 

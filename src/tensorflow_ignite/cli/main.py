@@ -2,7 +2,8 @@
 
 Each sub-command lives in its own module exposing ``register(subparsers)``; this
 module only assembles them and turns library errors into one clear line and a
-non-zero exit code.
+non-zero exit code.  Every command stops on SIGTERM and SIGHUP as on Ctrl+C
+(:mod:`.signals`): the commands that start child processes stop them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..errors import IgniteError
 from .. import demo
 from . import job, load, module, node, predict, tensorboard
 from .quiet import quiet_tensorflow_import
+from .signals import Terminated, terminate_as_interrupt
 
 __all__ = ["main", "build_parser", "version_text"]
 
@@ -98,10 +100,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return int(args.handler(args) or 0)
+        with terminate_as_interrupt():
+            return int(args.handler(args) or 0)
     except IgniteError as exc:
         print(f"ignite-tf: error: {exc}", file=sys.stderr)
         return 1
+    except Terminated as exc:
+        print(f"ignite-tf: stopped ({exc})", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print("ignite-tf: interrupted", file=sys.stderr)
         return 130

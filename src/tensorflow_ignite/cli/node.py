@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
-import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -102,26 +101,31 @@ def _start(args: argparse.Namespace) -> int:
     )
     print(f"Starting {args.nodes} Ignite node(s) in {cluster.work_dir} ...", flush=True)
     cluster.start(timeout=args.timeout)
-    _print_status(cluster)
-    if cluster.tls_material is not None:
-        print(f"TLS: CA certificate {cluster.tls_material.ca_cert}")
     if not args.foreground:
+        _print_started(cluster)
         print(f"Stop them with: ignite-tf node stop --work-dir {cluster.work_dir}")
         return 0
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    print("Running in the foreground; Ctrl+C stops the nodes.", flush=True)
+    # Ctrl+C, SIGTERM and SIGHUP all arrive as KeyboardInterrupt (cli.signals), from the start on.
     try:
-        while not stop.wait(1.0):
+        _print_started(cluster)
+        print("Running in the foreground; Ctrl+C stops the nodes.", flush=True)
+        while True:
             if not any(m.alive() for m in cluster.members):
                 print("all nodes exited", flush=True)
                 return 1
+            time.sleep(1.0)  # polling the nodes' processes
     except KeyboardInterrupt:
         pass
     finally:
         cluster.stop()
         print("nodes stopped", flush=True)
     return 0
+
+
+def _print_started(cluster: LocalCluster) -> None:
+    _print_status(cluster)
+    if cluster.tls_material is not None:
+        print(f"TLS: CA certificate {cluster.tls_material.ca_cert}")
 
 
 def _load(args: argparse.Namespace) -> LocalCluster:

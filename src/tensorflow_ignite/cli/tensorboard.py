@@ -6,7 +6,8 @@ in *its* process.  This command therefore runs TensorBoard in a child Python
 process started as ``python -m tensorflow_ignite.cli.tensorboard ...``, which
 registers the plugin (:func:`tensorflow_ignite.fs.register`) and then hands
 over to TensorBoard's own ``main``.  The parent waits until the port answers,
-prints the URL, and stops the child on Ctrl+C (SIGTERM, then SIGKILL).
+prints the URL, and stops the child (SIGTERM, then SIGKILL) on Ctrl+C, SIGTERM or
+SIGHUP (:mod:`.signals`).
 """
 
 from __future__ import annotations

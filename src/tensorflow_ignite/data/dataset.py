@@ -42,7 +42,7 @@ from ..protocol.codes import TypeCode
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.pool import aligned_empty
 from ..protocol.responses import decode_scan_rows
-from . import portable
+from . import arguments, portable
 from .env import apply_env_overrides, connection_options
 from .plan import PartitionPlan, ScanTask
 from .reader import DEFAULT_PAGE_BYTES, PageSizer, ReadStats, ScanReader, SqlReader
@@ -64,11 +64,19 @@ class IgniteDataset(tf.data.Dataset):
 
     The positional parameters are those of the original
     ``tf.contrib.ignite.IgniteDataset``; every one of them can be overridden by
-    an ``IGNITE_DATASET_*`` environment variable (:mod:`.env`).
+    an ``IGNITE_DATASET_*`` environment variable (:mod:`.env`).  ``host``,
+    ``port``, ``local``, ``part`` and ``page_size`` may be scalar tensors, as
+    in tensorflow-io's op, also symbolic ones inside ``Dataset.interleave``,
+    ``flat_map``, ``map`` or a ``tf.function``: the dataset then reads what
+    their values name when it runs (:mod:`.arguments`); ``cache_name`` may be
+    a tensor whose value is known when the dataset is built.
 
     Args:
       cache_name: the cache to read.
       host, port: a node's thin-client endpoint; the other nodes are discovered.
+        ``host`` may be ``"host:port"`` when given as a tensor.  Given as a
+        tensor known only when the dataset runs, the schema and partitions
+        are read when it is built through ``client``, which is then required.
       local: scan only the entries stored on the connected node.
       part: scan only this partition (``-1``: all).
       page_size: rows per page; ``None`` sizes pages to about ``page_bytes``.
@@ -93,7 +101,8 @@ class IgniteDataset(tf.data.Dataset):
       null_masks: add ``<field>_present`` booleans next to nullable fields.
       decimal_as: ``"float64"`` (default) or ``"string"``.
       client: an existing :class:`IgniteClient` to use (then ``host``/``port`` and
-        the credential arguments are ignored).
+        the credential arguments are ignored, unless ``host``/``port`` are
+        tensors known only when the dataset runs: the reads connect there).
       timeout: seconds to wait for a node's answer, and the longest a partition
         scan is retried on other nodes after its node failed before iteration
         raises :class:`~tensorflow_ignite.errors.IgniteConnectionError`.
@@ -172,11 +181,16 @@ class IgniteDataset(tf.data.Dataset):
         seed: int | None = None,
         per_worker: bool = False,
     ) -> None:
+        cache_name = arguments.static_string("cache_name", cache_name)
+        given, tensors = arguments.split(dict(host=host, port=port, local=local, part=part, page_size=page_size))
         params = apply_env_overrides(dict(
-            host=host, port=port, local=local, part=part, page_size=page_size, username=username,
-            password=password, certfile=certfile, keyfile=keyfile, cert_password=cert_password,
-            cafile=cafile, parts=parts,
+            given, username=username, password=password, certfile=certfile, keyfile=keyfile,
+            cert_password=cert_password, cafile=cafile, parts=parts,
         ))
+        # An IGNITE_DATASET_* variable wins over a tensor as over a Python value.
+        tensors = {name: t for name, t in tensors.items() if params[name] is None}
+        described = _tensor_arguments(cache_name, tensors, given, params, client)
+        params.update({name: {"part": -1, "local": False}[name] for name in tensors if name in ("part", "local")})
         if params["page_size"] is not None and params["page_size"] <= 0:
             raise ConfigurationError(f"page_size must be positive, got {params['page_size']}")
         if batch_size is not None and batch_size <= 0:
@@ -185,7 +199,8 @@ class IgniteDataset(tf.data.Dataset):
             raise ConfigurationError("decimal_as is 'float64' or 'string'")
         self.cache_name = cache_name
         self.connection = connection_options(
-            params, insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname,
+            {**params, "host": params["host"] or DEFAULT_HOST, "port": params["port"] or DEFAULT_PORT},
+            insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname,
             insecure_skip_hostname_verification=insecure_skip_hostname_verification, timeout=timeout,
         )
         self.client = client if client is not None else self.connection.connect()
@@ -232,13 +247,15 @@ class IgniteDataset(tf.data.Dataset):
             self.client, cache_name, self.plan.tasks, partitions=self._reader.partitions or pmap.partitions,
             node_scans=self._reader.node_scans, schema=self.schema, page_size=params["page_size"],
             page_bytes=page_bytes, batch_size=batch_size, drop_remainder=drop_remainder, credentials=credentials,
-            shuffle_seed=self._reader.shuffle_seed, per_worker=per_worker)
+            shuffle_seed=self._reader.shuffle_seed, per_worker=per_worker, arguments=described)
         self._dataset = _assemble(self._reader.worker_batches, self._reader.run, len(self.plan), self.schema, reads,
                                   batch_size, drop_remainder,
                                   allocate=lambda shape, dtype: aligned_empty(shape, dtype, pool),
                                   description=description,
-                                  splits=len(self.plan) if self._reader.splittable else 0)
-        share = params.get("parts") is not None or params["part"] >= 0 or bool(params["local"]) or per_worker
+                                  splits=len(self.plan) if self._reader.splittable and not tensors else 0,
+                                  arguments=list(tensors.values()))
+        share = (params.get("parts") is not None or params["part"] >= 0 or bool(params["local"]) or per_worker
+                 or "part" in tensors or "local" in tensors)
         if known_cardinality:
             self._dataset = self._dataset.apply(tf.data.experimental.assert_cardinality(
                 self._cardinality(share, batch_size, drop_remainder)))
@@ -343,6 +360,24 @@ class IgniteDataset(tf.data.Dataset):
                          description=description).with_options(_shard_options(False))
 
 
+def _tensor_arguments(cache_name: str, tensors: Mapping[str, Any], given: Mapping[str, Any],
+                      params: Mapping[str, Any], client: IgniteClient | None) -> dict[str, Any] | None:
+    """What the description says of the arguments given as tensors known only when the dataset runs."""
+    if not tensors:
+        return None
+    if ("host" in tensors or "port" in tensors) and client is None:
+        raise ConfigurationError(
+            f"IgniteDataset over cache {cache_name!r}: {' and '.join(n for n in ('host', 'port') if n in tensors)} "
+            "is a tensor whose value is known only when the dataset runs, but the cache's schema and partitions "
+            "are read when the dataset is built: pass client= (an IgniteClient of the same cluster) to read "
+            "them with; the reads connect to the tensor's address")
+    return {"names": list(tensors), "host": params["host"] if "host" not in tensors else None,
+            "port": params["port"] if "port" not in tensors else None,
+            "part": params["part"] if "part" not in tensors else -1,
+            "local": bool(params["local"]) if "local" not in tensors else False,
+            "parts": params.get("parts") is not None}
+
+
 def _sample_entries(client: IgniteClient, cache_name: str, n: int) -> list[tuple[Any, Any]]:
     out: list[tuple[Any, Any]] = []
     for page in client.cache(cache_name).scan_pages(page_size=n):
@@ -410,7 +445,7 @@ def _shard_options(share: bool) -> tf.data.Options:
 
 def _assemble(batches: Any, run: Any, n_tasks: int, schema: DatasetSchema, parallel: int, batch_size: int | None,
               drop_remainder: bool, allocate: data_source.Allocator | None = None, description: str = "",
-              splits: int = 0) -> tf.data.Dataset:
+              splits: int = 0, arguments: Sequence[Any] = ()) -> tf.data.Dataset:
     """The dataset's pipeline: the native source op, or interleaved ``from_generator`` readers.
 
     One reader runs through the native source op
@@ -418,7 +453,8 @@ def _assemble(batches: Any, run: Any, n_tasks: int, schema: DatasetSchema, paral
     dense: every iterator starts ``run(state, next_split)`` (a
     :class:`~.reader.ScanRun`), and batches spanning two pages are joined into
     ``allocate``'s memory; ``description`` lets other processes rebuild it and
-    ``splits`` is how many partitions the tf.data service may hand out.
+    ``splits`` is how many partitions the tf.data service may hand out;
+    ``arguments`` are the op's tensor inputs (:mod:`.arguments`).
     Otherwise -- ``parallel`` > 1 readers, ragged fields,
     ``TF_IGNITE_DATASET_SOURCE=generator`` -- ``parallel`` ``from_generator``
     readers ``batches(worker, workers)`` each walk their share of the
@@ -431,11 +467,16 @@ def _assemble(batches: Any, run: Any, n_tasks: int, schema: DatasetSchema, paral
         return tf.data.Dataset.from_generator(batches, args=(worker, np.int64(workers)), output_signature=signature)
 
     if workers == 1 and data_source.use_native(signature):
-        source = dict(resumable=True, description=description, num_splits=splits)
+        source = dict(resumable=True, description=description, num_splits=splits, arguments=arguments)
         if batch_size is not None:  # cut in Python: cheaper per batch than Dataset.rebatch
             return data_source.python_source(run, signature, batch_size=batch_size,
                                              drop_remainder=drop_remainder, allocate=allocate, **source)
         return data_source.python_source(run, signature, **source).unbatch()
+    if arguments:
+        raise ConfigurationError(
+            "IgniteDataset arguments given as tensors known only when the dataset runs are read through the "
+            "native source op, which this dataset does not use (num_parallel_reads > 1, ragged fields, "
+            f"{data_source.SOURCE_ENV}=generator or the op library unavailable); pass Python values")
     if workers == 1:
         ds = make(np.int64(0))
     else:

@@ -251,8 +251,12 @@ def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
 def describe_cache(client: "IgniteClient", cache_name: str, tasks: Sequence["ScanTask"], *, partitions: int,
                    node_scans: bool, schema: DatasetSchema, page_size: int | None, page_bytes: int,
                    batch_size: int | None, drop_remainder: bool, credentials: str | None,
-                   shuffle_seed: int | None = None, per_worker: bool = False) -> str:
-    """The description of a dataset over a cache (JSON; see the module docstring)."""
+                   shuffle_seed: int | None = None, per_worker: bool = False,
+                   arguments: Mapping[str, Any] | None = None) -> str:
+    """The description of a dataset over a cache (JSON; see the module docstring).
+
+    ``arguments``: what :mod:`.arguments` records of the arguments given as tensors, if any.
+    """
     return _dump({
         "kind": "cache",
         "connection": _describe_connection(client, credentials),
@@ -271,6 +275,7 @@ def describe_cache(client: "IgniteClient", cache_name: str, tasks: Sequence["Sca
         "page_bytes": page_bytes,
         "batch_size": batch_size,
         "drop_remainder": drop_remainder,
+        **({"arguments": dict(arguments)} if arguments else {}),
     })
 
 
@@ -310,16 +315,17 @@ def _dump(d: Mapping[str, Any]) -> str:
 
 
 # ------------------------------------------------------------- rebuilding
-def rebuild(description: str) -> "Source":
-    """The native source for a description, built once per process (see the module docstring)."""
+def rebuild(description: str, arguments: tuple[Any, ...] = ()) -> "Source":
+    """The native source for a description (and the values of its argument tensors), built once per process."""
+    key = description if not arguments else f"{description}\n{arguments!r}"
     with _lock:
-        source = _rebuilt.get(description)
+        source = _rebuilt.get(key)
         if source is not None:
-            _rebuilt.move_to_end(description)
+            _rebuilt.move_to_end(key)
             return source
-    source = _build(description)
+    source = _build(description, arguments)
     with _lock:
-        source = _rebuilt.setdefault(description, source)
+        source = _rebuilt.setdefault(key, source)
         while len(_rebuilt) > _MAX_REBUILT:
             _rebuilt.popitem(last=False)
         return source
@@ -337,7 +343,7 @@ def _worker_partitions(cache: str) -> tuple[int, ...]:
     return parse_partition_list(text)
 
 
-def _build(description: str) -> "Source":
+def _build(description: str, arguments: tuple[Any, ...] = ()) -> "Source":
     from ..native.data_source import Source
     from ..protocol.pool import aligned_empty
     from .plan import ScanTask
@@ -351,6 +357,10 @@ def _build(description: str) -> "Source":
         raise ConfigurationError(
             f"this IgniteDataset was described by another version of tensorflow-ignite (description version "
             f"{d.get('v')!r}, this one reads {DESCRIPTION_VERSION}); install the same version in every process")
+    if "arguments" in d or arguments:
+        from .arguments import apply
+
+        d = apply(d, arguments)
     schema = schema_from_json(d["schema"])
     spec = schema.element_spec(batched=True)
     if d["kind"] == "sql":

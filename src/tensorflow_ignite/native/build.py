@@ -56,6 +56,7 @@ from tensorflow_ignite.errors import IgniteError
 
 __all__ = [
     "NativeBuildError",
+    "BuildInProgressError",
     "Library",
     "FS_PLUGIN",
     "DATA_OPS",
@@ -167,6 +168,11 @@ EXPORTED_SYMBOLS = FS_PLUGIN.exported_symbols
 
 class NativeBuildError(IgniteError):
     """The plugin could not be built (no compiler, no headers, compiler error)."""
+
+
+class BuildInProgressError(NativeBuildError):
+    """The libraries are being built by this very process (a build asked for one of them: see
+    :func:`build_lock`); they can be loaded once that build has finished."""
 
 
 # -------------------------------------------------------------------- locations
@@ -347,7 +353,7 @@ def build_lock(out_dir: Path) -> Iterator[None]:
 
     Builders in other processes wait for it; a second hold by this process (a
     build nested in a build: importing TensorFlow for its flags can register
-    ``ignite://``, which asks for the library) raises :class:`NativeBuildError`
+    ``ignite://``, which asks for the library) raises :class:`BuildInProgressError`
     at once instead of waiting forever.
     """
     lock_dir = out_dir / STAMP_DIR
@@ -356,7 +362,7 @@ def build_lock(out_dir: Path) -> Iterator[None]:
     if key in _held_locks:
         # A build in this very process is waiting for us (e.g. importing TensorFlow
         # for its flags triggered filesystem registration): flock would never return.
-        raise NativeBuildError("the native libraries are being built by this process already")
+        raise BuildInProgressError("the native libraries are being built by this process already")
     with open(lock_dir / "build.lock", "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         _held_locks.add(key)

@@ -19,8 +19,10 @@ the source's *description* as attributes (so tf.data's graph rewrites recreate
 the same dataset) and, when TensorFlow creates an iterator, calls this module's
 dispatcher with both.  The registered :class:`Source` starts the read (the
 fast path); in a process that does not know the key -- a tf.data service
-worker, a process restoring a checkpoint -- the description is handed to the
-rebuilder installed with :func:`set_rebuilder`
+worker, a process restoring a checkpoint -- and for a dataset with
+*arguments* (scalar tensors, the op's inputs, whose values are known only when
+the graph runs: :mod:`tensorflow_ignite.data.arguments`) the description and
+those values are handed to the rebuilder installed with :func:`set_rebuilder`
 (:func:`tensorflow_ignite.data.portable.rebuild`, installed when
 ``tensorflow_ignite`` sees TensorFlow imported), which builds an equivalent
 source.  A source with no description (a Python-only generator) cannot leave
@@ -71,7 +73,7 @@ import secrets
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -114,7 +116,8 @@ _sources: dict[str, "Source"] = {}
 _ids = itertools.count(1)
 #: Makes source keys unique across processes (a worker must not take another process's key for its own).
 _PROCESS = secrets.token_hex(8)
-_rebuilder: "Callable[[str], Source] | None" = None
+#: ``rebuilder(description[, arguments])`` -> the source of a description (with its argument values).
+_rebuilder: "Callable[..., Source] | None" = None
 #: The reasons :func:`use_native` has warned about (each once per process).
 _warned: set[str] = set()
 
@@ -146,6 +149,8 @@ def _load() -> tuple[Any, ModuleType]:
             module.set_dispatcher(_dispatch)
             module.set_error_code(lambda exc: int(code_for_exception(exc)))
             atexit.register(module.shutdown)
+        except build.BuildInProgressError:
+            raise  # not remembered: this process's own build finishes, then the library loads
         except Exception as err:  # noqa: BLE001 - remembered and re-raised to every caller
             _load_error = err
             raise
@@ -164,8 +169,11 @@ def ensure_loaded() -> None:
     _load()
 
 
-def set_rebuilder(rebuilder: "Callable[[str], Source] | None") -> "Callable[[str], Source] | None":
+def set_rebuilder(rebuilder: "Callable[..., Source] | None") -> "Callable[..., Source] | None":
     """Install ``rebuilder(description) -> Source``: how this process starts sources it did not build.
+
+    A source with arguments is rebuilt by ``rebuilder(description, arguments)``:
+    the values of the op's argument tensors (a tuple of bytes, int, bool).
 
     Returns the rebuilder installed before (to put it back).
     """
@@ -258,8 +266,9 @@ def uses_python_source(dataset: Any) -> bool:
     return source_of(dataset) is not None
 
 
-def _dispatch(key: str, description: str, state: bytes | None, next_split: Any) -> "_Run":
-    source = _sources.get(key) if key else None
+def _dispatch(key: str, description: str, state: bytes | None, next_split: Any,
+              arguments: tuple[Any, ...] = ()) -> "_Run":
+    source = _sources.get(key) if key and not arguments else None
     if source is None:
         if not description:
             from tensorflow_ignite.errors import UnsupportedOperationError
@@ -275,7 +284,7 @@ def _dispatch(key: str, description: str, state: bytes | None, next_split: Any) 
         if _rebuilder is None:
             raise RuntimeError("IgniteDataset: this process cannot rebuild datasets from their description: "
                                "import tensorflow_ignite in it before TensorFlow runs the dataset")
-        source = _rebuilder(description)
+        source = _rebuilder(description, tuple(arguments)) if arguments else _rebuilder(description)
     return source.run(state, next_split)
 
 
@@ -434,7 +443,7 @@ def _flattener(element_spec: Any, batch_size: int | None = None, drop_remainder:
 
 def python_source(factory: Callable[..., Iterable[Any]], element_spec: Any, *, batch_size: int | None = None,
                   drop_remainder: bool = False, allocate: Allocator | None = None, resumable: bool = False,
-                  description: str = "", num_splits: int = 0) -> Any:
+                  description: str = "", num_splits: int = 0, arguments: Sequence[Any] = ()) -> Any:
     """A ``tf.data.Dataset`` whose every iterator runs ``factory()`` and yields its elements.
 
     ``element_spec``: the nested structure of dense ``tf.TensorSpec`` the
@@ -449,7 +458,10 @@ def python_source(factory: Callable[..., Iterable[Any]], element_spec: Any, *, b
     returns a run that can save its position (see the module docstring).
     ``description``: what other processes rebuild the source from (JSON, no
     secrets; empty: the dataset cannot leave this process); ``num_splits``:
-    how many splits the tf.data service may hand out (0: none).  Raises
+    how many splits the tf.data service may hand out (0: none).
+    ``arguments``: scalar ``tf.string``/``tf.int64``/``tf.bool`` tensors, the
+    op's inputs, whose values every iterator hands to the rebuilder with the
+    description (which must then be given).  Raises
     :class:`NativeBuildError` when the op library cannot be built or loaded,
     ``ValueError`` for an unsupported spec or batch size.
     """
@@ -460,6 +472,8 @@ def python_source(factory: Callable[..., Iterable[Any]], element_spec: Any, *, b
         raise ValueError(f"the native source supports dense numeric, bool and string TensorSpecs only: {element_spec}")
     if batch_size is not None and batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
+    if arguments and not description:
+        raise ValueError("a source with arguments is started from its description: pass description=")
     ops, _ = _load()
     source = Source(factory, element_spec, batch_size=batch_size, drop_remainder=drop_remainder, allocate=allocate,
                     resumable=resumable)
@@ -475,6 +489,7 @@ def python_source(factory: Callable[..., Iterable[Any]], element_spec: Any, *, b
             _sources[self._source_key] = source
             weakref.finalize(self, _sources.pop, self._source_key, None)
             variant = ops.ignite_py_dataset(
+                arguments=list(arguments),
                 source=self._source_key,
                 description=description,
                 num_splits=int(num_splits),

@@ -16,8 +16,10 @@
 //     installs the dispatcher (set_dispatcher) and the shutdown hook.
 //
 // Contract with Python (native/data_source.py):
-//   dispatcher(source, description, state, next_split) -> iterator.  `source`
-//   and `description` are the op's attributes; `state` is None or the bytes a
+//   dispatcher(source, description, state, next_split, arguments) -> iterator.
+//   `source` and `description` are the op's attributes; `arguments` is a tuple
+//   of the values of the op's scalar inputs (bytes, int or bool: the dataset's
+//   arguments given as tensors, see data/arguments.py); `state` is None or the bytes a
 //   saved iterator's save() returned; `next_split` is None or a callable
 //   returning the next partition index handed out by a split provider (the
 //   tf.data service under DYNAMIC sharding), None when there are no more.
@@ -51,6 +53,7 @@
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/partial_tensor_shape.h"
 #include "tensorflow/core/framework/tensor.h"
+#include "tensorflow/core/framework/tensor_shape.h"
 
 #include "python_guard.h"
 
@@ -361,6 +364,9 @@ PyObject* NextSplitCallable(const SplitProviderPtr& provider) {
 // that has imported tensorflow_ignite rebuilds the reader (no secrets: those
 // come from the rebuilding process's environment); `num_splits`, the number of
 // partitions in the plan (0: the dataset cannot be split).
+// Inputs: `arguments`, scalar tensors (string, int64 or bool) whose values the
+// dispatcher receives with the description: arguments of the dataset known
+// only when the graph runs (a partition number inside Dataset.interleave).
 
 struct SourceAttrs {
   std::string source;
@@ -368,14 +374,32 @@ struct SourceAttrs {
   int64_t num_splits = 0;
 };
 
+// A scalar input as a new Python object (GIL held): bytes, int or bool.
+PyObject* ArgumentObject(const tf::Tensor& t) {
+  switch (t.dtype()) {
+    case tf::DT_STRING: {
+      const tf::tstring& v = t.scalar<tf::tstring>()();
+      return PyBytes_FromStringAndSize(v.data(), static_cast<Py_ssize_t>(v.size()));
+    }
+    case tf::DT_INT64:
+      return PyLong_FromLongLong(static_cast<long long>(t.scalar<int64_t>()()));
+    case tf::DT_BOOL:
+      return PyBool_FromLong(t.scalar<bool>()() ? 1 : 0);
+    default:
+      PyErr_SetString(PyExc_TypeError, "IgniteDataset: an argument tensor is not string, int64 or bool");
+      return nullptr;
+  }
+}
+
 class Dataset : public DatasetBase {
  public:
   Dataset(tf::OpKernelContext* ctx, SourceAttrs attrs, tf::DataTypeVector types,
-          std::vector<tf::PartialTensorShape> shapes)
+          std::vector<tf::PartialTensorShape> shapes, std::vector<tf::Tensor> arguments)
       : DatasetBase(tf::data::DatasetContext(ctx)),
         attrs_(std::move(attrs)),
         types_(std::move(types)),
-        shapes_(std::move(shapes)) {}
+        shapes_(std::move(shapes)),
+        arguments_(std::move(arguments)) {}
 
   std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
     return std::make_unique<Iterator>(
@@ -415,14 +439,24 @@ class Dataset : public DatasetBase {
  protected:
   tf::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                 tf::Node** output) const override {
-    tf::AttrValue source, description, splits, types, shapes;
+    tf::AttrValue source, description, splits, types, shapes, argument_types;
+    std::vector<tf::Node*> arguments;
+    tf::DataTypeVector argument_dtypes;
+    for (const tf::Tensor& t : arguments_) {
+      tf::Node* node = nullptr;
+      TF_RETURN_IF_ERROR(b->AddTensor(t, &node));
+      arguments.push_back(node);
+      argument_dtypes.push_back(t.dtype());
+    }
+    b->BuildAttrValue(argument_dtypes, &argument_types);
     b->BuildAttrValue(attrs_.source, &source);
     b->BuildAttrValue(attrs_.description, &description);
     b->BuildAttrValue(attrs_.num_splits, &splits);
     b->BuildAttrValue(types_, &types);
     b->BuildAttrValue(shapes_, &shapes);
-    return b->AddDataset(this, {},
+    return b->AddDataset(this, {}, {{0, arguments}},
                          {{"source", source},
+                          {"Targuments", argument_types},
                           {"description", description},
                           {"num_splits", splits},
                           {"output_types", types},
@@ -544,15 +578,25 @@ class Dataset : public DatasetBase {
           : PyBytes_FromStringAndSize(state->data(), static_cast<Py_ssize_t>(state->size()));
       PyObject* splits = split_provider_ == nullptr ? (Py_INCREF(Py_None), Py_None)
                                                     : NextSplitCallable(split_provider_);
+      PyObject* arguments = PyTuple_New(static_cast<Py_ssize_t>(d->arguments_.size()));
+      for (size_t i = 0; arguments != nullptr && i < d->arguments_.size(); ++i) {
+        PyObject* value = ArgumentObject(d->arguments_[i]);
+        if (value == nullptr) {
+          Py_CLEAR(arguments);
+          break;
+        }
+        PyTuple_SET_ITEM(arguments, static_cast<Py_ssize_t>(i), value);  // steals
+      }
       PyObject* source = nullptr;
-      if (py_state != nullptr && splits != nullptr) {
+      if (py_state != nullptr && splits != nullptr && arguments != nullptr) {
         source = PyObject_CallFunction(
-            g_dispatcher, "s#s#OO", d->attrs_.source.data(),
+            g_dispatcher, "s#s#OOO", d->attrs_.source.data(),
             static_cast<Py_ssize_t>(d->attrs_.source.size()), d->attrs_.description.data(),
-            static_cast<Py_ssize_t>(d->attrs_.description.size()), py_state, splits);
+            static_cast<Py_ssize_t>(d->attrs_.description.size()), py_state, splits, arguments);
       }
       Py_XDECREF(py_state);
       Py_XDECREF(splits);
+      Py_XDECREF(arguments);
       if (source == nullptr) return StatusFromPython("starting a read");
       source_ = PyObject_GetIter(source);
       Py_DECREF(source);
@@ -602,6 +646,7 @@ class Dataset : public DatasetBase {
   const SourceAttrs attrs_;
   const tf::DataTypeVector types_;
   const std::vector<tf::PartialTensorShape> shapes_;
+  const std::vector<tf::Tensor> arguments_;
 };
 
 class IgnitePyDatasetOp : public tf::data::DatasetOpKernel {
@@ -615,7 +660,17 @@ class IgnitePyDatasetOp : public tf::data::DatasetOpKernel {
   }
 
   void MakeDataset(tf::OpKernelContext* ctx, DatasetBase** output) override {
-    *output = new Dataset(ctx, attrs_, types_, shapes_);
+    tf::OpInputList inputs;
+    OP_REQUIRES_OK(ctx, ctx->input_list("arguments", &inputs));
+    std::vector<tf::Tensor> arguments;
+    for (int i = 0; i < inputs.size(); ++i) {
+      OP_REQUIRES(ctx, tf::TensorShapeUtils::IsScalar(inputs[i].shape()),
+                  tf::errors::InvalidArgument("IgniteDataset: argument tensor ", i,
+                                              " must be a scalar, got shape ",
+                                              inputs[i].shape().DebugString()));
+      arguments.push_back(inputs[i]);
+    }
+    *output = new Dataset(ctx, attrs_, types_, shapes_, std::move(arguments));
   }
 
  private:
@@ -625,7 +680,9 @@ class IgnitePyDatasetOp : public tf::data::DatasetOpKernel {
 };
 
 REGISTER_OP("IgnitePyDataset")
+    .Input("arguments: Targuments")
     .Output("handle: variant")
+    .Attr("Targuments: list({string, int64, bool}) >= 0 = []")
     .Attr("source: string = ''")
     .Attr("description: string = ''")
     .Attr("num_splits: int = 0")
@@ -684,7 +741,8 @@ PyObject* PyShutdown(PyObject*, PyObject*) {
 
 PyMethodDef kModuleMethods[] = {
     {"set_dispatcher", PySetDispatcher, METH_O,
-     "set_dispatcher(fn(source, description, state, next_split) -> iterator, or None) -> the previous one or None"},
+     "set_dispatcher(fn(source, description, state, next_split, arguments) -> iterator, or None) -> "
+     "the previous one or None"},
     {"set_error_code", PySetErrorCode, METH_O,
      "set_error_code(fn(exception) -> TF_Code int, or None): the status code of reader errors"},
     {"release_pending", PyReleasePending, METH_NOARGS,
