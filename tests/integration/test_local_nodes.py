@@ -121,6 +121,9 @@ def test_cli_start_status_stop_three_nodes(tmp_path: Path) -> None:
     )
     try:
         assert start.returncode == 0, start.stderr + start.stdout
+        # Loopback-only nodes accept unauthenticated jobs, and say so (README, "Security").
+        assert ("Launcher (ignite-tf start): accepts jobs without authentication, since the nodes listen on "
+                "127.0.0.1 only") in start.stdout
         status = subprocess.run([*cli, "node", "status", "--work-dir", str(work)],
                                 capture_output=True, text=True, timeout=60)
         assert status.returncode == 0, status.stdout + status.stderr

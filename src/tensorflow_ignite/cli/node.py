@@ -126,6 +126,21 @@ def _print_started(cluster: LocalCluster) -> None:
     _print_status(cluster)
     if cluster.tls_material is not None:
         print(f"TLS: CA certificate {cluster.tls_material.ca_cert}")
+    print(f"Launcher (ignite-tf start): {_launcher_note(cluster)}")
+
+
+def _launcher_note(cluster: LocalCluster) -> str:
+    """Who these nodes' launcher lets run jobs, in a line (README, "Security")."""
+    security = cluster.launcher_settings()
+    if not cluster.launcher_module:
+        return "not installed on these nodes"
+    if security.allow_unauthenticated and not cluster.auth:
+        return (f"accepts jobs without authentication, since the nodes listen on {cluster.host} only "
+                "(nobody outside this machine can reach them)")
+    if cluster.auth:
+        return f"accepts jobs from the Ignite user(s) {', '.join(security.submitters) or '(none)'}"
+    return (f"refuses every job: the nodes listen on {cluster.host} without authentication; start them with "
+            "--auth (README, 'Security')")
 
 
 def _load(args: argparse.Namespace) -> LocalCluster:
