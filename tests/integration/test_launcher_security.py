@@ -128,14 +128,19 @@ def auth_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
                            region_mb=256, launcher_security=security)
     try:
         cluster.start()
-        passwords = {u: "pw-" + secrets.token_hex(8) for u in ("alice", "ops", "mallory")}
-        with IgniteClient(cluster.addresses(), **cluster.client_settings()) as admin:
-            for user, password in passwords.items():
-                admin.sql(f"CREATE USER \"{user}\" WITH PASSWORD '{password}'").fetchall()
-        host, port = cluster.address()
-        yield {"cluster": cluster, "host": host, "port": port, "passwords": passwords}
+        yield _with_users(cluster, ("alice", "ops", "mallory"))
     finally:
         cluster.stop()
+
+
+def _with_users(cluster: LocalCluster, users: tuple[str, ...]) -> dict[str, Any]:
+    """Make ``users`` (SQL ``CREATE USER``, random passwords) on ``cluster``; what the tests need of it."""
+    passwords = {u: "pw-" + secrets.token_hex(8) for u in users}
+    with IgniteClient(cluster.addresses(), **cluster.client_settings()) as admin:
+        for user, password in passwords.items():
+            admin.sql(f"CREATE USER \"{user}\" WITH PASSWORD '{password}'").fetchall()
+    host, port = cluster.address()
+    return {"cluster": cluster, "host": host, "port": port, "passwords": passwords}
 
 
 def _jobs_as(env: dict[str, Any], user: str, node: int = 0) -> JobClient:
@@ -226,12 +231,7 @@ def stock_auth_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
                            launcher_security=LauncherSecurity(submitters=("alice",)))
     try:
         cluster.start()
-        passwords = {u: "pw-" + secrets.token_hex(8) for u in ("alice", "bob")}
-        with IgniteClient(cluster.addresses(), **cluster.client_settings()) as admin:
-            for user, password in passwords.items():
-                admin.sql(f"CREATE USER \"{user}\" WITH PASSWORD '{password}'").fetchall()
-        host, port = cluster.address()
-        yield {"cluster": cluster, "host": host, "port": port, "passwords": passwords}
+        yield _with_users(cluster, ("alice", "bob"))
     finally:
         cluster.stop()
 

@@ -23,23 +23,11 @@ from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.scoring import LEDGER_CACHE, MODEL_HASH, ModelRecord, models_of
 from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
+from .test_writer import client, connect, sql_client  # noqa: F401  (the same fixtures)
+
 ROWS = 3000
 
 
-def connect(cluster: LocalCluster) -> IgniteClient:
-    return IgniteClient(cluster.addresses(), **cluster.client_settings())
-
-
-@pytest.fixture
-def client(ignite_node: LocalCluster) -> Iterator[IgniteClient]:
-    with connect(ignite_node) as c:
-        yield c
-
-
-@pytest.fixture
-def sql_client(ignite_sql_node: LocalCluster) -> Iterator[IgniteClient]:
-    with connect(ignite_sql_node) as c:
-        yield c
 
 
 def tiny_model(features: int = 4, name: str = "features") -> keras.Model:
