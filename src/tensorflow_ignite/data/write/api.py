@@ -172,7 +172,9 @@ def write(
 
     Rows are sent in put-all requests of about ``batch_bytes``.  ``progress``
     shows a tqdm bar on stderr (default: when stderr is a terminal).  Either
-    pass a connected ``client`` or the connection settings.
+    pass a connected ``client`` or the connection settings; the
+    ``IGNITE_DATASET_*`` connection variables (:mod:`tensorflow_ignite.client.env`)
+    win over the latter, as for ``IgniteDataset``.
     """
     if mode not in _MODES:
         raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
@@ -190,10 +192,11 @@ def write(
     if client is None:
         from ...client import ConnectionOptions
 
-        # The process's shared client for these options (the one its datasets and ignite:// use).
+        # The process's shared client for these options (the one its datasets and ignite:// use),
+        # the IGNITE_DATASET_* variables applied as for every feature.
         client = ConnectionOptions.from_address(host, port, username=username, password=password, cafile=cafile,
                                                 certfile=certfile, keyfile=keyfile,
-                                                cert_password=cert_password).connect()
+                                                cert_password=cert_password).with_env().connect()
     return _write(client, cache_name, source, type_name=type_name, key=key, key_offset=key_offset,
                   mode=mode, backups=backups, atomicity=atomicity_mode, write_sync=sync_mode, sql=sql,
                   batch_bytes=batch_bytes, progress=progress, started=started)

@@ -140,9 +140,8 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
     def connect(cls, settings: "FsSettings") -> "IgniteFileStore":
         """A store on the process's shared client for ``settings`` (its caches created if missing)."""
         client = settings.connection.connect()
-        host = f"[{settings.host}]" if ":" in settings.host else settings.host
         return cls(client, cache_prefix=settings.cache_prefix, block_size=settings.block_size,
-                   backups=settings.backups, endpoint=f"{host}:{settings.port}", owns_client=False,
+                   backups=settings.backups, endpoint=settings.connection.endpoints[0], owns_client=False,
                    garbage_delay=settings.garbage_delay)
 
     def close(self) -> None:
