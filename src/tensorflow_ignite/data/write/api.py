@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...capacity import CapacityGuard
-from ...errors import CapacityError, ConfigurationError, IgniteError, ServerError
+from ...errors import CapacityError, ConfigurationError, IgniteError, ServerError, WriteError
 from ...protocol.codes import AtomicityMode, WriteSynchronizationMode
 from ...protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..tensor_schema import SCHEMA_CACHE, load_schema, save_schema
@@ -68,18 +68,6 @@ class WriteResult:
         if self.sql_table:
             text += f"; SQL table {self.sql_table}"
         return text
-
-
-class WriteError(IgniteError):
-    """An ``append`` failed part-way; ``rows_written`` rows (at least) are in the cache.
-
-    The original error is the ``__cause__``.
-    """
-
-    def __init__(self, message: str, *, cache_name: str, rows_written: int) -> None:
-        super().__init__(message)
-        self.cache_name = cache_name
-        self.rows_written = rows_written
 
 
 _ATOMICITY = {"atomic": AtomicityMode.ATOMIC, "transactional": AtomicityMode.TRANSACTIONAL}
