@@ -187,3 +187,11 @@ def test_reading_tensorflow_flags_does_not_register_filesystems() -> None:
                           env={k: v for k, v in os.environ.items() if k != "TF_IGNITE_FS_AUTOREGISTER"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "None"  # the override is undone afterwards
+
+
+def test_the_build_and_the_registration_name_the_same_switch() -> None:
+    # native/ does not import fs/, so the variable's name is held by both.
+    from tensorflow_ignite.fs import registration
+    from tensorflow_ignite.native import build
+
+    assert build.AUTOREGISTER_ENV == registration.AUTOREGISTER_ENV
