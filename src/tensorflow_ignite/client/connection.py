@@ -602,16 +602,13 @@ def probe(
     host: str,
     port: int,
     *,
-    username: str | None = None,
-    password: str | None = None,
-    cafile: str | None = None,
-    certfile: str | None = None,
-    keyfile: str | None = None,
-    cert_password: str | None = None,
-    server_hostname: str | None = None,
-    insecure_skip_verify: bool = False,
-    insecure_skip_hostname_verification: bool = False,
     timeout: float = 5.0,
+    # The fields of ConnectionOptions, grouped: credentials; TLS files; TLS checks.
+    username: str | None = None, password: str | None = None,
+    cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None,
+    cert_password: str | None = None,
+    insecure_skip_verify: bool = False, server_hostname: str | None = None,
+    insecure_skip_hostname_verification: bool = False,
 ) -> framing.HandshakeResponse:
     """Connect, handshake and disconnect: raises a typed error when that fails.
 

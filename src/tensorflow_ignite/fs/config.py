@@ -76,14 +76,6 @@ class FsSettings:
     #: Seconds replaced or removed content is kept for readers in other processes.
     garbage_delay: float = 10.0
 
-    @property
-    def host(self) -> str:
-        return self.connection.host
-
-    @property
-    def port(self) -> int:
-        return self.connection.port
-
     def updated(self, **changes: Any) -> "FsSettings":
         """A copy with ``changes`` applied: fields of this class or of :class:`ConnectionOptions`."""
         mine = {k: changes.pop(k) for k in _STORE_FIELDS if k in changes}
@@ -231,7 +223,7 @@ def parse_endpoint(host: str, defaults: FsSettings | None = None) -> tuple[str, 
             "IGNITE_FS_USERNAME/IGNITE_FS_PASSWORD or call tensorflow_ignite.fs.configure(...)"
         )
     if not host:
-        return d.host, d.port
+        return d.connection.host, d.connection.port
     if host.startswith("["):
         name, bracket, rest = host[1:].partition("]")
         if not bracket or (rest and not rest.startswith(":")):
@@ -244,14 +236,14 @@ def parse_endpoint(host: str, defaults: FsSettings | None = None) -> tuple[str, 
     else:
         name, port_text = host, ""
     if not port_text:
-        return name or d.host, d.port
+        return name or d.connection.host, d.connection.port
     try:
         port = int(port_text)
     except ValueError:
         raise ConfigurationError(f"bad port {port_text!r} in ignite:// host {name!r}") from None
     if not 0 < port < 65536:
         raise ConfigurationError(f"port {port} out of range in ignite:// host {name!r}")
-    return name or d.host, port
+    return name or d.connection.host, port
 
 
 def store_for(host: str = "", **overrides: Any) -> "IgniteFileStore":

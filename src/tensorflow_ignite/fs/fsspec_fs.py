@@ -60,7 +60,7 @@ class IgniteFileSystem(AbstractFileSystem):
         elif port:
             from .config import settings
 
-            self.endpoint = f"{settings().host}:{port}"
+            self.endpoint = f"{settings().connection.host}:{port}"
         else:
             self.endpoint = ""
 
