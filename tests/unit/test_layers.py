@@ -36,7 +36,7 @@ def _imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize(("lower", "higher"), [
     ("native", "fs"), ("client", "fs"), ("protocol", "fs"),
-    ("protocol", "client"), ("client", "data"), ("launcher/worker.py", "data"),
+    ("protocol", "client"), ("client", "data"), ("launcher/worker.py", "data"), ("capacity.py", "launcher"),
 ])
 def test_no_upward_imports(lower: str, higher: str) -> None:
     root = PACKAGE / lower
