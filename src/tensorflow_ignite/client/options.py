@@ -96,7 +96,7 @@ class ConnectionOptions:
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
-        """The names of the fields (what :meth:`replace` and ``fs.configure`` accept)."""
+        """The names of the fields (what ``fs.configure`` accepts, but ``fallbacks``)."""
         return tuple(f.name for f in fields(cls))
 
     @property
