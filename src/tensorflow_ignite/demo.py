@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigurationError, IgniteError, NodeError
+from .errors import ConfigurationError, DemoError, NodeError
 from .local.cluster import LocalCluster, _port_free
 from .local.state import state_dir
 from .protocol.endpoint import DEFAULT_PORT
@@ -52,10 +52,6 @@ TEST_CACHE = "DIGITS_TEST"
 #: The launcher job the distributed demo runs: package data, so an installed wheel has it
 #: (the repository's ``examples/launcher_jobs/digits_resnet`` links to it).
 DISTRIBUTED_JOB_DIR = Path(__file__).resolve().parent / "demo_jobs" / "digits_resnet"
-
-
-class DemoError(IgniteError):
-    """The demo could not finish (e.g. the distributed training job failed)."""
 
 
 @dataclass(frozen=True)

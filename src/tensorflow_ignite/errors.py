@@ -18,11 +18,16 @@ Messages name the cache, field, type or node involved and say what to do.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 __all__ = [
     "IgniteError",
     "ClientError",
     "ProtocolError",
+    "MissingSchemaError",
+    "UnsupportedJavaObjectError",
     "SchemaError",
+    "FieldTypeError",
     "ConfigurationError",
     "CapacityError",
     "UnsupportedOperationError",
@@ -42,7 +47,12 @@ __all__ = [
     "ResourceNotFoundError",
     "TooManyCursorsError",
     "TransactionNotFoundError",
+    "TransactionConflictError",
     "lookup",
+    "WriteError",
+    "NativeBuildError",
+    "BuildInProgressError",
+    "DemoError",
     "NodeError",
     "FileSystemError",
     "StaleFileError",
@@ -66,8 +76,50 @@ class ProtocolError(ClientError):
     """A frame or binary object could not be decoded (malformed, truncated, hostile)."""
 
 
+class MissingSchemaError(ProtocolError):
+    """A compact-footer object whose schema (field ids) the metadata does not know.
+
+    The caller should fetch the type's metadata (``OP_BINARY_TYPE_GET``) and
+    decode again.
+    """
+
+    def __init__(self, type_id: int, schema_id: int) -> None:
+        super().__init__(
+            f"binary object of type id {type_id} uses compact footer schema {schema_id}, which is not in the "
+            "known metadata; fetch the type with OP_BINARY_TYPE_GET and retry"
+        )
+        self.type_id = type_id
+        self.schema_id = schema_id
+
+
+class UnsupportedJavaObjectError(ProtocolError):
+    """Optimized-marshaller bytes of a class this library does not decode."""
+
+    def __init__(self, message: str, class_name: str) -> None:
+        super().__init__(message)
+        self.class_name = class_name
+
+
 class SchemaError(ClientError):
     """Data in a cache does not match the schema a dataset expects."""
+
+
+class FieldTypeError(SchemaError):
+    """A row whose value has a type the column cannot hold without loss.
+
+    ``path`` is the column (``"val.price"``), ``row`` its index in the decoded
+    region, ``found``/``expected`` the two types (readers add the cache and key).
+    """
+
+    def __init__(self, path: str, row: int, found: str, expected: str) -> None:
+        super().__init__(
+            f"column {path!r}: row {row} holds type code {found}, the plan expects {expected}, and it does "
+            "not convert to it without loss; fix the plan or the data"
+        )
+        self.path = path
+        self.row = row
+        self.found = found
+        self.expected = expected
 
 
 class ConfigurationError(ClientError, ValueError):
@@ -162,8 +214,12 @@ class ServerError(IgniteError):
     """An Ignite node answered a request with an error status.
 
     ``status`` is the server's numeric status code (``ClientStatus`` in Ignite's
-    sources), ``op`` the operation that failed.
+    sources), ``op`` the operation that failed.  A subclass that stands for one
+    status names it in ``status_name``; :func:`lookup` is generated from those.
     """
+
+    #: The ``ClientStatus`` name this class stands for (None: no status of its own).
+    status_name: ClassVar[str | None] = None
 
     def __init__(self, message: str, *, status: int, op: int | None = None) -> None:
         super().__init__(message)
@@ -174,49 +230,134 @@ class ServerError(IgniteError):
 class CacheNotFoundError(ServerError):
     """The named cache does not exist on the cluster (status ``CACHE_DOES_NOT_EXIST``)."""
 
+    status_name = "CACHE_DOES_NOT_EXIST"
+
 
 class CacheExistsError(ServerError):
     """A cache of that name exists already (status ``CACHE_EXISTS``)."""
+
+    status_name = "CACHE_EXISTS"
 
 
 class ResourceNotFoundError(ServerError):
     """The node no longer has the cursor (or other resource) a request names: it was
     closed, expired, or the node restarted (status ``RESOURCE_DOES_NOT_EXIST``)."""
 
+    status_name = "RESOURCE_DOES_NOT_EXIST"
+
 
 class TooManyCursorsError(ServerError):
     """The node refused to open another cursor for this connection (status ``TOO_MANY_CURSORS``)."""
+
+    status_name = "TOO_MANY_CURSORS"
 
 
 class TransactionNotFoundError(ServerError):
     """The node no longer has the transaction: it timed out and was rolled back (status ``TX_NOT_FOUND``)."""
 
-
-#: ``ClientStatus`` name -> the error class a response with that status raises.  Keyed
-#: by name (``protocol.codes`` is generated from Ignite's sources and imports this module's
-#: package); a test checks every name against ``ClientStatus``.
-_BY_STATUS_NAME: dict[str, type[ServerError]] = {
-    "CACHE_DOES_NOT_EXIST": CacheNotFoundError,
-    "CACHE_EXISTS": CacheExistsError,
-    "RESOURCE_DOES_NOT_EXIST": ResourceNotFoundError,
-    "TOO_MANY_CURSORS": TooManyCursorsError,
-    "TX_NOT_FOUND": TransactionNotFoundError,
-}
-_BY_STATUS: dict[int, type[ServerError]] = {}
+    status_name = "TX_NOT_FOUND"
 
 
-def lookup(status: int) -> type[ServerError]:
-    """The error class for a server status code (``ClientStatus``): the subclass of
-    :class:`ServerError` that status stands for, :class:`ServerError` for the others.
+class TransactionConflictError(ServerError):
+    """The transaction lost a race with another one (optimistic conflict, lock
+    timeout, deadlock) and was rolled back; running it again may succeed.
 
-    Errors the server reports with the generic status ``FAILED`` (1) -- transaction
-    conflicts, lock timeouts, SQL errors -- are told apart only by their message.
+    Ignite reports these with the generic status ``FAILED``, the status of any
+    other failure too, so :func:`lookup` tells them apart by the message
+    (``CONFLICT_MARKERS``).
     """
+
+    #: Substrings of the server's messages for a transaction that lost a race: an optimistic
+    #: read/write conflict, a lock not taken in time, a detected deadlock.
+    CONFLICT_MARKERS: ClassVar[tuple[str, ...]] = (
+        "conflict",
+        "TransactionOptimisticException",
+        "Failed to acquire lock",
+        "TransactionTimeoutException",
+        "transaction timed out",  # "Cache transaction timed out": rolled back by the server
+        "TransactionDeadlockException",
+        "deadlock",
+    )
+
+    @staticmethod
+    def retryable(exc: BaseException) -> bool:
+        """True for server errors that mean "rolled back because of concurrency"."""
+        if isinstance(exc, (TransactionConflictError, TransactionNotFoundError)):
+            return True  # TransactionNotFoundError: timed out and rolled back by the server
+        if not isinstance(exc, ServerError):
+            return False
+        return _is_conflict(exc.status, str(exc))
+
+
+def _subclasses(cls: type[ServerError]) -> list[type[ServerError]]:
+    out = []
+    for sub in cls.__subclasses__():
+        out.append(sub)
+        out.extend(_subclasses(sub))
+    return out
+
+
+_BY_STATUS: dict[int, type[ServerError]] = {}
+_FAILED: list[int] = []
+
+
+def _status_map() -> dict[int, type[ServerError]]:
+    """``ClientStatus`` code -> class, generated from every subclass's ``status_name`` (once)."""
     if not _BY_STATUS:
         from .protocol.codes import ClientStatus  # here: protocol's package imports this module
 
-        _BY_STATUS.update({int(ClientStatus[name]): cls for name, cls in _BY_STATUS_NAME.items()})
-    return _BY_STATUS.get(status, ServerError)
+        by_status = {int(ClientStatus[cls.status_name]): cls for cls in _subclasses(ServerError)
+                     if cls.status_name is not None}
+        _FAILED.append(int(ClientStatus.FAILED))
+        _BY_STATUS.update(by_status)
+    return _BY_STATUS
+
+
+def _is_conflict(status: int, message: str) -> bool:
+    _status_map()
+    return status == _FAILED[0] and any(m in message for m in TransactionConflictError.CONFLICT_MARKERS)
+
+
+def lookup(status: int, message: str | None = None) -> type[ServerError]:
+    """The error class for a server status code (``ClientStatus``): the subclass of
+    :class:`ServerError` that status stands for, :class:`ServerError` for the others.
+
+    Errors the server reports with the generic status ``FAILED`` (1) are told apart
+    only by their ``message``: transaction conflicts, lock timeouts and deadlocks are
+    :class:`TransactionConflictError`; SQL and other errors stay :class:`ServerError`.
+    """
+    cls = _status_map().get(status)
+    if cls is not None:
+        return cls
+    if message and _is_conflict(status, message):
+        return TransactionConflictError
+    return ServerError
+
+
+# --------------------------------------------------------------------- features
+class WriteError(IgniteError):
+    """An ``append`` failed part-way; ``rows_written`` rows (at least) are in the cache.
+
+    The original error is the ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, cache_name: str, rows_written: int) -> None:
+        super().__init__(message)
+        self.cache_name = cache_name
+        self.rows_written = rows_written
+
+
+class NativeBuildError(IgniteError):
+    """The native libraries could not be built (no compiler, no headers, compiler error)."""
+
+
+class BuildInProgressError(NativeBuildError):
+    """The native libraries are being built by this very process (a build asked for one of them,
+    see ``native.build.build_lock``); they can be loaded once that build has finished."""
+
+
+class DemoError(IgniteError):
+    """The demo could not finish (e.g. the distributed training job failed)."""
 
 
 class NodeError(IgniteError):

@@ -362,11 +362,12 @@ def test_mixed_scalar_types_fail_with_the_row_and_column(ignite_node: LocalClust
 
 def test_max_frame_setting_refuses_larger_frames(ignite_node: LocalCluster) -> None:
     from tensorflow_ignite.client.connection import Connection, ConnectionSettings
+    from tensorflow_ignite.client.options import ConnectionOptions
 
     host, port = ignite_node.address()
     with pytest.raises(HandshakeError, match=r"claiming \d+ bytes .*limit 8\)"):
-        Connection(host, port, ConnectionSettings(max_frame=8, timeout=10))
-    with Connection(host, port, ConnectionSettings(max_frame=1 << 20, timeout=10)) as conn:
+        Connection(host, port, ConnectionSettings(ConnectionOptions(timeout=10), max_frame=8))
+    with Connection(host, port, ConnectionSettings(ConnectionOptions(timeout=10), max_frame=1 << 20)) as conn:
         assert conn.handshake is not None and conn.handshake.success
 
 

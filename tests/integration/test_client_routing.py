@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,7 @@ import pytest
 from tensorflow_ignite.client import ClientStats, ConnectionOptions, IgniteClient, close_shared_clients
 from tensorflow_ignite.data.write import write
 from tensorflow_ignite.local.cluster import LocalCluster
+from tensorflow_ignite.protocol.cache_config import CacheConfiguration
 from tensorflow_ignite.protocol.codes import Op
 from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
@@ -87,6 +88,35 @@ def test_write_sends_each_batch_to_the_primary_of_its_keys(ignite_cluster: Local
         after = client.stats()
         assert result.rows == n
         _assert_bytes_follow_primaries(client, cache_name, before, after, n, result.bytes_sent)
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("kind", ["long", "string"])
+def test_single_key_operations_go_to_the_primary_of_their_key(ignite_cluster: LocalCluster, cache_name: str,
+                                                             kind: str) -> None:
+    keys: list[int | str] = list(range(90)) if kind == "long" else [f"key-{i}" for i in range(90)]
+    with IgniteClient(ignite_cluster.addresses()) as client:
+        cache = client.get_or_create_cache(CacheConfiguration(cache_name, backups=1))
+        for node_id in _live_node_ids(ignite_cluster):  # a connection to every node before counting
+            client.connection_for_node(node_id)
+
+        def requests_per_node(op: Op, action: Callable[[int | str], object]) -> dict[uuid.UUID | None, int]:
+            before = client.stats().requests(op)
+            for k in keys:
+                action(k)
+            after = client.stats().requests(op)
+            return {node: c - before.get(node, 0) for node, c in after.items() if c - before.get(node, 0)}
+
+        puts = requests_per_node(Op.CACHE_PUT, lambda k: cache.put(k, f"value of {k}"))
+        expected = _rows_per_primary(client, cache_name)  # what each node holds as primary, by its own scan
+        assert sum(expected.values()) == len(keys) and len(expected) == 3, expected
+        assert puts == expected
+        values: dict[int | str, object] = {}
+        assert requests_per_node(Op.CACHE_GET, lambda k: values.__setitem__(k, cache.get(k))) == expected
+        assert values == {k: f"value of {k}" for k in keys}
+        assert requests_per_node(Op.CACHE_CONTAINS_KEY, cache.contains_key) == expected
+        assert requests_per_node(Op.CACHE_REMOVE_KEY, cache.remove_key) == expected
+        assert cache.size() == 0
 
 
 @pytest.fixture

@@ -705,7 +705,7 @@ def test_endpoints_and_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IGNITE_DATASET_USERNAME", "u")
     monkeypatch.setenv("IGNITE_FS_GARBAGE_DELAY", "2.5")
     s = fs_config.settings()
-    assert s.block_size == 512 * 1024 and s.username == "u" and s.garbage_delay == 2.5
+    assert s.block_size == 512 * 1024 and s.connection.username == "u" and s.garbage_delay == 2.5
     monkeypatch.setenv("IGNITE_DATASET_GARBAGE_DELAY", "99")  # a file-store option: IGNITE_FS_ only
     monkeypatch.delenv("IGNITE_FS_GARBAGE_DELAY")
     assert fs_config.settings().garbage_delay == GARBAGE_DELAY  # the settings' default is the store's
@@ -760,7 +760,7 @@ def test_tls_and_auth_from_the_environment(ignite_secure_node: LocalCluster,
     store = fs_config.store_for(f"{host}:{port}")
     store.write_file("/secure/hello.txt", b"over TLS")
     assert store.read_file("/secure/hello.txt") == b"over TLS"
-    assert store.client.settings.tls is not None
+    assert store.client.options.uses_tls
     monkeypatch.setenv("IGNITE_FS_PASSWORD", "wrong")
     with pytest.raises(AuthenticationError):
         fs_config.store_for(f"{host}:{port}")

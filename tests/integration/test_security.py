@@ -28,7 +28,7 @@ import pytest
 
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.client.connection import Connection, ConnectionSettings, probe
-from tensorflow_ignite.client.tls import TLSConfig
+from tensorflow_ignite.client.options import ConnectionOptions
 from tensorflow_ignite.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -46,19 +46,21 @@ CLI = [sys.executable, "-m", "tensorflow_ignite.cli.main"]
 OTHER_LOOPBACK = "127.0.0.2"
 
 
-def _tls(node: LocalCluster, **kw: Any) -> TLSConfig:
+def _tls(node: LocalCluster, **kw: Any) -> dict[str, Any]:
+    """The TLS options (:class:`ConnectionOptions` fields) of a client of ``node``."""
     m = node.tls_material
     assert m is not None
     base: dict[str, Any] = dict(cafile=str(m.ca_cert), certfile=str(m.client_cert), keyfile=str(m.client_key),
                                 cert_password=m.client_key_password)
     base.update(kw)
-    return TLSConfig(**base)
+    return base
 
 
-def _connect(host: str, port: int, tls: TLSConfig | None, **kw: Any) -> Connection:
+def _connect(host: str, port: int, tls: dict[str, Any] | None, **kw: Any) -> Connection:
     kw.setdefault("username", DEFAULT_USER)
     kw.setdefault("password", DEFAULT_PASSWORD)
-    return Connection(host, port, ConnectionSettings(tls=tls, timeout=10, connect_timeout=10, **kw))
+    options = ConnectionOptions(host=host, port=port, timeout=10, **(tls or {}), **kw)
+    return Connection(host, port, ConnectionSettings(options, connect_timeout=10))
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +159,61 @@ def test_ignite_fs_takes_the_host_name_options_and_shares_the_datasets_client(
         close_shared_clients()
 
 
+@pytest.mark.parametrize("opt_out", [{"SERVER_HOSTNAME": "localhost"},
+                                     {"INSECURE_SKIP_HOSTNAME_VERIFICATION": "true"}],
+                         ids=["server_hostname", "insecure_skip_hostname_verification"])
+def test_connection_variables_mean_the_same_to_every_feature(
+        ignite_secure_node: LocalCluster, other_address: tuple[str, int], cache_name: str,
+        monkeypatch: pytest.MonkeyPatch, opt_out: dict[str, str]) -> None:
+    """The IGNITE_DATASET_* connection variables alone -- endpoint, credentials, TLS files and the
+    host-name options -- reach the cluster through an address its certificate does not list, the
+    same way for IgniteDataset, write, ignite:// and a launcher worker: one shared client."""
+    import tensorflow as tf
+
+    import tensorflow_ignite as ti
+    from tensorflow_ignite import fs
+    from tensorflow_ignite.client import close_shared_clients, pooled_options
+    from tensorflow_ignite.launcher.worker import WorkerContext, node_options, report
+
+    proxy_host, proxy_port = other_address
+    variables = {"HOST": proxy_host, "PORT": str(proxy_port),
+                 **{k.upper(): str(v) for k, v in ignite_secure_node.client_settings().items()}}
+    for name, value in variables.items():
+        monkeypatch.setenv("IGNITE_DATASET_" + name, value)
+    saved = fs.config.overrides()
+    fs.config.reset()
+    close_shared_clients()
+    try:
+        # Without a host-name option the certificate does not match the address: the variables matter.
+        with pytest.raises(TLSError, match="server_hostname"):
+            ti.write(cache_name, {"x": np.arange(5, dtype=np.int64)}, progress=False)
+        for name, value in opt_out.items():
+            monkeypatch.setenv("IGNITE_DATASET_" + name, value)
+        expected = ConnectionOptions.from_env()
+        assert expected.host == proxy_host and expected.port == proxy_port and expected.uses_tls
+
+        result = ti.write(cache_name, {"x": np.arange(30, dtype=np.int64)}, progress=False)  # writer
+        assert result.rows == 30
+        ds = ti.IgniteDataset(cache_name, batch_size=64)  # dataset
+        assert ds.connection == expected
+        assert sorted(np.concatenate([b["val"]["x"].numpy() for b in ds]).tolist()) == list(range(30))
+        with tf.io.gfile.GFile(f"ignite:///parity/{cache_name}.txt", "w") as f:  # ignite://
+            f.write("same cluster")
+        assert fs.config.settings().connection == expected
+        assert tf.io.gfile.GFile(f"ignite:///parity/{cache_name}.txt").read() == "same cluster"
+        monkeypatch.setenv("TF_IGNITE_JOB_ID", f"parity-{cache_name}")  # launcher worker
+        context = WorkerContext.from_env()
+        assert (context.host, context.port) == (proxy_host, proxy_port) and node_options() == expected
+        report({"rows": 30}, context=context)
+
+        assert pooled_options() == [expected]  # one client for all four
+    finally:
+        fs.config.reset()
+        fs.configure(**saved)
+        fs.config.close_stores()
+        close_shared_clients()
+
+
 def test_skip_verify_is_explicit_and_loud(ignite_secure_node: LocalCluster, other_address: tuple[str, int],
                                           caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
     other_ca = make_tls_material(tmp_path / "other-ca")
@@ -183,7 +240,7 @@ def test_node_requiring_client_certificates_refuses_a_client_without_one(
     m = ignite_secure_node.tls_material
     assert m is not None
     with pytest.raises(TLSError) as info:
-        _connect(host, port, TLSConfig(cafile=str(m.ca_cert)))
+        _connect(host, port, {"cafile": str(m.ca_cert)})
     assert f"{host}:{port}" in str(info.value)
     assert "client certificate" in str(info.value)
 
@@ -292,7 +349,7 @@ def test_secrets_never_leak(vault: dict[str, Any], caplog: pytest.LogCaptureFixt
     try:
         check("IgniteClient", client)
         check("ConnectionSettings", client.settings)
-        check("TLSConfig", client.settings.tls)
+        check("ConnectionOptions", client.options)
         for conn in client.connections():
             check("Connection", conn)
         result = tensorflow_ignite.write("secret_rows", {"x": np.arange(100, dtype=np.int64),

@@ -43,3 +43,34 @@ def test_status_names_appear_in_messages() -> None:
 def test_a_transaction_the_server_dropped_is_retryable() -> None:
     assert TransactionConflictError.retryable(server_error(ClientStatus.TX_NOT_FOUND, "Transaction 7 not found"))
     assert not TransactionConflictError.retryable(server_error(ClientStatus.CACHE_EXISTS, "conflict in the name"))
+
+
+def test_the_status_map_is_generated_from_every_server_error_class() -> None:
+    import tensorflow_ignite.errors as errors
+
+    declared = [cls for cls in vars(errors).values()
+                if isinstance(cls, type) and issubclass(cls, ServerError) and cls.status_name is not None]
+    assert len(declared) == 5
+    for cls in declared:
+        assert lookup(ClientStatus[cls.status_name]) is cls  # every name is a real ClientStatus
+
+
+def test_conflicts_reported_as_failed_are_told_apart_by_their_message() -> None:
+    err = server_error(ClientStatus.FAILED, "Failed to acquire lock within provided timeout", Op.TX_END)
+    assert type(err) is TransactionConflictError and TransactionConflictError.retryable(err)
+    assert type(server_error(ClientStatus.FAILED, "Failed to parse query")) is ServerError
+
+
+def test_the_public_exceptions_live_in_errors_and_keep_their_old_names() -> None:
+    import tensorflow_ignite.errors as errors
+    from tensorflow_ignite.data.write import WriteError
+    from tensorflow_ignite.demo import DemoError
+    from tensorflow_ignite.native.build import NativeBuildError
+    from tensorflow_ignite.protocol.binary.decode import MissingSchemaError
+    from tensorflow_ignite.protocol.columns.plan import FieldTypeError
+    from tensorflow_ignite.protocol.javatime import UnsupportedJavaObjectError
+
+    for cls in (WriteError, DemoError, NativeBuildError, MissingSchemaError, FieldTypeError,
+                UnsupportedJavaObjectError, TransactionConflictError):
+        assert cls.__module__ == "tensorflow_ignite.errors" and getattr(errors, cls.__name__) is cls
+        assert cls.__name__ in errors.__all__

@@ -200,3 +200,11 @@ def test_a_fresh_build_warns_of_nothing_and_leaves_the_dataset_op_loadable() -> 
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "could not load" not in proc.stderr and "falls back" not in proc.stderr, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "op available: True"
+
+
+def test_the_build_and_the_registration_name_the_same_switch() -> None:
+    # native/ does not import fs/, so the variable's name is held by both.
+    from tensorflow_ignite.fs import registration
+    from tensorflow_ignite.native import build
+
+    assert build.AUTOREGISTER_ENV == registration.AUTOREGISTER_ENV

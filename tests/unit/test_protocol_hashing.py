@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -167,3 +168,18 @@ def test_long_key_partitions_property(values: list[int], parts: int) -> None:
     want = [ref_partition(ref_long_hash(v), parts) for v in values]
     assert hashing.affinity_partitions(hashes, parts).tolist() == want
     assert [hashing.affinity_partition(int(h), parts) for h in hashes.tolist()] == want
+
+
+@given(st.lists(st.text(max_size=40), max_size=30))
+def test_string_hash_codes_match_one_at_a_time(texts: list[str]) -> None:
+    # The writer's vectorized hashes of String keys are String.hashCode(), key by key.
+    codes = hashing.string_hash_codes(texts)
+    assert codes.dtype == np.uint32
+    assert codes.tolist() == [hashing.java_string_hash(t) & 0xFFFFFFFF for t in texts]
+
+
+def test_string_hash_codes_of_known_strings() -> None:
+    texts = ["", "hello", "ab" * 500, "\U0001F600", "key-00000042"]
+    assert hashing.string_hash_codes(texts).view(np.int32).tolist() == [
+        hashing.java_string_hash(t) for t in texts]
+    assert hashing.string_hash_codes(["hello"]).view(np.int32)[0] == 99162322  # "hello".hashCode()

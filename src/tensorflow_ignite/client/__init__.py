@@ -7,7 +7,6 @@ from .options import ConnectionOptions
 from .pool import close_shared_clients, pooled_options, shared_client
 from .sql import SqlCursor
 from .stats import ClientStats, ConnectionStats
-from .tls import TLSConfig
 from .transactions import Transaction, TransactionConflictError
 
 __all__ = [
@@ -20,7 +19,6 @@ __all__ = [
     "IgniteClient",
     "PartitionMap",
     "SqlCursor",
-    "TLSConfig",
     "Transaction",
     "TransactionConflictError",
     "close_shared_clients",

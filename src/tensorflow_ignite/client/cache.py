@@ -25,11 +25,14 @@ from ..protocol.codes import ClientStatus, Op
 from ..protocol.columns import value_offsets
 from ..protocol.framing import reusable_frame
 from ..protocol.hashing import cache_id as _cache_id
+from ..protocol.hashing import java_key_hash
 from ..protocol.responses import ScanPage
 from .connection import Connection
 from .cursor import stream_pages
 
 if TYPE_CHECKING:
+    import uuid as _uuid
+
     from .client import IgniteClient, PartitionMap
 
 __all__ = ["Cache", "NodeScanProgress", "select_rows"]
@@ -56,9 +59,24 @@ class Cache:
         return f"<Cache {self.name!r}>"
 
     # ------------------------------------------------------------ helpers
-    def _call(self, encode: Any, op: int, *, retry: bool = True) -> memoryview:
+    def _key_node(self, key: Any, key_type: int | None = None) -> "_uuid.UUID | None":
+        """The primary node of ``key`` when this client can place it (``Long``, ``Integer``,
+        ``Short``, ``Byte`` and ``String`` keys of a cache with the default affinity), else None
+        (= the default connection; the node it reaches forwards the request)."""
+        if not self.client.partition_awareness:
+            return None
+        key_hash = java_key_hash(key, key_type)
+        if key_hash is None:
+            return None
         try:
-            return self.client.request(encode, op, retry=retry)
+            pmap = self.client.partition_map(self.name)
+        except IgniteError:  # routing is an optimization: the request itself reports what is wrong
+            return None
+        return pmap.primary_of_key(key_hash)
+
+    def _call(self, encode: Any, op: int, *, retry: bool = True, node_id: "_uuid.UUID | None" = None) -> memoryview:
+        try:
+            return self.client.request(encode, op, retry=retry, node_id=node_id)
         except ServerError as exc:
             if isinstance(exc, CacheNotFoundError):
                 raise CacheNotFoundError(
@@ -68,7 +86,7 @@ class Cache:
                 ) from None
             raise
 
-    def _write(self, build: Any, op: int, *, retry: bool = True) -> memoryview:
+    def _write(self, build: Any, op: int, *, retry: bool = True, node_id: "_uuid.UUID | None" = None) -> memoryview:
         """Encode a write once, register the binary types it contains, then send it.
 
         The frame is built with request id 0 and the real id patched in at its
@@ -77,12 +95,15 @@ class Cache:
         enc = self.client.encoder()
         frame = bytearray(build(0, enc))
         self.client.register_types(enc)
-        return self._call(reusable_frame(frame), op, retry=retry)
+        return self._call(reusable_frame(frame), op, retry=retry, node_id=node_id)
 
     # ------------------------------------------------------------ key-value
+    # Single-key operations go to the key's primary node (:meth:`_key_node`), as scans,
+    # writes and ignite:// blocks do; operations on many keys go to the default connection.
     def get(self, key: Any, *, key_type: int | None = None) -> Any:
         """The value stored under ``key`` (None when absent)."""
-        body = self._call(lambda rid: requests.cache_get(rid, self.cache_id, key, key_type=key_type), Op.CACHE_GET)
+        body = self._call(lambda rid: requests.cache_get(rid, self.cache_id, key, key_type=key_type), Op.CACHE_GET,
+                          node_id=self._key_node(key, key_type))
         return responses.decode_object(body, self.client.decoder())
 
     def get_all(self, keys: Iterable[Any]) -> dict[Any, Any]:
@@ -93,7 +114,8 @@ class Cache:
     def put(self, key: Any, value: Any, *, key_type: int | None = None, value_type: int | None = None) -> None:
         """Store ``value`` under ``key``."""
         self._write(lambda rid, enc: requests.cache_put(
-            rid, self.cache_id, key, value, key_type=key_type, value_type=value_type, encoder=enc), Op.CACHE_PUT)
+            rid, self.cache_id, key, value, key_type=key_type, value_type=value_type, encoder=enc), Op.CACHE_PUT,
+            node_id=self._key_node(key, key_type))
 
     def put_all(
         self, entries: Mapping[Any, Any] | Iterable[tuple[Any, Any]], *,
@@ -107,26 +129,30 @@ class Cache:
     def put_if_absent(self, key: Any, value: Any) -> bool:
         """Store ``value`` unless ``key`` exists; True when stored."""
         body = self._write(lambda rid, enc: requests.cache_put_if_absent(
-            rid, self.cache_id, key, value, encoder=enc), Op.CACHE_PUT_IF_ABSENT, retry=False)
+            rid, self.cache_id, key, value, encoder=enc), Op.CACHE_PUT_IF_ABSENT, retry=False,
+            node_id=self._key_node(key))
         return responses.decode_bool(body)
 
     def replace_if_equals(self, key: Any, expected: Any, value: Any) -> bool:
         """Atomically replace ``expected`` by ``value`` (compare-and-set)."""
         body = self._write(lambda rid, enc: requests.cache_replace_if_equals(
-            rid, self.cache_id, key, expected, value, encoder=enc), Op.CACHE_REPLACE_IF_EQUALS, retry=False)
+            rid, self.cache_id, key, expected, value, encoder=enc), Op.CACHE_REPLACE_IF_EQUALS, retry=False,
+            node_id=self._key_node(key))
         return responses.decode_bool(body)
 
     def remove_if_equals(self, key: Any, expected: Any) -> bool:
         body = self._call(lambda rid: requests.cache_remove_if_equals(rid, self.cache_id, key, expected),
-                          Op.CACHE_REMOVE_IF_EQUALS, retry=False)
+                          Op.CACHE_REMOVE_IF_EQUALS, retry=False, node_id=self._key_node(key))
         return responses.decode_bool(body)
 
     def contains_key(self, key: Any) -> bool:
-        body = self._call(lambda rid: requests.cache_contains_key(rid, self.cache_id, key), Op.CACHE_CONTAINS_KEY)
+        body = self._call(lambda rid: requests.cache_contains_key(rid, self.cache_id, key), Op.CACHE_CONTAINS_KEY,
+                          node_id=self._key_node(key))
         return responses.decode_bool(body)
 
     def remove_key(self, key: Any) -> bool:
-        body = self._call(lambda rid: requests.cache_remove_key(rid, self.cache_id, key), Op.CACHE_REMOVE_KEY)
+        body = self._call(lambda rid: requests.cache_remove_key(rid, self.cache_id, key), Op.CACHE_REMOVE_KEY,
+                          node_id=self._key_node(key))
         return responses.decode_bool(body)
 
     def remove_keys(self, keys: Iterable[Any]) -> None:

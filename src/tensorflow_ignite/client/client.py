@@ -32,7 +32,7 @@ from ..errors import (
     TLSError,
 )
 from ..protocol import requests, responses
-from ..protocol.endpoint import DEFAULT_ENDPOINT, DEFAULT_PORT
+from ..protocol.endpoint import DEFAULT_ENDPOINT, DEFAULT_PORT, format_endpoint
 from ..protocol.binary import BinaryDecoder, BinaryEncoder
 from ..protocol.buffer import ByteReader
 from ..protocol.cache_config import CacheConfiguration
@@ -43,8 +43,8 @@ from ..protocol.hashing import cache_id as _cache_id
 from ..protocol.values import BinaryType
 from .connection import Connection, ConnectionSettings, FrameEncoder
 from .metadata import MetadataCache
+from .options import ConnectionOptions
 from .stats import ClientStats, ConnectionStats
-from .tls import TLSConfig
 
 if TYPE_CHECKING:
     from .cache import Cache
@@ -178,11 +178,13 @@ class IgniteClient:
 
     ``addresses`` -- one or more ``host:port`` seeds (a string with commas, a
     list, or a ``(host, port)`` tuple).  ``username``/``password`` for clusters
-    with authentication; ``tls`` (or ``cafile``/``certfile``/``keyfile``/
-    ``cert_password``) for TLS, with the server certificate and host name
-    verified unless ``insecure_skip_verify=True``.  ``server_hostname`` checks
-    every node's certificate against that name instead of the address dialled;
-    ``insecure_skip_hostname_verification=True`` checks the chain only.
+    with authentication; ``cafile``/``certfile``/``keyfile``/``cert_password``
+    for TLS, with the server certificate and host name verified unless
+    ``insecure_skip_verify=True``.  ``server_hostname`` checks every node's
+    certificate against that name instead of the address dialled;
+    ``insecure_skip_hostname_verification=True`` checks the chain only.  The
+    client keeps them as one :class:`~.options.ConnectionOptions` (``.options``;
+    :meth:`from_options` builds a client from one).
 
     ``partition_awareness`` -- connect to every node and send each partition's
     requests to its primary (the default).  Off, every request goes through the
@@ -197,31 +199,27 @@ class IgniteClient:
         self,
         addresses: str | Address | Sequence[str | Address] = DEFAULT_ENDPOINT,
         *,
-        username: str | None = None,
-        password: str | None = None,
-        tls: TLSConfig | None = None,
-        cafile: str | None = None,
-        certfile: str | None = None,
-        keyfile: str | None = None,
+        # The fields of ConnectionOptions, grouped: credentials; TLS files; TLS checks.
+        username: str | None = None, password: str | None = None,
+        cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None,
         cert_password: str | None = None,
-        insecure_skip_verify: bool = False,
-        server_hostname: str | None = None,
+        insecure_skip_verify: bool = False, server_hostname: str | None = None,
         insecure_skip_hostname_verification: bool = False,
         timeout: float = 30.0,
         connect_timeout: float = 10.0,
         partition_awareness: bool | None = None,
     ) -> None:
-        if tls is None and (cafile or certfile or insecure_skip_verify or insecure_skip_hostname_verification
-                            or server_hostname):
-            tls = TLSConfig(cafile=cafile, certfile=certfile, keyfile=keyfile,
-                            cert_password=cert_password, insecure_skip_verify=insecure_skip_verify,
-                            server_hostname=server_hostname,
-                            insecure_skip_hostname_verification=insecure_skip_hostname_verification)
         if (username is None) != (password is None):
             raise ConfigurationError("username and password go together: give both or neither")
-        self.settings = ConnectionSettings(tls=tls, username=username, password=password,
-                                           timeout=timeout, connect_timeout=connect_timeout)
         self.seeds = parse_addresses(addresses)
+        (host, port), rest = self.seeds[0], self.seeds[1:]
+        #: How this client reaches its cluster (the first seed as host/port, the others as fallbacks).
+        self.options = ConnectionOptions(
+            host=host, port=port, fallbacks=tuple(format_endpoint(h, p) for h, p in rest), username=username,
+            password=password, cafile=cafile, certfile=certfile, keyfile=keyfile, cert_password=cert_password,
+            insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname,
+            insecure_skip_hostname_verification=insecure_skip_hostname_verification, timeout=timeout)
+        self.settings = ConnectionSettings(self.options, connect_timeout=connect_timeout)
         self.partition_awareness = (partition_awareness if partition_awareness is not None
                                     else partition_awareness_from_env())
         self._lock = threading.RLock()
@@ -234,6 +232,18 @@ class IgniteClient:
         self._closed = False
         self.metadata = MetadataCache(self)
         self._default = self._connect_any()
+
+    @classmethod
+    def from_options(cls, options: ConnectionOptions, *, connect_timeout: float = 10.0,
+                     partition_awareness: bool | None = None) -> "IgniteClient":
+        """A new client for ``options`` (the caller closes it)."""
+        return cls(options.endpoints, username=options.username, password=options.password,
+                   cafile=options.cafile, certfile=options.certfile, keyfile=options.keyfile,
+                   cert_password=options.cert_password, insecure_skip_verify=options.insecure_skip_verify,
+                   server_hostname=options.server_hostname,
+                   insecure_skip_hostname_verification=options.insecure_skip_hostname_verification,
+                   timeout=options.timeout, connect_timeout=connect_timeout,
+                   partition_awareness=partition_awareness)
 
     # ------------------------------------------------------------- connections
     def _on_topology_change(self, major: int, minor: int) -> None:

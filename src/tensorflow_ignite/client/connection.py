@@ -34,7 +34,8 @@ from ..errors import (
 from ..protocol import framing
 from ..protocol.receive import DEFAULT_MAX_FRAME, FrameReader
 from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, ProtocolVersion
-from .tls import TLSConfig, tls_error
+from .options import ConnectionOptions
+from .tls import tls_error
 
 __all__ = ["Connection", "ConnectionSettings", "probe"]
 
@@ -75,16 +76,25 @@ class _IntoTarget:
 
 @dataclass(frozen=True)
 class ConnectionSettings:
-    """Everything needed to open a connection, minus the address."""
+    """Everything needed to open a connection, minus the address: the cluster's
+    :class:`~.options.ConnectionOptions` (credentials, TLS, request timeout; their
+    host and port are not used here) and what only a single connection decides."""
 
-    tls: TLSConfig | None = None
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
-    timeout: float = 30.0
+    options: ConnectionOptions = field(default_factory=ConnectionOptions)
     connect_timeout: float = 10.0
     #: Largest frame accepted from a node; a length prefix above it is refused
     #: before anything is allocated (raise it only for pages of huge rows).
     max_frame: int = MAX_FRAME
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a request may wait for its answer."""
+        return self.options.timeout
+
+    @property
+    def tls(self) -> bool:
+        """Whether connections use TLS (:attr:`.ConnectionOptions.uses_tls`, the one rule)."""
+        return self.options.uses_tls
 
 
 class Connection:
@@ -158,10 +168,10 @@ class Connection:
         except OSError:
             pass
         sock: socket.socket | ssl.SSLSocket = raw
-        if s.tls is not None:
-            hostname = s.tls.hostname_for(self.host)
+        if s.tls:
+            hostname = s.options.tls_hostname(self.host)
             try:
-                sock = s.tls.context().wrap_socket(raw, server_hostname=hostname)
+                sock = s.options.ssl_context().wrap_socket(raw, server_hostname=hostname)
             except (ssl.SSLError, socket.timeout, OSError) as exc:
                 raw.close()
                 raise tls_error(exc, self.address, hostname) from None
@@ -169,7 +179,7 @@ class Connection:
                 raw.close()
                 raise
         sock.settimeout(s.timeout)
-        if s.tls is not None:
+        if s.tls:
             # One OpenSSL connection must not read and write from two threads at
             # once: over TLS, sending waits while another thread is receiving.
             self._send_lock = self._recv_lock
@@ -181,7 +191,7 @@ class Connection:
             raise
 
     def _answer_key(self) -> tuple[str, bool]:
-        return self.address, self.settings.tls is not None
+        return self.address, self.settings.tls
 
     def _answered_before(self) -> bool:
         """Whether a handshake with this address and these settings succeeded earlier in this process."""
@@ -192,7 +202,7 @@ class Connection:
         s = self.settings
         version: ProtocolVersion | None = max(SUPPORTED_VERSIONS)
         while version is not None:
-            frame = framing.encode_handshake(version, username=s.username, password=s.password)
+            frame = framing.encode_handshake(version, username=s.options.username, password=s.options.password)
             try:
                 self._sendall(frame)
                 payload = self.reader.read_frame()
@@ -208,11 +218,11 @@ class Connection:
                     address=self.address,
                 ) from None
             except IgniteConnectionError as exc:
-                if s.tls is not None:
+                if s.tls:
                     # Under TLS 1.3 a node checks the client certificate after the TLS
                     # handshake and, refusing it (or its absence), just closes the connection.
-                    if s.tls.certfile:
-                        cause = (f"the node probably refused the client certificate {s.tls.certfile!r}: "
+                    if s.options.certfile:
+                        cause = (f"the node probably refused the client certificate {s.options.certfile!r}: "
                                  "it must be signed by a CA in the node's truststore and not expired")
                     else:
                         cause = ("the node probably requires a client certificate: pass certfile=... and "
@@ -242,14 +252,14 @@ class Connection:
                 self.features = result.negotiated()
                 return
             if result.status == ClientStatus.AUTH_FAILED:
-                if not s.username:
+                if not s.options.username:
                     raise AuthenticationError(
                         f"{self.address} requires authentication: pass username=... and password=... "
                         f"({result.message})",
                         address=self.address,
                     )
                 raise AuthenticationError(
-                    f"{self.address} rejected the credentials of user {s.username!r}: {result.message}",
+                    f"{self.address} rejected the credentials of user {s.options.username!r}: {result.message}",
                     address=self.address,
                 )
             retry = result.should_retry_with()
@@ -592,20 +602,23 @@ def probe(
     host: str,
     port: int,
     *,
-    username: str | None = None,
-    password: str | None = None,
-    cafile: str | None = None,
-    certfile: str | None = None,
-    keyfile: str | None = None,
-    cert_password: str | None = None,
     timeout: float = 5.0,
+    # The fields of ConnectionOptions, grouped: credentials; TLS files; TLS checks.
+    username: str | None = None, password: str | None = None,
+    cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None,
+    cert_password: str | None = None,
+    insecure_skip_verify: bool = False, server_hostname: str | None = None,
+    insecure_skip_hostname_verification: bool = False,
 ) -> framing.HandshakeResponse:
-    """Connect, handshake and disconnect: raises a typed error when that fails."""
-    tls = None
-    if cafile or certfile:
-        tls = TLSConfig(cafile=cafile, certfile=certfile, keyfile=keyfile, cert_password=cert_password)
-    settings = ConnectionSettings(tls=tls, username=username, password=password,
-                                  timeout=timeout, connect_timeout=timeout)
-    with Connection(host, port, settings) as conn:
+    """Connect, handshake and disconnect: raises a typed error when that fails.
+
+    TLS is on by the rule of :class:`~.options.ConnectionOptions` (any TLS option set).
+    """
+    options = ConnectionOptions(
+        host=host, port=port, username=username, password=password, cafile=cafile, certfile=certfile,
+        keyfile=keyfile, cert_password=cert_password, server_hostname=server_hostname,
+        insecure_skip_verify=insecure_skip_verify,
+        insecure_skip_hostname_verification=insecure_skip_hostname_verification, timeout=timeout)
+    with Connection(host, port, ConnectionSettings(options, connect_timeout=timeout)) as conn:
         assert conn.handshake is not None
         return conn.handshake

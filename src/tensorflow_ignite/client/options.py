@@ -6,21 +6,31 @@ keeps one :class:`~.client.IgniteClient` per options in a process, so a
 program that reads a cache, loads data and checkpoints into ``ignite://`` on
 the same cluster opens one connection per node, not one per feature.
 
+It is also the one record of these settings: :class:`~.connection.Connection`
+(through :class:`~.connection.ConnectionSettings`), :func:`~.connection.probe`,
+``ignite://``'s :class:`~tensorflow_ignite.fs.config.FsSettings` and the TLS
+context (:func:`.tls.ssl_context`) all take one, and
+:meth:`ConnectionOptions.from_env` is the one reader of the
+``IGNITE_DATASET_*`` / ``IGNITE_FS_*`` variables (:mod:`.env`).
+
 TLS is on when any TLS option is set (``cafile``, ``certfile``,
-``server_hostname``, or one of the ``insecure_*`` opt-outs); the server's
-certificate chain and host name are then verified unless an ``insecure_*``
-option says otherwise.
+``server_hostname``, or one of the ``insecure_*`` opt-outs) -- :attr:`uses_tls`,
+the one rule; the server's certificate chain and host name are then verified
+unless an ``insecure_*`` option says otherwise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
+from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT, format_endpoint
+from .env import DATASET_PREFIX, connection_env
 
 if TYPE_CHECKING:
+    import ssl
+
     from .client import IgniteClient
 
 __all__ = ["ConnectionOptions"]
@@ -31,7 +41,13 @@ class ConnectionOptions:
     """Where and how to connect; secrets are kept out of ``repr``.
 
     ``fallbacks`` are more ``host:port`` endpoints of the same cluster, tried
-    when ``host:port`` does not answer.
+    when ``host:port`` does not answer.  TLS: ``cafile`` -- PEM bundle of the
+    CAs trusted for the nodes' certificates (the system store when omitted);
+    ``certfile``/``keyfile``/``cert_password`` -- a client certificate and its
+    (optionally encrypted) key; ``server_hostname`` -- the name the
+    certificates are checked against (default: the host dialled);
+    ``insecure_skip_hostname_verification`` / ``insecure_skip_verify`` -- the
+    warned-about opt-outs (:mod:`.tls`).
     """
 
     host: str = DEFAULT_HOST
@@ -55,11 +71,33 @@ class ConnectionOptions:
 
         endpoints = parse_addresses(address, default_port=port)
         (host, first), rest = endpoints[0], endpoints[1:]
-        return cls(host=host, port=first, fallbacks=tuple(_join(h, p) for h, p in rest), **options)
+        return cls(host=host, port=first, fallbacks=tuple(format_endpoint(h, p) for h, p in rest), **options)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, prefixes: Sequence[str] = (DATASET_PREFIX,),
+                 **given: Any) -> "ConnectionOptions":
+        """Options from ``given`` (fields) with every ``IGNITE_DATASET_*`` variable that is set applied over
+        them (:mod:`.env`; ``prefixes`` name more families, the first that sets a field wins).
+
+        The variable wins over the argument, as in TensorFlow's contrib dataset: a
+        worker's environment points every feature at its own node.
+        """
+        return cls(**given).with_env(environ, prefixes=prefixes)
+
+    def with_env(self, environ: Mapping[str, str] | None = None, *,
+                 prefixes: Sequence[str] = (DATASET_PREFIX,)) -> "ConnectionOptions":
+        """These options with every ``IGNITE_DATASET_*`` variable that is set applied (see :meth:`from_env`)."""
+        env = connection_env(environ, prefixes)
+        return replace(self, **env) if env else self
 
     def __repr__(self) -> str:
         return (f"ConnectionOptions(host={self.host!r}, port={self.port}, username={self.username!r}, "
                 f"tls={self.uses_tls})")
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The names of the fields (what ``fs.configure`` accepts, but ``fallbacks``)."""
+        return tuple(f.name for f in fields(cls))
 
     @property
     def uses_tls(self) -> bool:
@@ -67,31 +105,29 @@ class ConnectionOptions:
         return bool(self.cafile or self.certfile or self.insecure_skip_verify or self.server_hostname
                     or self.insecure_skip_hostname_verification)
 
+    def tls_hostname(self, host: str) -> str:
+        """The name a node's certificate is checked against when dialling ``host``."""
+        return self.server_hostname or host
+
+    def ssl_context(self) -> "ssl.SSLContext":
+        """The client-side TLS context of these options (:func:`.tls.ssl_context`)."""
+        from .tls import ssl_context
+
+        return ssl_context(self)
+
     @property
     def endpoints(self) -> list[str]:
         """Every endpoint, ``host:port`` first."""
-        return [_join(self.host, self.port), *self.fallbacks]
-
-    def client_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :class:`~.client.IgniteClient` for these options."""
-        return dict(username=self.username, password=self.password, cafile=self.cafile, certfile=self.certfile,
-                    keyfile=self.keyfile, cert_password=self.cert_password,
-                    insecure_skip_verify=self.insecure_skip_verify, server_hostname=self.server_hostname,
-                    insecure_skip_hostname_verification=self.insecure_skip_hostname_verification,
-                    timeout=self.timeout)
+        return [format_endpoint(self.host, self.port), *self.fallbacks]
 
     def open(self) -> "IgniteClient":
         """A new client of its own (the caller closes it)."""
         from .client import IgniteClient
 
-        return IgniteClient(self.endpoints, **self.client_kwargs())
+        return IgniteClient.from_options(self)
 
     def connect(self) -> "IgniteClient":
         """The client this process shares for these options (see :mod:`.pool`); do not close it."""
         from .pool import shared_client
 
         return shared_client(self)
-
-
-def _join(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

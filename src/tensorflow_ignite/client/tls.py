@@ -1,4 +1,4 @@
-"""TLS settings for thin-client connections.
+"""TLS for thin-client connections: the context built from :class:`~.options.ConnectionOptions`.
 
 The server certificate and host name are verified by default.  Turning either
 check off takes an argument whose name says what it does and logs a warning
@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import logging
 import ssl
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError, TLSError
 
-__all__ = ["TLSConfig", "tls_error"]
+if TYPE_CHECKING:
+    from .options import ConnectionOptions
+
+__all__ = ["ssl_context", "tls_error"]
 
 log = logging.getLogger(__name__)
 
@@ -31,94 +34,62 @@ _HOSTNAME_MISMATCH = 62
 _IP_MISMATCH = 64
 
 
-@dataclass(frozen=True)
-class TLSConfig:
-    """How to secure a connection.
-
-    ``cafile`` -- PEM bundle of CAs trusted for the server certificate (system
-    store when omitted).  ``certfile``/``keyfile``/``cert_password`` -- a client
-    certificate and its (optionally encrypted) key.  ``server_hostname`` --
-    name checked against the certificate (defaults to the host connected to).
-    ``insecure_skip_hostname_verification`` / ``insecure_skip_verify`` -- see
-    the module docstring; both log a warning.
-    """
-
-    cafile: str | None = None
-    certfile: str | None = None
-    keyfile: str | None = None
-    cert_password: str | None = field(default=None, repr=False)
-    server_hostname: str | None = None
-    insecure_skip_verify: bool = False
-    insecure_skip_hostname_verification: bool = False
-
-    def __repr__(self) -> str:  # the key password never reaches a log line
-        return (
-            f"TLSConfig(cafile={self.cafile!r}, certfile={self.certfile!r}, "
-            f"keyfile={self.keyfile!r}, server_hostname={self.server_hostname!r}, "
-            f"insecure_skip_verify={self.insecure_skip_verify}, "
-            f"insecure_skip_hostname_verification={self.insecure_skip_hostname_verification})"
+def ssl_context(options: "ConnectionOptions") -> ssl.SSLContext:
+    """The client-side :class:`ssl.SSLContext` for the TLS fields of ``options``."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if options.insecure_skip_verify:
+        log.warning(
+            "TLS certificate verification is DISABLED (insecure_skip_verify=True): "
+            "the connection is encrypted but the server is not authenticated"
         )
-
-    def context(self) -> ssl.SSLContext:
-        """Build the client-side :class:`ssl.SSLContext`."""
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        if self.insecure_skip_verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    else:
+        if options.insecure_skip_hostname_verification:
             log.warning(
-                "TLS certificate verification is DISABLED (insecure_skip_verify=True): "
-                "the connection is encrypted but the server is not authenticated"
+                "TLS host name verification is DISABLED (insecure_skip_hostname_verification=True): "
+                "any certificate signed by the trusted CA is accepted, whatever host it was issued for"
             )
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        else:
-            if self.insecure_skip_hostname_verification:
-                log.warning(
-                    "TLS host name verification is DISABLED (insecure_skip_hostname_verification=True): "
-                    "any certificate signed by the trusted CA is accepted, whatever host it was issued for"
-                )
-                ctx.check_hostname = False  # verify_mode stays CERT_REQUIRED: the chain is still checked
-            try:
-                if self.cafile:
-                    ctx.load_verify_locations(cafile=self.cafile)
-                else:
-                    ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
-            except (OSError, ssl.SSLError) as exc:
+            ctx.check_hostname = False  # verify_mode stays CERT_REQUIRED: the chain is still checked
+        try:
+            if options.cafile:
+                ctx.load_verify_locations(cafile=options.cafile)
+            else:
+                ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigurationError(
+                f"cannot load CA file {options.cafile!r}: {getattr(exc, 'strerror', None) or exc}; "
+                "pass the PEM file of the CA that signed the nodes' certificates"
+            ) from None
+    if options.certfile:
+        asked = []
+
+        def no_password() -> bytes:
+            # Without this OpenSSL would prompt on the terminal for an encrypted key.
+            asked.append(True)
+            return b""
+
+        try:
+            ctx.load_cert_chain(
+                options.certfile, options.keyfile or None,
+                password=options.cert_password.encode() if options.cert_password else no_password,
+            )
+        except (OSError, ssl.SSLError) as exc:
+            # The exception text comes from OpenSSL and never contains the password.
+            if asked:
                 raise ConfigurationError(
-                    f"cannot load CA file {self.cafile!r}: {getattr(exc, 'strerror', None) or exc}; "
-                    "pass the PEM file of the CA that signed the nodes' certificates"
+                    f"the client key {options.keyfile or options.certfile!r} is encrypted: pass its password "
+                    "as cert_password=... (or $IGNITE_CERT_PASSWORD / $IGNITE_DATASET_CERT_PASSWORD)"
                 ) from None
-        if self.certfile:
-            asked = []
-
-            def no_password() -> bytes:
-                # Without this OpenSSL would prompt on the terminal for an encrypted key.
-                asked.append(True)
-                return b""
-
-            try:
-                ctx.load_cert_chain(
-                    self.certfile, self.keyfile or None,
-                    password=self.cert_password.encode() if self.cert_password else no_password,
-                )
-            except (OSError, ssl.SSLError) as exc:
-                # The exception text comes from OpenSSL and never contains the password.
-                if asked:
-                    raise ConfigurationError(
-                        f"the client key {self.keyfile or self.certfile!r} is encrypted: pass its password "
-                        "as cert_password=... (or $IGNITE_CERT_PASSWORD / $IGNITE_DATASET_CERT_PASSWORD)"
-                    ) from None
-                raise ConfigurationError(
-                    f"cannot load client certificate {self.certfile!r} / key {self.keyfile!r}: "
-                    f"{exc.__class__.__name__}: {getattr(exc, 'reason', None) or exc.strerror or exc} "
-                    "(wrong key password?)"
-                ) from None
-        elif self.keyfile:
-            raise ConfigurationError("keyfile given without certfile")
-        return ctx
-
-    def hostname_for(self, host: str) -> str:
-        """The name the server certificate is checked against when connecting to ``host``."""
-        return self.server_hostname or host
+            raise ConfigurationError(
+                f"cannot load client certificate {options.certfile!r} / key {options.keyfile!r}: "
+                f"{exc.__class__.__name__}: {getattr(exc, 'reason', None) or exc.strerror or exc} "
+                "(wrong key password?)"
+            ) from None
+    elif options.keyfile:
+        raise ConfigurationError("keyfile given without certfile")
+    return ctx
 
 
 def tls_error(exc: BaseException, address: str, hostname: str, *, stage: str = "handshake") -> TLSError:

@@ -23,9 +23,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import IgniteConnectionError, ServerError, TransactionNotFoundError
+from ..errors import IgniteConnectionError, ServerError, TransactionConflictError
 from ..protocol import requests, responses
-from ..protocol.codes import ClientStatus, Op, TxConcurrency, TxIsolation
+from ..protocol.codes import Op, TxConcurrency, TxIsolation
 from ..protocol.framing import reusable_frame
 from ..protocol.requests import CacheOptions
 
@@ -37,39 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["Transaction", "TransactionConflictError", "TxConcurrency", "TxIsolation"]
 
 log = logging.getLogger(__name__)
-
-# Substrings of the server's messages for a transaction that lost a race: an
-# optimistic read/write conflict, a lock that could not be taken in time, a
-# detected deadlock.  The server reports all of them with status FAILED (1), the
-# status of any other failure too (Ignite's ClientRequestHandler), so no status
-# code or error class (errors.lookup) tells them apart: only the message does.
-_CONFLICT_MARKERS = (
-    "conflict",
-    "TransactionOptimisticException",
-    "Failed to acquire lock",
-    "TransactionTimeoutException",
-    "transaction timed out",  # "Cache transaction timed out": rolled back by the server
-    "TransactionDeadlockException",
-    "deadlock",
-)
-
-
-class TransactionConflictError(ServerError):
-    """The transaction lost a race with another one (optimistic conflict, lock
-    timeout, deadlock) and was rolled back; running it again may succeed."""
-
-    @staticmethod
-    def retryable(exc: BaseException) -> bool:
-        """True for server errors that mean "rolled back because of concurrency"."""
-        if isinstance(exc, TransactionConflictError):
-            return True
-        if not isinstance(exc, ServerError):
-            return False
-        if isinstance(exc, TransactionNotFoundError):  # timed out and rolled back by the server
-            return True
-        text = str(exc)
-        return exc.status == ClientStatus.FAILED and any(m in text for m in _CONFLICT_MARKERS)
-
 
 class Transaction:
     """One thin-client transaction on one connection.
@@ -166,7 +133,7 @@ class Transaction:
         try:
             self._end(True)
         except ServerError as exc:
-            if TransactionConflictError.retryable(exc):
+            if TransactionConflictError.retryable(exc) and not isinstance(exc, TransactionConflictError):
                 raise TransactionConflictError(str(exc), status=exc.status, op=exc.op) from None
             raise
 

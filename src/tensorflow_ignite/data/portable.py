@@ -29,8 +29,10 @@ environment -- ``IGNITE_DATASET_<NAME>_PASSWORD`` etc. for a named source,
 ``IGNITE_DATASET_PASSWORD``, ``..._USERNAME``, ``..._CERTFILE``,
 ``..._KEYFILE``, ``..._CERT_PASSWORD``, ``..._CAFILE`` otherwise; a missing one is a
 :class:`~tensorflow_ignite.errors.ConfigurationError` naming the variable to
-set.  ``IGNITE_DATASET_HOST``/``_PORT`` replace the first endpoint (a worker
-reaches the cluster through its own node).  A process that already holds a
+set.  The other connection variables (:mod:`tensorflow_ignite.client.env`) apply as
+for every feature: ``IGNITE_DATASET_HOST``/``_PORT`` replace the first endpoint (a
+worker reaches the cluster through its own node), ``..._SERVER_HOSTNAME``, the
+``..._INSECURE_*`` opt-outs and ``..._TIMEOUT`` replace the described ones.  A process that already holds a
 shared client for the same connection (the one that built the dataset) uses
 it, with its credentials.
 
@@ -50,7 +52,9 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, UnsupportedOperationError
-from .env import PREFIX, apply_env_overrides, parse_partition_list
+from ..protocol.endpoint import format_endpoint
+from ..client.env import connection_env
+from .env import PREFIX, parse_partition_list
 from .schema import DatasetSchema, FieldSchema
 
 if TYPE_CHECKING:
@@ -131,37 +135,32 @@ def schema_from_json(d: Mapping[str, Any]) -> DatasetSchema:
 
 # ------------------------------------------------------------ connection
 def _describe_connection(client: "IgniteClient", credentials: str | None) -> dict[str, Any]:
-    endpoints = [_endpoint(h, p) for h, p in client.seeds]
+    endpoints = [format_endpoint(h, p) for h, p in client.seeds]
     try:
         for addresses in client.node_endpoints().values():
             if addresses:
-                text = _endpoint(*addresses[0])
+                text = format_endpoint(*addresses[0])
                 if text not in endpoints:
                     endpoints.append(text)
     except Exception:  # noqa: BLE001 - the seeds alone still describe the cluster
         pass
-    s = client.settings
-    tls = s.tls
+    o = client.options
     if credentials is not None:
         _check_name(credentials)
     return {
         "endpoints": endpoints[:_MAX_ENDPOINTS],
-        "username": s.username,
-        "password": s.password is not None,
-        "tls": tls is not None,
-        "cafile": tls.cafile if tls else None,
-        "client_cert": bool(tls and tls.certfile),
-        "key_password": bool(tls and tls.cert_password),
-        "server_hostname": tls.server_hostname if tls else None,
-        "insecure_skip_verify": bool(tls and tls.insecure_skip_verify),
-        "insecure_skip_hostname_verification": bool(tls and tls.insecure_skip_hostname_verification),
-        "timeout": s.timeout,
+        "username": o.username,
+        "password": o.password is not None,
+        "tls": o.uses_tls,
+        "cafile": o.cafile,
+        "client_cert": bool(o.certfile),
+        "key_password": bool(o.cert_password),
+        "server_hostname": o.server_hostname,
+        "insecure_skip_verify": o.insecure_skip_verify,
+        "insecure_skip_hostname_verification": o.insecure_skip_hostname_verification,
+        "timeout": o.timeout,
         "credentials": credentials,
     }
-
-
-def _endpoint(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _split_endpoint(text: str) -> tuple[str, int]:
@@ -186,14 +185,10 @@ def _credentials(conn: Mapping[str, Any]) -> dict[str, Any]:
                 raise ConfigurationError(f"credentials source {source!r} returned unknown settings "
                                          f"{sorted(unknown)}; expected some of {list(_CREDENTIAL_FIELDS)}")
             return given
-        out: dict[str, Any] = {}
-        for f in _CREDENTIAL_FIELDS:
-            value = os.environ.get(_env_name(source, f))
-            if value is not None:
-                out[f] = value
-        return out
-    env = apply_env_overrides({f: None for f in _CREDENTIAL_FIELDS})
-    return {f: env[f] for f in _CREDENTIAL_FIELDS if env.get(f) is not None}
+        env = connection_env(prefixes=(_env_name(source, ""),))
+    else:
+        env = connection_env()
+    return {f: env[f] for f in _CREDENTIAL_FIELDS if f in env}
 
 
 def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
@@ -201,13 +196,17 @@ def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
 
     endpoints = list(conn["endpoints"])
     host, port = _split_endpoint(endpoints[0])
-    where = apply_env_overrides({"host": host, "port": port})
-    host, port = where["host"], int(where["port"])
+    # The connection variables of this process, as every feature reads them (credentials
+    # apart: those come from _credentials, a named source's before the plain variables).
+    env = {k: v for k, v in connection_env().items() if k not in _CREDENTIAL_FIELDS}
+    host, port = env.pop("host", host), env.pop("port", port)
     public = dict(
         username=conn["username"], cafile=conn["cafile"], server_hostname=conn["server_hostname"],
         insecure_skip_verify=conn["insecure_skip_verify"],
         insecure_skip_hostname_verification=conn["insecure_skip_hostname_verification"],
+        timeout=float(conn["timeout"]),
     )
+    public.update(env)
     # The process that built the dataset (or any process that built one like it) already
     # holds a client with the credentials: use it.
     for options in pooled_options():
@@ -236,14 +235,10 @@ def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
             f"carry: set {'; '.join(missing)}{how}")
     if username is None or password is None:
         username = password = None
-    options = ConnectionOptions(
-        host=host, port=port, fallbacks=tuple(endpoints[1:]), username=username,
-        password=password, cafile=given.get("cafile", conn["cafile"]),
-        certfile=given.get("certfile"), keyfile=given.get("keyfile"), cert_password=given.get("cert_password"),
-        insecure_skip_verify=conn["insecure_skip_verify"], server_hostname=conn["server_hostname"],
-        insecure_skip_hostname_verification=conn["insecure_skip_hostname_verification"],
-        timeout=float(conn["timeout"]),
-    )
+    options = ConnectionOptions(**{
+        **public, "host": host, "port": port, "fallbacks": tuple(endpoints[1:]), "username": username,
+        "password": password, "cafile": given.get("cafile", conn["cafile"]), "certfile": given.get("certfile"),
+        "keyfile": given.get("keyfile"), "cert_password": given.get("cert_password")})
     return options.connect()
 
 

@@ -30,7 +30,7 @@ class IgniteBackend:
     """``FileSystemBackend`` over Ignite file stores; stateless apart from the pool."""
 
     def __repr__(self) -> str:
-        return f"IgniteBackend(default={settings().host}:{settings().port})"
+        return f"IgniteBackend(default={settings().connection.endpoints[0]})"
 
     @staticmethod
     def resolve(uri: str) -> tuple[IgniteFileStore, str]:

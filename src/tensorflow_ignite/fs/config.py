@@ -8,16 +8,16 @@ Resolution, for each setting, first match wins:
    serves both features);
 4. built-in defaults (``127.0.0.1:10800``, no TLS, no credentials).
 
-Names: ``HOST``, ``PORT`` (the default endpoint, used for ``ignite:///path``
-and ``igfs:///path``), ``USERNAME``, ``PASSWORD``, ``CAFILE``, ``CERTFILE``,
-``KEYFILE``, ``CERT_PASSWORD``, ``SERVER_HOSTNAME`` (check the nodes'
-certificates against this name), ``INSECURE_SKIP_VERIFY`` and
-``INSECURE_SKIP_HOSTNAME_VERIFICATION`` (``true``/``false``: the opt-outs of
-:class:`~tensorflow_ignite.client.ConnectionOptions`); file-store options (``IGNITE_FS_`` only):
-``CACHE_PREFIX`` (default ``ignite_fs``), ``BLOCK_SIZE`` (bytes, suffixes
-``k``/``m`` allowed; default 4m), ``BACKUPS`` (default 1), ``TIMEOUT`` (seconds,
-default 30), ``GARBAGE_DELAY`` (seconds replaced or removed content stays
-readable for readers in other processes that opened it before; default 10).
+The connection variables are those of every feature, read by
+:meth:`ConnectionOptions.from_env <tensorflow_ignite.client.ConnectionOptions.from_env>`
+(:mod:`tensorflow_ignite.client.env`): ``HOST``, ``PORT`` (the default endpoint, used for
+``ignite:///path`` and ``igfs:///path``), ``USERNAME``, ``PASSWORD``, ``CAFILE``,
+``CERTFILE``, ``KEYFILE``, ``CERT_PASSWORD``, ``SERVER_HOSTNAME``,
+``INSECURE_SKIP_VERIFY``, ``INSECURE_SKIP_HOSTNAME_VERIFICATION``, ``TIMEOUT``;
+file-store options (``IGNITE_FS_`` only): ``CACHE_PREFIX`` (default
+``ignite_fs``), ``BLOCK_SIZE`` (bytes, suffixes ``k``/``m`` allowed; default 4m),
+``BACKUPS`` (default 1), ``GARBAGE_DELAY`` (seconds replaced or removed content
+stays readable for readers in other processes that opened it before; default 10).
 
 ``ignite://host:port/path`` always uses that host and port; credentials and
 TLS are never taken from a URI (a ``user@`` part is rejected without echoing
@@ -25,7 +25,8 @@ it).  One :class:`~tensorflow_ignite.fs.store.IgniteFileStore` exists per
 (endpoint, settings), its client the process's shared one for those
 connection options (:mod:`tensorflow_ignite.client.pool`, which datasets and
 writes use too, so one connection per node) -- shared by TensorFlow, fsspec
-and every thread of the process.
+and every thread of the process.  A forked child drops the stores it
+inherited, as the client pool drops their clients (:func:`~tensorflow_ignite.client.pool.at_fork_in_child`).
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ import threading
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from ..client.env import CONNECTION_VARIABLES, DATASET_PREFIX, FS_PREFIX, connection_env, parse_int
+from ..client.options import ConnectionOptions
+from ..client.pool import at_fork_in_child
 from ..errors import ConfigurationError
-from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
+from ..protocol.endpoint import DEFAULT_PORT
 
 if TYPE_CHECKING:
-    from ..client.options import ConnectionOptions
     from .store import IgniteFileStore
 
 __all__ = [
@@ -54,50 +57,35 @@ __all__ = [
     "reject_query",
     "store_for",
     "close_stores",
+    "SETTING_NAMES",
     "DEFAULT_PORT",
 ]
 
-_PREFIXES = ("IGNITE_FS_", "IGNITE_DATASET_")
-_SECRET_FIELDS = frozenset({"password", "cert_password"})
+_PREFIXES = (FS_PREFIX, DATASET_PREFIX)
 
 
 @dataclass(frozen=True)
 class FsSettings:
-    """Everything that decides which store a path lives in; secrets kept out of ``repr``."""
+    """Everything that decides which store a path lives in: the cluster (``connection``, whose
+    client is the process's shared one) and the store's own options."""
 
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
-    cafile: str | None = None
-    certfile: str | None = None
-    keyfile: str | None = None
-    cert_password: str | None = field(default=None, repr=False)
-    server_hostname: str | None = None
-    insecure_skip_verify: bool = False
-    insecure_skip_hostname_verification: bool = False
+    connection: ConnectionOptions = field(default_factory=ConnectionOptions)
     cache_prefix: str = "ignite_fs"
     block_size: int = 4 << 20
     backups: int = 1
-    timeout: float = 30.0
     #: Seconds replaced or removed content is kept for readers in other processes.
     garbage_delay: float = 10.0
 
-    @property
-    def connection(self) -> "ConnectionOptions":
-        """The cluster part of these settings (the store's client is the process's shared one for it)."""
-        from ..client.options import ConnectionOptions  # the client package is heavy: not at plugin load
+    def updated(self, **changes: Any) -> "FsSettings":
+        """A copy with ``changes`` applied: fields of this class or of :class:`ConnectionOptions`."""
+        mine = {k: changes.pop(k) for k in _STORE_FIELDS if k in changes}
+        connection = replace(self.connection, **changes) if changes else self.connection
+        return replace(self, connection=connection, **mine)
 
-        return ConnectionOptions(
-            host=self.host, port=self.port, username=self.username, password=self.password, cafile=self.cafile,
-            certfile=self.certfile, keyfile=self.keyfile, cert_password=self.cert_password,
-            insecure_skip_verify=self.insecure_skip_verify, server_hostname=self.server_hostname,
-            insecure_skip_hostname_verification=self.insecure_skip_hostname_verification, timeout=self.timeout)
 
-    @property
-    def tls(self) -> bool:
-        return self.connection.uses_tls
-
+_STORE_FIELDS = tuple(f.name for f in fields(FsSettings) if f.name != "connection")
+#: What :func:`configure` accepts: the connection's fields (but its fallbacks) and the store's.
+SETTING_NAMES = tuple(n for n in ConnectionOptions.field_names() if n != "fallbacks") + _STORE_FIELDS
 
 _lock = threading.Lock()
 _overrides: dict[str, Any] = {}
@@ -109,13 +97,8 @@ _resolved: dict[tuple[Any, ...], "IgniteFileStore"] = {}
 _settings_cache: tuple[Any, ...] | None = None
 _exit_hook = False
 
-_ENV_NAMES = tuple(
-    prefix + name
-    for name in ("HOST", "PORT", "USERNAME", "PASSWORD", "CAFILE", "CERTFILE", "KEYFILE", "CERT_PASSWORD",
-                 "SERVER_HOSTNAME", "INSECURE_SKIP_VERIFY", "INSECURE_SKIP_HOSTNAME_VERIFICATION")
-    for prefix in _PREFIXES
-) + ("IGNITE_FS_CACHE_PREFIX", "IGNITE_FS_BLOCK_SIZE", "IGNITE_FS_BACKUPS", "IGNITE_FS_TIMEOUT",
-     "IGNITE_FS_GARBAGE_DELAY")
+_ENV_NAMES = tuple(prefix + name.upper() for name in CONNECTION_VARIABLES for prefix in _PREFIXES) + tuple(
+    FS_PREFIX + name.upper() for name in _STORE_FIELDS)
 _ENV_KEYS_RAW = tuple(os.fsencode(n) for n in _ENV_NAMES)
 
 
@@ -138,56 +121,40 @@ def _parse_size(name: str, text: str) -> int:
     return value
 
 
-def _from_env(environ: Any) -> dict[str, Any]:
+def _store_env(environ: Any) -> dict[str, Any]:
+    """The file-store options the ``IGNITE_FS_*`` variables set."""
     out: dict[str, Any] = {}
-    for f in fields(FsSettings):
-        if f.name in ("cache_prefix", "block_size", "backups", "timeout", "garbage_delay"):
-            prefixes: tuple[str, ...] = ("IGNITE_FS_",)
+    for key in _STORE_FIELDS:
+        name = FS_PREFIX + key.upper()
+        raw = environ.get(name)
+        if not raw:
+            continue
+        if key == "block_size":
+            out[key] = _parse_size(name, raw)
+        elif key == "backups":
+            out[key] = parse_int(name, raw)
+        elif key == "garbage_delay":
+            try:
+                out[key] = float(raw)
+            except ValueError:
+                raise ConfigurationError(f"{name}={raw!r} is not a number of seconds") from None
         else:
-            prefixes = _PREFIXES
-        for prefix in prefixes:
-            name = prefix + f.name.upper()
-            raw = environ.get(name)
-            if raw is None or raw == "":
-                continue
-            if f.name == "port":
-                try:
-                    out["port"] = int(raw)
-                except ValueError:
-                    raise ConfigurationError(f"{name}={raw!r} is not a port number") from None
-            elif f.name == "block_size":
-                out["block_size"] = _parse_size(name, raw)
-            elif f.name == "backups":
-                try:
-                    out["backups"] = int(raw)
-                except ValueError:
-                    raise ConfigurationError(f"{name}={raw!r} is not an integer") from None
-            elif f.name.startswith("insecure_"):
-                flag = raw.strip().lower()
-                if flag not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                    raise ConfigurationError(f"{name}={raw!r} is not a boolean (true/false)")
-                out[f.name] = flag in ("1", "true", "yes", "on")
-            elif f.name in ("timeout", "garbage_delay"):
-                try:
-                    out[f.name] = float(raw)
-                except ValueError:
-                    raise ConfigurationError(f"{name}={raw!r} is not a number of seconds") from None
-            else:
-                out[f.name] = raw
-            break
+            out[key] = raw
     return out
 
 
 def configure(**options: Any) -> FsSettings:
     """Set defaults for ``ignite://`` in this process (they win over the environment).
 
-    Accepts the fields of :class:`FsSettings`: ``host``, ``port``, ``username``,
-    ``password``, ``cafile``, ``certfile``, ``keyfile``, ``cert_password``,
-    ``cache_prefix``, ``block_size``, ``backups``, ``timeout``, ``garbage_delay``.  Passing
-    ``None`` removes an override.  Returns the resulting default settings.
+    Accepts the fields of :class:`~tensorflow_ignite.client.ConnectionOptions`
+    (``host``, ``port``, ``username``, ``password``, ``cafile``, ``certfile``,
+    ``keyfile``, ``cert_password``, ``server_hostname``, the ``insecure_*``
+    opt-outs, ``timeout``) and the store's own (``cache_prefix``,
+    ``block_size``, ``backups``, ``garbage_delay``).  Passing ``None`` removes
+    an override.  Returns the resulting default settings.
     Stores already open keep their settings; new paths use the new ones.
     """
-    known = {f.name for f in fields(FsSettings)}
+    known = set(SETTING_NAMES)
     unknown = set(options) - known
     if unknown:
         raise ConfigurationError(f"unknown ignite:// setting(s): {', '.join(sorted(unknown))}; "
@@ -227,10 +194,10 @@ def settings(environ: Any = None) -> FsSettings:
         cached = _settings_cache
         if cached is not None and cached[0] == key:
             return cached[1]  # type: ignore[no-any-return]
-    values = _from_env(os.environ if environ is None else environ)
+    env = os.environ if environ is None else environ
     with _lock:
-        values.update(_overrides)
-    result = FsSettings(**values)
+        given = dict(_overrides)
+    result = FsSettings(ConnectionOptions(**connection_env(env, _PREFIXES)), **_store_env(env)).updated(**given)
     if environ is None:
         _settings_cache = (key, result)
     return result
@@ -256,7 +223,7 @@ def parse_endpoint(host: str, defaults: FsSettings | None = None) -> tuple[str, 
             "IGNITE_FS_USERNAME/IGNITE_FS_PASSWORD or call tensorflow_ignite.fs.configure(...)"
         )
     if not host:
-        return d.host, d.port
+        return d.connection.host, d.connection.port
     if host.startswith("["):
         name, bracket, rest = host[1:].partition("]")
         if not bracket or (rest and not rest.startswith(":")):
@@ -269,14 +236,14 @@ def parse_endpoint(host: str, defaults: FsSettings | None = None) -> tuple[str, 
     else:
         name, port_text = host, ""
     if not port_text:
-        return name or d.host, d.port
+        return name or d.connection.host, d.connection.port
     try:
         port = int(port_text)
     except ValueError:
         raise ConfigurationError(f"bad port {port_text!r} in ignite:// host {name!r}") from None
     if not 0 < port < 65536:
         raise ConfigurationError(f"port {port} out of range in ignite:// host {name!r}")
-    return name or d.host, port
+    return name or d.connection.host, port
 
 
 def store_for(host: str = "", **overrides: Any) -> "IgniteFileStore":
@@ -296,9 +263,9 @@ def store_for(host: str = "", **overrides: Any) -> "IgniteFileStore":
 def _store_for(host: str, overrides: dict[str, Any]) -> "IgniteFileStore":
     base = settings()
     if overrides:
-        base = replace(base, **{k: v for k, v in overrides.items() if v is not None})
+        base = base.updated(**{k: v for k, v in overrides.items() if v is not None})
     name, port = parse_endpoint(host, base)
-    key = replace(base, host=name.lower(), port=port)
+    key = base.updated(host=name.lower(), port=port)
     with _lock:
         store = _stores.get(key)
         if store is not None and not store.closed:
@@ -337,12 +304,12 @@ def close_stores() -> None:
 
 
 def _forget_after_fork() -> None:
-    """In a forked child the parent's sockets and threads are not ours: start afresh
-    (without closing anything -- the parent still uses those connections)."""
+    """In a forked child the parent's stores (their clients, threads and sockets) are not
+    ours: start afresh, closing nothing (the parent still uses them)."""
     global _lock
     _lock = threading.Lock()
     _stores.clear()
     _resolved.clear()
 
 
-os.register_at_fork(after_in_child=_forget_after_fork)
+at_fork_in_child(_forget_after_fork)

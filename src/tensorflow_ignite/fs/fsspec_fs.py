@@ -29,7 +29,7 @@ from typing import Any
 
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
 
-from .config import reject_query, store_for
+from .config import SETTING_NAMES, reject_query, store_for
 from .layout import DirEntry, Entry, normalize_path
 from .store import FileReader, FileWriter, IgniteFileStore
 
@@ -42,18 +42,16 @@ class IgniteFileSystem(AbstractFileSystem):
     """A file tree stored in Ignite caches, as an fsspec filesystem.
 
     ``host``/``port`` choose the cluster (default: the configured endpoint);
-    ``username``, ``password``, ``cafile``, ``certfile``, ``keyfile``,
-    ``cert_password``, ``cache_prefix`` and ``block_size`` override the
-    configured settings for this instance.
+    the other settings :func:`~tensorflow_ignite.fs.configure` takes
+    (``username``, ``password``, ``cafile``, ... ``cache_prefix``,
+    ``block_size``) override the configured ones for this instance.
     """
 
     protocol = ("ignite", "igfs")
     root_marker = "/"
 
     def __init__(self, host: str | None = None, port: int | None = None, **kwargs: Any) -> None:
-        store_keys = ("username", "password", "cafile", "certfile", "keyfile", "cert_password",
-                      "cache_prefix", "block_size", "backups", "timeout")
-        self._overrides = {k: kwargs.pop(k) for k in store_keys if k in kwargs}
+        self._overrides = {k: kwargs.pop(k) for k in SETTING_NAMES if k in kwargs and k not in ("host", "port")}
         super().__init__(**kwargs)
         if host and port:
             self.endpoint = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -62,7 +60,7 @@ class IgniteFileSystem(AbstractFileSystem):
         elif port:
             from .config import settings
 
-            self.endpoint = f"{settings().host}:{port}"
+            self.endpoint = f"{settings().connection.host}:{port}"
         else:
             self.endpoint = ""
 

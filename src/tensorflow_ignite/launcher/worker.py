@@ -15,8 +15,10 @@ The launcher starts each worker with::
 so ``IgniteDataset(cache)`` in a worker reads exactly its node's primary
 partitions.  On secured clusters the node adds ``IGNITE_DATASET_USERNAME``,
 ``_PASSWORD``, ``_CAFILE``, ``_CERTFILE``, ``_KEYFILE``, ``_CERT_PASSWORD`` from its
-own configuration (never from the job record); the dataset, the ``ignite://``
-filesystem and :func:`report` use them.  :class:`WorkerContext` reads these; :func:`report` stores a small
+own configuration (never from the job record); the dataset, ``write``, the
+``ignite://`` filesystem and :func:`report` use them -- every connection
+variable means the same to all of them (:mod:`tensorflow_ignite.client.env`
+reads them; :func:`node_options` is the result).  :class:`WorkerContext` reads these; :func:`report` stores a small
 result for the job's owner; :func:`gather_ints` and :func:`equal_steps` keep
 step counts equal across workers whose nodes hold different numbers of rows
 (MultiWorkerMirroredStrategy hangs at epoch end otherwise).
@@ -26,14 +28,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..data.env import parse_partition_list
-from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
+from ..client.env import DATASET_PREFIX, parse_partition_list
+from ..client.options import ConnectionOptions
 from . import layout
 
-__all__ = ["WorkerContext", "report", "node_client_settings", "gather_ints", "equal_steps"]
+__all__ = ["WorkerContext", "report", "node_options", "node_client_settings", "gather_ints", "equal_steps"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ class WorkerContext:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "WorkerContext":
         env = os.environ if environ is None else environ
+        node = node_options(env)
+        parts = env.get(DATASET_PREFIX + "PARTS")
         return cls(
             job_id=env.get("TF_IGNITE_JOB_ID", "local"),
             attempt=int(env.get("TF_IGNITE_ATTEMPT", "1")),
@@ -64,9 +68,9 @@ class WorkerContext:
             num_workers=int(env.get("TF_IGNITE_NUM_WORKERS", "1")),
             node=env.get("TF_IGNITE_NODE", ""),
             cache=env.get("TF_IGNITE_CACHE", ""),
-            partitions=parse_partition_list(env["IGNITE_DATASET_PARTS"]) if env.get("IGNITE_DATASET_PARTS") else (),
-            host=env.get("IGNITE_DATASET_HOST", DEFAULT_HOST),
-            port=int(env.get("IGNITE_DATASET_PORT", str(DEFAULT_PORT))),
+            partitions=parse_partition_list(parts) if parts else (),
+            host=node.host,
+            port=node.port,
             checkpoint_dir=env.get("TF_IGNITE_CHECKPOINT_DIR") or None,
             task_type=env.get("TF_IGNITE_TASK_TYPE", "worker"),
             task_index=int(env.get("TF_IGNITE_TASK_INDEX", env.get("TF_IGNITE_WORKER_INDEX", "0"))),
@@ -87,17 +91,20 @@ class WorkerContext:
         return "TF_IGNITE_JOB_ID" in os.environ
 
 
-#: ``IGNITE_DATASET_<NAME>`` variables with the node-local credentials -> client keyword.
-_CREDENTIAL_ENV = {"USERNAME": "username", "PASSWORD": "password", "CAFILE": "cafile", "CERTFILE": "certfile",
-                   "KEYFILE": "keyfile", "CERT_PASSWORD": "cert_password"}
+_CREDENTIALS = ("username", "password", "cafile", "certfile", "keyfile", "cert_password")
+
+
+def node_options(environ: Mapping[str, str] | None = None) -> ConnectionOptions:
+    """How this worker reaches its node: the ``IGNITE_DATASET_*`` variables its node set, read
+    as every feature reads them (:meth:`ConnectionOptions.from_env`)."""
+    return ConnectionOptions.from_env(environ)
 
 
 def node_client_settings(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Credentials and TLS files for this worker's node, from the ``IGNITE_DATASET_*``
     variables its node set (empty on an open cluster); :class:`ConnectionOptions` fields."""
-    env = os.environ if environ is None else environ
-    return {kw: env[f"IGNITE_DATASET_{name}"] for name, kw in _CREDENTIAL_ENV.items()
-            if env.get(f"IGNITE_DATASET_{name}")}
+    options = node_options(environ)
+    return {key: getattr(options, key) for key in _CREDENTIALS if getattr(options, key)}
 
 
 def report(values: Mapping[str, Any], *, context: WorkerContext | None = None, **client_settings: Any) -> None:
@@ -107,12 +114,10 @@ def report(values: Mapping[str, Any], *, context: WorkerContext | None = None, *
     describe`` shows them.  Written through this node's client endpoint, with
     the node's credentials (:func:`node_client_settings`) unless given here.
     """
-    from ..client import ConnectionOptions
-
     ctx = context or WorkerContext.from_env()
-    settings = {**node_client_settings(), **client_settings}
     # The worker's shared client for its node (its datasets use the same one).
-    client = ConnectionOptions(host=ctx.host, port=ctx.port, **settings).connect()
+    options = replace(node_options(), host=ctx.host, port=ctx.port, **client_settings)
+    client = options.connect()
     cache = client.get_or_create_cache(layout.cache_config(layout.RESULTS))
     cache.put(layout.worker_key(ctx.job_id, ctx.attempt, ctx.index), dict(values))
 

@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tensorflow_ignite.errors import IgniteError
+from tensorflow_ignite.errors import BuildInProgressError, NativeBuildError
 
 __all__ = [
     "NativeBuildError",
@@ -89,6 +89,9 @@ STAMP_DIR = ".stamps"
 #: ``TF_IGNITE_BUILD_NATIVE=1``: an installed package may compile its native
 #: libraries (into :func:`user_cache_dir`) when it has none for this TensorFlow.
 BUILD_ENV = "TF_IGNITE_BUILD_NATIVE"
+#: ``0`` keeps ``import tensorflow`` from registering ``ignite://`` (read by
+#: ``fs/registration.py``, which holds the same name: this module does not import ``fs/``).
+AUTOREGISTER_ENV = "TF_IGNITE_FS_AUTOREGISTER"
 #: Written next to prebuilt libraries by ``--wheel`` builds: what they were built against.
 BUILD_INFO = "_build_info.json"
 _TF_FRAMEWORK = "libtensorflow_framework.so.2"
@@ -164,15 +167,6 @@ LIBRARIES: tuple[Library, ...] = (FS_PLUGIN, DATA_OPS)
 SOURCE = FS_PLUGIN.source
 MODULE_NAME = FS_PLUGIN.module_name
 EXPORTED_SYMBOLS = FS_PLUGIN.exported_symbols
-
-
-class NativeBuildError(IgniteError):
-    """The plugin could not be built (no compiler, no headers, compiler error)."""
-
-
-class BuildInProgressError(NativeBuildError):
-    """The libraries are being built by this very process (a build asked for one of them: see
-    :func:`build_lock`); they can be loaded once that build has finished."""
 
 
 # -------------------------------------------------------------------- locations
@@ -381,8 +375,6 @@ def tensorflow_flags() -> tuple[list[str], list[str]]:
     """
     # Importing TensorFlow would register ignite:// (tensorflow_ignite installs an
     # import hook), which needs the very library being built: not in this process.
-    from ..fs.registration import AUTOREGISTER_ENV
-
     saved = os.environ.get(AUTOREGISTER_ENV)
     os.environ[AUTOREGISTER_ENV] = "0"
     try:

@@ -8,7 +8,7 @@ connection (or a timeout behind some resolvers) before the IPv4 attempt.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_ENDPOINT"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_ENDPOINT", "format_endpoint"]
 
 #: Host used when none is given (CLI ``--host``, ``IgniteDataset``, ``write``, ``ignite://`` URIs without one).
 DEFAULT_HOST = "127.0.0.1"
@@ -16,3 +16,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 10800
 #: ``host:port`` of the two above.
 DEFAULT_ENDPOINT = f"{DEFAULT_HOST}:{DEFAULT_PORT}"
+
+
+def format_endpoint(host: str, port: int) -> str:
+    """``host:port``, with an IPv6 address in brackets (``[::1]:10800``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -281,7 +281,7 @@ def server_error(status: int, message: str | None, op: int | None = None) -> Ser
     if op is not None:
         text += f" for op {op}"
     text += f": {message or 'no message'}"
-    return lookup(status)(text, status=status, op=op)
+    return lookup(status, message)(text, status=status, op=op)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,10 +18,13 @@ wraps at 32 bits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
+
+from .codes import TypeCode
 
 __all__ = [
     "to_int32",
@@ -38,6 +41,8 @@ __all__ = [
     "long_hash_codes",
     "affinity_partition",
     "affinity_partitions",
+    "string_hash_codes",
+    "java_key_hash",
 ]
 
 #: FNV-1 offset basis as a signed Java int (``0x811C9DC5``).
@@ -205,6 +210,60 @@ def long_hash_codes(values: np.ndarray) -> np.ndarray:
     """``Long.hashCode()`` of every value, ``(int) (v ^ v >>> 32)``, as ``uint32``."""
     u = np.ascontiguousarray(values, dtype="<i8").view(np.uint64)
     return ((u ^ (u >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+
+
+def string_hash_codes(texts: Sequence[str]) -> np.ndarray:
+    """:func:`java_string_hash` of every string, as ``uint32``, computed over all of them at once.
+
+    ``hashCode`` is ``sum(c[i] * 31**(n-1-i))`` modulo ``2**32`` over the UTF-16 code
+    units: every unit is multiplied by its power of 31 (``uint32`` products wrap as
+    Java's ints do) and the products are summed per string.
+    """
+    n = len(texts)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint32)
+    joined = "".join(texts)
+    if joined.isascii():
+        units = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    else:
+        units = np.frombuffer(joined.encode("utf-16-le", "surrogatepass"), dtype="<u2")
+        lengths = np.fromiter((len(t.encode("utf-16-le", "surrogatepass")) // 2 for t in texts),
+                              dtype=np.int64, count=n)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    longest = int(lengths.max())
+    _powers_of_31(longest + 1)
+    powers = _POW31_I32[:longest + 1].view(np.uint32)
+    # Unit k of a string of length L ending at `end` has exponent end - 1 - k.
+    exponent = np.repeat(ends - 1, lengths) - np.arange(len(units), dtype=np.int64)
+    products = units.astype(np.uint32) * powers[exponent]
+    out = np.zeros(n, dtype=np.uint32)
+    nonempty = lengths > 0
+    if len(products):
+        sums = np.add.reduceat(products, starts[nonempty], dtype=np.uint32)
+        out[nonempty] = sums
+    return out
+
+
+def java_key_hash(key: Any, key_type: int | None = None) -> int | None:
+    """The Java ``hashCode()`` of a key as it goes on the wire (``key_type``, else the type a
+    Python value gets: ``int`` -> ``Long``, ``str`` -> ``String``), for the key types whose
+    hash is known here (``Long``, ``Integer``, ``Short``, ``Byte``, ``String``); else None."""
+    if isinstance(key, bool):
+        return None
+    if isinstance(key, (int, np.integer)):
+        code = TypeCode.LONG if key_type is None else key_type
+        value = int(key)
+        if code == TypeCode.LONG:
+            u = value & 0xFFFFFFFFFFFFFFFF
+            return to_int32(u ^ (u >> 32))
+        if code in (TypeCode.INT, TypeCode.SHORT, TypeCode.BYTE):
+            return to_int32(value)
+        return None
+    if isinstance(key, str) and key_type in (None, TypeCode.STRING):
+        return java_string_hash(key)
+    return None
 
 
 def affinity_partition(key_hash: int, partitions: int) -> int:

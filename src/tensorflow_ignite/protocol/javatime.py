@@ -55,7 +55,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
-from ..errors import ProtocolError
+from ..errors import ProtocolError, UnsupportedJavaObjectError
 from .values import Date, Time, Timestamp
 
 if TYPE_CHECKING:
@@ -106,14 +106,6 @@ DECODED_JAVA_CLASSES = ("java.sql.Date, java.util.Date, java.sql.Time, java.sql.
                         "java.time.LocalDateTime, java.time.LocalTime (whole milliseconds), java.time.Instant")
 _DAY_MS = 86_400_000
 _DAY_NS = 86_400 * 10**9
-
-
-class UnsupportedJavaObjectError(ProtocolError):
-    """Optimized-marshaller bytes of a class this library does not decode."""
-
-    def __init__(self, message: str, class_name: str) -> None:
-        super().__init__(message)
-        self.class_name = class_name
 
 
 def describe_java_object(data: bytes) -> str:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...capacity import CapacityGuard
-from ...errors import CapacityError, ConfigurationError, IgniteError, ServerError
+from ...launcher.jobs import JobClient
+from ...errors import CapacityError, ConfigurationError, IgniteError, ServerError, WriteError
 from ...protocol.codes import AtomicityMode, WriteSynchronizationMode
 from ...protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..tensor_schema import SCHEMA_CACHE, load_schema, save_schema
@@ -70,18 +71,6 @@ class WriteResult:
         return text
 
 
-class WriteError(IgniteError):
-    """An ``append`` failed part-way; ``rows_written`` rows (at least) are in the cache.
-
-    The original error is the ``__cause__``.
-    """
-
-    def __init__(self, message: str, *, cache_name: str, rows_written: int) -> None:
-        super().__init__(message)
-        self.cache_name = cache_name
-        self.rows_written = rows_written
-
-
 _ATOMICITY = {"atomic": AtomicityMode.ATOMIC, "transactional": AtomicityMode.TRANSACTIONAL}
 _WRITE_SYNC = {"primary_sync": WriteSynchronizationMode.PRIMARY_SYNC,
                "full_sync": WriteSynchronizationMode.FULL_SYNC,
@@ -100,13 +89,10 @@ def write(
     data: Any,
     *,
     client: "IgniteClient | None" = None,
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    username: str | None = None,
-    password: str | None = None,
-    cafile: str | None = None,
-    certfile: str | None = None,
-    keyfile: str | None = None,
+    # The fields of ConnectionOptions, grouped: endpoint; credentials; TLS files.
+    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+    username: str | None = None, password: str | None = None,
+    cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None,
     cert_password: str | None = None,
     type_name: str | None = None,
     key: str | None = None,
@@ -172,7 +158,9 @@ def write(
 
     Rows are sent in put-all requests of about ``batch_bytes``.  ``progress``
     shows a tqdm bar on stderr (default: when stderr is a terminal).  Either
-    pass a connected ``client`` or the connection settings.
+    pass a connected ``client`` or the connection settings; the
+    ``IGNITE_DATASET_*`` connection variables (:mod:`tensorflow_ignite.client.env`)
+    win over the latter, as for ``IgniteDataset``.
     """
     if mode not in _MODES:
         raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
@@ -190,10 +178,11 @@ def write(
     if client is None:
         from ...client import ConnectionOptions
 
-        # The process's shared client for these options (the one its datasets and ignite:// use).
+        # The process's shared client for these options (the one its datasets and ignite:// use),
+        # the IGNITE_DATASET_* variables applied as for every feature.
         client = ConnectionOptions.from_address(host, port, username=username, password=password, cafile=cafile,
                                                 certfile=certfile, keyfile=keyfile,
-                                                cert_password=cert_password).connect()
+                                                cert_password=cert_password).with_env().connect()
     return _write(client, cache_name, source, type_name=type_name, key=key, key_offset=key_offset,
                   mode=mode, backups=backups, atomicity=atomicity_mode, write_sync=sync_mode, sql=sql,
                   batch_bytes=batch_bytes, progress=progress, started=started)
@@ -216,7 +205,7 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
     # created, a type registered or anything stored (capacity.py); ``send_all`` checks again between batches.
     kept = existing and mode != "overwrite"  # the cache keeps its configuration (and backups)
     guard = CapacityGuard(client, cache_name, copies=_copies_of(client, cache_name) if kept else 1 + backups,
-                          what="write", region=None if kept else "")
+                          what="write", region=None if kept else "", module=JobClient)
     row_bytes = estimate_row_bytes(plan, source.first)
     rows_known = source.total_rows or 0  # unknown (a tf.data source): checked batch by batch only
     guard.check(row_bytes * rows_known, rows_known, largest_entry=row_bytes,

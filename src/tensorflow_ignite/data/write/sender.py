@@ -22,7 +22,7 @@ from ...protocol import requests
 from ...protocol.codes import Op, TypeCode
 from ...protocol.framing import reusable_frame
 from ...protocol.hashing import cache_id as _cache_id
-from ...protocol.hashing import java_string_hash, long_hash_codes
+from ...protocol.hashing import long_hash_codes, string_hash_codes
 from .encode import GenericRowEncoder, python_values, wire_keys
 from .plan import WritePlan, check_chunk
 from .sources import Source
@@ -147,7 +147,7 @@ def key_hashes(plan: WritePlan, keys: Any) -> np.ndarray | None:
     if isinstance(keys, np.ndarray) and plan.key.code == TypeCode.LONG:
         return long_hash_codes(keys)
     if plan.key.code == TypeCode.STRING:
-        return np.array([java_string_hash(k) & 0xFFFFFFFF for k in keys], dtype=np.uint32)
+        return string_hash_codes(keys if isinstance(keys, list) else list(keys))
     return None
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ...capacity import CapacityGuard
 from ...client import IgniteClient
 from ...errors import CacheNotFoundError
+from ...launcher.jobs import JobClient
 from ...protocol.cache_config import CacheConfiguration
 from ...protocol.codes import AtomicityMode, CacheMode, PartitionLossPolicy, WriteSynchronizationMode
 from ..layout import (
@@ -78,7 +79,8 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         self._open_caches()
         #: The capacity guard of the data cache's region (capacity.py): writers admit every
         #: block before storing it, so a write that would fill the region fails instead.
-        self.capacity = CapacityGuard(client, self.data.name, copies=1 + backups, what="ignite:// write")
+        self.capacity = CapacityGuard(client, self.data.name, copies=1 + backups, what="ignite:// write",
+                                      module=JobClient)
         self._lock = threading.Lock()
         self._pins: collections.Counter[str] = collections.Counter()
         self._deferred: dict[str, tuple[list[Range], int]] = {}
@@ -140,9 +142,8 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
     def connect(cls, settings: "FsSettings") -> "IgniteFileStore":
         """A store on the process's shared client for ``settings`` (its caches created if missing)."""
         client = settings.connection.connect()
-        host = f"[{settings.host}]" if ":" in settings.host else settings.host
         return cls(client, cache_prefix=settings.cache_prefix, block_size=settings.block_size,
-                   backups=settings.backups, endpoint=f"{host}:{settings.port}", owns_client=False,
+                   backups=settings.backups, endpoint=settings.connection.endpoints[0], owns_client=False,
                    garbage_delay=settings.garbage_delay)
 
     def close(self) -> None:

@@ -9,11 +9,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tensorflow_ignite.errors import ProtocolError
+from tensorflow_ignite.errors import MissingSchemaError, ProtocolError, UnsupportedJavaObjectError
 from tensorflow_ignite.protocol.buffer import F32, F64, I16, I32, I64, U16, UUID_STRUCT, uuid_from_java
 from tensorflow_ignite.protocol.codes import ObjectFlag, TypeCode
 from tensorflow_ignite.protocol.hashing import type_id
-from tensorflow_ignite.protocol.javatime import UnsupportedJavaObjectError, decode_java_time
+from tensorflow_ignite.protocol.javatime import decode_java_time
 from tensorflow_ignite.protocol.values import (
     Char, Float32, Int8, Int16, Int32, BinaryObject, Collection, Date, EnumValue, JavaClass, Map, ObjectArray,
     OptimizedObject, Time, Timestamp
@@ -23,22 +23,6 @@ from tensorflow_ignite.protocol.types import ARRAY_DTYPES
 
 _NULL = TypeCode.NULL
 _HANDLE = TypeCode.HANDLE
-
-
-class MissingSchemaError(ProtocolError):
-    """A compact-footer object whose schema (field ids) the metadata does not know.
-
-    The caller should fetch the type's metadata (``OP_BINARY_TYPE_GET``) and
-    decode again.
-    """
-
-    def __init__(self, type_id: int, schema_id: int) -> None:
-        super().__init__(
-            f"binary object of type id {type_id} uses compact footer schema {schema_id}, which is not in the "
-            "known metadata; fetch the type with OP_BINARY_TYPE_GET and retry"
-        )
-        self.type_id = type_id
-        self.schema_id = schema_id
 
 
 #: ``(type_id, schema_id) -> field ids`` of a compact-footer schema, or None if unknown.

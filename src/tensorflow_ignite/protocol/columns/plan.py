@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorflow_ignite.errors import SchemaError
+from tensorflow_ignite.errors import FieldTypeError, SchemaError  # FieldTypeError: re-exported
 from tensorflow_ignite.protocol.codes import TypeCode
 from tensorflow_ignite.protocol.hashing import field_id as _field_id
 from tensorflow_ignite.protocol.values import Date, Time, Timestamp
@@ -39,24 +39,6 @@ def type_label(code: int) -> str:
         return f"{TypeCode(code).name} ({code})"
     except ValueError:
         return f"type code {code}"
-
-
-class FieldTypeError(SchemaError):
-    """A row whose value has a type the column cannot hold without loss.
-
-    ``path`` is the column (``"val.price"``), ``row`` its index in the decoded
-    region, ``found``/``expected`` the two types (readers add the cache and key).
-    """
-
-    def __init__(self, path: str, row: int, found: str, expected: str) -> None:
-        super().__init__(
-            f"column {path!r}: row {row} holds type code {found}, the plan expects {expected}, and it does "
-            "not convert to it without loss; fix the plan or the data"
-        )
-        self.path = path
-        self.row = row
-        self.found = found
-        self.expected = expected
 
 
 @dataclass(frozen=True)

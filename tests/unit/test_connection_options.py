@@ -1,0 +1,48 @@
+"""ConnectionOptions.from_env: the one reader of the connection variables (no server needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tensorflow_ignite.client import ConnectionOptions
+from tensorflow_ignite.client.env import DATASET_PREFIX, FS_PREFIX
+from tensorflow_ignite.errors import ConfigurationError
+
+
+def test_every_connection_field_has_its_variable() -> None:
+    env = {"IGNITE_DATASET_HOST": "node-3", "IGNITE_DATASET_PORT": "10900", "IGNITE_DATASET_USERNAME": "u",
+           "IGNITE_DATASET_PASSWORD": "p", "IGNITE_DATASET_CAFILE": "ca.pem", "IGNITE_DATASET_CERTFILE": "c.pem",
+           "IGNITE_DATASET_KEYFILE": "k.pem", "IGNITE_DATASET_CERT_PASSWORD": "kp",
+           "IGNITE_DATASET_SERVER_HOSTNAME": "ignite.example", "IGNITE_DATASET_INSECURE_SKIP_VERIFY": "no",
+           "IGNITE_DATASET_INSECURE_SKIP_HOSTNAME_VERIFICATION": "yes", "IGNITE_DATASET_TIMEOUT": "7.5"}
+    assert ConnectionOptions.from_env(env, host="given", timeout=3.0) == ConnectionOptions(
+        host="node-3", port=10900, username="u", password="p", cafile="ca.pem", certfile="c.pem",
+        keyfile="k.pem", cert_password="kp", server_hostname="ignite.example", insecure_skip_verify=False,
+        insecure_skip_hostname_verification=True, timeout=7.5)
+
+
+def test_arguments_stand_where_no_variable_is_set_and_empty_means_unset() -> None:
+    options = ConnectionOptions.from_env({"IGNITE_DATASET_HOST": ""}, host="given", port=11000)
+    assert (options.host, options.port, options.uses_tls) == ("given", 11000, False)
+
+
+def test_one_rule_turns_tls_on() -> None:
+    assert not ConnectionOptions().uses_tls
+    for name in ("CAFILE", "CERTFILE", "SERVER_HOSTNAME"):
+        assert ConnectionOptions.from_env({DATASET_PREFIX + name: "x"}).uses_tls, name
+    for name in ("INSECURE_SKIP_VERIFY", "INSECURE_SKIP_HOSTNAME_VERIFICATION"):
+        assert ConnectionOptions.from_env({DATASET_PREFIX + name: "1"}).uses_tls, name
+
+
+def test_the_first_prefix_that_sets_a_field_wins() -> None:
+    env = {"IGNITE_FS_HOST": "fs-host", "IGNITE_DATASET_HOST": "ds-host", "IGNITE_DATASET_PORT": "1234"}
+    options = ConnectionOptions.from_env(env, prefixes=(FS_PREFIX, DATASET_PREFIX))
+    assert (options.host, options.port) == ("fs-host", 1234)
+    assert ConnectionOptions.from_env(env).host == "ds-host"
+
+
+@pytest.mark.parametrize(("name", "value"), [("PORT", "ten"), ("PORT", "70000"), ("TIMEOUT", "soon"),
+                                             ("TIMEOUT", "0"), ("INSECURE_SKIP_VERIFY", "maybe")])
+def test_a_bad_value_names_its_variable(name: str, value: str) -> None:
+    with pytest.raises(ConfigurationError, match=DATASET_PREFIX + name):
+        ConnectionOptions.from_env({DATASET_PREFIX + name: value})
