@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from tensorflow_ignite.cli.quiet import is_chatter
+from tensorflow_ignite.native.quiet import is_chatter
 from tensorflow_ignite.demo import TEST_CACHE, build_model, demo_dataset, run_demo
 from tensorflow_ignite.local.cluster import LocalCluster
 

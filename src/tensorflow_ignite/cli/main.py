@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from ..errors import IgniteError
 from .. import demo
 from . import job, load, module, node, predict, tensorboard
-from .quiet import quiet_tensorflow_import
+from ..native.quiet import quiet_tensorflow_import
 from .signals import Terminated, terminate_as_interrupt
 
 __all__ = ["main", "build_parser", "version_text"]

@@ -515,6 +515,16 @@ def main(argv: list[str] | None = None) -> int:
         help=f"build for a wheel: relocatable (no absolute RPATH), and write {BUILD_INFO}",
     )
     args = parser.parse_args(argv)
+    # This command imports TensorFlow only for its build flags (and loads the op it built):
+    # TensorFlow's native notices (oneDNN, CPU features, absl's "before InitializeLog") say
+    # nothing about the build, so they are left out; anything else on stderr is kept.
+    from .quiet import filtered_stderr
+
+    with contextlib.nullcontext() if args.verbose else filtered_stderr():
+        return _build_all(args)
+
+
+def _build_all(args: argparse.Namespace) -> int:
     for library in LIBRARIES:
         started = time.monotonic()
         try:

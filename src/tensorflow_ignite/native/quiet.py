@@ -22,7 +22,7 @@ import tempfile
 import threading
 from types import ModuleType
 
-__all__ = ["quiet_tensorflow_import", "is_chatter"]
+__all__ = ["quiet_tensorflow_import", "is_chatter", "filtered_stderr"]
 
 # glog/absl-style info and warning lines ("I0000 00:00:1795... 2745 port.cc:153] ..."),
 # absl's note about logging before initialisation, and the second line of TF's
@@ -47,7 +47,7 @@ class _QuietLoader(importlib.abc.Loader):
         return self._inner.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
-        with _stderr_filtered():
+        with filtered_stderr():
             self._inner.exec_module(module)  # type: ignore[attr-defined]
 
 
@@ -70,8 +70,9 @@ class _TensorFlowFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
-class _stderr_filtered:
-    """fd 2 -> a temporary file for the duration; non-chatter lines replayed afterwards."""
+class filtered_stderr:
+    """``with filtered_stderr():`` fd 2 goes to a temporary file for the duration, and every line that
+    is not TensorFlow's native chatter (:func:`is_chatter`) is written to the real stderr afterwards."""
 
     def __enter__(self) -> None:
         sys.stderr.flush()

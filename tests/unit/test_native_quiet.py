@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from tensorflow_ignite.cli.quiet import is_chatter
+from tensorflow_ignite.native.quiet import is_chatter
 
 # Lines as TensorFlow 2.21 prints them on import.
 CHATTER = [
@@ -43,7 +43,7 @@ def test_tensorflow_import_is_quiet_and_other_output_is_kept() -> None:
     """)
     quiet = _run("""
         import os, sys
-        from tensorflow_ignite.cli.quiet import quiet_tensorflow_import
+        from tensorflow_ignite.native.quiet import quiet_tensorflow_import
         quiet_tensorflow_import()
         import tensorflow as tf
         os.write(2, b"after import\\n")
@@ -58,7 +58,7 @@ def test_tensorflow_import_is_quiet_and_other_output_is_kept() -> None:
 def test_errors_written_during_the_import_are_replayed() -> None:
     proc = _run("""
         import os, sys, types, importlib.machinery
-        from tensorflow_ignite.cli import quiet
+        from tensorflow_ignite.native import quiet
         # A stand-in 'tensorflow' that writes one chatter line and one real error to fd 2.
         class Loader:
             def create_module(self, spec): return None
