@@ -62,11 +62,15 @@ def _node_logs(cluster: LocalCluster) -> str:
 
 
 # ====================================================== stock nodes, no authentication
-@pytest.fixture(scope="module")
-def open_stock_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StockCluster]:
-    """Two stock 2.17 nodes from Spring XML, the module with its default settings, no authentication."""
-    cluster = StockCluster(tmp_path_factory.mktemp("stock-default"), nodes=2, name="tfi-secdef", heap_mb=384,
-                           region_mb=128, ignite_version="2.17.0", launcher_security=LauncherSecurity())
+@pytest.fixture(scope="module", params=["2.17.0", "2.18.0"])
+def open_stock_cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+                       ) -> Iterator[StockCluster]:
+    """Two stock nodes, the module with its default settings, no authentication: 2.17 from Spring XML
+    (the fragment of ``ignite-tf module config``), 2.18 configured in Java (``TfLauncherModule.configure``)."""
+    version = request.param
+    cluster = StockCluster(tmp_path_factory.mktemp(f"stock-default-{version}"), nodes=2,
+                           name=f"tfi-secdef{version.replace('.', '')}", heap_mb=384, region_mb=128,
+                           ignite_version=version, launcher_security=LauncherSecurity())
     try:
         cluster.start()
         yield cluster
@@ -78,7 +82,7 @@ def test_without_authentication_every_job_request_is_refused_and_nothing_runs(
         open_stock_cluster: StockCluster, cache_name: str, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     cluster = open_stock_cluster
-    assert cluster.xml_config
+    assert cluster.xml_config == (cluster.ignite_version == "2.17.0")
     host, port = cluster.address()
     with IgniteClient(cluster.addresses()) as client:
         client.get_or_create_cache(cache_name).put_all({i: i for i in range(20)})
