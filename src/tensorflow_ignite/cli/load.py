@@ -74,28 +74,32 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 def _load(args: argparse.Namespace) -> int:
     from ..client import ConnectionOptions
     from ..data.write import write
+    from ..data.write.sources import readable_file
 
     settings = client_settings(args)
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     try:
-        # A client of its own, from the flags alone (write() lets IGNITE_DATASET_* win over its arguments).
-        with ConnectionOptions.from_address(args.host, args.port, **settings).open() as client:
-            result = write(
-                args.cache,
-                args.path,
-                client=client,
-                type_name=args.type_name,
-                key=args.key,
-                key_offset=args.key_offset,
-                columns=columns,
-                mode=args.mode,
-                backups=args.backups,
-                atomicity=args.atomicity,
-                write_sync=args.write_sync,
-                sql=not args.no_sql,
-                batch_bytes=max(1, int(args.batch_mb * (1 << 20))),
-                progress=args.progress,
-            )
+        readable_file(args.path)  # a missing or unreadable file is named before any connection is tried
+        # The process's shared client for the flags alone (write() would let IGNITE_DATASET_* win
+        # over its arguments); shared, as write()'s own is, so a program calling main() repeatedly
+        # keeps one connection per node.
+        client = ConnectionOptions.from_address(args.host, args.port, **settings).connect()
+        result = write(
+            args.cache,
+            args.path,
+            client=client,
+            type_name=args.type_name,
+            key=args.key,
+            key_offset=args.key_offset,
+            columns=columns,
+            mode=args.mode,
+            backups=args.backups,
+            atomicity=args.atomicity,
+            write_sync=args.write_sync,
+            sql=not args.no_sql,
+            batch_bytes=max(1, int(args.batch_mb * (1 << 20))),
+            progress=args.progress,
+        )
     except (IgniteError, OSError) as exc:
         # One line, even when the server's message spans several (unreadable files are OSErrors).
         print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)

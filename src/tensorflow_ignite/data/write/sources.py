@@ -24,11 +24,24 @@ def _is_tf_dataset(data: Any) -> bool:
     return mod.startswith("tensorflow") and hasattr(data, "element_spec") and hasattr(data, "batch")
 
 
-def read_columns(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-    """Read ``.npz``, ``.csv`` (header row) or ``.parquet`` into a dict of NumPy columns."""
+#: The file kinds ``write`` and ``ignite-tf load`` read, by suffix.
+FILE_SUFFIXES = (".npz", ".csv", ".parquet", ".pq")
+
+
+def readable_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a :class:`Path` once it exists and is of a kind :func:`read_columns` reads, else a
+    :class:`ConfigurationError` saying which (checked before anything else, e.g. a connection)."""
     p = Path(path)
     if not p.exists():
         raise ConfigurationError(f"no such file: {p}")
+    if p.suffix.lower() not in FILE_SUFFIXES:
+        raise ConfigurationError(f"cannot read {p}: expected a .npz, .csv or .parquet file")
+    return p
+
+
+def read_columns(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """Read ``.npz``, ``.csv`` (header row) or ``.parquet`` into a dict of NumPy columns."""
+    p = readable_file(path)
     suffix = p.suffix.lower()
     if suffix == ".npz":
         with np.load(p, allow_pickle=False) as npz:
