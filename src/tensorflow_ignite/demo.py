@@ -10,7 +10,10 @@
    writing a checkpoint after every epoch and TensorBoard logs to
    ``ignite://HOST:PORT/demo/run-<time>/``;
 4. evaluate on the held-out cache and print the accuracy;
-5. save a PNG of the training curves, print how to open TensorBoard on the
+5. score the held-out cache in place (``tensorflow_ignite.predict``: the model saved to
+   ``ignite://``, one prediction per digit written to ``DIGITS_TEST_SCORES``) and read
+   the accuracy back from the stored predictions;
+6. save a PNG of the training curves, print how to open TensorBoard on the
    logs, and stop the node it started (``--keep-node`` leaves it running).
 
 ``--distributed`` starts a local 3-node cluster instead (or uses ``--host``)
@@ -45,10 +48,12 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
 __all__ = ["DemoResult", "DemoError", "run_demo", "build_model", "demo_work_dir", "register",
-           "TRAIN_CACHE", "TEST_CACHE", "demo_dataset"]
+           "TRAIN_CACHE", "TEST_CACHE", "SCORES_CACHE", "demo_dataset"]
 
 TRAIN_CACHE = "DIGITS_TRAIN"
 TEST_CACHE = "DIGITS_TEST"
+#: Where the demo's model writes its predictions of ``TEST_CACHE``, one per digit.
+SCORES_CACHE = "DIGITS_TEST_SCORES"
 #: The launcher job the distributed demo runs: package data, so an installed wheel has it
 #: (the repository's ``examples/launcher_jobs/digits_resnet`` links to it).
 DISTRIBUTED_JOB_DIR = Path(__file__).resolve().parent / "demo_jobs" / "digits_resnet"
@@ -76,6 +81,9 @@ class DemoResult:
     node_running: bool = False
     job_id: str | None = None
     job_results: dict[int, Any] = field(default_factory=dict)
+    #: The held-out accuracy read back from the predictions stored in :data:`SCORES_CACHE`.
+    scored_accuracy: float | None = None
+    model_uri: str | None = None
 
 
 def demo_work_dir(distributed: bool = False) -> Path:
@@ -122,12 +130,14 @@ def build_model() -> "keras.Model":
     """The demo's classifier: 8x8x1 digit images -> 10 class probabilities."""
     import keras
 
+    # Named after the cache's field and what it predicts: `predict` binds the input to the
+    # field `image` by name and stores the output as the field `digit`.
     return keras.Sequential([
-        keras.layers.Input((8, 8, 1)),
+        keras.layers.Input((8, 8, 1), name="image"),
         keras.layers.Conv2D(16, 3, activation="relu", padding="same"),
         keras.layers.Flatten(),
         keras.layers.Dense(64, activation="relu"),
-        keras.layers.Dense(10, activation="softmax"),
+        keras.layers.Dense(10, activation="softmax", name="digit"),
     ])
 
 
@@ -297,6 +307,9 @@ def _fit(host: str, port: int, *, epochs: int, batch_size: int, out_dir: Path, p
     history = model.fit(train_ds, epochs=epochs, callbacks=callbacks, verbose=1 if progress else 2,
                         shuffle=False, validation_data=batches(TEST_CACHE, len(test["label"])))
     _, accuracy = model.evaluate(batches(TEST_CACHE, len(test["label"])), verbose=0)
+    model_uri = f"{base}/model.keras"
+    model.save(model_uri)
+    scored = _score_in_place(model_uri, host, port, settings, progress)
     out_dir.mkdir(parents=True, exist_ok=True)
     png = (out_dir / "training_curves.png").resolve()
     _plot(history.history, png)
@@ -304,7 +317,32 @@ def _fit(host: str, port: int, *, epochs: int, batch_size: int, out_dir: Path, p
         train_rows=len(train["label"]), test_rows=len(test["label"]), epochs=epochs, accuracy=float(accuracy),
         seconds=time.monotonic() - started, checkpoint_dir=ckpt_dir, log_dir=log_dir, curves_png=png,
         tensorboard_command=_shell(["ignite-tf", "tensorboard", "--logdir", log_dir]),
+        scored_accuracy=scored, model_uri=model_uri,
     )
+
+
+def _score_in_place(model_uri: str, host: str, port: int, settings: dict[str, Any], progress: bool) -> float:
+    """Score the held-out cache with the saved model, where it lives, and read the accuracy back.
+
+    The predictions go to :data:`SCORES_CACHE` (one entry per digit, same keys as the
+    held-out cache); the accuracy compares each stored prediction with the label stored
+    under the same key -- what an application reading both caches would compute.
+    """
+    import numpy as np
+
+    import tensorflow_ignite as ti
+    from .client import ConnectionOptions
+
+    result = ti.predict(model_uri, TEST_CACHE, SCORES_CACHE, host=host, port=port, mode="overwrite",
+                        progress=progress, **settings)
+    print(result.summary(), flush=True)
+    with ConnectionOptions(host=host, port=port, **settings).open() as client:
+        labels = {k: int(v.fields["label"]) for k, v in client.cache(TEST_CACHE).scan()}
+        predicted = {k: int(np.argmax(np.asarray(v.fields["digit"]))) for k, v in client.cache(SCORES_CACHE).scan()}
+    if predicted.keys() != labels.keys():
+        raise DemoError(f"the predictions in {SCORES_CACHE} cover {len(predicted)} keys, the held-out cache "
+                        f"{len(labels)}: every digit should have exactly one prediction")
+    return sum(predicted[k] == labels[k] for k in labels) / len(labels)
 
 
 def _checkpoint_every_epoch(manager: "tf.train.CheckpointManager", epoch: "tf.Variable") -> "keras.callbacks.Callback":
@@ -364,6 +402,9 @@ def _print_summary(result: DemoResult, cluster: LocalCluster | None, settings: d
         "",
         f"Held-out accuracy: {result.accuracy:.3f} ({result.test_rows} digits never seen in training)",
     ]
+    if result.scored_accuracy is not None:
+        lines.append(f"Scored in place:   {TEST_CACHE} -> {SCORES_CACHE}, one prediction per digit; accuracy read "
+                     f"back from them {result.scored_accuracy:.3f} (model {result.model_uri})")
     if result.job_id:
         lines.append(f"Distributed job:   {result.job_id} ({len(result.job_results)} workers; "
                      f"`ignite-tf describe {result.job_id}` while the cluster runs)")

@@ -29,9 +29,10 @@ from typing import Any
 
 import pytest
 
-from tensorflow_ignite.native.quiet import is_chatter
-from tensorflow_ignite.demo import TEST_CACHE, build_model, demo_dataset, run_demo
+from tensorflow_ignite.client import IgniteClient
+from tensorflow_ignite.demo import SCORES_CACHE, TEST_CACHE, build_model, demo_dataset, run_demo
 from tensorflow_ignite.local.cluster import LocalCluster
+from tensorflow_ignite.native.quiet import is_chatter
 
 BIN = Path(sys.executable).parent
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -82,6 +83,12 @@ def test_demo_on_existing_node(ignite_node: LocalCluster, tmp_path: Path) -> Non
     assert train["epoch_loss"][-1][1] < train["epoch_loss"][0][1]
     assert validation["epoch_accuracy"][-1][1] == pytest.approx(result.accuracy, abs=1e-6)
 
+    # Scored in place: one stored prediction per held-out digit, the same accuracy read back from them.
+    assert result.scored_accuracy == pytest.approx(result.accuracy, abs=1e-6)
+    assert result.model_uri == result.checkpoint_dir.rsplit("/", 1)[0] + "/model.keras"
+    with IgniteClient(ignite_node.addresses()) as client:
+        assert client.cache(SCORES_CACHE).size() == result.test_rows
+
 
 def test_demo_with_tls_client_certificates_and_password(ignite_secure_node: LocalCluster, tmp_path: Path) -> None:
     import tensorflow as tf
@@ -93,6 +100,7 @@ def test_demo_with_tls_client_certificates_and_password(ignite_secure_node: Loca
     result = run_demo(host, port, epochs=2, out_dir=tmp_path, progress=False, run_name=_run_name(),
                       client_settings=ignite_secure_node.client_settings())
     assert result.accuracy >= 0.8, result
+    assert result.scored_accuracy == pytest.approx(result.accuracy, abs=1e-6)
     assert fs_config.overrides() == before, "the demo gives the caller's ignite:// settings back"
     from tensorflow_ignite import fs
 

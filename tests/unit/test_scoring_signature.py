@@ -45,3 +45,21 @@ def test_misfits_name_the_field_and_both_types(spec: TensorSpec, words: list[str
 def test_floats_do_not_go_into_integer_inputs() -> None:
     with pytest.raises(ModelInputError):
         bind_inputs((TensorSpec("x", "int64", ()),), {"x": TensorSpec("x", "float64", ())}, source="q")
+
+
+def test_a_sequential_model_from_a_keras_file_is_described_and_applied(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Loaded from a file, a Sequential model knows its input tensors but raises on `.input`
+    # until it has been called: the loader must not need it.
+    import keras
+
+    from tensorflow_ignite.scoring.model import load_model
+
+    model = keras.Sequential([keras.layers.Input((8, 8, 1), name="image"), keras.layers.Flatten(),
+                              keras.layers.Dense(10, activation="softmax", name="digit")])
+    model.save(tmp_path / "digits.keras")
+    scoring = load_model(str(tmp_path / "digits.keras"))
+    assert [(s.name, s.shape) for s in scoring.inputs] == [("image", (8, 8, 1))]
+    x = np.random.default_rng(0).random((5, 8, 8, 1), dtype=np.float32)
+    out = scoring.predict({"image": x})
+    assert list(out) == [scoring.outputs[0].name]
+    np.testing.assert_allclose(next(iter(out.values())), model.predict(x, verbose=0), rtol=1e-5)

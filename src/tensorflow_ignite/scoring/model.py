@@ -133,11 +133,16 @@ def _from_keras_file(path: str) -> ScoringModel:
 def _from_keras(model: Any, uri: str, sha256: str) -> ScoringModel:
     try:
         tensors = list(model.inputs)
-        structure = model.input
     except (AttributeError, ValueError) as exc:
         raise ModelLoadError(
             f"the Keras model {uri!r} has no input signature ({exc}); build it with keras.Input(...) so its "
             "input names, dtypes and shapes are known", path=uri) from None
+    try:
+        structure = model.input
+    except (AttributeError, ValueError):
+        # A Sequential model loaded from a file knows its input tensors but not its `input`
+        # structure until it has been called: a single tensor (or a list of them).
+        structure = tensors[0] if len(tensors) == 1 else tensors
     inputs = tuple(TensorSpec(str(t.name), str(t.dtype), tuple(t.shape[1:])) for t in tensors)
     names = list(getattr(model, "output_names", None) or [])
     outs = list(model.outputs)
