@@ -98,6 +98,13 @@ def test_without_authentication_every_job_request_is_refused_and_nothing_runs(
         with pytest.raises(LauncherPermissionError, match="without authentication"):
             jobs.submit(cache_name, job_dir, ["python", "job.py", str(marker)], name=name + "-api")
         assert [j["id"] for j in jobs.jobs()] == []
+        # The settings are the node's: a thin client can invoke any public method of a service by
+        # name, and the launcher's setters refuse once it is deployed.
+        for method, args in (("setAllowUnauthenticated", (True,)), ("setWorkRoot", ("/",))):
+            with pytest.raises(LauncherPermissionError, match="belong to the node configuration"):
+                jobs.invoke(method, *args)
+        with pytest.raises(LauncherPermissionError, match="without authentication"):
+            jobs.submit(cache_name, job_dir, ["python", "job.py", str(marker)], name=name + "-after")
         # A record written straight into the launcher's cache is not a way around it.
         forged = {"id": name + "-forged", "cache": cache_name, "command": ["python", "job.py", str(marker)],
                   "python": sys.executable, "env": {}, "strategy": "multi_worker_mirrored", "num_ps": 0,
@@ -376,6 +383,10 @@ def test_allowed_commands_bound_the_interpreter_and_the_program(
             jobs.submit(cache_name, job_dir, ["python", "job.py", str(marker)], name=f"{cache_name}-py",
                         python="/usr/bin/python3")
         assert not marker.exists()
+        # The service's lifecycle methods are public too: a client calling them changes nothing
+        # (the supervisor still runs the next job).
+        for method in ("cancel", "init", "execute"):
+            assert jobs.invoke(method) is None
         rec = jobs.submit(cache_name, job_dir, ["python", "job.py", str(marker)], name=f"{cache_name}-ok",
                           settle_ms=0)
         assert rec["submitted_by"] is None  # no authentication: nobody to name

@@ -24,6 +24,7 @@ import org.apache.ignite.lang.IgniteBiPredicate;
 import org.apache.ignite.resources.IgniteInstanceResource;
 import org.apache.ignite.resources.LoggerResource;
 import org.apache.ignite.services.Service;
+import org.apache.ignite.services.ServiceContext;
 
 /**
  * The TensorFlow job supervisor: a cluster-singleton Ignite service.
@@ -82,6 +83,12 @@ public class TfJobService implements Service {
 
     private transient Object wake;
 
+    /** Set by {@link #init}: this instance is the deployed service, whose settings no caller may change. */
+    private transient volatile boolean deployed;
+
+    /** The context Ignite deployed this instance with ({@link #init}). */
+    private transient volatile ServiceContext context;
+
     /** The operator's settings (the bean properties below); serialized with the service to its node. */
     private LauncherPolicy policy = new LauncherPolicy();
 
@@ -89,36 +96,43 @@ public class TfJobService implements Service {
 
     /** See {@link LauncherPolicy#setAllowUnauthenticated}. */
     public void setAllowUnauthenticated(boolean allow) {
+        configurable();
         policy.setAllowUnauthenticated(allow);
     }
 
     /** See {@link LauncherPolicy#setSubmitters}. */
     public void setSubmitters(List<String> users) {
+        configurable();
         policy.setSubmitters(users);
     }
 
     /** See {@link LauncherPolicy#setAdmins}. */
     public void setAdmins(List<String> users) {
+        configurable();
         policy.setAdmins(users);
     }
 
     /** See {@link LauncherPolicy#setAllowedCommands}. */
     public void setAllowedCommands(List<String> paths) {
+        configurable();
         policy.setAllowedCommands(paths);
     }
 
     /** See {@link LauncherPolicy#setMaxJobBytes}. */
     public void setMaxJobBytes(long bytes) {
+        configurable();
         policy.setMaxJobBytes(bytes);
     }
 
     /** See {@link LauncherPolicy#setWorkRoot}. */
     public void setWorkRoot(String dir) {
+        configurable();
         policy.setWorkRoot(dir);
     }
 
     /** Replaces every setting at once (Java configuration: {@link TfLauncherModule#configure}). */
     public void setPolicy(LauncherPolicy policy) {
+        configurable();
         this.policy = policy == null ? new LauncherPolicy() : policy;
     }
 
@@ -126,17 +140,49 @@ public class TfJobService implements Service {
         return policy;
     }
 
-    @Override public void init() {
-        settle = new HashMap<>();
-        wake = new Object();
+    /**
+     * The settings are the node configuration's: a thin client can invoke any public method of a
+     * deployed service by name, so once deployed ({@link #init}) the setters refuse.
+     */
+    private void configurable() {
+        if (deployed)
+            throw LauncherPolicy.denied("the launcher's settings belong to the node configuration and cannot be "
+                + "changed through the service; change the node's configuration and restart it");
     }
 
-    @Override public void cancel() {
+    /*
+     * Lifecycle. Ignite calls the ServiceContext forms; a thin client can invoke any public method of a
+     * deployed service by name, so the argument-less forms stay Service's no-ops (a client calling
+     * "cancel" must not stop the supervisor), and the context forms act only for the context Ignite
+     * deployed this instance with (its execution id is not known to clients).
+     */
+
+    @Override public void init(ServiceContext ctx) {
+        context = ctx;
+        deployed = true;
+        settle = new HashMap<>();
+        wakeLock();
+    }
+
+    @Override public void cancel(ServiceContext ctx) {
+        if (!ours(ctx))
+            return;
         cancelled = true;
         wakeUp();
     }
 
-    @Override public void execute() {
+    @Override public void execute(ServiceContext ctx) {
+        if (ours(ctx))
+            run();
+    }
+
+    private boolean ours(ServiceContext ctx) {
+        ServiceContext mine = context;
+        return ctx != null && mine != null && (ctx == mine || (ctx.executionId() != null
+            && ctx.executionId().equals(mine.executionId()) && String.valueOf(ctx.name()).equals(mine.name())));
+    }
+
+    private void run() {
         String summary = "tf-ignite launcher supervisor running on " + JobPlan.label(ignite.cluster().localNode())
             + "; " + securitySummary();
         if (Caller.authenticationEnabled(ignite))
@@ -166,7 +212,9 @@ public class TfJobService implements Service {
 
     private synchronized Object wakeLock() {
         if (wake == null)
-            init();
+            wake = new Object();
+        if (settle == null)
+            settle = new HashMap<>();
         return wake;
     }
 
