@@ -133,8 +133,8 @@ public final class LauncherPolicy implements Serializable {
         return workRoot;
     }
 
-    /** The directory of job {@code job} under the work root, or under {@code nodeWorkDir/tf-jobs}. */
-    Path jobDir(String nodeWorkDir, String job) {
+    /** The directory of job {@code job} under {@code workRoot}, or (null) under {@code nodeWorkDir/tf-jobs}. */
+    static Path jobDir(String workRoot, String nodeWorkDir, String job) {
         Path root = workRoot != null ? Paths.get(workRoot) : Paths.get(nodeWorkDir, "tf-jobs");
         return root.resolve(job).toAbsolutePath().normalize();
     }

@@ -143,7 +143,7 @@ public final class WorkerAgent {
         String base = ignite.configuration().getWorkDirectory();
         if (base == null)
             base = System.getProperty("java.io.tmpdir");
-        return new LauncherPolicy().setWorkRoot(workRoot).jobDir(base, job);
+        return LauncherPolicy.jobDir(workRoot, base, job);
     }
 
     /**
