@@ -180,6 +180,25 @@ def test_receive_into_reads_the_answer_into_the_buffer(store: IgniteFileStore, r
     for rid, b in zip(reversed(rids), reversed(bufs)):
         body, filled = conn.receive_into(rid, Op.CACHE_GET)
         assert bytes(b) == data if filled else bytes(body[5:]) == data
+    # Once an answer is in its buffer, the connection keeps no reference to the buffer,
+    # even before its owner is told (TensorFlow's buffer may be freed the moment the owner returns).
+    checked = 0
+    for _ in range(50):  # the node may answer the two gets in either order
+        owned, other = bytearray(BS), bytearray(BS)
+        rids = []
+        for b in (owned, other):
+            def encode(rid: int, b: bytearray = b) -> bytes:
+                conn.expect_into(rid, memoryview(b), 5)
+                return requests.cache_get(rid, cache_id, key)
+
+            rids.append(conn.send(encode))
+        conn.receive_into(rids[1], Op.CACHE_GET)  # may read (and fill) the first answer on the way
+        if bytes(owned) == data:
+            owned.append(0)  # raises BufferError while any view of it is alive
+            del owned[-1]
+            checked += 1
+        assert conn.receive_into(rids[0], Op.CACHE_GET)[1] and bytes(owned) == data
+    assert checked
     # A cancelled registration: the answer never touches the buffer.
     late = bytearray(BS)
 

@@ -43,6 +43,8 @@ _OP = struct.Struct("<h")  # op code at offset 4 of a request frame
 _LONG = struct.Struct("<q")  # request id at offset 0 of a response frame
 #: Response header with no flags set (protocol 1.4+): long request id, short flags = 0.
 _PLAIN_HEADER = 10
+#: What an answer's target points at once its buffer is filled (no reference to the caller's memory kept).
+_FILLED = memoryview(b"")
 
 #: Encodes a complete request frame given the request id (``protocol.requests``).
 FrameEncoder = Callable[[int], bytes]
@@ -467,7 +469,12 @@ class Connection:
                         target = None
                         exc.__context__ = None
                         raise exc.with_traceback(None)
+                    # The waiter may return (and its caller release the buffer) the moment
+                    # it is notified, possibly before this frame ends: drop every reference
+                    # to the buffer first.
+                    del into
                     with self._parked_cv:
+                        target.into = _FILLED
                         target.result = head
                         self._parked_cv.notify_all()
                     return None
