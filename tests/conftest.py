@@ -95,3 +95,23 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
     item.cancel_timeout = cancel  # type: ignore[attr-defined]  # read by pytest-timeout's cancel hook
     timer.start()
     return True
+
+
+#: Seconds spent per test file (setup, call and teardown), for the summary below.
+_file_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    path = report.nodeid.split("::", 1)[0]
+    _file_seconds[path] = _file_seconds.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Where the suite's time went, by file: CI's limit is watched by file, not by test."""
+    if not _file_seconds:
+        return
+    terminalreporter.section("time by test file (slowest 30)")
+    ranked = sorted(_file_seconds.items(), key=lambda kv: -kv[1])
+    for path, seconds in ranked[:30]:
+        terminalreporter.write_line(f"{seconds:8.1f}s  {path}")
+    terminalreporter.write_line(f"{sum(_file_seconds.values()):8.1f}s  in {len(ranked)} files")
