@@ -1,0 +1,315 @@
+"""IgniteDataset.follow against real nodes: rows, then updates; its ends; its guarantee through failures.
+
+The guarantee under test (ARCHITECTURE.md, "Following a cache"): while the
+continuous query lives every update arrives once; through a lost query (the
+node holding it killed, a slow consumer past the bounded queue) and through a
+process crash + checkpoint restore, the latest value of every key is always
+delivered -- the last value the follower delivers for a key is the value
+the cache holds once the writers stop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tensorflow as tf
+
+from tensorflow_ignite import IgniteDataset
+from tensorflow_ignite.client import IgniteClient
+from tensorflow_ignite.data.dataset import close_shared_clients
+from tensorflow_ignite.errors import ConfigurationError, IgniteConnectionError
+from tensorflow_ignite.local.cluster import LocalCluster
+from tensorflow_ignite.protocol.cache_config import CacheConfiguration
+from tensorflow_ignite.protocol.codes import CacheMode, WriteSynchronizationMode
+from tensorflow_ignite.protocol.values import BinaryObject
+from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
+
+
+def _row(i: int, v: float) -> BinaryObject:
+    return BinaryObject("FollowRow", {"id": i, "v": v})
+
+
+def _rows(batch: dict[str, Any]) -> list[tuple[int, float]]:
+    return list(zip(batch["key"].numpy().tolist(), batch["val"]["v"].numpy().tolist()))
+
+
+class _Consumer:
+    """Iterates a dataset in a thread, recording (key, value) pairs; ``when(n, action)`` fires once at n rows."""
+
+    def __init__(self, ds: tf.data.Dataset, delay: float = 0.0) -> None:
+        self.rows: list[tuple[int, float]] = []
+        self.error: BaseException | None = None
+        self.ended_at = 0.0
+        self._ds = ds
+        self._delay = delay
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for batch in self._ds:
+                self.rows.extend(_rows(batch))
+                if self._delay:
+                    time.sleep(self._delay)  # a slow training step
+        except BaseException as exc:  # reported by join()
+            self.error = exc
+        self.ended_at = time.monotonic()
+
+    def wait_rows(self, n: int, timeout: float = 60) -> None:
+        wait_for(lambda: len(self.rows) >= n or self.error is not None, timeout, f"{n} followed rows")
+        if self.error is not None:
+            raise self.error
+
+    def join(self, timeout: float = 120) -> None:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the follower did not end (stream_timeout)"
+        if self.error is not None:
+            raise self.error
+
+
+def _latest(rows: list[tuple[int, float]]) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for k, v in rows:
+        out[k] = v
+    return out
+
+
+def _cache_state(client: IgniteClient, cache: str) -> dict[int, float]:
+    return {int(k): float(v.fields["v"]) for k, v in client.cache(cache).scan()}
+
+
+def _assert_latest_delivered(delivered: list[tuple[int, float]], final: dict[int, float], what: str) -> None:
+    latest = _latest(delivered)
+    missing = {k for k in final if k not in latest}
+    stale = {k: (latest[k], final[k]) for k in final if k in latest and latest[k] != final[k]}
+    assert not missing and not stale, (
+        f"{what}: {len(missing)} keys never delivered (e.g. {sorted(missing)[:5]}), {len(stale)} keys whose last "
+        f"delivered value is not the latest (e.g. {sorted(stale.items())[:5]})")
+
+
+@pytest.fixture
+def client(ignite_node: LocalCluster) -> Iterator[IgniteClient]:
+    with IgniteClient(ignite_node.addresses()) as c:
+        yield c
+
+
+def test_rows_then_each_update_once_then_stream_timeout(ignite_node: LocalCluster, client: IgniteClient,
+                                                        cache_name: str) -> None:
+    cache = client.get_or_create_cache(cache_name)
+    cache.put_all({i: _row(i, 0.0) for i in range(300)})
+    host, port = ignite_node.address()
+    ds = IgniteDataset.follow(cache_name, host, port, batch_size=64, max_wait=0.05, stream_timeout=1.5)
+    consumer = _Consumer(ds)
+    consumer.wait_rows(300)
+    assert sorted(k for k, _ in consumer.rows) == list(range(300))  # the rows that exist, once
+    for i in range(250, 350):  # 50 updates, 50 inserts
+        cache.put(i, _row(i, 1.0))
+    cache.remove_key(0)  # dropped by default
+    written = time.monotonic()
+    consumer.join()
+    events = consumer.rows[300:]
+    assert Counter(k for k, _ in events) == Counter(range(250, 350)), "each update and insert exactly once"
+    assert all(v == 1.0 for _, v in events)
+    assert ds.stats.resyncs == [] and ds.stats.registrations == 1
+    # It ended because nothing came for stream_timeout seconds, not before.
+    assert consumer.ended_at - written >= 1.5
+
+
+def test_start_now_and_max_rows(ignite_node: LocalCluster, client: IgniteClient, cache_name: str) -> None:
+    cache = client.get_or_create_cache(cache_name)
+    cache.put_all({i: _row(i, 0.0) for i in range(50)})
+    host, port = ignite_node.address()
+    ds = IgniteDataset.follow(cache_name, host, port, start="now", batch_size=8, max_wait=0.05, max_rows=25)
+    consumer = _Consumer(ds)
+    wait_for(lambda: ds.stats.registrations == 1, 30, "the follower's query")
+    cache.put_all({i: _row(i, 2.0) for i in range(1000, 1040)})
+    consumer.join()  # max_rows ends it: no stream_timeout given
+    assert len(consumer.rows) == 25
+    assert all(k >= 1000 and v == 2.0 for k, v in consumer.rows), "start='now' skips the existing rows"
+
+
+def test_deletes_flagged(ignite_node: LocalCluster, client: IgniteClient, cache_name: str) -> None:
+    cache = client.get_or_create_cache(cache_name)
+    cache.put_all({i: _row(i, float(i)) for i in range(10)})
+    host, port = ignite_node.address()
+    ds = IgniteDataset.follow(cache_name, host, port, deletes="flag", batch_size=16, max_wait=0.05, max_rows=13)
+    it = iter(ds)
+    first = next(it)
+    assert not first["deleted"].numpy().any()
+    cache.remove_key(3)
+    cache.put(3, _row(3, 33.0))
+    cache.remove_key(4)
+    rest: list[tuple[int, float, bool]] = []
+    for batch in it:
+        rest.extend(zip(batch["key"].numpy().tolist(), batch["val"]["v"].numpy().tolist(),
+                        batch["deleted"].numpy().tolist()))
+    seen = [(k, v, d) for k, v, d in rest]
+    assert seen == [(3, 3.0, True), (3, 33.0, False), (4, 4.0, True)]  # in order, with the removed value
+
+
+def test_bad_options_are_named(ignite_node: LocalCluster, client: IgniteClient, cache_name: str) -> None:
+    client.get_or_create_cache(cache_name).put(1, _row(1, 1.0))
+    host, port = ignite_node.address()
+    with pytest.raises(ConfigurationError, match="start is one of"):
+        IgniteDataset.follow(cache_name, host, port, start="yesterday")
+    with pytest.raises(ConfigurationError, match="stream_timeout must be positive"):
+        IgniteDataset.follow(cache_name, host, port, stream_timeout=0)
+
+
+# A process following a cache and checkpointing after every batch, until it is killed.
+FOLLOWER = textwrap.dedent("""
+    import json, sys
+    import tensorflow as tf
+    from tensorflow_ignite import IgniteDataset
+
+    cache, host, port, ckpt, log = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+    ds = IgniteDataset.follow(cache, host, port, batch_size=20, max_wait=0.05)
+    it = iter(ds)
+    checkpoint = tf.train.Checkpoint(iterator=it)
+    with open(log, "a") as out:
+        for batch in it:
+            rows = list(zip(batch["key"].numpy().tolist(), batch["val"]["v"].numpy().tolist()))
+            path = checkpoint.write(ckpt)
+            out.write(json.dumps({"rows": rows, "checkpoint": path}) + "\\n")
+            out.flush()
+""")
+
+
+def test_crash_and_checkpoint_restore_deliver_the_latest_values(ignite_node: LocalCluster, client: IgniteClient,
+                                                                cache_name: str, tmp_path: Path) -> None:
+    cache = client.get_or_create_cache(cache_name)
+    cache.put_all({i: _row(i, 0.0) for i in range(200)})
+    host, port = ignite_node.address()
+    log_path = tmp_path / "follower.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-c", FOLLOWER, cache_name, host, str(port), str(tmp_path / "ckpt"),
+                             str(log_path)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        def logged() -> list[dict[str, Any]]:
+            if proc.poll() is not None:
+                raise AssertionError(f"the follower exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            return [json.loads(line) for line in log_path.read_text().splitlines()] if log_path.exists() else []
+
+        wait_for(lambda: sum(len(e["rows"]) for e in logged()) >= 200, 120, "the follower to deliver the scan")
+        for i in range(100):  # updates the first process follows
+            cache.put(i, _row(i, 1.0))
+        wait_for(lambda: sum(len(e["rows"]) for e in logged()) >= 300, 60, "the follower to deliver updates")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    entries = logged_entries = [json.loads(line) for line in log_path.read_text().splitlines()]
+    assert logged_entries
+    # While nobody follows: updates, inserts and updates overwritten twice.
+    for i in range(50, 150):
+        cache.put(i, _row(i, 2.0))
+    for i in range(100, 120):
+        cache.put(i, _row(i, 3.0))
+    cache.put_all({i: _row(i, 4.0) for i in range(200, 240)})
+
+    ds = IgniteDataset.follow(cache_name, host, port, batch_size=20, max_wait=0.05, stream_timeout=1.5)
+    it = iter(ds)
+    tf.train.Checkpoint(iterator=it).read(entries[-1]["checkpoint"]).assert_consumed()
+    consumer_rows: list[tuple[int, float]] = []
+    done = threading.Event()
+
+    def more_writes() -> None:
+        wait_for(lambda: ds.stats.registrations >= 1, 60, "the restored follower's query")
+        for i in range(230, 260):
+            cache.put(i, _row(i, 5.0))
+        done.set()
+
+    writer = threading.Thread(target=more_writes, daemon=True)
+    writer.start()
+    for batch in it:
+        consumer_rows.extend(_rows(batch))
+    writer.join(60)
+    assert done.is_set()
+    _assert_latest_delivered(consumer_rows, _cache_state(client, cache_name), "after a crash and restore")
+    assert _cache_state(client, cache_name)[110] == 3.0 and _latest(consumer_rows)[110] == 3.0
+
+
+@pytest.fixture
+def two_nodes(tmp_path: Path) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(tmp_path / "nodes", nodes=2, name="tfi-follow", heap_mb=384, region_mb=256)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        close_shared_clients()
+        cluster.stop()
+
+
+def _put_retrying(client: IgniteClient, cache: str, key: int, value: Any) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            client.cache(cache).put(key, value)
+            return
+        except IgniteConnectionError:
+            if time.monotonic() > deadline:
+                raise
+
+
+@pytest.mark.slow
+def test_kill_of_the_node_holding_the_query(two_nodes: LocalCluster, cache_name: str) -> None:
+    cluster = two_nodes
+    with IgniteClient(cluster.addresses(), timeout=20) as client:
+        client.create_cache(CacheConfiguration(cache_name, cache_mode=CacheMode.PARTITIONED, backups=1,
+                                               write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC))
+        client.cache(cache_name).put_all({i: _row(i, 0.0) for i in range(500)})
+        wait_rebalanced(cluster, cache_name, 500)
+        ds = IgniteDataset.follow(cache_name, client=client, batch_size=50, max_wait=0.05, stream_timeout=3.0)
+        consumer = _Consumer(ds)
+        consumer.wait_rows(500)
+        holder = [i for i, (h, p) in enumerate(cluster.addresses()) if f"{h}:{p}" == ds.stats.query_address]
+        assert holder, f"the query's node {ds.stats.query_address} is one of the cluster's"
+        survivor = 1 - holder[0]
+        step = 0
+        with IgniteClient([cluster.address(survivor)], timeout=20) as writer:
+            for step in range(1, 4):
+                for i in range(0, 500, 7):
+                    _put_retrying(writer, cache_name, i, _row(i, float(step)))
+                if step == 1:
+                    consumer.wait_rows(500 + len(range(0, 500, 7)))
+                    cluster.kill_node(holder[0], signal.SIGKILL)
+            consumer.join()
+            final = _cache_state(writer, cache_name)
+    assert len(ds.stats.resyncs) >= 1 and ds.stats.registrations >= 2, ds.stats
+    _assert_latest_delivered(consumer.rows, final, "after kill -9 of the node holding the query")
+    assert final[7] == 3.0
+
+
+def test_slow_consumer_memory_stays_bounded(ignite_node: LocalCluster, client: IgniteClient,
+                                            cache_name: str) -> None:
+    cache = client.get_or_create_cache(cache_name)
+    cache.put(0, _row(0, -1.0))  # the schema comes from the rows (or pass value_type=)
+    host, port = ignite_node.address()
+    ds = IgniteDataset.follow(cache_name, host, port, start="now", batch_size=500, max_wait=0.05,
+                              stream_timeout=2.0, max_buffered=8)
+    consumer = _Consumer(ds, delay=0.3)
+    wait_for(lambda: ds.stats.registrations == 1, 30, "the follower's query")
+    keys = 2000
+    written = 0
+    for rnd in range(5):  # ~10,000 writes within a few seconds; the consumer takes 500 rows per 0.3 s
+        for start in range(0, keys, 500):
+            cache.put_all({i: _row(i, float(rnd)) for i in range(start, start + 500)})
+            written += 500
+    consumer.join(180)
+    assert ds.stats.peak_buffered <= 8
+    assert ds.stats.resyncs, "the writer outran the consumer: the bounded queue overflowed and the follower resynced"
+    _assert_latest_delivered(consumer.rows, _cache_state(client, cache_name), "behind a slow consumer")
