@@ -107,9 +107,13 @@ def client(ignite_node: LocalCluster) -> Iterator[IgniteClient]:
 
 def test_rows_then_each_update_once_then_stream_timeout(ignite_node: LocalCluster, client: IgniteClient,
                                                         cache_name: str) -> None:
+    rows_then_each_update_once(*ignite_node.address(), client, cache_name)
+
+
+def rows_then_each_update_once(host: str, port: int, client: IgniteClient, cache_name: str) -> None:
+    """The live guarantee (also run on stock nodes by test_stock_cluster.py)."""
     cache = client.get_or_create_cache(cache_name)
     cache.put_all({i: _row(i, 0.0) for i in range(300)})
-    host, port = ignite_node.address()
     ds = IgniteDataset.follow(cache_name, host, port, batch_size=64, max_wait=0.05, stream_timeout=1.5)
     consumer = _Consumer(ds)
     consumer.wait_rows(300)
