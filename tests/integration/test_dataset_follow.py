@@ -270,8 +270,10 @@ def _put_retrying(client: IgniteClient, cache: str, key: int, value: Any) -> Non
 
 
 @pytest.mark.slow
-def test_kill_of_the_node_holding_the_query(two_nodes: LocalCluster, cache_name: str) -> None:
+def test_a_node_joining_then_the_query_node_killed(two_nodes: LocalCluster, cache_name: str) -> None:
+    """(c) a node joins while updates are written: each arrives once; (b) kill -9 of the query's node: resync."""
     cluster = two_nodes
+    touched = range(0, 500, 7)
     with IgniteClient(cluster.addresses(), timeout=20) as client:
         client.create_cache(CacheConfiguration(cache_name, cache_mode=CacheMode.PARTITIONED, backups=1,
                                                write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC))
@@ -280,22 +282,36 @@ def test_kill_of_the_node_holding_the_query(two_nodes: LocalCluster, cache_name:
         ds = IgniteDataset.follow(cache_name, client=client, batch_size=50, max_wait=0.05, stream_timeout=3.0)
         consumer = _Consumer(ds)
         consumer.wait_rows(500)
+
+        joined = threading.Thread(target=cluster.add_node, daemon=True)
+        joined.start()  # partitions move while the updates of step 1 are written
+        with IgniteClient(cluster.addresses(), timeout=20) as writer:
+            while joined.is_alive():
+                for i in touched:
+                    _put_retrying(writer, cache_name, i, _row(i, 1.0))
+            joined.join()
+            wait_rebalanced(cluster, cache_name, 500)
+            for i in touched:
+                _put_retrying(writer, cache_name, i, _row(i, 2.0))
+            wait_for(lambda: {k for k, v in consumer.rows[500:] if v == 2.0} == set(touched), 60,
+                     "the updates written after the join")
+        assert ds.stats.resyncs == [], "a node joining does not cost the query"
+        step2 = [k for k, v in consumer.rows[500:] if v == 2.0]
+        assert Counter(step2) == Counter(touched), "every update written after the join, exactly once"
+
         holder = [i for i, (h, p) in enumerate(cluster.addresses()) if f"{h}:{p}" == ds.stats.query_address]
         assert holder, f"the query's node {ds.stats.query_address} is one of the cluster's"
-        survivor = 1 - holder[0]
-        step = 0
+        survivor = next(i for i in range(len(cluster.addresses())) if i != holder[0])
         with IgniteClient([cluster.address(survivor)], timeout=20) as writer:
-            for step in range(1, 4):
-                for i in range(0, 500, 7):
-                    _put_retrying(writer, cache_name, i, _row(i, float(step)))
-                if step == 1:
-                    consumer.wait_rows(500 + len(range(0, 500, 7)))
-                    cluster.kill_node(holder[0], signal.SIGKILL)
+            cluster.kill_node(holder[0], signal.SIGKILL)
+            for value in (3.0, 4.0):
+                for i in touched:
+                    _put_retrying(writer, cache_name, i, _row(i, value))
             consumer.join()
             final = _cache_state(writer, cache_name)
     assert len(ds.stats.resyncs) >= 1 and ds.stats.registrations >= 2, ds.stats
     _assert_latest_delivered(consumer.rows, final, "after kill -9 of the node holding the query")
-    assert final[7] == 3.0
+    assert final[7] == 4.0
 
 
 def test_slow_consumer_memory_stays_bounded(ignite_node: LocalCluster, client: IgniteClient,
