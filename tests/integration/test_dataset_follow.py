@@ -48,8 +48,12 @@ def _rows(batch: dict[str, Any]) -> list[tuple[int, float]]:
 class _Consumer:
     """Iterates a dataset in a thread, recording (key, value) pairs; ``when(n, action)`` fires once at n rows."""
 
-    def __init__(self, ds: tf.data.Dataset, delay: float = 0.0) -> None:
+    def __init__(self, ds: tf.data.Dataset, delay: float = 0.0, latest_only: bool = False) -> None:
         self.rows: list[tuple[int, float]] = []
+        #: With ``latest_only`` (a soak: memory must stay flat) only each key's last value and a count.
+        self.latest: dict[int, float] = {}
+        self.count = 0
+        self._latest_only = latest_only
         self.error: BaseException | None = None
         self.ended_at = 0.0
         self._ds = ds
@@ -60,7 +64,12 @@ class _Consumer:
     def _run(self) -> None:
         try:
             for batch in self._ds:
-                self.rows.extend(_rows(batch))
+                rows = _rows(batch)
+                self.count += len(rows)
+                if self._latest_only:
+                    self.latest.update(rows)
+                else:
+                    self.rows.extend(rows)
                 if self._delay:
                     time.sleep(self._delay)  # a slow training step
         except BaseException as exc:  # reported by join()
@@ -314,22 +323,52 @@ def test_a_node_joining_then_the_query_node_killed(two_nodes: LocalCluster, cach
     assert final[7] == 4.0
 
 
+def _rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+#: Seconds of writing in the long form (``--long``, ``make soak-follow``).
+SOAK_SECONDS = float(os.environ.get("SOAK_FOLLOW_SECONDS", "120"))
+
+
 def test_slow_consumer_memory_stays_bounded(ignite_node: LocalCluster, client: IgniteClient,
-                                            cache_name: str) -> None:
+                                            cache_name: str, long_form: bool) -> None:
+    """A writer at thousands of rows/s, a consumer that takes 500 rows per 0.3 s: bounded queue, flat memory.
+
+    The short form (CI) writes ~10,000 rows; ``make soak-follow`` writes for SOAK_FOLLOW_SECONDS (120)
+    and checks this process's RSS stays flat.
+    """
     cache = client.get_or_create_cache(cache_name)
     cache.put(0, _row(0, -1.0))  # the schema comes from the rows (or pass value_type=)
     host, port = ignite_node.address()
     ds = IgniteDataset.follow(cache_name, host, port, start="now", batch_size=500, max_wait=0.05,
                               stream_timeout=2.0, max_buffered=8)
-    consumer = _Consumer(ds, delay=0.3)
+    consumer = _Consumer(ds, delay=0.3, latest_only=True)
     wait_for(lambda: ds.stats.registrations == 1, 30, "the follower's query")
     keys = 2000
     written = 0
-    for rnd in range(5):  # ~10,000 writes within a few seconds; the consumer takes 500 rows per 0.3 s
+    rss: list[tuple[float, float]] = []
+    began = time.monotonic()
+    rnd = 0
+    while (rnd < 5) if not long_form else (time.monotonic() - began < SOAK_SECONDS):
         for start in range(0, keys, 500):
             cache.put_all({i: _row(i, float(rnd)) for i in range(start, start + 500)})
             written += 500
+        rss.append((time.monotonic() - began, _rss_mib()))
+        rnd += 1
+    elapsed = time.monotonic() - began
     consumer.join(180)
     assert ds.stats.peak_buffered <= 8
     assert ds.stats.resyncs, "the writer outran the consumer: the bounded queue overflowed and the follower resynced"
-    _assert_latest_delivered(consumer.rows, _cache_state(client, cache_name), "behind a slow consumer")
+    _assert_latest_delivered(list(consumer.latest.items()), _cache_state(client, cache_name),
+                             "behind a slow consumer")
+    if long_form:
+        half = len(rss) // 2
+        first, second = max(m for _, m in rss[:half]), max(m for _, m in rss[half:])
+        print(f"soak-follow: {written} rows in {elapsed:.0f}s ({written / elapsed:.0f}/s), "
+              f"{consumer.count} delivered, {len(ds.stats.resyncs)} resyncs, RSS max first half "
+              f"{first:.0f} MiB, second half {second:.0f} MiB")
+        assert second <= first + 64, f"RSS grew from {first:.0f} to {second:.0f} MiB while following"
