@@ -33,6 +33,7 @@ from tensorflow_ignite.errors import ConfigurationError, IgniteConnectionError
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol.cache_config import CacheConfiguration
 from tensorflow_ignite.protocol.codes import CacheMode, WriteSynchronizationMode
+from tensorflow_ignite.protocol.hashing import affinity_partition, java_key_hash
 from tensorflow_ignite.protocol.values import BinaryObject
 from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
@@ -170,6 +171,33 @@ def test_deletes_flagged(ignite_node: LocalCluster, client: IgniteClient, cache_
                         batch["deleted"].numpy().tolist()))
     seen = [(k, v, d) for k, v, d in rest]
     assert seen == [(3, 3.0, True), (3, 33.0, False), (4, 4.0, True)]  # in order, with the removed value
+
+
+@pytest.mark.parametrize("how", ["parts", "per_worker"])
+def test_parts_follow_only_their_partitions(ignite_node: LocalCluster, client: IgniteClient, cache_name: str,
+                                            how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = client.get_or_create_cache(cache_name)
+    cache.put_all({i: _row(i, 0.0) for i in range(400)})
+    partitions = client.partition_map(cache_name).partitions
+    mine = list(range(0, partitions, 2))
+    host, port = ignite_node.address()
+    if how == "per_worker":  # what `ignite-tf start` sets for each worker
+        monkeypatch.setenv("IGNITE_DATASET_PARTS", ",".join(map(str, mine)))
+        share: dict[str, Any] = {"per_worker": True}
+    else:
+        share = {"parts": mine}
+    ds = IgniteDataset.follow(cache_name, host, port, batch_size=64, max_wait=0.05, stream_timeout=1.5, **share)
+    assert ds.partitions == mine
+    consumer = _Consumer(ds)
+    wait_for(lambda: ds.stats.scanned_rows > 0 and ds.stats.registrations == 1, 30, "the follower's scan")
+    for i in range(0, 600, 3):  # updates and inserts in every partition
+        cache.put(i, _row(i, 1.0))
+    consumer.join()
+    ours = {i for i in range(600) if affinity_partition(java_key_hash(i), partitions) in set(mine)}
+    assert 0 < len(ours) < 600
+    scanned, events = consumer.rows[:ds.stats.scanned_rows], consumer.rows[ds.stats.scanned_rows:]
+    assert sorted(k for k, _ in scanned) == sorted(k for k in ours if k < 400)
+    assert Counter(k for k, _ in events) == Counter(k for k in range(0, 600, 3) if k in ours)
 
 
 def test_bad_options_are_named(ignite_node: LocalCluster, client: IgniteClient, cache_name: str) -> None:
