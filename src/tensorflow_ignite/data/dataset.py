@@ -30,7 +30,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
@@ -48,6 +48,9 @@ from .plan import PartitionPlan, ScanTask
 from .reader import DEFAULT_PAGE_BYTES, PageSizer, ReadStats, ScanReader, SqlReader
 from .schema import DatasetSchema, FieldSchema, leaf_from_type_code, resolve_schema
 from .tensor_schema import load_schema
+
+if TYPE_CHECKING:
+    from .follow_dataset import FollowDataset
 
 __all__ = ["IgniteDataset", "ConnectionOptions", "ReadStats", "close_shared_clients"]
 
@@ -339,7 +342,7 @@ class IgniteDataset(tf.data.Dataset):
         cert_password: str | None = None,
         insecure_skip_verify: bool = False,
         server_hostname: str | None = None,
-    ) -> tf.data.Dataset:
+    ) -> FollowDataset:
         """A dataset that follows a cache: its rows, then every insert and update as it happens.
 
         Elements are micro-batches of up to ``batch_size`` rows (the scan's
