@@ -78,9 +78,14 @@ class _Consumer:
         self.ended_at = time.monotonic()
 
     def wait_rows(self, n: int, timeout: float = 60) -> None:
-        wait_for(lambda: len(self.rows) >= n or self.error is not None, timeout, f"{n} followed rows")
+        self.wait_until(lambda: len(self.rows) >= n, timeout, f"{n} followed rows")
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
+        """``predicate`` holds; or the consumer failed (its error is raised here) or ended too early."""
+        wait_for(lambda: predicate() or not self._thread.is_alive(), timeout, what)
         if self.error is not None:
             raise self.error
+        assert predicate(), f"the dataset ended (stream_timeout) before {what}"
 
     def join(self, timeout: float = 120) -> None:
         self._thread.join(timeout)
@@ -139,6 +144,9 @@ def rows_then_each_update_once(host: str, port: int, client: IgniteClient, cache
     assert ds.stats.resyncs == [] and ds.stats.registrations == 1
     # It ended because nothing came for stream_timeout seconds, not before.
     assert consumer.ended_at - written >= 1.5
+    # The ended run closed its query: no reader thread of it is left.
+    wait_for(lambda: not [t for t in threading.enumerate() if t.name == f"ignite-follow-{cache_name}"], 10,
+             "the follower's reader thread to end")
 
 
 def test_start_now_and_max_rows(ignite_node: LocalCluster, client: IgniteClient, cache_name: str) -> None:
@@ -316,7 +324,9 @@ def test_a_node_joining_then_the_query_node_killed(two_nodes: LocalCluster, cach
                                                write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC))
         client.cache(cache_name).put_all({i: _row(i, 0.0) for i in range(500)})
         wait_rebalanced(cluster, cache_name, 500)
-        ds = IgniteDataset.follow(cache_name, client=client, batch_size=50, max_wait=0.05, stream_timeout=3.0)
+        # Writes pause while the topology changes (seconds on a loaded machine): the stream_timeout
+        # that ends the test must outlast that pause.
+        ds = IgniteDataset.follow(cache_name, client=client, batch_size=50, max_wait=0.05, stream_timeout=15.0)
         consumer = _Consumer(ds)
         consumer.wait_rows(500)
 
@@ -330,8 +340,13 @@ def test_a_node_joining_then_the_query_node_killed(two_nodes: LocalCluster, cach
             wait_rebalanced(cluster, cache_name, 500)
             for i in touched:
                 _put_retrying(writer, cache_name, i, _row(i, 2.0))
-            wait_for(lambda: {k for k, v in consumer.rows[500:] if v == 2.0} == set(touched), 60,
-                     "the updates written after the join")
+            try:
+                consumer.wait_until(lambda: {k for k, v in consumer.rows[500:] if v == 2.0} == set(touched), 60,
+                                    "the updates written after the join")
+            except AssertionError as exc:
+                missing = sorted(set(touched) - {k for k, v in consumer.rows[500:] if v == 2.0})
+                raise AssertionError(f"{exc}: {len(missing)} missing (e.g. {missing[:5]}); "
+                                     f"{len(consumer.rows)} rows delivered; {ds.stats}") from None
         assert ds.stats.resyncs == [], "a node joining does not cost the query"
         step2 = [k for k, v in consumer.rows[500:] if v == 2.0]
         assert Counter(step2) == Counter(touched), "every update written after the join, exactly once"

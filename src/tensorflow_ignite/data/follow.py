@@ -52,9 +52,11 @@ import numpy as np
 from ..client import IgniteClient
 from ..client.connection import Connection
 from ..errors import (
+    CacheNotFoundError,
     ConfigurationError,
     IgniteConnectionError,
     NotificationOverflowError,
+    ServerError,
     UnsupportedOperationError,
 )
 from ..protocol import continuous
@@ -264,15 +266,20 @@ class Follower:
                 self.stats.query_address = conn.address
                 self.stats.registrations += 1
                 return query
-            except IgniteConnectionError as exc:
-                if base is not None:
+            except (IgniteConnectionError, ServerError) as exc:
+                if isinstance(exc, CacheNotFoundError):
+                    raise
+                if base is not None and isinstance(exc, IgniteConnectionError):
                     self.client.drop_connection(base)
                 if time.monotonic() >= deadline:
+                    if isinstance(exc, ServerError):
+                        raise  # the node's own answer, not a node going away
                     raise IgniteConnectionError(
                         f"IgniteDataset.follow over cache {self.cache_name!r}: no node accepted a continuous "
-                        f"query within {self.client.options.timeout}s (last: {exc}); check the cluster, or "
-                        "raise timeout=...", address=exc.address) from None
-                time.sleep(delay)  # a node is leaving: the next try reaches another one
+                        f"query within {self.client.options.timeout}s (last: {type(exc).__name__}: {exc}); "
+                        "check the cluster, or raise timeout=...", address=getattr(exc, "address", None)) from None
+                # A node leaving, or the topology changing under the registration: try again.
+                time.sleep(delay)
                 delay = min(1.0, delay * 2)
 
     def keep(self, events: continuous.ContinuousEvents) -> np.ndarray:
