@@ -7,6 +7,7 @@
 #   make bench-3 issue 19's verdict: 3 full runs in one command (~30 min), targets' minimum and spread
 #   make bench-revisions  the read path against earlier revisions in one run (BENCHMARKS-revisions.md)
 #   make soak    30 minutes of everything at once while nodes die (soak-report/)
+#   make soak-follow  IgniteDataset.follow behind a slow consumer: bounded queue, flat memory
 #   make wheel   cp311/cp312/cp313 manylinux wheels in dist/
 #   make compat  every tested Ignite release (with a table) and the wheel on Python 3.12, 3.13
 #
@@ -21,10 +22,10 @@ JAVA_SRC    := $(shell find java/src -name '*.java' 2>/dev/null) java/pom.xml ja
 NATIVE_SRC  := $(wildcard src/tensorflow_ignite/native/*.cc) $(wildcard src/tensorflow_ignite/native/*.h) $(wildcard src/tensorflow_ignite/native/build.py)
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps venv java native stock demo test test-long bench bench-3 bench-revisions soak fuzz clean help wheel compat compat-wheel compat-versions
+.PHONY: setup system-deps venv java native stock demo test test-long bench bench-3 bench-revisions soak soak-follow fuzz clean help wheel compat compat-wheel compat-versions
 
 help:
-	@sed -n '2,11p' Makefile
+	@sed -n '2,12p' Makefile
 
 setup: system-deps venv java native stock
 
@@ -104,6 +105,13 @@ bench-revisions: setup
 SOAK_MINUTES ?= 30
 soak: setup
 	$(PY) -m bench.soak --minutes $(SOAK_MINUTES) --out soak-report
+
+# IgniteDataset.follow behind a slow consumer: a writer at thousands of rows/s for
+# SOAK_FOLLOW_SECONDS (120), the follower's queue bounded and this process's RSS flat
+# (CI runs the short form of the same test).
+soak-follow: setup
+	SOAK_FOLLOW_SECONDS=$(or $(SOAK_FOLLOW_SECONDS),120) $(PY) -m pytest -q -s -p no:cacheprovider --long \
+		tests/integration/test_dataset_follow.py -k slow_consumer $(PYTEST_ARGS)
 
 # Every tested Ignite release (2.16, 2.17, 2.18): the stock-node and version test modules,
 # then a table of each test's outcome per version.

@@ -37,6 +37,7 @@ __all__ = [
     "OutputLayoutError",
     "EmptySourceError",
     "IgniteConnectionError",
+    "NotificationOverflowError",
     "ConnectionTimeoutError",
     "TLSError",
     "HandshakeError",
@@ -210,6 +211,15 @@ class AuthenticationError(HandshakeError):
 
 
 # -------------------------------------------------------------------- server side
+class NotificationOverflowError(IgniteError):
+    """A reader of server-pushed frames (continuous query events) fell so far behind that its
+    connection's bounded queue dropped them; the reader must start over (re-register, re-read)."""
+
+    def __init__(self, message: str, *, address: str | None = None) -> None:
+        super().__init__(message)
+        self.address = address
+
+
 class ServerError(IgniteError):
     """An Ignite node answered a request with an error status.
 

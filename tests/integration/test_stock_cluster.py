@@ -30,6 +30,7 @@ from tensorflow_ignite.data.dataset import close_shared_clients
 from tensorflow_ignite.launcher.jobs import JobClient, JobNotFoundError
 from tensorflow_ignite.local.stock import StockCluster
 
+from . import test_dataset_follow as follow_on_our_node
 from . import test_fs_tensorflow as on_our_node
 from . import test_launcher_faults as faults_on_our_nodes
 from . import test_launcher_jobs as on_our_nodes
@@ -53,6 +54,12 @@ def test_nodes_are_stock_ignite_with_the_module(stock_cluster: StockCluster, ign
             assert b"--launcher-service-config" in cmdline
     with JobClient.connect(*stock_cluster.address()) as jobs:
         assert jobs.ping().startswith("tf-ignite-launcher")
+
+
+def test_follow_delivers_rows_then_each_update_once(stock_cluster: StockCluster, cache_name: str) -> None:
+    """IgniteDataset.follow's continuous query on stock nodes (events from primaries on other nodes too)."""
+    with IgniteClient([stock_cluster.address()]) as client:
+        follow_on_our_node.rows_then_each_update_once(*stock_cluster.address(), client, cache_name)
 
 
 def test_start_restarts_after_a_worker_crash_and_reads_every_row_once(

@@ -16,10 +16,12 @@ the caller's buffer by whichever thread reads it.
 from __future__ import annotations
 
 import collections
+import select
 import socket
 import ssl
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -28,12 +30,13 @@ from ..errors import (
     ConnectionTimeoutError,
     HandshakeError,
     IgniteConnectionError,
+    NotificationOverflowError,
     ProtocolError,
     TLSError,
 )
 from ..protocol import framing
 from ..protocol.receive import DEFAULT_MAX_FRAME, FrameReader
-from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, ProtocolVersion
+from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, Op, ProtocolVersion, ResponseFlag
 from .options import ConnectionOptions
 from .tls import tls_error
 
@@ -126,6 +129,11 @@ class Connection:
         self._parked_cv = threading.Condition(threading.Lock())
         #: Answers to be read straight into a caller's buffer (:meth:`expect_into`).
         self._into: dict[int, _IntoTarget] = {}
+        #: Server-pushed frames (continuous query events) by resource id, until taken
+        #: (:meth:`next_notification`); at most ``_notification_limit`` frames each.
+        self._notifications: dict[int, collections.deque[memoryview]] = {}
+        self._overflowed: set[int] = set()
+        self._notification_limit = 0
         self._next_id = 0
         self._id_lock = threading.Lock()
         self.handshake: framing.HandshakeResponse | None = None
@@ -480,6 +488,16 @@ class Connection:
                     return None
         frame = reader.read_frame()
         rid = self._response_id(frame)
+        if len(frame) >= _PLAIN_HEADER and frame[8] & ResponseFlag.NOTIFICATION and self.version >= (1, 4, 0):
+            with self._parked_cv:
+                queue = self._notifications.setdefault(rid, collections.deque())
+                if self._notification_limit and len(queue) >= self._notification_limit:
+                    queue.clear()  # its reader is that far behind: it learns so and starts over
+                    self._overflowed.add(rid)
+                elif rid not in self._overflowed:
+                    queue.append(frame)
+                self._parked_cv.notify_all()
+            return None
         if rid == mine:
             return frame
         with self._parked_cv:
@@ -513,6 +531,69 @@ class Connection:
     def request(self, encode: FrameEncoder, op: int | None = None) -> memoryview:
         """Send a request built by ``encode(request_id)`` and wait for its answer body."""
         return self.receive(self.send(encode), op)
+
+    # ------------------------------------------------- server-pushed frames
+    def limit_notifications(self, frames: int) -> None:
+        """Keep at most ``frames`` unread notification frames per resource (0: no limit).
+
+        A resource whose queue is full loses its queued frames and every later
+        one, and :meth:`next_notification` raises
+        :class:`~tensorflow_ignite.errors.NotificationOverflowError` for it:
+        memory stays bounded however far behind its reader is.
+        """
+        self._notification_limit = max(0, int(frames))
+
+    def next_notification(self, resource_id: int, timeout: float) -> memoryview | None:
+        """The body of the next frame the node pushed for ``resource_id``, or None after ``timeout`` seconds.
+
+        Frames are read from the socket while waiting (answers to other
+        requests are parked for their waiters); an idle connection is not
+        an error here, unlike a request without an answer.
+        """
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            with self._parked_cv:
+                if resource_id in self._overflowed:
+                    raise NotificationOverflowError(
+                        f"{self.address}: more than {self._notification_limit} unread notification frames for "
+                        f"resource {resource_id}; they were dropped: the reader fell behind the node",
+                        address=self.address)
+                queue = self._notifications.get(resource_id)
+                frame = queue.popleft() if queue else None
+            if frame is not None:
+                return self._body(frame, Op.QUERY_CONTINUOUS_EVENT_NOTIFICATION)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if not self._recv_lock.acquire(timeout=min(left, 0.05)):
+                with self._parked_cv:
+                    if not self._notifications.get(resource_id):
+                        self._parked_cv.wait(timeout=min(left, 0.05))
+                continue
+            try:
+                if self._readable(min(left, 0.05)):
+                    self._read_answer(-1)
+            finally:
+                self._recv_lock.release()
+
+    def forget_notifications(self, resource_id: int) -> None:
+        """Drop the frames kept for ``resource_id`` (its resource was closed)."""
+        with self._parked_cv:
+            self._notifications.pop(resource_id, None)
+            self._overflowed.discard(resource_id)
+
+    def _readable(self, timeout: float) -> bool:
+        """Whether a frame can be read without waiting longer than ``timeout`` for its first byte."""
+        sock = self._sock
+        if sock is None:
+            raise IgniteConnectionError(f"connection to {self.address} is closed", address=self.address)
+        if self.reader.buffered() or (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+            return True
+        try:
+            ready, _, _ = select.select([sock], [], [], timeout)
+        except (OSError, ValueError) as exc:
+            raise IgniteConnectionError(f"connection to {self.address} lost: {exc}", address=self.address) from None
+        return bool(ready)
 
     # ------------------------------------------------- answers into caller buffers
     def expect_into(self, request_id: int, into: memoryview, head: int) -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
@@ -48,6 +48,9 @@ from .plan import PartitionPlan, ScanTask
 from .reader import DEFAULT_PAGE_BYTES, PageSizer, ReadStats, ScanReader, SqlReader
 from .schema import DatasetSchema, FieldSchema, leaf_from_type_code, resolve_schema
 from .tensor_schema import load_schema
+
+if TYPE_CHECKING:
+    from .follow_dataset import FollowDataset
 
 __all__ = ["IgniteDataset", "ConnectionOptions", "ReadStats", "close_shared_clients"]
 
@@ -305,6 +308,81 @@ class IgniteDataset(tf.data.Dataset):
     def stats(self) -> ReadStats:
         """A snapshot of what this dataset's reads have done (rows, scan mode, failovers, rescans)."""
         return self._reader.stats()
+
+    # ---------------------------------------------------------------- following
+    @staticmethod
+    def follow(
+        cache_name: str,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        *,
+        start: str = "beginning",
+        batch_size: int = 256,
+        max_wait: float = 0.1,
+        stream_timeout: float | None = None,
+        max_rows: int | None = None,
+        deletes: str = "drop",
+        max_buffered: int = 1024,
+        parts: Sequence[int] | None = None,
+        per_worker: bool = False,
+        client: IgniteClient | None = None,
+        timeout: float = 30.0,
+        value_type: str | None = None,
+        key_type: str | int | None = None,
+        fields: Sequence[str] | None = None,
+        schema: DatasetSchema | None = None,
+        null_masks: bool = False,
+        decimal_as: str = "float64",
+        page_size: int | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        cafile: str | None = None,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        cert_password: str | None = None,
+        insecure_skip_verify: bool = False,
+        server_hostname: str | None = None,
+    ) -> FollowDataset:
+        """A dataset that follows a cache: its rows, then every insert and update as it happens.
+
+        Elements are micro-batches of up to ``batch_size`` rows (the scan's
+        element structure, ``{'key': ..., 'val': ...}``), cut early once
+        ``max_wait`` seconds passed since the oldest row waiting in the batch.
+        ``start="beginning"`` first delivers the rows that exist (a scan
+        after the query is registered, so nothing written meanwhile falls
+        between), ``"now"`` only what is written from now on.  Deleted and
+        expired entries are dropped (``deletes="drop"``), or delivered with
+        their last value and ``deleted=True`` in a ``'deleted'`` boolean
+        (``"flag"``).  The dataset ends after ``stream_timeout`` seconds
+        without a row (default: never) or after ``max_rows`` rows (counted
+        across a checkpoint restore).  ``parts`` / ``per_worker`` and the
+        schema arguments are those of :class:`IgniteDataset`: a launcher
+        worker follows its node's primary partitions.
+
+        Iterators are checkpointable (``tf.train.Checkpoint(iterator=it)``,
+        a few bytes).  The guarantee (see ARCHITECTURE.md, "Following a
+        cache"): while the continuous query lives, each update is delivered
+        once; when it is lost (its node died, the consumer fell more than
+        ``max_buffered`` notification frames behind, a restore from a
+        checkpoint) the follower registers a new query and scans the
+        partitions again, so the latest value of every key is always
+        delivered -- rows may come again, values overwritten in the gap and
+        deletes in the gap are not seen.  ``stats`` counts resyncs.  The
+        dataset runs in the process that built it (not on the tf.data
+        service).
+        """
+        from .follow import FollowOptions
+        from .follow_dataset import FollowDataset
+
+        options = FollowOptions(start=start, batch_size=batch_size, max_wait=max_wait, stream_timeout=stream_timeout,
+                                max_rows=max_rows, deletes=deletes, max_buffered=max_buffered)
+        base = IgniteDataset(
+            cache_name, host, port, page_size=page_size, username=username, password=password,
+            certfile=certfile, keyfile=keyfile, cert_password=cert_password, cafile=cafile,
+            insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname, parts=parts,
+            value_type=value_type, key_type=key_type, fields=fields, schema=schema, null_masks=null_masks,
+            decimal_as=decimal_as, client=client, timeout=timeout, per_worker=per_worker)
+        return FollowDataset(base, options)
 
     # ---------------------------------------------------------------- SQL
     @staticmethod

@@ -454,6 +454,10 @@ class ScanReader:
             pos += len(c)
         return view[:total]
 
+    def decode_rows(self, region: memoryview, n: int) -> dict[str, Any]:
+        """A batch of ``n`` (key, value) pairs laid out as a scan page's rows (a follower's events)."""
+        return self._decode([region], n, [])
+
     def _decode(self, chunks: list[memoryview], n: int, parts: list[int]) -> dict[str, Any]:
         # Page row regions are self-contained (object offsets are relative), so
         # the rows of several pages concatenate into one valid region.
@@ -469,7 +473,8 @@ class ScanReader:
         except C.FieldTypeError as exc:
             raise SchemaError(self._type_error(exc, data, n)) from None
         except SchemaError as exc:
-            where = f"partition {parts[0]}" if len(parts) == 1 else f"partitions {parts[0]}..{parts[-1]}"
+            where = ("events" if not parts else f"partition {parts[0]}" if len(parts) == 1
+                     else f"partitions {parts[0]}..{parts[-1]}")
             raise SchemaError(f"cache {self.cache_name!r}, {where}: {exc}") from None
         return self.schema.to_batch(columns, n)
 

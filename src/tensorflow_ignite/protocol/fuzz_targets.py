@@ -20,8 +20,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from tensorflow_ignite.errors import ProtocolError, SchemaError
-from tensorflow_ignite.protocol import responses
+from tensorflow_ignite.protocol import continuous, responses
 from tensorflow_ignite.protocol.binary import BinaryDecoder, BinaryEncoder
 from tensorflow_ignite.protocol.buffer import ByteReader, ByteWriter
 from tensorflow_ignite.protocol.codes import SUPPORTED_VERSIONS, TypeCode
@@ -179,7 +181,14 @@ def _reader_strings(data: bytes, param: int) -> None:
             r.typed_uuid()
 
 
-#: name -> decoder(data, param); the order is part of the fuzz input encoding.
+def _continuous_events(data: bytes, param: int) -> None:
+    events = continuous.decode_continuous_events(data)
+    if len(events):
+        keep = np.ones(len(events), dtype=bool)
+        events.rows(keep, old=bool(param & 1))
+
+
+#: name -> decoder(data, param); the order is part of the fuzz input encoding (append new targets).
 TARGETS: dict[str, Callable[[bytes, int], None]] = {
     "frames": _frames,
     "handshake": _handshake,
@@ -196,6 +205,7 @@ TARGETS: dict[str, Callable[[bytes, int], None]] = {
     "cache_names": _cache_names,
     "cache_config": _cache_config,
     "reader": _reader_strings,
+    "continuous_events": _continuous_events,
 }
 _ORDER = tuple(TARGETS)
 
@@ -305,6 +315,12 @@ def _seeds() -> list[bytes]:
     parts.i32(1)
     parts.bool(True)
     out.append(encode_input("partitions", parts.getvalue(), 1))
+    enc = BinaryEncoder()
+    events = ByteWriter()
+    events.i32(2)
+    events.raw(enc.encode(1) + b"\x65" + enc.encode("new") + b"\x00")  # created
+    events.raw(enc.encode(2) + enc.encode("old") + b"\x65" + b"\x02")  # removed
+    out.append(encode_input("continuous_events", events.getvalue(), 1))
     return out
 
 

@@ -41,7 +41,7 @@ The package holds :mod:`.plan` (what to extract: plans, columns, widenings)
 and :mod:`.decode` (the decoder).
 """
 
-from tensorflow_ignite.protocol.columns.decode import decode_page, take, value_offsets
+from tensorflow_ignite.protocol.columns.decode import decode_page, take, value_end, value_offsets
 from tensorflow_ignite.protocol.columns.plan import (
     Column,
     FieldPlan,
@@ -53,4 +53,4 @@ from tensorflow_ignite.protocol.columns.plan import (
 from tensorflow_ignite.protocol.types import WIDENING
 
 __all__ = ["FieldPlan", "PagePlan", "Column", "FieldTypeError", "WIDENING", "decode_page", "scalar", "obj",
-           "value_offsets", "take"]
+           "value_offsets", "value_end", "take"]

@@ -807,3 +807,19 @@ def value_offsets(region: bytes | bytearray | memoryview, row_count: int, values
         return _PageDecoder(view, row_count, PagePlan((None,) * values_per_row), None).locate()
     except (IndexError, ValueError, struct.error, OverflowError) as exc:
         raise ProtocolError(f"malformed page: {exc}") from exc
+
+
+def value_end(region: bytes | bytearray | memoryview, pos: int) -> int:
+    """Offset just past the one binary value starting at ``pos`` of ``region`` (bounds-checked).
+
+    For layouts that interleave values with other fields (continuous-query
+    event notifications: key, old value, value, event type byte), where
+    :func:`value_offsets`' rows of values only do not apply.
+    """
+    view = region if isinstance(region, memoryview) else memoryview(region)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    try:
+        return int(_PageDecoder(view, 0, PagePlan(()), None).skip(view, pos))
+    except (IndexError, ValueError, struct.error, OverflowError) as exc:
+        raise ProtocolError(f"malformed value at offset {pos}: {exc}") from exc
