@@ -47,7 +47,7 @@ __all__ = ["HostNetwork", "HostCluster", "remove_leftovers", "netns_unavailable"
 #: Ignite's default ``failureDetectionTimeout`` (seconds): how long a silent node stays in the topology.
 FAILURE_DETECTION_TIMEOUT = 10.0
 
-_NAME = re.compile(r"^tfi(\d+)(?:h\d+|br)$")
+_NAME = re.compile(r"^tfi(\d+)(?:h\d+|br|v\d+)$")
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -71,8 +71,8 @@ def _pid_alive(pid: int) -> bool:
 
 
 def remove_leftovers() -> list[str]:
-    """Delete the namespaces and bridges of runs whose process is gone (and every process left in
-    those namespaces); returns their names."""
+    """Delete the namespaces, bridges and veth pairs of runs whose process is gone (and every process
+    left in those namespaces); returns their names."""
     removed = []
     for line in _ip("netns", "list", check=False).stdout.splitlines():
         name = line.split()[0] if line.strip() else ""
@@ -82,9 +82,9 @@ def remove_leftovers() -> list[str]:
         _kill_namespace_processes(name)
         _ip("netns", "del", name, check=False)
         removed.append(name)
-    for line in _ip("-o", "link", "show", "type", "bridge", check=False).stdout.splitlines():
+    for line in _ip("-o", "link", "show", check=False).stdout.splitlines():  # bridges, veth ends
         parts = line.split(":")
-        name = parts[1].strip() if len(parts) > 1 else ""
+        name = parts[1].strip().split("@")[0] if len(parts) > 1 else ""
         m = _NAME.match(name)
         if m is None or _pid_alive(int(m.group(1))):
             continue
@@ -175,6 +175,7 @@ class HostNetwork:
             for i in range(self.hosts):
                 ns, veth, peer = self.namespace(i), self._veth(i), f"{self.tag}p{i}"
                 _ip("netns", "add", ns)
+                _ip("link", "del", veth, check=False)  # left by an earlier network of this process
                 _ip("link", "add", veth, "type", "veth", "peer", "name", peer)
                 _ip("link", "set", peer, "netns", ns)
                 _ip("link", "set", veth, "master", self.bridge)
@@ -209,7 +210,10 @@ class HostNetwork:
             ns = self.namespace(i)
             if _ip("netns", "pids", ns, check=False).returncode == 0:
                 _kill_namespace_processes(ns)
-                _ip("netns", "del", ns, check=False)
+            # The pair goes at once this way; with the namespace it would go later (the kernel
+            # cleans up namespaces asynchronously), and a new network could not take its name.
+            _ip("link", "del", self._veth(i), check=False)
+            _ip("netns", "del", ns, check=False)
         _ip("link", "del", self.bridge, check=False)
         self._cut.clear()
         self._made = False
