@@ -283,13 +283,33 @@ class IgniteClient:
             # Ignite's own thin clients do): nodes behind a proxy or NAT announce
             # addresses this client may not be meant to use.
             candidates += [a for eps in self._endpoints.values() for a in eps if a not in skip and a not in candidates]
+        # Nodes just given up on are dialled last: a host cut off costs connect_timeout per try.
+        shunned = {a for n, eps in self._endpoints.items() if self._recently_unreachable(n) for a in eps}
+        candidates.sort(key=lambda a: a in shunned)
         failures: list[IgniteConnectionError] = []
+        # Once the cluster's nodes are known, an address that answers as another node -- an island
+        # left by a network partition, another cluster on an address this one announced -- is used
+        # only when none of the known nodes answers (the whole cluster was restarted: new ids).
+        known = set(self._endpoints)
+        strangers: list[Connection] = []
         for address in candidates:
             existing = self._by_address.get(address)
             if existing is not None and not existing.closed:
-                return existing
+                if self._member(existing, known):
+                    return existing
+                strangers.append(existing)
+                continue
             try:
-                return self._open(address)
+                conn = self._open(address)
+                if not self._member(conn, known):
+                    log.warning("%s answers as node %s, which is not in the cluster's topology; "
+                                "trying the known nodes first", conn.address,
+                                conn.handshake.node_id if conn.handshake else None)
+                    strangers.append(conn)
+                    continue
+                for other in strangers:
+                    self._forget(other)
+                return conn
             except IgniteConnectionError as exc:
                 failures.append(exc)
                 errors.append(f"{address[0]}:{address[1]}: {exc}")
@@ -298,6 +318,10 @@ class IgniteClient:
                 # dying while we connect: try the others.)
                 if isinstance(exc, (AuthenticationError, TLSError)):
                     raise
+        if strangers:
+            for other in strangers[1:]:
+                self._forget(other)
+            return strangers[0]
         if len(failures) == 1:
             raise failures[0]
         raise IgniteConnectionError(
@@ -321,6 +345,29 @@ class IgniteClient:
                     self._partition_maps.clear()
                 conn = self._default
         return conn
+
+    def _recently_unreachable(self, node_id: _uuid.UUID) -> bool:
+        """Whether ``node_id``'s connection failed, or it could not be dialled, within ``idle_timeout``."""
+        failed_at = self._unreachable.get(node_id)
+        return failed_at is not None and time.monotonic() - failed_at < self.settings.idle_timeout
+
+    @staticmethod
+    def _member(conn: Connection, known: set[_uuid.UUID]) -> bool:
+        """Whether ``conn``'s node is one of ``known`` (True when nothing is known yet)."""
+        if not known:
+            return True
+        return conn.handshake is not None and conn.handshake.node_id in known
+
+    def _forget(self, conn: Connection) -> None:
+        """Close ``conn`` and unregister it, without marking its node unreachable."""
+        conn.close()
+        with self._lock:
+            for k, v in list(self._by_node.items()):
+                if v is conn:
+                    del self._by_node[k]
+            for a, v in list(self._by_address.items()):
+                if v is conn:
+                    del self._by_address[a]
 
     def drop_connection(self, conn: Connection) -> None:
         """Close ``conn`` after it failed and forget what was learned through it.
@@ -351,8 +398,7 @@ class IgniteClient:
         conn = self._by_node.get(node_id)
         if conn is not None and not conn.closed:
             return conn
-        failed_at = self._unreachable.get(node_id)
-        if failed_at is not None and time.monotonic() - failed_at < self.settings.idle_timeout:
+        if self._recently_unreachable(node_id):
             return self.default_connection
         endpoints = self.node_endpoints().get(node_id, [])
         # Serialized so that parallel readers open one connection per node, not one each.
@@ -372,6 +418,11 @@ class IgniteClient:
                 if conn.handshake is not None and conn.handshake.node_id == node_id:
                     self._unreachable.pop(node_id, None)
                     return conn
+                # Another node answers at an address this node announced (127.0.0.1 on
+                # another machine, a container's address): never used as this node.
+                log.info("%s answers as node %s, not as %s; not used for it", conn.address,
+                         conn.handshake.node_id if conn.handshake else None, node_id)
+                self._forget(conn)
             if endpoints:
                 self._unreachable[node_id] = time.monotonic()
         return self.default_connection
