@@ -16,6 +16,8 @@ user-space proxy (``tcp_proxy.TcpProxy.set_link``).
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import threading
 import time
 from collections import Counter
@@ -285,3 +287,30 @@ def test_ignite_fs_write_in_flight_when_its_host_is_cut_off_completes_or_fails_n
         assert 2 in steps
     saver.save(3)
     saver.assert_restores(f"{saver.directory}/ckpt-3", 3)
+
+
+def test_a_pause_shorter_than_the_idle_timeout_is_waited_out(ignite_node: LocalCluster, cache_name: str) -> None:
+    # A node frozen for less than idle_timeout (a long GC pause) answers the heartbeat sent
+    # meanwhile once it runs again: the read goes on, on the same connection.
+    fill_cache(ignite_node, cache_name, 3000)
+    client = IgniteClient(ignite_node.addresses(), idle_timeout=6.0)
+    node = ignite_node.members[0]
+    try:
+        conn = client.default_connection
+        pages = client.cache(cache_name).scan(page_size=100)
+        assert next(pages) is not None
+        os.kill(node.pid, signal.SIGSTOP)
+        try:
+            frozen = threading.Timer(3.0, os.kill, (node.pid, signal.SIGCONT))  # the pause's length
+            frozen.start()
+            t0 = time.monotonic()
+            rows = 1 + sum(1 for _ in pages)
+            waited = time.monotonic() - t0
+        finally:
+            frozen.join()
+            os.kill(node.pid, signal.SIGCONT)
+        assert rows == 3000
+        assert waited >= 2.5, f"the scan did not wait for the paused node ({waited:.1f}s)"
+        assert not conn.closed and client.connections() == [conn]
+    finally:
+        client.close()
