@@ -33,7 +33,7 @@ from tensorflow_ignite.data.dataset import close_shared_clients
 from tensorflow_ignite.protocol.cache_config import CacheConfiguration
 from tensorflow_ignite.protocol.codes import CacheMode, PartitionLossPolicy, WriteSynchronizationMode
 from tensorflow_ignite.protocol.values import BinaryObject
-from tensorflow_ignite.testing.hosts import HostCluster
+from tensorflow_ignite.testing.hosts import FAILURE_DETECTION_TIMEOUT, HostCluster
 from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
 from .tcp_proxy import TcpProxy
@@ -50,7 +50,7 @@ ROWS = 12_000
 PAGE_ROWS = 8
 BATCH = 200
 #: Seconds the epoch may stand still after the fault: failureDetectionTimeout + 5.
-STALL_LIMIT = 15.0
+STALL_LIMIT = FAILURE_DETECTION_TIMEOUT + 5.0
 #: ignite:// blocks: the test's 16 MiB checkpoints are 16 blocks.
 FS_BLOCK_SIZE = "1m"
 #: Each batch is "trained on" this long (the consumer's pace, not a wait for anything): the epoch

@@ -42,9 +42,10 @@ from ..errors import NodeError
 from ..local.cluster import NodeInfo
 from ..local.stock import NEWEST_XML_VERSION, StockCluster
 
-__all__ = ["HostNetwork", "HostCluster", "remove_leftovers", "netns_unavailable"]
+__all__ = ["HostNetwork", "HostCluster", "remove_leftovers", "netns_unavailable", "FAILURE_DETECTION_TIMEOUT"]
 
-#: Ignite's default ``failureDetectionTimeout`` (seconds): how long a silent node stays in the topology.
+#: Ignite's default ``failureDetectionTimeout`` (seconds), which these nodes keep: how long a silent
+#: node stays in the topology.
 FAILURE_DETECTION_TIMEOUT = 10.0
 
 _NAME = re.compile(r"^tfi(\d+)(?:h\d+|br|v\d+)$")
@@ -238,7 +239,6 @@ class HostCluster(StockCluster):
     network: HostNetwork | None = None
     ignite_version: str = NEWEST_XML_VERSION
     name: str = "tfi-hosts"
-    failure_detection_timeout: float = FAILURE_DETECTION_TIMEOUT
     _paused: set[int] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
@@ -288,10 +288,6 @@ class HostCluster(StockCluster):
         if self.is_alive(self.member(index)):
             self.kill_node(index, signal.SIGKILL)
         return self.restart_nodes([index], timeout=timeout)[0]
-
-    def live_members(self) -> list[NodeInfo]:
-        """Members whose process runs (a node cut off may stop itself once it knows it was dropped)."""
-        return [m for m in self.members if self.is_alive(m)]
 
     def stop(self, timeout: float = 30.0) -> None:
         for index in list(self._paused):
