@@ -148,7 +148,6 @@ FAULTS = [
 def test_epoch_goes_on_within_failure_detection_and_uses_the_node_again(
         three_hosts: HostCluster, cache_name: str, fault: str, victim: int) -> None:
     cluster = three_hosts
-    assert cluster.network is not None
     fill_cache(cluster, cache_name, ROWS)
     wait_rebalanced(cluster, cache_name, ROWS)
     host, port = cluster.address(0)
@@ -159,7 +158,7 @@ def test_epoch_goes_on_within_failure_detection_and_uses_the_node_again(
         assert_exactly_once(keys, ROWS, "epoch before the fault")
         old_id = node_id_of(ds.client, victim_host)
 
-        inject = (lambda: cluster.network.cut(victim)) if fault == "cut" else (lambda: cluster.pause(victim))
+        inject = (lambda: cluster.cut(victim)) if fault == "cut" else (lambda: cluster.pause(victim))
         t0 = time.monotonic()
         keys, fault_at, arrivals = timed_epoch(ds, inject, at_rows=ROWS // 4, step=STEP_SECONDS)
         took = time.monotonic() - t0
@@ -248,7 +247,6 @@ def test_ignite_fs_write_in_flight_when_its_host_is_cut_off_completes_or_fails_n
     completes (the blocks' backups) or fails with an error, in bounded time; nothing visible is torn,
     the previous checkpoint restores, and the next save goes through."""
     cluster = three_hosts
-    assert cluster.network is not None
     host, port = cluster.address(0)
     ignite_fs.configure(cache_prefix="net_faults", block_size=FS_BLOCK_SIZE)
     saver = _Saver(f"ignite://{host}:{port}/netfaults/ckpt")
@@ -263,7 +261,7 @@ def test_ignite_fs_write_in_flight_when_its_host_is_cut_off_completes_or_fails_n
     def cut() -> None:
         wait_for(lambda: store.stats["blocks_written"] - start >= 5, 120, "5 blocks of the save")
         cut_at.append(time.monotonic())
-        cluster.network.cut(2)
+        cluster.cut(2)
 
     cutter = threading.Thread(target=cut, daemon=True)
     cutter.start()

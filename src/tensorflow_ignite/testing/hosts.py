@@ -11,7 +11,7 @@ does.
 
 Faults (what a network does, unlike ``kill -9``):
 
-* :meth:`HostNetwork.cut` / :meth:`HostNetwork.heal`: the host's link goes down
+* :meth:`HostCluster.cut` (:meth:`HostNetwork.cut` / :meth:`HostNetwork.heal`): the host's link goes down
   (``ip link set ... down`` on its end of the bridge) -- the node is alive but
   unreachable, its peers' packets vanish, nobody gets a reset -- and comes back.
 * :meth:`HostCluster.pause` / :meth:`HostCluster.resume`: ``SIGSTOP`` /
@@ -240,6 +240,8 @@ class HostCluster(StockCluster):
     ignite_version: str = NEWEST_XML_VERSION
     name: str = "tfi-hosts"
     _paused: set[int] = field(default_factory=set, repr=False)
+    #: Nodes a fault was injected into (cut, paused) and not brought back with :meth:`rejoin` yet.
+    _disturbed: set[int] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         if self.network is None:
@@ -263,10 +265,17 @@ class HostCluster(StockCluster):
     def member(self, index: int) -> NodeInfo:
         return next(m for m in self.members if m.index == index)
 
+    def cut(self, index: int) -> None:
+        """Take node ``index``'s host off the network (:meth:`HostNetwork.cut`)."""
+        assert self.network is not None
+        self.network.cut(index)
+        self._disturbed.add(index)
+
     def pause(self, index: int) -> None:
         """``SIGSTOP`` node ``index``: alive, its host reachable, the node silent."""
         os.kill(self.member(index).pid, signal.SIGSTOP)
         self._paused.add(index)
+        self._disturbed.add(index)
 
     def resume(self, index: int) -> None:
         """``SIGCONT`` node ``index``."""
@@ -287,7 +296,15 @@ class HostCluster(StockCluster):
             self.resume(index)
         if self.is_alive(self.member(index)):
             self.kill_node(index, signal.SIGKILL)
-        return self.restart_nodes([index], timeout=timeout)[0]
+        info = self.restart_nodes([index], timeout=timeout)[0]
+        self._disturbed.discard(index)
+        return info
+
+    def ensure_whole(self, timeout: float = 180.0) -> None:
+        """Bring back (:meth:`rejoin`) every node cut off, paused or dead: the state a test sharing
+        this cluster starts from, whatever the test before it left."""
+        for index in sorted(self._disturbed | {m.index for m in self.members if not self.is_alive(m)}):
+            self.rejoin(index, timeout=timeout)
 
     def stop(self, timeout: float = 30.0) -> None:
         for index in list(self._paused):

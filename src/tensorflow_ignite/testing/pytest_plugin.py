@@ -234,12 +234,8 @@ def stock_cluster(tmp_path_factory: pytest.TempPathFactory, ignite_version: str)
     _finish(cluster)
 
 
-@pytest.fixture
-def three_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostCluster]:
-    """Three stock Ignite nodes (Spring XML, static IP finder), each on a "host" of its own: a network
-    namespace on a bridge (:mod:`.hosts`; needs root, else the test is skipped).  For network faults:
-    ``network.cut(i)``/``heal(i)``, ``pause(i)``/``resume(i)``, ``rejoin(i)``.  Everything is torn
-    down afterwards, also when the test fails."""
+@pytest.fixture(scope="module")
+def _three_hosts_of_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostCluster]:
     why = netns_unavailable()
     if why is not None:
         pytest.skip(why)
@@ -254,6 +250,17 @@ def three_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostCluste
             _finish(cluster)
     finally:
         network.destroy()
+
+
+@pytest.fixture
+def three_hosts(_three_hosts_of_module: HostCluster) -> HostCluster:
+    """Three stock Ignite nodes (Spring XML, static IP finder), each on a "host" of its own: a network
+    namespace on a bridge (:mod:`.hosts`; needs root, else the test is skipped).  For network faults:
+    ``cut(i)``, ``pause(i)``/``resume(i)``, ``rejoin(i)``.  One cluster per test module: each test
+    gets it whole (what an earlier test cut off, paused or killed is brought back first); the
+    module's end tears everything down, also after failures."""
+    _three_hosts_of_module.ensure_whole()
+    return _three_hosts_of_module
 
 
 _cache_serial = itertools.count(1)
