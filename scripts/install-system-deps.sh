@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what tensorflow-ignite needs from the system: a JDK (17+), Maven and a
 # C++ compiler; for the tests, gdb (a stuck test prints every thread's native
-# stack: tests/conftest.py) and ss from iproute2 (the loading benchmark counts the
-# bytes sent to each node). Does nothing when they are already there.
+# stack: tests/conftest.py) and iproute2: ss (the loading benchmark counts the
+# bytes sent to each node) and ip (the multi-host tests' network namespaces).
+# Does nothing when they are already there.
 set -euo pipefail
 
 need=()

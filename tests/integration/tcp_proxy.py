@@ -1,15 +1,25 @@
-"""A TCP forwarder for tests: put it in front of a real Ignite node, then make it stall.
+"""A TCP forwarder for tests: put it in front of a real Ignite node, then make it stall or slow.
 
 Not a mock: every byte comes from the real node.  ``stall_after(n)`` lets ``n``
 more bytes through from the node to the client and then holds the rest (the node
 seems to stop answering mid-frame); ``listen_host`` lets a test reach the node
 through another loopback address (one its TLS certificate does not list).
+
+``set_link(rtt, loss)`` makes the path a slow, lossy network -- this machine's
+kernel has no ``tc netem``, so it is done here, in user space: every chunk is
+delivered half the round trip after it was read, in each direction, while
+later chunks keep flowing (a pipe, not stop-and-wait); a "lost" chunk (with
+probability ``loss``) arrives a retransmission timeout late, and what follows it
+waits behind it, which is what loss looks like to an application over TCP.
 """
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
+import time
+from collections import deque
 
 
 class TcpProxy:
@@ -27,6 +37,10 @@ class TcpProxy:
         self._sockets: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
         self.stalled = threading.Event()  # set once the budget ran out and data was held
+        self._delay = 0.0  # one way, seconds
+        self._loss = 0.0
+        self._retransmit = 0.2
+        self._random = random.Random(0)
         self._spawn(self._accept_loop)
 
     @property
@@ -38,6 +52,17 @@ class TcpProxy:
         with self._lock:
             self._budget = nbytes
             self._released.clear()
+
+    def set_link(self, rtt: float = 0.0, loss: float = 0.0, *, retransmit: float = 0.2,
+                 seed: int = 0) -> None:
+        """From now on: ``rtt`` seconds of round trip, and a share ``loss`` of chunks ``retransmit``
+        seconds late (TCP's minimum retransmission timeout is 0.2 s)."""
+        if rtt < 0 or not 0.0 <= loss < 1.0 or retransmit < 0:
+            raise ValueError(f"set_link(rtt={rtt}, loss={loss}, retransmit={retransmit}): rtt and retransmit "
+                             "are seconds >= 0, loss a share in [0, 1)")
+        with self._lock:
+            self._delay, self._loss, self._retransmit = rtt / 2, loss, retransmit
+            self._random = random.Random(seed)
 
     def release(self) -> None:
         """Forward normally again."""
@@ -100,18 +125,57 @@ class TcpProxy:
             self._budget -= n
             return n
 
+    def _due(self, previous: float) -> float:
+        """When a chunk read now is delivered: after the link's delay, a lost one a retransmission
+        later, never before the chunk ahead of it (one TCP stream: everything waits behind a loss)."""
+        with self._lock:
+            due = time.monotonic() + self._delay
+            if self._loss and self._random.random() < self._loss:
+                due += self._retransmit
+        return max(due, previous)
+
     def _pump(self, src: socket.socket, dst: socket.socket, to_client: bool) -> None:
+        """Read ``src`` into a queue of (due time, bytes); :meth:`_deliver` writes them to ``dst``."""
+        queue: deque[tuple[float, bytes]] = deque()
+        ready = threading.Condition()
+        self._spawn(self._deliver, queue, ready, src, dst, to_client)
+        last = 0.0
+        while not self._stop.is_set():
+            try:
+                chunk = src.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                chunk = b""
+            last = self._due(last) if chunk else last
+            with ready:
+                queue.append((last, chunk))  # b"": the end of the stream, after what came before
+                ready.notify()
+            if not chunk:
+                return
+        with ready:
+            queue.append((0.0, b""))
+            ready.notify()
+
+    def _deliver(self, queue: "deque[tuple[float, bytes]]", ready: threading.Condition, src: socket.socket,
+                 dst: socket.socket, to_client: bool) -> None:
         pending = b""
         while not self._stop.is_set():
             if not pending:
-                try:
-                    pending = src.recv(65536)
-                except socket.timeout:
-                    continue
-                except OSError:
-                    break
+                with ready:
+                    while not queue and not self._stop.is_set():
+                        ready.wait(0.2)
+                    if not queue:
+                        break
+                    due, pending = queue[0]
+                    wait = due - time.monotonic()
+                    if wait > 0:
+                        pending = b""
+                        ready.wait(min(wait, 0.2))  # a stop, or the chunk's time, ends the wait
+                        continue
+                    queue.popleft()
                 if not pending:
-                    break
+                    break  # the source ended
             n = self._allowance(len(pending)) if to_client else len(pending)
             if n == 0:
                 self.stalled.set()

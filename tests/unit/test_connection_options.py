@@ -14,11 +14,12 @@ def test_every_connection_field_has_its_variable() -> None:
            "IGNITE_DATASET_PASSWORD": "p", "IGNITE_DATASET_CAFILE": "ca.pem", "IGNITE_DATASET_CERTFILE": "c.pem",
            "IGNITE_DATASET_KEYFILE": "k.pem", "IGNITE_DATASET_CERT_PASSWORD": "kp",
            "IGNITE_DATASET_SERVER_HOSTNAME": "ignite.example", "IGNITE_DATASET_INSECURE_SKIP_VERIFY": "no",
-           "IGNITE_DATASET_INSECURE_SKIP_HOSTNAME_VERIFICATION": "yes", "IGNITE_DATASET_TIMEOUT": "7.5"}
+           "IGNITE_DATASET_INSECURE_SKIP_HOSTNAME_VERIFICATION": "yes", "IGNITE_DATASET_TIMEOUT": "7.5",
+           "IGNITE_DATASET_CONNECT_TIMEOUT": "2", "IGNITE_DATASET_IDLE_TIMEOUT": "4.5"}
     assert ConnectionOptions.from_env(env, host="given", timeout=3.0) == ConnectionOptions(
         host="node-3", port=10900, username="u", password="p", cafile="ca.pem", certfile="c.pem",
         keyfile="k.pem", cert_password="kp", server_hostname="ignite.example", insecure_skip_verify=False,
-        insecure_skip_hostname_verification=True, timeout=7.5)
+        insecure_skip_hostname_verification=True, timeout=7.5, connect_timeout=2.0, idle_timeout=4.5)
 
 
 def test_arguments_stand_where_no_variable_is_set_and_empty_means_unset() -> None:
@@ -42,7 +43,23 @@ def test_the_first_prefix_that_sets_a_field_wins() -> None:
 
 
 @pytest.mark.parametrize(("name", "value"), [("PORT", "ten"), ("PORT", "70000"), ("TIMEOUT", "soon"),
-                                             ("TIMEOUT", "0"), ("INSECURE_SKIP_VERIFY", "maybe")])
+                                             ("TIMEOUT", "0"), ("INSECURE_SKIP_VERIFY", "maybe"),
+                                             ("IDLE_TIMEOUT", "-1"), ("CONNECT_TIMEOUT", "never")])
 def test_a_bad_value_names_its_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigurationError, match=DATASET_PREFIX + name):
         ConnectionOptions.from_env({DATASET_PREFIX + name: value})
+
+
+def test_every_wait_is_bounded_by_default_within_failure_detection() -> None:
+    # Ignite drops a silent node after failureDetectionTimeout (10 s by default); a client
+    # abandons it sooner, so a read goes on elsewhere as soon as the cluster allows.
+    options = ConnectionOptions()
+    assert (options.connect_timeout, options.idle_timeout, options.timeout) == (5.0, 8.0, 30.0)
+    assert options.idle_timeout < 10.0 and options.connect_timeout < 10.0
+
+
+@pytest.mark.parametrize("name", ["timeout", "connect_timeout", "idle_timeout"])
+@pytest.mark.parametrize("value", [0, -2.0, None, True])
+def test_a_timeout_that_is_not_a_positive_number_is_refused_by_name(name: str, value: object) -> None:
+    with pytest.raises(ConfigurationError, match=f"{name}="):
+        ConnectionOptions(**{name: value})  # type: ignore[arg-type]

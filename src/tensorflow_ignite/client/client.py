@@ -16,6 +16,7 @@ import functools
 import logging
 import os
 import threading
+import time
 import uuid as _uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -193,6 +194,10 @@ class IgniteClient:
     reads ``$TF_IGNITE_PARTITION_AWARENESS`` (``0``/``false``/``off`` turn it
     off), so the dataset, the writer, ``ignite://`` and launcher workers can be
     switched without code changes.
+
+    ``timeout``, ``connect_timeout`` and ``idle_timeout`` bound every wait on a
+    node (:class:`~.options.ConnectionOptions` documents them and their
+    defaults; None takes the default).
     """
 
     def __init__(
@@ -206,7 +211,8 @@ class IgniteClient:
         insecure_skip_verify: bool = False, server_hostname: str | None = None,
         insecure_skip_hostname_verification: bool = False,
         timeout: float = 30.0,
-        connect_timeout: float = 10.0,
+        connect_timeout: float | None = None,
+        idle_timeout: float | None = None,
         partition_awareness: bool | None = None,
     ) -> None:
         if (username is None) != (password is None):
@@ -218,8 +224,10 @@ class IgniteClient:
             host=host, port=port, fallbacks=tuple(format_endpoint(h, p) for h, p in rest), username=username,
             password=password, cafile=cafile, certfile=certfile, keyfile=keyfile, cert_password=cert_password,
             insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname,
-            insecure_skip_hostname_verification=insecure_skip_hostname_verification, timeout=timeout)
-        self.settings = ConnectionSettings(self.options, connect_timeout=connect_timeout)
+            insecure_skip_hostname_verification=insecure_skip_hostname_verification, timeout=timeout,
+            **{k: v for k, v in (("connect_timeout", connect_timeout), ("idle_timeout", idle_timeout))
+               if v is not None})
+        self.settings = ConnectionSettings(self.options)
         self.partition_awareness = (partition_awareness if partition_awareness is not None
                                     else partition_awareness_from_env())
         self._lock = threading.RLock()
@@ -229,20 +237,24 @@ class IgniteClient:
         self._endpoint_version = -1
         self._partition_maps: dict[int, PartitionMap] = {}
         self._affinity_version: tuple[int, int] = (0, 0)
+        #: Nodes whose connection failed or that could not be dialled -> when (monotonic): not
+        #: dialled again for ``idle_timeout`` -- a node cut off would cost ``connect_timeout`` per
+        #: partition routed to it; its requests go through another node meanwhile.
+        self._unreachable: dict[_uuid.UUID, float] = {}
         self._closed = False
         self.metadata = MetadataCache(self)
         self._default = self._connect_any()
 
     @classmethod
-    def from_options(cls, options: ConnectionOptions, *, connect_timeout: float = 10.0,
-                     partition_awareness: bool | None = None) -> "IgniteClient":
+    def from_options(cls, options: ConnectionOptions, *, partition_awareness: bool | None = None) -> "IgniteClient":
         """A new client for ``options`` (the caller closes it)."""
         return cls(options.endpoints, username=options.username, password=options.password,
                    cafile=options.cafile, certfile=options.certfile, keyfile=options.keyfile,
                    cert_password=options.cert_password, insecure_skip_verify=options.insecure_skip_verify,
                    server_hostname=options.server_hostname,
                    insecure_skip_hostname_verification=options.insecure_skip_hostname_verification,
-                   timeout=options.timeout, connect_timeout=connect_timeout,
+                   timeout=options.timeout, connect_timeout=options.connect_timeout,
+                   idle_timeout=options.idle_timeout,
                    partition_awareness=partition_awareness)
 
     # ------------------------------------------------------------- connections
@@ -271,13 +283,33 @@ class IgniteClient:
             # Ignite's own thin clients do): nodes behind a proxy or NAT announce
             # addresses this client may not be meant to use.
             candidates += [a for eps in self._endpoints.values() for a in eps if a not in skip and a not in candidates]
+        # Nodes just given up on are dialled last: a host cut off costs connect_timeout per try.
+        shunned = {a for n, eps in self._endpoints.items() if self._recently_unreachable(n) for a in eps}
+        candidates.sort(key=lambda a: a in shunned)
         failures: list[IgniteConnectionError] = []
+        # Once the cluster's nodes are known, an address that answers as another node -- an island
+        # left by a network partition, another cluster on an address this one announced -- is used
+        # only when none of the known nodes answers (the whole cluster was restarted: new ids).
+        known = set(self._endpoints)
+        strangers: list[Connection] = []
         for address in candidates:
             existing = self._by_address.get(address)
             if existing is not None and not existing.closed:
-                return existing
+                if self._member(existing, known):
+                    return existing
+                strangers.append(existing)
+                continue
             try:
-                return self._open(address)
+                conn = self._open(address)
+                if not self._member(conn, known):
+                    log.warning("%s answers as node %s, which is not in the cluster's topology; "
+                                "trying the known nodes first", conn.address,
+                                conn.handshake.node_id if conn.handshake else None)
+                    strangers.append(conn)
+                    continue
+                for other in strangers:
+                    self._forget(other)
+                return conn
             except IgniteConnectionError as exc:
                 failures.append(exc)
                 errors.append(f"{address[0]}:{address[1]}: {exc}")
@@ -286,6 +318,10 @@ class IgniteClient:
                 # dying while we connect: try the others.)
                 if isinstance(exc, (AuthenticationError, TLSError)):
                     raise
+        if strangers:
+            for other in strangers[1:]:
+                self._forget(other)
+            return strangers[0]
         if len(failures) == 1:
             raise failures[0]
         raise IgniteConnectionError(
@@ -310,6 +346,29 @@ class IgniteClient:
                 conn = self._default
         return conn
 
+    def _recently_unreachable(self, node_id: _uuid.UUID) -> bool:
+        """Whether ``node_id``'s connection failed, or it could not be dialled, within ``idle_timeout``."""
+        failed_at = self._unreachable.get(node_id)
+        return failed_at is not None and time.monotonic() - failed_at < self.settings.idle_timeout
+
+    @staticmethod
+    def _member(conn: Connection, known: set[_uuid.UUID]) -> bool:
+        """Whether ``conn``'s node is one of ``known`` (True when nothing is known yet)."""
+        if not known:
+            return True
+        return conn.handshake is not None and conn.handshake.node_id in known
+
+    def _forget(self, conn: Connection) -> None:
+        """Close ``conn`` and unregister it, without marking its node unreachable."""
+        conn.close()
+        with self._lock:
+            for k, v in list(self._by_node.items()):
+                if v is conn:
+                    del self._by_node[k]
+            for a, v in list(self._by_address.items()):
+                if v is conn:
+                    del self._by_address[a]
+
     def drop_connection(self, conn: Connection) -> None:
         """Close ``conn`` after it failed and forget what was learned through it.
 
@@ -322,6 +381,8 @@ class IgniteClient:
     def _drop(self, conn: Connection) -> None:
         conn.close()
         with self._lock:
+            if conn.handshake is not None and conn.handshake.node_id is not None:
+                self._unreachable[conn.handshake.node_id] = time.monotonic()
             for k, v in list(self._by_node.items()):
                 if v is conn:
                     del self._by_node[k]
@@ -337,6 +398,8 @@ class IgniteClient:
         conn = self._by_node.get(node_id)
         if conn is not None and not conn.closed:
             return conn
+        if self._recently_unreachable(node_id):
+            return self.default_connection
         endpoints = self.node_endpoints().get(node_id, [])
         # Serialized so that parallel readers open one connection per node, not one each.
         with self._lock:
@@ -353,7 +416,15 @@ class IgniteClient:
                     log.debug("cannot reach node %s at %s: %s", node_id, address, exc)
                     continue
                 if conn.handshake is not None and conn.handshake.node_id == node_id:
+                    self._unreachable.pop(node_id, None)
                     return conn
+                # Another node answers at an address this node announced (127.0.0.1 on
+                # another machine, a container's address): never used as this node.
+                log.info("%s answers as node %s, not as %s; not used for it", conn.address,
+                         conn.handshake.node_id if conn.handshake else None, node_id)
+                self._forget(conn)
+            if endpoints:
+                self._unreachable[node_id] = time.monotonic()
         return self.default_connection
 
     def server_nodes(self) -> list[responses.NodeInfo]:
@@ -409,6 +480,8 @@ class IgniteClient:
         -- and a node restarted there (a new node id on the same port) would
         never be dialled, its partitions served through another node for good.
         """
+        for node in [n for n in self._unreachable if n not in endpoints]:
+            del self._unreachable[node]
         for node, conn in list(self._by_node.items()):
             if node in endpoints:
                 continue

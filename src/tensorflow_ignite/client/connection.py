@@ -11,6 +11,15 @@ over this connection's socket (a receive buffer, length checks, large frames
 received in place into reused buffers) -- the same class the fuzzers drive. An
 answer registered with :meth:`Connection.expect_into` is received straight into
 the caller's buffer by whichever thread reads it.
+
+No wait is unbounded (the options' ``connect_timeout``, ``idle_timeout`` and
+``timeout``): dialling and the handshake take at most ``connect_timeout``; once
+connected, a reader that hears nothing for half of ``idle_timeout`` sends a
+heartbeat, and a node that stays silent for ``idle_timeout`` -- frozen, or its
+host cut off, where no reset ever comes -- is abandoned (the connection closed,
+:class:`~tensorflow_ignite.errors.ConnectionTimeoutError`); a node that answers
+heartbeats but not the request is given up on after ``timeout``.  A send that
+makes no progress for ``idle_timeout`` is abandoned the same way.
 """
 
 from __future__ import annotations
@@ -35,8 +44,9 @@ from ..errors import (
     TLSError,
 )
 from ..protocol import framing
+from ..protocol.requests import heartbeat
 from ..protocol.receive import DEFAULT_MAX_FRAME, FrameReader
-from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, Op, ProtocolVersion, ResponseFlag
+from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, Feature, Op, ProtocolVersion, ResponseFlag
 from .options import ConnectionOptions
 from .tls import tls_error
 
@@ -67,6 +77,11 @@ _STOPPED_HINT = (
 )
 
 
+def _request_timeout(address: str, timeout: float) -> str:
+    return (f"no answer from {address} within {timeout}s (timeout; the connection was closed). Check the "
+            "node, or raise timeout=... for requests that legitimately take longer")
+
+
 class _IntoTarget:
     """Where the body of one expected answer goes (:meth:`Connection.expect_into`)."""
 
@@ -86,15 +101,25 @@ class ConnectionSettings:
     host and port are not used here) and what only a single connection decides."""
 
     options: ConnectionOptions = field(default_factory=ConnectionOptions)
-    connect_timeout: float = 10.0
+    #: Seconds dialling and the handshake may take (None: the options' ``connect_timeout``).
+    connect_timeout: float | None = None
     #: Largest frame accepted from a node; a length prefix above it is refused
     #: before anything is allocated (raise it only for pages of huge rows).
     max_frame: int = MAX_FRAME
+
+    def __post_init__(self) -> None:
+        if self.connect_timeout is None:
+            object.__setattr__(self, "connect_timeout", self.options.connect_timeout)
 
     @property
     def timeout(self) -> float:
         """Seconds a request may wait for its answer."""
         return self.options.timeout
+
+    @property
+    def idle_timeout(self) -> float:
+        """Seconds a node may stay silent (a heartbeat unanswered) before it is abandoned."""
+        return self.options.idle_timeout
 
     @property
     def tls(self) -> bool:
@@ -136,6 +161,10 @@ class Connection:
         self._notification_limit = 0
         self._next_id = 0
         self._id_lock = threading.Lock()
+        #: Ids of heartbeats sent: their answers are dropped when read.
+        self._heartbeats: set[int] = set()
+        #: When the request of the thread now reading must have been answered (None: no limit).
+        self._read_deadline: float | None = None
         self.handshake: framing.HandshakeResponse | None = None
         self.version: ProtocolVersion = V1_7_0
         #: Features both sides support (decides request layouts).
@@ -188,7 +217,7 @@ class Connection:
             except BaseException:
                 raw.close()
                 raise
-        sock.settimeout(s.timeout)
+        sock.settimeout(self._handshake_bound())  # _handshake then sets the reading interval
         if s.tls:
             # One OpenSSL connection must not read and write from two threads at
             # once: over TLS, sending waits while another thread is receiving.
@@ -222,7 +251,7 @@ class Connection:
             except ConnectionTimeoutError:
                 raise HandshakeError(
                     f"{self.address} accepted the connection but did not answer the thin-client handshake "
-                    f"within {s.timeout}s. Either the node is frozen or overloaded (check its log and "
+                    f"within {self._handshake_bound()}s. Either the node is frozen or overloaded (check its log and "
                     "GC pauses), or this is not an Ignite node's client connector (default port 10800); "
                     "if that connector uses TLS, pass cafile=... (or certfile) to enable TLS.",
                     address=self.address,
@@ -260,6 +289,8 @@ class Connection:
                 self.handshake = result
                 self.version = version
                 self.features = result.negotiated()
+                assert self._sock is not None
+                self._sock.settimeout(self._wait_step())
                 return
             if result.status == ClientStatus.AUTH_FAILED:
                 if not s.options.username:
@@ -285,9 +316,21 @@ class Connection:
             # Closed by another thread that saw it fail (or by the client dropping it).
             raise IgniteConnectionError(f"connection to {self.address} is closed", address=self.address)
         try:
-            sock.sendall(data)
+            if isinstance(sock, ssl.SSLSocket):
+                sock.sendall(data)
+            else:
+                view = memoryview(data).cast("B")
+                stalled = 0.0
+                while view:
+                    try:
+                        n = sock.send(view)
+                    except socket.timeout:
+                        stalled = self._send_stalled(stalled)
+                        continue
+                    view, stalled = view[n:], 0.0
         except socket.timeout:
-            raise ConnectionTimeoutError(f"sending to {self.address} timed out", address=self.address) from None
+            self.close()
+            raise self._send_timeout() from None
         except OSError as exc:
             raise IgniteConnectionError(f"connection to {self.address} lost while sending: {exc}",
                                         address=self.address) from None
@@ -312,8 +355,14 @@ class Connection:
                     sock.sendall(part)
                 del part
             else:
+                stalled = 0.0
                 while parts:
-                    n = sock.sendmsg(parts)
+                    try:
+                        n = sock.sendmsg(parts)
+                    except socket.timeout:
+                        stalled = self._send_stalled(stalled)
+                        continue
+                    stalled = 0.0
                     while parts and n >= len(parts[0]):
                         n -= len(parts[0])
                         parts.pop(0).release()
@@ -323,7 +372,8 @@ class Connection:
                         parts[0] = rest
                         del rest
         except socket.timeout:
-            error = ConnectionTimeoutError(f"sending to {self.address} timed out", address=self.address)
+            self.close()
+            error = self._send_timeout()
         except OSError as exc:
             error = IgniteConnectionError(f"connection to {self.address} lost while sending: {exc}",
                                           address=self.address)
@@ -340,28 +390,104 @@ class Connection:
         sock = self._sock
         if sock is None:
             raise IgniteConnectionError(f"connection to {self.address} is closed", address=self.address)
-        try:
-            k = sock.recv_into(view)
-        except socket.timeout:
-            # The stream position is unknown now (the answer may still come, or the
-            # rest of a frame already begun): this connection cannot be trusted again.
-            self.close()
-            raise ConnectionTimeoutError(
-                f"no answer from {self.address} within {self.settings.timeout}s (the node stopped "
-                "responding; the connection was closed). Check the node, or raise timeout=... for "
-                "requests that legitimately take longer",
-                address=self.address,
-            ) from None
-        except ssl.SSLError as exc:
-            # With TLS 1.3 a refused client certificate only shows on the first read.
-            self.close()
-            raise tls_error(exc, self.address, self.host, stage="connection") from None
-        except OSError as exc:
-            raise IgniteConnectionError(f"connection to {self.address} lost: {exc}",
-                                        address=self.address) from None
+        silent = 0.0
+        probed = False
+        while True:
+            try:
+                k = sock.recv_into(view)
+                break
+            except socket.timeout:
+                silent += sock.gettimeout() or 0.0
+                reason = self._give_up(silent)
+                if reason is not None:
+                    # The stream position is unknown now (the answer may still come, or the
+                    # rest of a frame already begun): this connection cannot be trusted again.
+                    self.close()
+                    raise ConnectionTimeoutError(reason, address=self.address) from None
+                if not probed:
+                    probed = self._probe()
+            except ssl.SSLError as exc:
+                # With TLS 1.3 a refused client certificate only shows on the first read.
+                self.close()
+                raise tls_error(exc, self.address, self.host, stage="connection") from None
+            except OSError as exc:
+                raise IgniteConnectionError(f"connection to {self.address} lost: {exc}",
+                                            address=self.address) from None
         if k == 0:
             raise IgniteConnectionError(f"{self.address} closed the connection", address=self.address)
         return k
+
+    # ------------------------------------------------------------ bounded waits
+    def _heartbeats_on(self) -> bool:
+        return self.handshake is not None and Feature.HEARTBEAT in self.features
+
+    def _wait_step(self) -> float:
+        """The socket's timeout once connected: half of ``idle_timeout`` when the node answers
+        heartbeats (a silent reader probes, then gives up), else ``timeout``."""
+        s = self.settings
+        return min(s.idle_timeout / 2, s.timeout) if self._heartbeats_on() else s.timeout
+
+    def _give_up(self, silent: float) -> str | None:
+        """Why a reader that has heard nothing for ``silent`` seconds stops waiting (None: wait on)."""
+        s = self.settings
+        deadline = self._read_deadline
+        if deadline is not None and time.monotonic() >= deadline:
+            return _request_timeout(self.address, s.timeout)
+        if self.handshake is None:
+            return f"no answer from {self.address} within {self._handshake_bound()}s"
+        if self._heartbeats_on():
+            if silent < s.idle_timeout - 1e-3:
+                return None
+            return (f"{self.address} sent nothing for {silent:g}s, not even the answer to a heartbeat "
+                    f"(idle_timeout={s.idle_timeout:g}): the node is frozen or its host unreachable; "
+                    "the connection was closed. Check the node and the network to it")
+        if silent < s.timeout - 1e-3:
+            return None
+        return _request_timeout(self.address, s.timeout)
+
+    def _handshake_bound(self) -> float:
+        """Seconds the handshake's answer may take: ``connect_timeout``, or ``timeout`` when shorter."""
+        s = self.settings
+        assert s.connect_timeout is not None
+        return min(s.connect_timeout, s.timeout)
+
+    def _probe(self) -> bool:
+        """Send a heartbeat (its answer is dropped): a live node answers it even while it works on
+        a long request.  False when it could not be sent now (another thread is sending)."""
+        if not self._heartbeats_on():
+            return False
+        with self._id_lock:
+            self._next_id += 1
+            rid = self._next_id
+        with self._parked_cv:
+            self._heartbeats.add(rid)
+        frame = heartbeat(rid)
+        if self._send_lock is self._recv_lock:  # TLS: the reader (this thread) holds the one lock
+            self._sendall(frame)
+            return True
+        if not self._send_lock.acquire(timeout=0.05):
+            with self._parked_cv:
+                self._heartbeats.discard(rid)
+            return False
+        try:
+            self._sendall(frame)
+        finally:
+            self._send_lock.release()
+        return True
+
+    def _send_stalled(self, stalled: float) -> float:
+        """Account one send timeout; raises once a send made no progress for ``idle_timeout``."""
+        assert self._sock is not None
+        stalled += self._sock.gettimeout() or 0.0
+        if stalled >= min(self.settings.idle_timeout, self.settings.timeout) - 1e-3:
+            raise socket.timeout
+        return stalled
+
+    def _send_timeout(self) -> ConnectionTimeoutError:
+        return ConnectionTimeoutError(
+            f"sending to {self.address} made no progress for {self.settings.idle_timeout:g}s (idle_timeout): "
+            "the node is frozen or its host unreachable; the connection was closed",
+            address=self.address)
 
     # ----------------------------------------------------------------- requests
     def send(self, encode: FrameEncoder) -> int:
@@ -425,26 +551,41 @@ class Connection:
         """Wait for the answer to ``request_id``; returns the body after the header.
 
         Raises :class:`~tensorflow_ignite.errors.ServerError` (or a subclass) when
-        the node answered with an error status.
+        the node answered with an error status, and
+        :class:`~tensorflow_ignite.errors.ConnectionTimeoutError` when no answer came
+        within ``timeout`` (or the node fell silent for ``idle_timeout``).
         """
+        deadline = time.monotonic() + self.settings.timeout
         while True:
             with self._parked_cv:
                 frame = self._parked.pop(request_id, None)
             if frame is not None:
                 return self._body(frame, op)
             if not self._recv_lock.acquire(timeout=0.05):
+                self._check_deadline(deadline)
                 with self._parked_cv:
                     if request_id not in self._parked:
                         self._parked_cv.wait(timeout=0.05)
                 continue
             try:
+                self._read_deadline = deadline
                 with self._parked_cv:
                     frame = self._parked.pop(request_id, None)
                 while frame is None:
+                    self._check_deadline(deadline)
                     frame = self._read_answer(request_id)
             finally:
+                self._read_deadline = None
                 self._recv_lock.release()
             return self._body(frame, op)
+
+    def _check_deadline(self, deadline: float) -> None:
+        """Give up on a request whose ``timeout`` has passed (closing the connection: its answer
+        may still arrive, and nobody would take it)."""
+        if time.monotonic() < deadline:
+            return
+        self.close()
+        raise ConnectionTimeoutError(_request_timeout(self.address, self.settings.timeout), address=self.address)
 
     def _read_answer(self, mine: int) -> memoryview | None:
         """Read one answer frame (receive lock held) and return it if it answers ``mine``.
@@ -501,6 +642,9 @@ class Connection:
         if rid == mine:
             return frame
         with self._parked_cv:
+            if rid in self._heartbeats:
+                self._heartbeats.discard(rid)
+                return None
             self._parked[rid] = frame
             self._parked_cv.notify_all()
         return None
@@ -632,6 +776,7 @@ class Connection:
         any order.
         """
         frame: memoryview | None = None
+        deadline = time.monotonic() + self.settings.timeout
         try:
             while True:
                 with self._parked_cv:
@@ -640,16 +785,20 @@ class Connection:
                     if target is None or target.result is not None or frame is not None:
                         break
                 if not self._recv_lock.acquire(timeout=0.05):
+                    self._check_deadline(deadline)
                     with self._parked_cv:
                         if target.result is None and request_id not in self._parked:
                             self._parked_cv.wait(timeout=0.05)
                     continue
                 try:
+                    self._read_deadline = deadline
                     with self._parked_cv:  # parked by the thread that held the lock before us?
                         frame = self._parked.pop(request_id, None)
                     while frame is None and target.result is None:
+                        self._check_deadline(deadline)
                         frame = self._read_answer(request_id)
                 finally:
+                    self._read_deadline = None
                     self._recv_lock.release()
                 break
         finally:

@@ -14,6 +14,8 @@ A process steers how every feature reaches its cluster through its environment
 ``<PREFIX>INSECURE_SKIP_HOSTNAME_``
 ``VERIFICATION``
 ``<PREFIX>TIMEOUT``                         seconds a request may take
+``<PREFIX>CONNECT_TIMEOUT``                 seconds dialling a node may take
+``<PREFIX>IDLE_TIMEOUT``                    seconds a node may stay silent (heartbeat unanswered)
 =========================================  ==========================================
 
 ``<PREFIX>`` is ``IGNITE_DATASET_`` for every feature -- ``IgniteDataset``,
@@ -50,6 +52,7 @@ _PARSERS: dict[str, str] = {
     "host": "str", "port": "port", "username": "str", "password": "str", "cafile": "str", "certfile": "str",
     "keyfile": "str", "cert_password": "str", "server_hostname": "str", "insecure_skip_verify": "flag",
     "insecure_skip_hostname_verification": "flag", "timeout": "seconds",
+    "connect_timeout": "seconds", "idle_timeout": "seconds",
 }
 #: The ``ConnectionOptions`` fields a variable sets (``<PREFIX><FIELD upper-cased>``).
 CONNECTION_VARIABLES: tuple[str, ...] = tuple(_PARSERS)

@@ -17,6 +17,26 @@ TLS is on when any TLS option is set (``cafile``, ``certfile``,
 ``server_hostname``, or one of the ``insecure_*`` opt-outs) -- :attr:`uses_tls`,
 the one rule; the server's certificate chain and host name are then verified
 unless an ``insecure_*`` option says otherwise.
+
+Every wait on a node is bounded by one of three timeouts (seconds):
+
+=====================  =======  ====================================================
+``connect_timeout``    5        dialling a node (TCP connect, TLS, handshake answer)
+``idle_timeout``       8        silence while an answer is awaited: after half of it
+                                the client sends a heartbeat; a node that has said
+                                nothing -- not even that heartbeat's answer -- for
+                                ``idle_timeout`` is abandoned (its connection closed,
+                                the request failed over or raised)
+``timeout``            30       one request's answer from a node that is alive
+                                (answering heartbeats) but slow; also how long a
+                                partition scan keeps failing over to other nodes
+=====================  =======  ====================================================
+
+The defaults fit Ignite's default ``failureDetectionTimeout`` (10 s): a node cut
+off or frozen is abandoned before the cluster has dropped it, so a read goes on
+elsewhere within ``failureDetectionTimeout`` plus a little (RELIABILITY.md,
+"Network faults").  Clusters with a longer ``failureDetectionTimeout`` need no
+change; a much shorter ``idle_timeout`` only adds heartbeats.
 """
 
 from __future__ import annotations
@@ -25,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ConfigurationError
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT, format_endpoint
 from .env import DATASET_PREFIX, connection_env
 
@@ -47,7 +68,8 @@ class ConnectionOptions:
     (optionally encrypted) key; ``server_hostname`` -- the name the
     certificates are checked against (default: the host dialled);
     ``insecure_skip_hostname_verification`` / ``insecure_skip_verify`` -- the
-    warned-about opt-outs (:mod:`.tls`).
+    warned-about opt-outs (:mod:`.tls`).  ``connect_timeout``, ``idle_timeout`` and
+    ``timeout`` bound every wait on a node (see the module docstring for what each bounds).
     """
 
     host: str = DEFAULT_HOST
@@ -63,6 +85,14 @@ class ConnectionOptions:
     insecure_skip_hostname_verification: bool = False
     timeout: float = 30.0
     fallbacks: tuple[str, ...] = ()
+    connect_timeout: float = 5.0
+    idle_timeout: float = 8.0
+
+    def __post_init__(self) -> None:
+        for name in ("timeout", "connect_timeout", "idle_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ConfigurationError(f"{name}={value!r}: a timeout is a positive number of seconds")
 
     @classmethod
     def from_address(cls, address: str | Sequence[str], port: int = DEFAULT_PORT, **options: Any) -> "ConnectionOptions":

@@ -159,6 +159,8 @@ def _describe_connection(client: "IgniteClient", credentials: str | None) -> dic
         "insecure_skip_verify": o.insecure_skip_verify,
         "insecure_skip_hostname_verification": o.insecure_skip_hostname_verification,
         "timeout": o.timeout,
+        "connect_timeout": o.connect_timeout,
+        "idle_timeout": o.idle_timeout,
         "credentials": credentials,
     }
 
@@ -205,6 +207,8 @@ def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
         insecure_skip_verify=conn["insecure_skip_verify"],
         insecure_skip_hostname_verification=conn["insecure_skip_hostname_verification"],
         timeout=float(conn["timeout"]),
+        # Descriptions made before these options existed lack them: the defaults apply.
+        **{k: float(conn[k]) for k in ("connect_timeout", "idle_timeout") if k in conn},
     )
     public.update(env)
     # The process that built the dataset (or any process that built one like it) already

@@ -33,7 +33,8 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from xml.sax.saxutils import quoteattr
+from collections.abc import Sequence
+from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import IgniteError, NodeError
 from .cluster import DISCOVERY_SLOTS, LocalCluster, NodeInfo
@@ -81,11 +82,12 @@ def stock_libs(version: str) -> Path:
     return libs
 
 
-def spring_xml(info: NodeInfo, *, discovery: str, region_mb: int, work_dir: Path, fragment: str,
+def spring_xml(info: NodeInfo, *, discovery: str | Sequence[str], region_mb: int, work_dir: Path, fragment: str,
                auth: bool = False) -> str:
     """One node's Spring XML: a loopback cluster's settings and the module's ``fragment``.
 
-    ``discovery`` is the static IP finder's address range (``host:first..last``).  ``auth``:
+    ``discovery`` is the static IP finder's address list: ranges (``host:first..last``) or
+    ``host:port`` entries, one ``<value>`` each.  ``auth``:
     Ignite's authentication with the persistence it needs (the cluster starts inactive:
     :meth:`StockCluster.start` activates it; the default user is ``ignite``/``ignite``).
     """
@@ -93,6 +95,7 @@ def spring_xml(info: NodeInfo, *, discovery: str, region_mb: int, work_dir: Path
         return f"<property name={quoteattr(name)} value={quoteattr(str(value))}/>"
 
     host = info.host
+    finder = "".join(f"<value>{escape(a)}</value>" for a in ([discovery] if isinstance(discovery, str) else discovery))
     indented = "".join(f"    {line}\n" if line else "\n" for line in fragment.splitlines())
     secured = "" if not auth else f"""
     {prop("authenticationEnabled", "true")}"""
@@ -120,7 +123,7 @@ def spring_xml(info: NodeInfo, *, discovery: str, region_mb: int, work_dir: Path
         {prop("localPortRange", 0)}
         <property name="ipFinder">
           <bean class="org.apache.ignite.spi.discovery.tcp.ipfinder.vm.TcpDiscoveryVmIpFinder">
-            <property name="addresses"><list><value>{discovery}</value></list></property>
+            <property name="addresses"><list>{finder}</list></property>
           </bean>
         </property>
       </bean>
@@ -213,6 +216,12 @@ class StockCluster(LocalCluster):
         """True when the nodes read Spring XML (``CommandLineStartup``), False when configured in Java."""
         return self.ignite_version in XML_VERSIONS
 
+    def discovery_list(self) -> list[str]:
+        """The addresses the XML nodes' static IP finder lists: this cluster's discovery port range
+        on its host (a cluster spread over hosts lists each host's port instead)."""
+        first = self._discovery_base
+        return [f"{self.host}:{first}..{first + DISCOVERY_SLOTS - 1}"]
+
     def _main_class(self) -> str:
         return COMMAND_LINE_STARTUP if self.xml_config else super()._main_class()
 
@@ -239,9 +248,8 @@ class StockCluster(LocalCluster):
         from ..launcher.module import xml_fragment
 
         config = node_dir / "ignite-config.xml"
-        first = self._discovery_base
         config.write_text(spring_xml(
-            info, discovery=f"{self.host}:{first}..{first + DISCOVERY_SLOTS - 1}", region_mb=self.region_mb,
+            info, discovery=self.discovery_list(), region_mb=self.region_mb,
             work_dir=node_dir / "ignite",
             fragment=xml_fragment(security=self.launcher_settings()) if info.launcher_module else "",
             auth=self.auth,

@@ -17,6 +17,9 @@ version the run selects: ``--ignite-versions all`` (or a comma list such as
 ``ignite_versions`` marker, else on the newest release nodes read XML for.
 Tests on one version run together, so one stock cluster runs at a time, and
 the run ends with a table of every such test's outcome per version.
+
+``three_hosts`` spreads three stock nodes over three network namespaces (one
+address each, on a bridge) for network-fault tests (:mod:`.hosts`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import pytest
 
 from ..local.cluster import LocalCluster, stop_nodes_with_process
 from ..local.stock import IGNITE_VERSIONS, NEWEST_XML_VERSION, StockCluster
+from .hosts import HostCluster, HostNetwork, netns_unavailable
 
 _started: list[LocalCluster] = []
 _lock = threading.Lock()
@@ -228,6 +232,35 @@ def stock_cluster(tmp_path_factory: pytest.TempPathFactory, ignite_version: str)
     assert isinstance(cluster, StockCluster)
     yield cluster
     _finish(cluster)
+
+
+@pytest.fixture(scope="module")
+def _three_hosts_of_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostCluster]:
+    why = netns_unavailable()
+    if why is not None:
+        pytest.skip(why)
+    network = HostNetwork(3)
+    try:
+        network.create()
+        cluster = _start(tmp_path_factory, "hosts", kind=HostCluster, nodes=3, network=network)
+        assert isinstance(cluster, HostCluster)
+        try:
+            yield cluster
+        finally:
+            _finish(cluster)
+    finally:
+        network.destroy()
+
+
+@pytest.fixture
+def three_hosts(_three_hosts_of_module: HostCluster) -> HostCluster:
+    """Three stock Ignite nodes (Spring XML, static IP finder), each on a "host" of its own: a network
+    namespace on a bridge (:mod:`.hosts`; needs root, else the test is skipped).  For network faults:
+    ``cut(i)``, ``pause(i)``/``resume(i)``, ``rejoin(i)``.  One cluster per test module: each test
+    gets it whole (what an earlier test cut off, paused or killed is brought back first); the
+    module's end tears everything down, also after failures."""
+    _three_hosts_of_module.ensure_whole()
+    return _three_hosts_of_module
 
 
 _cache_serial = itertools.count(1)
