@@ -28,7 +28,7 @@ from .model import TensorSpec
 if TYPE_CHECKING:
     from ..client import IgniteClient
 
-__all__ = ["ScoringSource", "Reading", "open_scoring_source", "WHOLE"]
+__all__ = ["ScoringSource", "Reading", "open_scoring_source", "is_query", "WHOLE"]
 
 #: The unit of a source that has no partitions to record (an SQL query, a replicated cache).
 WHOLE = -1
@@ -37,6 +37,11 @@ WHOLE = -1
 _SQL_KEYS = ("KEY", "_KEY", "ID")
 
 _QUERY = re.compile(r"^\s*(SELECT|WITH)\b", re.IGNORECASE)
+
+
+def is_query(source: str) -> bool:
+    """Whether ``source`` is an SQL query (starts with ``SELECT``/``WITH``) rather than a cache name."""
+    return bool(_QUERY.match(source))
 
 
 class Reading:
@@ -82,7 +87,7 @@ def open_scoring_source(client: "IgniteClient", source: str, *, args: Sequence[A
     cache and :class:`~tensorflow_ignite.errors.EmptySourceError` when there is
     nothing to score.
     """
-    if _QUERY.match(source):
+    if is_query(source):
         return _sql_source(client, source, args, key, batch_size)
     if args:
         raise ConfigurationError("query arguments (args=) only go with an SQL query source")
