@@ -29,6 +29,7 @@ from tensorflow_ignite.launcher import layout
 from tensorflow_ignite.launcher.jobs import JobClient
 from tensorflow_ignite.launcher.module import LauncherSecurity
 from tensorflow_ignite.local.cluster import LocalCluster
+from tensorflow_ignite.protocol.cache_config import CacheConfiguration, CacheMode
 from tensorflow_ignite.scoring import LEDGER_CACHE, MODEL_HASH, submit_predict
 from tensorflow_ignite.testing.waiting import wait_for
 
@@ -127,6 +128,10 @@ def test_bad_input_is_refused_before_a_job_exists(cluster: LocalCluster, cache_n
             submit_predict(jobs, str(tmp_path / "missing.keras"), cache_name, out)
         with pytest.raises(ConfigurationError, match="SQL query"):
             submit_predict(jobs, str(path), f"SELECT _KEY, features FROM {cache_name}", out)
+        replicated = cache_name + "_all"
+        jobs.client.get_or_create_cache(CacheConfiguration(replicated, cache_mode=CacheMode.REPLICATED))
+        with pytest.raises(ConfigurationError, match="replicated"):
+            submit_predict(jobs, str(path), replicated, out)
         assert out not in jobs.client.cache_names()
         assert {r["id"] for r in jobs.jobs()} == before
 

@@ -90,6 +90,13 @@ def submit_predict(
         raise ConfigurationError("an SQL query has no partitions to score where they live; score it in this "
                                  "process (ignite-tf predict without --on-cluster, tensorflow_ignite.predict)")
     jobs.check_module()  # no module on the nodes: say so before anything is written
+    if source in jobs.client.cache_names():
+        from ..protocol.codes import CacheMode
+
+        if jobs.client.cache(source).configuration().cache_mode == CacheMode.REPLICATED:
+            raise ConfigurationError(f"cache {source!r} is replicated: every node holds all of it, so there are no "
+                                     "per-node partitions to score; score it in one process (ignite-tf predict "
+                                     "without --on-cluster, tensorflow_ignite.predict)")
     existed = output in jobs.client.cache_names()
     prepared = predict(model, source, output, inputs=inputs, mode=mode, client=jobs.client, batch_size=batch_size,
                        record_every=record_every, backups=backups, sql=sql, progress=False, parts=())
