@@ -29,6 +29,7 @@ from tensorflow_ignite.launcher import layout
 from tensorflow_ignite.launcher.jobs import JobClient
 from tensorflow_ignite.launcher.module import LauncherSecurity
 from tensorflow_ignite.local.cluster import LocalCluster
+from tensorflow_ignite.protocol.hashing import affinity_partitions, long_hash_codes
 from tensorflow_ignite.protocol.cache_config import CacheConfiguration, CacheMode
 from tensorflow_ignite.scoring import LEDGER_CACHE, MODEL_HASH, submit_predict
 from tensorflow_ignite.testing.waiting import wait_for
@@ -134,6 +135,30 @@ def test_bad_input_is_refused_before_a_job_exists(cluster: LocalCluster, cache_n
             submit_predict(jobs, str(path), replicated, out)
         assert out not in jobs.client.cache_names()
         assert {r["id"] for r in jobs.jobs()} == before
+
+
+def test_parts_scores_only_those_partitions(cluster: LocalCluster, cache_name: str) -> None:
+    """predict(parts=...), what each worker runs: only the rows of those partitions, nothing else written."""
+    host, port = cluster.address(0)
+    with IgniteClient(f"{host}:{port}") as client:
+        features = np.random.default_rng(1).normal(size=(3000, 4)).astype(np.float32)
+        tensorflow_ignite.write(cache_name, {"features": features}, client=client)
+        x = keras.Input(shape=(4,), name="features")
+        model = keras.Model(x, keras.layers.Dense(2, name="scores")(x))
+        chosen = list(range(0, 1024, 3))
+        out = cache_name + "_some"
+        with pytest.raises(ConfigurationError, match="1024"):
+            tensorflow_ignite.predict(model, cache_name, out, client=client, parts=[1024], progress=False)
+        assert out not in client.cache_names()
+        result = tensorflow_ignite.predict(model, cache_name, out, client=client, parts=chosen, progress=False)
+        keys = np.arange(3000, dtype=np.int64)
+        in_chosen = np.isin(affinity_partitions(long_hash_codes(keys), 1024), chosen)
+        assert (result.units_scored, result.units_skipped) == (len(chosen), 0)
+        assert sorted(k for k, _ in client.cache(out).scan(page_size=4096)) == keys[in_chosen].tolist()
+        # The rest afterwards: the chosen partitions are recorded, so only the others are scored.
+        rest = tensorflow_ignite.predict(model, cache_name, out, client=client, progress=False)
+        assert (rest.rows, rest.units_skipped) == (int((~in_chosen).sum()), len(chosen))
+        assert client.cache(out).size() == 3000
 
 
 def test_worker_crash_restarts_and_scores_every_key_once(cluster: LocalCluster, model_file: Any,
