@@ -9,15 +9,18 @@ restart, partitions the ledger records complete are skipped.  Progress goes
 to the job's output (a line per recording step, at most one every 2 s) and to
 the worker's result (``ignite-tf describe`` shows it): ``state`` (``scoring``,
 then ``done``), ``rows``, ``partitions_done`` of ``partitions``, and at the end
-the run's summary.
+the run's summary with the bytes its client sent to and received from each node
+(``bytes_per_node``) and the share of them that was its own node's
+(``own_node_bytes_share``: reads and writes colocated).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["main"]
@@ -62,17 +65,34 @@ def main(argv: Sequence[str] | None = None) -> int:
                context=ctx)
 
     report({**base, "state": "starting", "rows": 0}, context=ctx)
+    before = client.stats().by_node()
     result = predict(model, spec["source"], spec["output"], inputs=spec.get("inputs") or None,
                      mode="skip-existing", client=client, batch_size=int(spec.get("batch_size", 1024)),
                      record_every=int(spec.get("record_every", 16)), progress=False, parts=parts,
                      on_record=progress)
+    traffic = _traffic(before, client.stats().by_node())
+    own = os.environ.get("TF_IGNITE_NODE_ID", "")
+    total = sum(sent + received for sent, received in traffic.values())
     summary: dict[str, Any] = {**base, "state": "done", "rows": result.rows, "seconds": round(result.seconds, 3),
                                "rows_per_s": round(result.rows_per_second), "partitions_scored": result.units_scored,
-                               "partitions_skipped": result.units_skipped,
-                               "rows_per_node": dict(result.rows_per_node)}
+                               "partitions_skipped": result.units_skipped, "node_id": own,
+                               "rows_per_node": dict(result.rows_per_node), "bytes_per_node": traffic,
+                               "own_node_bytes_share": round(sum(traffic.get(own, [0, 0])) / total, 4) if total else 1.0}
     report(summary, context=ctx)
     print(result.summary(), flush=True)
     return 0
+
+
+def _traffic(before: Mapping[Any, Any], after: Mapping[Any, Any]) -> dict[str, list[int]]:
+    """Bytes ``[sent, received]`` per node id between two ``IgniteClient.stats().by_node()`` snapshots."""
+    out: dict[str, list[int]] = {}
+    for node, now in after.items():
+        then = before.get(node)
+        sent = now.bytes_sent - (then.bytes_sent if then is not None else 0)
+        received = now.bytes_received - (then.bytes_received if then is not None else 0)
+        if sent or received:
+            out[str(node)] = [int(sent), int(received)]
+    return out
 
 
 if __name__ == "__main__":
