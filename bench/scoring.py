@@ -20,8 +20,10 @@ cache of their own, created by the timed call:
   (the rate is that of the rows scored).
 
 Targets: predict >= 1.0x the one-process path and >= 5x the pyignite path on one node.  With
-several nodes (``predict3_*``) the same contenders run against the 3-node cluster; ``predict``'s
-``rows_per_node`` (rows written to each node) goes into the run's extra figures.
+several nodes (``predict3_*``) the same contenders run against the 3-node cluster, plus
+``cluster``: ``ignite-tf predict --on-cluster`` (``submit_predict``, a launcher job, one worker per
+node; timed from submission to the job's end, TensorFlow's start in each worker included), whose
+workers' bytes per node make the scenario's extra section (colocated reads and writes).
 """
 
 from __future__ import annotations
@@ -143,14 +145,57 @@ def _pyignite_path(host: str, port: int, model: Any, cache: str, output: str, ma
                      warmup=lambda: None if run(0.0) else None, max_reps=1, note=f"batch {BATCH}; stops after {max_seconds:g} s (rate of the rows scored)")
 
 
+def _on_cluster(addresses: list[tuple[str, int]], model_path: str, cache: str, output: str) -> Contender:
+    from tensorflow_ignite.client import IgniteClient
+    from tensorflow_ignite.launcher.jobs import JobClient
+    from tensorflow_ignite.scoring import submit_predict
+
+    jobs = JobClient(IgniteClient([f"{h}:{p}" for h, p in addresses]), owns_client=True)
+
+    def run() -> Run:
+        t0 = time.perf_counter()
+        rec = submit_predict(jobs, model_path, cache, output, mode="overwrite", batch_size=BATCH, sql=False,
+                             settle_ms=200, backoff_ms=200, max_restarts=0)
+        final = jobs.wait(rec["id"], timeout=900)
+        dt = time.perf_counter() - t0
+        results = jobs.results(rec["id"])
+        jobs.remove(rec["id"])
+        if final.get("state") != "SUCCEEDED":
+            raise RuntimeError(f"job {rec['id']} {final.get('state')}: {final.get('message')}")
+        rows = sum(int(r["rows"]) for r in results.values())
+        workers = {str(r["node"]): {"rows": int(r["rows"]), "bytes": sum(map(sum, r["bytes_per_node"].values())),
+                                    "own_share": float(r["own_node_bytes_share"])} for r in results.values()}
+        return Run(dt, rows, rows * _ROW_BYTES, extra={"workers": workers})
+
+    return Contender("cluster", "ignite-tf predict --on-cluster (launcher job)", run, close=jobs.close,
+                     note="one worker per node; the time includes submitting and starting TensorFlow in each worker")
+
+
+def _worker_traffic(result: Any) -> str:
+    """Markdown: per launcher worker, its rows and the share of its client's bytes that were its own node's."""
+    res = result.results.get("cluster")
+    if res is None or not res.runs:
+        return ""
+    workers = res.runs[-1].extra.get("workers") or {}
+    lines = ["Bytes of each launcher worker's client (last repetition; `IgniteClient.stats()` before and after "
+             "scoring, both directions): reads and writes colocated means nearly all of them are its own node's.",
+             "", "| worker's node | rows scored | bytes exchanged | of them with its own node |", "|---|---|---|---|"]
+    for node, w in sorted(workers.items()):
+        lines.append(f"| {node} | {w['rows']:,} | {w['bytes']:,} | {w['own_share']:.1%} |")
+    return "\n".join(lines)
+
+
 def predict_scenarios(addresses: list[tuple[str, int]], sizes: Any, log: Any = print) -> list[Scenario]:
     """The digits and the heavy model's scenarios on the cluster at ``addresses`` (data written here)."""
     import tensorflow_ignite
     from tensorflow_ignite.client import IgniteClient
 
+    import tempfile
+
     host, port = addresses[0]
     nodes = len(addresses)
     out: list[Scenario] = []
+    model_dir = tempfile.mkdtemp(prefix="bench-models-")
     for name, make, rows in (("digits", digits_model, sizes.predict_rows),
                              ("heavy", heavy_model, sizes.predict_heavy_rows)):
         client = IgniteClient([f"{h}:{p}" for h, p in addresses])  # closed with the scenario (predict's close)
@@ -163,6 +208,10 @@ def predict_scenarios(addresses: list[tuple[str, int]], sizes: Any, log: Any = p
             _dataset_path(client, model, cache, cache + "_d"),
             _pyignite_path(host, port, model, cache, cache + "_y", sizes.pyignite_read_seconds),
         ]
+        if nodes > 1:  # the launcher form: a worker per node, each scoring its node's partitions
+            path = f"{model_dir}/{name}.keras"
+            model.save(path)
+            contenders.append(_on_cluster(addresses, path, cache, cache + "_c"))
         what = ("the demo's digits classifier (conv 16 + dense 64)" if name == "digits"
                 else "two 2048-wide dense layers (~4.3 M multiply-adds per row)")
         out.append(Scenario(
@@ -175,5 +224,6 @@ def predict_scenarios(addresses: list[tuple[str, int]], sizes: Any, log: Any = p
                 Target("predict", "dataset", 1.0, f"predict ({name}) >= 1.0x IgniteDataset -> model -> write"),
                 Target("predict", "pyignite", 5.0, f"predict ({name}) >= 5x pyignite rows -> model -> put_all"),
             ],
+            report=_worker_traffic if nodes > 1 else None,
         ))
     return out

@@ -130,12 +130,14 @@ def test_bench_predict_scenario_reports_every_contender(tmp_path: Path) -> None:
     data = json.loads(results.read_text())
     assert set(data["scenarios"]) == {"predict1_digits", "predict1_heavy", "predict3_digits", "predict3_heavy"}
     for key, scenario in data["scenarios"].items():
-        assert set(scenario["contenders"]) == {"predict", "dataset", "pyignite"}, key
+        assert set(scenario["contenders"]) == {"predict", "dataset", "pyignite"} | (
+            {"cluster"} if key.startswith("predict3") else set()), key
         for ckey, c in scenario["contenders"].items():
             assert c["ok"] and c["error"] is None and c["rate"] > 0, (key, ckey, c["error"])
     text = report.read_text()
     assert "## 7. Scoring in place: digits model, 1 node" in text
     assert "| predict (heavy) >= 5x pyignite rows -> model -> put_all |" in text
+    assert "| worker's node | rows scored | bytes exchanged | of them with its own node |" in text
 
 
 def test_targets_over_runs_table_minimum_spread_and_verdict() -> None:
