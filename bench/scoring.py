@@ -163,7 +163,7 @@ def _on_cluster(addresses: list[tuple[str, int]], model_path: str, cache: str, o
         if final.get("state") != "SUCCEEDED":
             raise RuntimeError(f"job {rec['id']} {final.get('state')}: {final.get('message')}")
         rows = sum(int(r["rows"]) for r in results.values())
-        workers = {str(r["node"]): {"rows": int(r["rows"]), "bytes": sum(map(sum, r["bytes_per_node"].values())),
+        workers = {str(r["node"]): {"rows": int(r["rows"]), "bytes": int(r["bytes"]),
                                     "own_share": float(r["own_node_bytes_share"])} for r in results.values()}
         return Run(dt, rows, rows * _ROW_BYTES, extra={"workers": workers})
 

@@ -55,13 +55,8 @@ def test_predict_in_process_and_on_the_nodes(stock_cluster: StockCluster, cache_
         results = jobs.results(job)
         assert len(results) == len(stock_cluster.addresses())  # one worker per node
         assert sum(r["rows"] for r in results.values()) == ROWS
-        # Each worker's writes went to one node -- its own -- and no two workers share one.
-        targets = [next(iter(r["rows_per_node"])) for r in results.values() if r["rows"]]
-        assert all(len(r["rows_per_node"]) == 1 for r in results.values() if r["rows"])
-        assert len(set(targets)) == len(targets)
-        # Reads and writes colocated: most of each worker's bytes went to and from its own node (the
-        # rest: ledger records, metadata, the progress reports).
+        # Reads and writes colocated: each worker's predictions all went to its own node, and nearly all of
+        # its bytes (the rest: ledger records, metadata, the progress reports).
         for r in results.values():
-            assert targets and r["rows_per_node"] == {r["node_id"]: r["rows"]}
-            assert max(r["bytes_per_node"], key=lambda n: sum(r["bytes_per_node"][n])) == r["node_id"]
+            assert r["rows_elsewhere"] == 0 and r["bytes"] > 0
             assert r["own_node_bytes_share"] > 0.9  # measured: 0.992-0.997

@@ -9,9 +9,10 @@ restart, partitions the ledger records complete are skipped.  Progress goes
 to the job's output (a line per recording step, at most one every 2 s) and to
 the worker's result (``ignite-tf describe`` shows it): ``state`` (``scoring``,
 then ``done``), ``rows``, ``partitions_done`` of ``partitions``, and at the end
-the run's summary with the bytes its client sent to and received from each node
-(``bytes_per_node``) and the share of them that was its own node's
-(``own_node_bytes_share``: reads and writes colocated).
+the run's summary: the predictions sent to other nodes than its own
+(``rows_elsewhere``), the bytes its client sent and received (``bytes``) and the
+share of them that was its own node's (``own_node_bytes_share``: reads and
+writes colocated).
 """
 
 from __future__ import annotations
@@ -73,10 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     traffic = _traffic(before, client.stats().by_node())
     own = os.environ.get("TF_IGNITE_NODE_ID", "")
     total = sum(sent + received for sent, received in traffic.values())
-    summary: dict[str, Any] = {**base, "state": "done", "rows": result.rows, "seconds": round(result.seconds, 3),
+    # Short enough for describe's one line per worker (it cuts results at 300 characters).
+    summary: dict[str, Any] = {**base, "state": "done", "rows": result.rows, "seconds": round(result.seconds, 2),
                                "rows_per_s": round(result.rows_per_second), "partitions_scored": result.units_scored,
-                               "partitions_skipped": result.units_skipped, "node_id": own,
-                               "rows_per_node": dict(result.rows_per_node), "bytes_per_node": traffic,
+                               "partitions_skipped": result.units_skipped,
+                               "rows_elsewhere": sum(n for node, n in result.rows_per_node.items() if node != own),
+                               "bytes": total,
                                "own_node_bytes_share": round(sum(traffic.get(own, [0, 0])) / total, 4) if total else 1.0}
     report(summary, context=ctx)
     print(result.summary(), flush=True)
