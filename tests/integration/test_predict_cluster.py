@@ -129,6 +129,9 @@ def test_bad_input_is_refused_before_a_job_exists(cluster: LocalCluster, cache_n
             submit_predict(jobs, str(tmp_path / "missing.keras"), cache_name, out)
         with pytest.raises(ConfigurationError, match="SQL query"):
             submit_predict(jobs, str(path), f"SELECT _KEY, features FROM {cache_name}", out)
+        # Launcher options without --on-cluster are refused, not ignored.
+        assert cli(["predict", str(path), cache_name, "--out", out, "--name", "x", "--host", host,
+                    "--port", str(port)]) == 1
         replicated = cache_name + "_all"
         jobs.client.get_or_create_cache(CacheConfiguration(replicated, cache_mode=CacheMode.REPLICATED))
         with pytest.raises(ConfigurationError, match="replicated"):

@@ -119,6 +119,11 @@ def _predict(args: argparse.Namespace) -> int:
 
     if args.on_cluster:
         return _on_cluster(args)
+    stray = [flag for flag, value in (("--name", args.name), ("--python", args.python), ("--detach", args.detach),
+                                      ("--max-restarts", args.max_restarts != 3)) if value]
+    if stray:
+        raise ConfigurationError(f"{', '.join(stray)}: only with --on-cluster (scoring as a launcher job); "
+                                 "without it predict runs in this process")
     try:
         result = predict(args.model, args.source, args.out, inputs=_mapping(args.inputs), key=args.key,
                          mode=args.mode, host=args.host, port=args.port, **client_settings(args),
