@@ -100,7 +100,8 @@ def _dataset_path(client: Any, model: Any, cache: str, output: str) -> Contender
         return Run(dt, len(k), len(k) * _ROW_BYTES)
 
     return Contender("dataset", "IgniteDataset -> predict_on_batch -> write", run,
-                     warmup=lambda: None if run() else None, note=f"batch {BATCH}; one write(mode=overwrite) of all keys and predictions")
+                     warmup=lambda: None if run() else None,
+                     note=f"batch {BATCH}; one write(mode=overwrite) of all keys and predictions")
 
 
 def _pyignite_path(host: str, port: int, model: Any, cache: str, output: str, max_seconds: float) -> Contender:
@@ -142,7 +143,8 @@ def _pyignite_path(host: str, port: int, model: Any, cache: str, output: str, ma
         return Run(dt, n, n * _ROW_BYTES, extra={"partial": n} if dt >= max_seconds else {})
 
     return Contender("pyignite", "pyignite scan -> predict_on_batch -> put_all", run, close=client.close,
-                     warmup=lambda: None if run(0.0) else None, max_reps=1, note=f"batch {BATCH}; stops after {max_seconds:g} s (rate of the rows scored)")
+                     warmup=lambda: None if run(0.0) else None, max_reps=1,
+                     note=f"batch {BATCH}; stops after {max_seconds:g} s (rate of the rows scored)")
 
 
 def _on_cluster(addresses: list[tuple[str, int]], model_path: str, cache: str, output: str) -> Contender:

@@ -15,4 +15,5 @@ from .cluster import submit_predict
 from .ledger import LEDGER_CACHE, ModelRecord, models_of
 from .output import KEY, MODEL_HASH
 
-__all__ = ["predict", "submit_predict", "PredictResult", "models_of", "ModelRecord", "LEDGER_CACHE", "KEY", "MODEL_HASH"]
+__all__ = ["predict", "submit_predict", "PredictResult", "models_of", "ModelRecord", "LEDGER_CACHE", "KEY",
+           "MODEL_HASH"]

@@ -74,13 +74,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     traffic = _traffic(before, client.stats().by_node())
     own = os.environ.get("TF_IGNITE_NODE_ID", "")
     total = sum(sent + received for sent, received in traffic.values())
+    share = round(sum(traffic.get(own, [0, 0])) / total, 4) if total else 1.0
     # Short enough for describe's one line per worker (it cuts results at 300 characters).
     summary: dict[str, Any] = {**base, "state": "done", "rows": result.rows, "seconds": round(result.seconds, 2),
                                "rows_per_s": round(result.rows_per_second), "partitions_scored": result.units_scored,
                                "partitions_skipped": result.units_skipped,
                                "rows_elsewhere": sum(n for node, n in result.rows_per_node.items() if node != own),
                                "bytes": total,
-                               "own_node_bytes_share": round(sum(traffic.get(own, [0, 0])) / total, 4) if total else 1.0}
+                               "own_node_bytes_share": share}
     report(summary, context=ctx)
     print(result.summary(), flush=True)
     return 0
