@@ -8,7 +8,8 @@ Starts its own Ignite nodes with :class:`~tensorflow_ignite.local.cluster.LocalC
 2. one SQL node (Ignite 2.17 + H2): the 20-column numeric table read with ``from_sql``;
 3. three nodes: scale-out, and loading's bytes per node.
 
-Scoring (issue 27, ``bench/scoring.py``, ``--scenarios predict``) runs in phases 1 and 3.
+Scoring (issue 27, ``bench/scoring.py``, ``--scenarios predict``) runs in phases 1 and 3; an
+estimate from its quick run and the sizes (not yet timed at full size): ~4-6 minutes a run.
 
 Every scenario alternates its contenders over ``--reps`` rounds (median reported).
 Where an issue-6 target is missed, the contender is profiled with py-spy in a
