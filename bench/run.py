@@ -8,6 +8,9 @@ Starts its own Ignite nodes with :class:`~tensorflow_ignite.local.cluster.LocalC
 2. one SQL node (Ignite 2.17 + H2): the 20-column numeric table read with ``from_sql``;
 3. three nodes: scale-out, and loading's bytes per node.
 
+Scoring (issue 27, ``bench/scoring.py``, ``--scenarios predict``) runs in phases 1 and 3; an
+estimate from its quick run and the sizes (not yet timed at full size): ~4-6 minutes a run.
+
 Every scenario alternates its contenders over ``--reps`` rounds (median reported).
 Where an issue-6 target is missed, the contender is profiled with py-spy in a
 child process, and the nodes with async-profiler over the same operations
@@ -65,7 +68,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "load")
+SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "load", "predict")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -252,7 +255,7 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
     big = not quick
     with CeilingServer() as ceiling:
         # Phase 1: one Ignite 2.18 node.
-        if {"bulk", "small", "train", "scale", "fs", "load"} & set(wanted):
+        if {"bulk", "small", "train", "scale", "fs", "load", "predict"} & set(wanted):
             region = 3072 if big else 512
             cluster = LocalCluster(work / "one", nodes=1, region_mb=region, heap_mb=2048 if big else 512,
                                    name="bench-one")
@@ -282,6 +285,11 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
                             discovery=cluster.discovery_addresses(), ignite_classpath=cluster.ignite_classpath(),
                             thick_work_dir=work / "thick-one", log=log):
                         run(load_scenario)
+                if "predict" in wanted:
+                    from .scoring import predict_scenarios
+
+                    for predict_scenario in predict_scenarios([(host, port)], sizes, log=log):
+                        run(predict_scenario)
             finally:
                 node_pids.clear()
                 close_shared_clients()
@@ -301,7 +309,7 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
                 close_shared_clients()
                 cluster.stop()
         # Phase 3: several nodes.
-        if {"scale", "load"} & set(wanted):
+        if {"scale", "load", "predict"} & set(wanted):
             n = sizes.scale_nodes
             # 4 GiB heaps: the Java reference's whole-cache scan of 20 MiB pages gathers the
             # other nodes' pages on one node; with 1 and 2 GiB a node died of OutOfMemoryError.
@@ -323,6 +331,11 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
                             addresses=cluster.addresses(), thick_work_dir=work / "thick-many",
                             earlier=by_key.get, log=log):
                         run(load_scenario)
+                if "predict" in wanted:
+                    from .scoring import predict_scenarios
+
+                    for predict_scenario in predict_scenarios(cluster.addresses(), sizes, log=log):
+                        run(predict_scenario)
             finally:
                 node_pids.clear()
                 close_shared_clients()
@@ -481,7 +494,8 @@ def _sizes_text(s: Any) -> str:
             + f", {s.java_warmup} JVM warm-up scans per Java run"
             + "; loading: the small-rows and bulk rows, one warm-up load per contender"
             + (f", `ignite-tf load` {FILE_LOADER_REPS} timed load(s), every contender {MANY_NODE_REPS} on "
-               f"{s.scale_nodes} nodes" if s.reps > 1 else ""))
+               f"{s.scale_nodes} nodes" if s.reps > 1 else "")
+            + f"; scoring: {s.predict_rows:,} digit rows (digits model), {s.predict_heavy_rows:,} (heavy model)")
 
 
 if __name__ == "__main__":

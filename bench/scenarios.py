@@ -48,13 +48,17 @@ class Sizes:
     #: 60k small rows took 19.7-20.2 s), at a tenth of the 10x target's margin (the measured ratios are
     #: 140-200x). It was 25 s, three timed reads each: ~2.5 of the run's minutes.
     pyignite_read_seconds: float = 10.0
+    #: Scoring (bench/scoring.py): digits-shaped rows for the demo's model, and for the compute-heavy one.
+    predict_rows: int = 60_000
+    predict_heavy_rows: int = 20_000
 
     @classmethod
     def quick(cls) -> "Sizes":
         """Minimal sizes: every scenario and contender runs once, in a minute or two."""
         return cls(reps=1, java_warmup=0, bulk_rows=8, bulk_row_bytes=64 << 10, bulk_page_rows=4, bulk_batch=4,
                    small_rows=600, small_page_rows=256, small_batch=64, sql_rows=300, sql_page_rows=128,
-                   sql_batch=64, train_rows=256, train_batch=64, train_epochs=2, scale_rows=8)
+                   sql_batch=64, train_rows=256, train_batch=64, train_epochs=2, scale_rows=8,
+                   predict_rows=2048, predict_heavy_rows=1024)
 
     def with_reps(self, reps: int | None) -> "Sizes":
         return self if reps is None else replace(self, reps=reps)

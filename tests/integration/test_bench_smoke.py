@@ -115,6 +115,31 @@ def test_bench_two_runs_report_targets_over_runs(tmp_path: Path) -> None:
     assert "## 1. Bulk: large byte-array rows (run 2 of 2)" in text
 
 
+@pytest.mark.slow
+def test_bench_predict_scenario_reports_every_contender(tmp_path: Path) -> None:
+    """The scoring scenarios (bench/scoring.py) at quick sizes: both models on 1 and 3 nodes, every
+    contender measured once, the 1-node targets in the report."""
+    report = tmp_path / "BENCHMARKS.md"
+    results = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--quick", "--scenarios", "predict", "--no-profile",
+         "--output", str(report), "--json", str(results), "--work-dir", str(tmp_path / "nodes")],
+        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
+    )
+    assert proc.returncode == 0, (proc.stdout[-4000:], proc.stderr[-4000:])
+    data = json.loads(results.read_text())
+    assert set(data["scenarios"]) == {"predict1_digits", "predict1_heavy", "predict3_digits", "predict3_heavy"}
+    for key, scenario in data["scenarios"].items():
+        assert set(scenario["contenders"]) == {"predict", "dataset", "pyignite"} | (
+            {"cluster"} if key.startswith("predict3") else set()), key
+        for ckey, c in scenario["contenders"].items():
+            assert c["ok"] and c["error"] is None and c["rate"] > 0, (key, ckey, c["error"])
+    text = report.read_text()
+    assert "## 7. Scoring in place: digits model, 1 node" in text
+    assert "| predict (heavy) >= 5x pyignite rows -> model -> put_all |" in text
+    assert "| worker's node | rows scored | bytes exchanged | of them with its own node |" in text
+
+
 def test_targets_over_runs_table_minimum_spread_and_verdict() -> None:
     """The table's arithmetic, without nodes: a target missed in one run is not met."""
     from bench.harness import Contender, ContenderResult, Run, Scenario, ScenarioResult, Target

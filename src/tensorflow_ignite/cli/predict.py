@@ -1,4 +1,5 @@
-"""``ignite-tf predict MODEL SOURCE --out OUTPUT``: score a cache or SQL query in place (in this process)."""
+"""``ignite-tf predict MODEL SOURCE --out OUTPUT``: score a cache or SQL query in place -- in this process,
+or with ``--on-cluster`` as a launcher job, one worker per server node (:mod:`tensorflow_ignite.scoring.cluster`)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,16 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
             "Exactly once and resumable: partitions are recorded complete once their predictions are\n"
             "stored.  --mode skip-existing (default) skips partitions an earlier run of the same model\n"
             "completed and rescores the rest (so an interrupted run is finished by running it again);\n"
-            "--mode overwrite replaces the output cache and scores everything."
+            "--mode overwrite replaces the output cache and scores everything.\n\n"
+            "--on-cluster runs it on the nodes that hold the data: a launcher job (see ignite-tf start) with\n"
+            "one worker per server node holding primary partitions of the SOURCE cache, each loading the model\n"
+            "once and scoring its node's partitions (a local MODEL is shipped with the job). The checks and the\n"
+            "output cache come first, here; then the job's output is followed (Ctrl+C detaches) and the\n"
+            "command exits with the job's exit code. `ignite-tf describe JOB` shows each worker's progress;\n"
+            "logs and stop work as for training jobs. A crashed worker or a lost node restarts the job, which\n"
+            "skips the partitions already complete. The job's command is `python -m\n"
+            "tensorflow_ignite.scoring.worker predict.json`: a launcher whose allowedCommands lists the\n"
+            "interpreter (--python, default this one) runs it."
         ),
         epilog="example: ignite-tf predict ignite:///models/digits.keras DIGITS_TEST --out DIGITS_PRED",
     )
@@ -46,12 +56,23 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--key", metavar="COLUMN", help="the key column of an SQL SOURCE (default KEY, _KEY or ID)")
     p.add_argument("--batch-size", type=validate.int_between(1), default=1024,
                    help="rows per model call (default 1024)")
+    p.add_argument("--record-every", type=validate.int_between(1), default=16, metavar="N",
+                   help="record complete partitions every N batches (default 16)")
     p.add_argument("--backups", type=validate.int_between(0), default=0,
                    help="backup copies of the output cache when it is created (default 0)")
     p.add_argument("--no-sql", action="store_true", help="do not make the output cache an SQL table")
     p.add_argument("--progress", dest="progress", action="store_true", default=None,
                    help="always show the progress bar (default: only when stderr is a terminal)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="never show the progress bar")
+    cluster = p.add_argument_group("on the cluster (--on-cluster)")
+    cluster.add_argument("--on-cluster", action="store_true",
+                         help="score on the server nodes through the launcher: one worker per node, its partitions")
+    cluster.add_argument("--name", help="job name (default predict-OUTPUT plus a random suffix)")
+    cluster.add_argument("--python", metavar="PATH",
+                         help="Python interpreter on the nodes (default: this one)")
+    cluster.add_argument("--max-restarts", type=validate.int_between(0, 1000), default=3, metavar="N",
+                         help="restarts after failures before the job fails (default 3)")
+    cluster.add_argument("-d", "--detach", action="store_true", help="print the job name and return at once")
     add_connection_arguments(p)
     p.set_defaults(handler=_predict)
 
@@ -68,13 +89,45 @@ def _mapping(text: str | None) -> dict[str, str] | None:
     return out
 
 
+def _on_cluster(args: argparse.Namespace) -> int:
+    from ..launcher.jobs import JobClient
+    from ..scoring.cluster import submit_predict
+    from .job import _follow
+
+    if args.key:
+        raise ConfigurationError("--key names the key column of an SQL query; --on-cluster scores a cache")
+    with JobClient.connect(args.host, args.port, **client_settings(args)) as jobs:
+        try:
+            rec = submit_predict(jobs, args.model, args.source, args.out, inputs=_mapping(args.inputs),
+                                 mode=args.mode, batch_size=args.batch_size, record_every=args.record_every,
+                                 backups=args.backups, sql=not args.no_sql, name=args.name, python=args.python,
+                                 max_restarts=args.max_restarts)
+        except (IgniteError, OSError) as exc:
+            print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 1
+        job_id = rec["id"]
+        if args.detach:
+            print(job_id)
+            return 0
+        print(f"ignite-tf: job {job_id} scores cache {args.source} into {args.out!r} on the nodes; following its "
+              f"output (Ctrl+C detaches, `ignite-tf describe {job_id}` shows each node's progress)", file=sys.stderr)
+        return _follow(jobs, job_id)
+
+
 def _predict(args: argparse.Namespace) -> int:
     from ..scoring import predict
 
+    if args.on_cluster:
+        return _on_cluster(args)
+    stray = [flag for flag, value in (("--name", args.name), ("--python", args.python), ("--detach", args.detach),
+                                      ("--max-restarts", args.max_restarts != 3)) if value]
+    if stray:
+        raise ConfigurationError(f"{', '.join(stray)}: only with --on-cluster (scoring as a launcher job); "
+                                 "without it predict runs in this process")
     try:
         result = predict(args.model, args.source, args.out, inputs=_mapping(args.inputs), key=args.key,
                          mode=args.mode, host=args.host, port=args.port, **client_settings(args),
-                         batch_size=args.batch_size,
+                         batch_size=args.batch_size, record_every=args.record_every,
                          backups=args.backups, sql=not args.no_sql, progress=args.progress)
     except (IgniteError, OSError) as exc:
         print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -16,7 +16,7 @@ from .ledger import Ledger
 from .model import load_model
 from .output import OutputCache
 from .signature import bind_inputs
-from .source import open_scoring_source
+from .source import WHOLE, open_scoring_source
 
 if TYPE_CHECKING:
     from ..client import IgniteClient
@@ -90,6 +90,8 @@ def predict(
     backups: int = 0,
     sql: bool = True,
     progress: bool | None = None,
+    parts: Sequence[int] | None = None,
+    on_record: Callable[[int, int, int], None] | None = None,
 ) -> PredictResult:
     """Score every row of ``source`` with ``model`` and write one prediction per key into ``output``.
 
@@ -129,6 +131,11 @@ def predict(
 
     ``progress`` shows a tqdm bar on stderr (default: when stderr is a
     terminal).  Either pass a connected ``client`` or the connection settings.
+
+    ``parts`` scores only these partitions of a cache source (a launcher
+    worker passes its node's primaries; ``()`` checks everything and prepares
+    the output without scoring anything).  ``on_record`` is called after each
+    recording step with (rows written, units recorded, units this run scores).
     """
     if mode not in _MODES:
         raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
@@ -137,6 +144,8 @@ def predict(
     if backups < 0:
         raise ConfigurationError("backups must be >= 0")
     started = time.perf_counter()
+    if parts is not None and any(p < 0 for p in parts):
+        raise ConfigurationError(f"parts= holds partition numbers (>= 0); got {sorted(parts)[:10]}")
     scoring_model = load_model(model)
     if client is None:
         from ..client import ConnectionOptions
@@ -146,6 +155,9 @@ def predict(
                                                 cert_password=cert_password).connect()
     src = open_scoring_source(client, source, args=args, key=key, batch_size=batch_size)
     bindings = bind_inputs(scoring_model.inputs, src.fields, source=src.describe(), explicit=inputs)
+    units = src.units
+    if parts is not None:
+        units = _chosen_units(src.units, parts, src.describe())
 
     # One row of zeros through the model: the exact dtypes and shapes of its outputs, before any read.
     zeros = {b.input.name: b.convert(np.zeros((1, *b.field.shape), dtype=b.field.dtype)) for b in bindings}
@@ -161,17 +173,20 @@ def predict(
     ledger = Ledger(client, output, src.identity, scoring_model.sha256)
     # FULL_SYNC: an acknowledged prediction is on the backups too, so a primary killed right after
     # the ledger records its partition complete loses nothing of it.
+    expected = src.rows
+    if expected is not None and parts is not None:  # this run's share of the rows, for the capacity check
+        expected = -(-expected * len(units) // max(1, len(src.units)))
     created = out.open(overwrite=overwrite, backups=backups, atomicity=AtomicityMode.ATOMIC,
-                       write_sync=WriteSynchronizationMode.FULL_SYNC, sql=sql, expected_rows=src.rows)
+                       write_sync=WriteSynchronizationMode.FULL_SYNC, sql=sql, expected_rows=expected)
     if created:
         ledger.forget_output()  # records of an output that no longer exists say nothing
     ledger.record_model(scoring_model.hash64, scoring_model.uri)
-    done = ledger.completed(src.units) if not created else set()
-    todo = [u for u in src.units if u not in done]
+    done = ledger.completed(units) if not created else set()
+    todo = [u for u in units if u not in done]
 
     from ..data.write.sender import progress_bar
 
-    bar = progress_bar(progress, src.rows if not done else None, output)
+    bar = progress_bar(progress, src.rows if not done and parts is None else None, output)
     bar.set_description(f"predict {output}")
     assert out.sender is not None
     out.sender.on_ack = bar.update
@@ -187,7 +202,11 @@ def predict(
                 out.send(keys, scoring_model.predict(features))
                 if i % record_every == 0:
                     recorded |= _record(out, ledger, reading.completed(), recorded)
+                    if on_record is not None:
+                        on_record(out.sender.rows_acked, len(recorded), len(todo))
             recorded |= _record(out, ledger, reading.completed(), recorded)
+            if on_record is not None:
+                on_record(out.sender.rows_acked, len(recorded), len(todo))
     finally:
         bar.close()
     missing = set(todo) - recorded
@@ -204,6 +223,20 @@ def predict(
                            rows_per_node=dict(out.sender.rows_per_node))
     log.info("%s", result.summary())
     return result
+
+
+def _chosen_units(units: tuple[int, ...], parts: Sequence[int], source: str) -> tuple[int, ...]:
+    """The units ``parts`` names, checked against the source's."""
+    chosen = tuple(sorted(set(parts)))
+    if units == (WHOLE,):
+        if chosen:
+            raise ConfigurationError(f"parts= chooses partitions of a partitioned cache; {source} is read whole "
+                                     "(an SQL query or a replicated cache): leave parts= out")
+        return chosen
+    outside = [p for p in chosen if p >= len(units)]
+    if outside:
+        raise ConfigurationError(f"parts= {outside[:10]} outside {source}'s {len(units)} partitions")
+    return chosen
 
 
 def _record(out: OutputCache, ledger: Ledger, complete: set[int], recorded: set[int]) -> set[int]:

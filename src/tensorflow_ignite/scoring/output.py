@@ -26,6 +26,7 @@ from ..data.write.cache import default_type_name, prepare_cache
 from ..data.write.plan import check_append_schema, estimate_row_bytes, make_plan
 from ..data.write.sender import PutAllSender, send_all
 from ..data.write.sources import open_source
+from ..launcher.jobs import JobClient
 
 if TYPE_CHECKING:
     import uuid
@@ -109,7 +110,9 @@ class OutputCache:
         copies = 1 + backups
         if kept:
             copies = 1 + int(self.client.cache(self.name).configuration().backups or 0)
-        self.guard = CapacityGuard(self.client, self.name, copies=copies, what="predict", region=None if kept else "")
+        # The module's region figures (through JobClient) where the nodes carry it, as write() asks.
+        self.guard = CapacityGuard(self.client, self.name, copies=copies, what="predict", region=None if kept else "",
+                                   module=JobClient)
         rows = expected_rows or 0
         self.guard.check(self.row_bytes * rows, rows, largest_entry=self.row_bytes,
                          new_partitions=0 if kept else 1024)

@@ -28,7 +28,7 @@ from .model import TensorSpec
 if TYPE_CHECKING:
     from ..client import IgniteClient
 
-__all__ = ["ScoringSource", "Reading", "open_scoring_source", "WHOLE"]
+__all__ = ["ScoringSource", "Reading", "open_scoring_source", "is_query", "WHOLE"]
 
 #: The unit of a source that has no partitions to record (an SQL query, a replicated cache).
 WHOLE = -1
@@ -37,6 +37,11 @@ WHOLE = -1
 _SQL_KEYS = ("KEY", "_KEY", "ID")
 
 _QUERY = re.compile(r"^\s*(SELECT|WITH)\b", re.IGNORECASE)
+
+
+def is_query(source: str) -> bool:
+    """Whether ``source`` is an SQL query (starts with ``SELECT``/``WITH``) rather than a cache name."""
+    return bool(_QUERY.match(source))
 
 
 class Reading:
@@ -82,7 +87,7 @@ def open_scoring_source(client: "IgniteClient", source: str, *, args: Sequence[A
     cache and :class:`~tensorflow_ignite.errors.EmptySourceError` when there is
     nothing to score.
     """
-    if _QUERY.match(source):
+    if is_query(source):
         return _sql_source(client, source, args, key, batch_size)
     if args:
         raise ConfigurationError("query arguments (args=) only go with an SQL query source")
@@ -108,6 +113,7 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
     from ..data.dataset import IgniteDataset
     from ..data.plan import PartitionPlan, ScanTask
     from ..data.reader import DEFAULT_PAGE_BYTES, PageSizer, ScanReader
+    from ..protocol.codes import TypeCode
 
     if key is not None:
         raise ConfigurationError(f"key= names a column of an SQL query; entries of cache {cache!r} keep their keys")
@@ -125,6 +131,11 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
               else {"val": _spec("val", value)})
     pmap = client.partition_map(cache)
     partitioned = bool(pmap.applicable and pmap.partitions)
+    # Every partition with scalar keys: one scan per node, as IgniteDataset reads a whole cache
+    # (a node sets up one scan instead of 1,024); completion still comes per partition.
+    key_field = probe.schema.key
+    node_scans = bool(partitioned and client.partition_awareness and key_field is not None
+                      and not key_field.is_object and int(key_field.type_code) in (TypeCode.LONG, TypeCode.INT))
     units = tuple(range(pmap.partitions)) if partitioned else (WHOLE,)
     schemas: dict[tuple[str, ...], Any] = {}
 
@@ -140,6 +151,9 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
         # The dataset's reader without TensorFlow: partition scans from each partition's primary,
         # with its failover, and its progress ledger telling which partitions are handed out whole.
         reader = ScanReader(client, cache, schemas[names], tasks, PageSizer(None, DEFAULT_PAGE_BYTES))
+        if node_scans and chosen == list(range(pmap.partitions)):
+            reader.node_scans = True
+            reader.partitions = pmap.partitions
         run = reader.run()
         finished = False
 
@@ -156,8 +170,12 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
             finished = True
 
         def completed() -> set[int]:
+            if finished:  # the run ended: every row of every chosen unit was yielded once (its failover included)
+                return set(chosen)
             if chosen == [WHOLE]:
-                return {WHOLE} if finished else set()
+                return set()
+            # Node scans complete a node's partition when its stream moves on; the last one of the
+            # whole read only when the run ends (above).
             return set(run.progress.state().done)
 
         return Reading(batches(), completed)
