@@ -35,9 +35,10 @@ from typing import Any
 import pytest
 
 from ..local.cluster import LocalCluster, stop_nodes_with_process
+from ..local.ignite3 import Ignite3Cluster
 from ..local.stock import IGNITE_VERSIONS, NEWEST_XML_VERSION, StockCluster
 
-_started: list[LocalCluster] = []
+_started: list[LocalCluster | Ignite3Cluster] = []
 _lock = threading.Lock()
 
 
@@ -228,6 +229,21 @@ def stock_cluster(tmp_path_factory: pytest.TempPathFactory, ignite_version: str)
     assert isinstance(cluster, StockCluster)
     yield cluster
     _finish(cluster)
+
+
+@pytest.fixture(scope="session")
+def ignite3_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ignite3Cluster]:
+    """One Apache Ignite 3.1 server node (embedded ``IgniteServer``, cluster initialised), shared by the
+    session; its start time is in ``.start_seconds``."""
+    cluster = Ignite3Cluster(Path(tmp_path_factory.mktemp("ignite3")), nodes=1, name="tfi3", heap_mb=512)
+    with _lock:
+        _started.append(cluster)  # stopped with the others at exit and on SIGTERM
+    cluster.start()
+    yield cluster
+    cluster.stop()
+    with _lock:
+        if cluster in _started:
+            _started.remove(cluster)
 
 
 _cache_serial = itertools.count(1)
