@@ -1,0 +1,133 @@
+"""Ignite 3 tables read into tf.data on a real Apache Ignite 3.1 node (the ignite3_node fixture).
+
+Rows go in through SQL (literals and ``?`` arguments encoded by this client) and come out through
+``tensorflow_ignite.ignite3.from_table`` / ``from_sql``; every value is compared with what went in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import uuid
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tensorflow_ignite.client.options import ConnectionOptions
+from tensorflow_ignite.errors import IgniteConnectionError, SqlError, TableNotFoundError
+from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table
+
+_serial = itertools.count(1)
+
+
+@pytest.fixture
+def client(ignite3_node) -> Ignite3Client:  # type: ignore[no-untyped-def]
+    host, port = ignite3_node.address()
+    c = Ignite3Client(ConnectionOptions(host=host, port=port))
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def table(client: Ignite3Client) -> str:  # type: ignore[misc]
+    name = f"T_{next(_serial)}_{uuid.uuid4().hex[:8]}".upper()
+    yield name
+    client.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_node_is_ignite_3_1(ignite3_node, client: Ignite3Client) -> None:  # type: ignore[no-untyped-def]
+    assert client.server_version == "3.1.0"
+    assert ignite3_node.start_seconds > 0
+
+
+ALL_TYPES = ("ID BIGINT PRIMARY KEY, I8 TINYINT, I16 SMALLINT, I32 INT, F REAL, D DOUBLE, DEC DECIMAL(12, 4), "
+             "B BOOLEAN, S VARCHAR, BY VARBINARY, U UUID, DT DATE, TM TIME(3), DTM TIMESTAMP(6), "
+             "TS TIMESTAMP(6) WITH LOCAL TIME ZONE")
+
+
+def test_every_column_type_reads_as_inserted(client: Ignite3Client, ignite3_node, table: str) -> None:  # type: ignore[no-untyped-def]
+    client.execute(f"CREATE TABLE {table} ({ALL_TYPES.replace(' BY ', ' BYT ')})")
+    u = uuid.UUID("6f1e3a1c-2f5d-4b8e-9a77-0f4b2d7c9e10")
+    row = (1, -7, 30000, -2_000_000_000, 1.5, -2.25, 12345678.1234, True, "héllo wörld", b"\x00\x80\xff", u,
+           dt.date(1969, 12, 31), dt.time(23, 59, 58, 125000), dt.datetime(2262, 4, 11, 0, 0, 1, 250000),
+           dt.datetime(1970, 1, 1, 0, 0, 0, 1000, tzinfo=dt.timezone.utc))
+    # Typed arguments as the SQL engine expects them: DECIMAL and REAL from literals.
+    client.execute(f"INSERT INTO {table} VALUES (?, CAST(? AS TINYINT), CAST(? AS SMALLINT), CAST(? AS INT), "
+                   "CAST(1.5 AS REAL), ?, CAST('12345678.1234' AS DECIMAL(12, 4)), ?, ?, ?, ?, ?, ?, ?, ?)",
+                   row[:4] + row[5:6] + row[7:])
+    client.execute(f"INSERT INTO {table} (ID, S, BYT) VALUES (2, '', x'')")
+    host, port = ignite3_node.address()
+    ds = from_table(table, host=host, port=port, null_masks=True)
+    rows = sorted(ds.as_numpy_iterator(), key=lambda r: r["ID"])
+    assert len(rows) == 2
+    first, second = rows
+    assert first["I8"] == -7 and first["I8"].dtype == np.int8
+    assert first["I16"] == 30000 and first["I16"].dtype == np.int16
+    assert first["I32"] == -2_000_000_000 and first["I32"].dtype == np.int32
+    assert first["F"] == np.float32(1.5) and first["F"].dtype == np.float32
+    assert first["D"] == -2.25
+    assert first["DEC"] == pytest.approx(12345678.1234)
+    assert first["B"] is np.True_ or first["B"] == True  # noqa: E712
+    assert first["S"] == "héllo wörld".encode() and first["BYT"] == b"\x00\x80\xff"
+    assert first["U"] == str(u).encode()
+    assert first["DT"] == -86_400_000  # 1969-12-31 in ms since the epoch
+    assert first["TM"] == ((23 * 60 + 59) * 60 + 58) * 10**9 + 125_000_000
+    assert first["DTM"] == ((dt.datetime(2262, 4, 11, 0, 0, 1) - dt.datetime(1970, 1, 1)).days * 86400 + 1) \
+        * 10**9 + 250_000_000
+    assert first["TS"] == 1_000_000
+    assert all(first[k] for k in first if k.endswith("_present"))
+    # The second row: NULLs read as zero/empty with their masks False; empty string and bytes are not NULL.
+    assert second["I32"] == 0 and not second["I32_present"]
+    assert second["DEC"] == 0.0 and not second["DEC_present"]
+    assert second["U"] == b"" and not second["U_present"]
+    assert second["S"] == b"" and second["S_present"] and second["BYT"] == b"" and second["BYT_present"]
+    assert "ID_present" not in second  # the key is NOT NULL: no mask
+    text = from_table(table, ["ID", "DEC"], host=host, port=port, decimal_as="string", where="ID = ?", args=[1])
+    assert [r["DEC"] for r in text.as_numpy_iterator()] == [b"12345678.1234"]
+
+
+def test_many_pages_every_row_once_and_batches(client: Ignite3Client, table: str) -> None:
+    n = 20_000
+    client.execute(f"CREATE TABLE {table} (ID BIGINT PRIMARY KEY, X DOUBLE, LABEL INT)")
+    client.execute(f"INSERT INTO {table} SELECT x, x * 0.5, CAST(MOD(x, 10) AS INT) FROM TABLE(SYSTEM_RANGE(1, ?))",
+                   [n])
+    # The dataset reads through the writing client: Ignite 3 orders a client's reads after its own
+    # writes (its observable timestamp), another client's only once their time has passed.
+    ds = from_table(table, client=client, batch_size=1000, page_size=777)
+    assert ds.element_spec["X"].dtype == tf.float64 and ds.element_spec["LABEL"].dtype == tf.int32
+    ids = []
+    sizes = []
+    for batch in ds:
+        ids.append(batch["ID"].numpy())
+        sizes.append(len(batch["ID"]))
+        np.testing.assert_array_equal(batch["X"].numpy(), batch["ID"].numpy() * 0.5)
+    all_ids = np.concatenate(ids)
+    assert len(all_ids) == n and len(np.unique(all_ids)) == n and all_ids.sum() == n * (n + 1) // 2
+    assert max(sizes) == 1000
+    # A second epoch runs the query again and sees rows added since.
+    client.execute(f"INSERT INTO {table} VALUES (?, ?, ?)", [n + 1, 0.0, 1])
+    assert sum(len(b["ID"]) for b in ds) == n + 1
+
+
+def test_query_with_arguments_and_early_stop(client: Ignite3Client, ignite3_node, table: str) -> None:  # type: ignore[no-untyped-def]
+    client.execute(f"CREATE TABLE {table} (ID INT PRIMARY KEY, NAME VARCHAR)")
+    client.execute(f"INSERT INTO {table} SELECT CAST(x AS INT), 'n' || CAST(x AS VARCHAR) "
+                   f"FROM TABLE(SYSTEM_RANGE(1, 3000))")
+    host, port = ignite3_node.address()
+    ds = from_sql(f"SELECT NAME, ID * 2 AS TWICE FROM {table} WHERE ID <= ? ORDER BY ID", [2500],
+                  host=host, port=port, page_size=100)
+    head = [r for r in ds.take(3).as_numpy_iterator()]
+    assert [r["NAME"] for r in head] == [b"n1", b"n2", b"n3"] and [int(r["TWICE"]) for r in head] == [2, 4, 6]
+    # Stopping early closed the cursor; reading to the end still works.
+    assert sum(1 for _ in ds) == 2500
+
+
+def test_errors_name_what_failed(client: Ignite3Client, ignite3_node) -> None:  # type: ignore[no-untyped-def]
+    host, port = ignite3_node.address()
+    with pytest.raises(TableNotFoundError, match="NO_SUCH_TABLE"):
+        from_table("NO_SUCH_TABLE", host=host, port=port)
+    with pytest.raises(SqlError, match="IGN-SQL"):
+        client.execute("SELEC 1")
+    with pytest.raises(IgniteConnectionError, match=f"{host}:1"):
+        Ignite3Client(ConnectionOptions(host=host, port=1, timeout=5)).connection()
