@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from tensorflow_ignite.client.options import ConnectionOptions
-from tensorflow_ignite.errors import IgniteConnectionError, SqlError, TableNotFoundError
+from tensorflow_ignite.errors import AuthenticationError, IgniteConnectionError, SqlError, TableNotFoundError
 from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table
 
 _serial = itertools.count(1)
@@ -23,8 +23,7 @@ _serial = itertools.count(1)
 
 @pytest.fixture
 def client(ignite3_node) -> Ignite3Client:  # type: ignore[no-untyped-def]
-    host, port = ignite3_node.address()
-    c = Ignite3Client(ConnectionOptions(host=host, port=port))
+    c = Ignite3Client(ignite3_node.client_options())
     yield c
     c.close()
 
@@ -57,8 +56,8 @@ def test_every_column_type_reads_as_inserted(client: Ignite3Client, ignite3_node
                    "CAST(1.5 AS REAL), ?, CAST('12345678.1234' AS DECIMAL(12, 4)), ?, ?, ?, ?, ?, ?, ?, ?)",
                    row[:4] + row[5:6] + row[7:])
     client.execute(f"INSERT INTO {table} (ID, S, BYT) VALUES (2, '', x'')")
-    host, port = ignite3_node.address()
-    ds = from_table(table, host=host, port=port, null_masks=True)
+    options = ignite3_node.client_options()
+    ds = from_table(table, options=options, null_masks=True)
     rows = sorted(ds.as_numpy_iterator(), key=lambda r: r["ID"])
     assert len(rows) == 2
     first, second = rows
@@ -83,7 +82,7 @@ def test_every_column_type_reads_as_inserted(client: Ignite3Client, ignite3_node
     assert second["U"] == b"" and not second["U_present"]
     assert second["S"] == b"" and second["S_present"] and second["BYT"] == b"" and second["BYT_present"]
     assert "ID_present" not in second  # the key is NOT NULL: no mask
-    text = from_table(table, ["ID", "DEC"], host=host, port=port, decimal_as="string", where="ID = ?", args=[1])
+    text = from_table(table, ["ID", "DEC"], options=options, decimal_as="string", where="ID = ?", args=[1])
     assert [r["DEC"] for r in text.as_numpy_iterator()] == [b"12345678.1234"]
 
 
@@ -115,8 +114,8 @@ def test_query_with_arguments_and_early_stop(client: Ignite3Client, ignite3_node
     client.execute(f"INSERT INTO {table} SELECT CAST(x AS INT), 'n' || CAST(x AS VARCHAR) "
                    f"FROM TABLE(SYSTEM_RANGE(1, 3000))")
     host, port = ignite3_node.address()
-    ds = from_sql(f"SELECT NAME, ID * 2 AS TWICE FROM {table} WHERE ID <= ? ORDER BY ID", [2500],
-                  host=host, port=port, page_size=100)
+    ds = from_sql(f"SELECT NAME, ID * 2 AS TWICE FROM {table} WHERE ID <= ? ORDER BY ID", [2500], host=host,
+                  port=port, username=ignite3_node.username, password=ignite3_node.password, page_size=100)
     head = [r for r in ds.take(3).as_numpy_iterator()]
     assert [r["NAME"] for r in head] == [b"n1", b"n2", b"n3"] and [int(r["TWICE"]) for r in head] == [2, 4, 6]
     # Stopping early closed the cursor; reading to the end still works.
@@ -126,8 +125,21 @@ def test_query_with_arguments_and_early_stop(client: Ignite3Client, ignite3_node
 def test_errors_name_what_failed(client: Ignite3Client, ignite3_node) -> None:  # type: ignore[no-untyped-def]
     host, port = ignite3_node.address()
     with pytest.raises(TableNotFoundError, match="NO_SUCH_TABLE"):
-        from_table("NO_SUCH_TABLE", host=host, port=port)
+        from_table("NO_SUCH_TABLE", options=ignite3_node.client_options())
     with pytest.raises(SqlError, match="IGN-SQL"):
         client.execute("SELEC 1")
     with pytest.raises(IgniteConnectionError, match=f"{host}:1"):
         Ignite3Client(ConnectionOptions(host=host, port=1, timeout=5)).connection()
+
+
+def test_authentication(ignite3_node) -> None:  # type: ignore[no-untyped-def]
+    password = ignite3_node.password
+    with pytest.raises(AuthenticationError) as info:
+        Ignite3Client(ignite3_node.client_options(password="wrong")).connection()
+    assert "wrong" not in str(info.value) and password not in str(info.value)
+    with pytest.raises(AuthenticationError):
+        Ignite3Client(ignite3_node.client_options(username=None, password=None)).connection()
+    options = ignite3_node.client_options()
+    assert password not in repr(options)
+    with Ignite3Client(options) as c:
+        assert [r["X"] for r in from_sql("SELECT 41 + 1 AS X", client=c).as_numpy_iterator()] == [42]

@@ -28,10 +28,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import IgniteError, NodeError
 from .cluster import _log_tail, _owner_default, _port_free, find_free_port_block
 from .java import java_module_dir, java_runtime
+
+if TYPE_CHECKING:
+    from ..client.options import ConnectionOptions
 
 __all__ = ["IGNITE3_VERSION", "Ignite3Cluster", "Ignite3Node", "ignite3_home", "ignite3_classpath"]
 
@@ -122,6 +126,9 @@ class Ignite3Cluster:
     profile (``aipersist``, files under ``work_dir``); ``owner_pid``: the nodes
     stop when that process ends (default: what
     :func:`~tensorflow_ignite.local.cluster.stop_nodes_with_process` set).
+    ``username``/``password``: the cluster is initialised with security on and
+    that one user (basic authentication); the password goes
+    into a file of the work directory, never onto a command line.
     """
 
     work_dir: Path
@@ -132,6 +139,8 @@ class Ignite3Cluster:
     storage_mb: int = 256
     version: str = IGNITE3_VERSION
     owner_pid: int | None = field(default_factory=_owner_default)
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
     members: list[Ignite3Node] = field(default_factory=list)
     #: Seconds the last :meth:`start` took until every node was ready.
     start_seconds: float = 0.0
@@ -170,6 +179,26 @@ class Ignite3Cluster:
 }}
 """
 
+    def _security_config(self) -> Path:
+        """The cluster configuration turning basic authentication on for :attr:`username` (mode 0600)."""
+        path = self.work_dir / "cluster-security.conf"
+        user = _hocon_string(self.username or "")
+        secret = _hocon_string(self.password or "")
+        path.touch(mode=0o600)
+        path.write_text("ignite { security { enabled = true, authentication.providers = [ { name = default, "
+                        f"type = basic, users = [ {{ username = {user}, password = {secret} }} ] }} ] }} }}\n")
+        return path
+
+    def client_options(self, index: int = 0, **fields: object) -> "ConnectionOptions":
+        """Options reaching node ``index`` with this cluster's credentials (``fields`` override)."""
+        from ..client.options import ConnectionOptions
+
+        host, port = self.address(index)
+        given: dict[str, object] = {"host": host, "port": port, "username": self.username,
+                                    "password": self.password}
+        given.update(fields)
+        return ConnectionOptions(**given)  # type: ignore[arg-type]
+
     def _command(self, node: Ignite3Node, config: Path) -> list[str]:
         cmd = [java_runtime().executable, *JVM_FLAGS, f"-Xms{min(self.heap_mb, 128)}m", f"-Xmx{self.heap_mb}m",
                "-XX:+UseG1GC", "-Djava.net.preferIPv4Stack=true",
@@ -178,6 +207,8 @@ class Ignite3Cluster:
                "--status-file", node.status_file]
         if node.index == 0:
             cmd += ["--init", self.name, "--meta-storage", self.members[0].name]
+            if self.username is not None:
+                cmd += ["--cluster-config", str(self._security_config())]
         if self.owner_pid is not None:
             cmd += ["--exit-with", str(self.owner_pid)]
         return cmd
@@ -233,11 +264,10 @@ class Ignite3Cluster:
             delay = min(delay * 1.5, 0.5)
 
     def _answers(self, node: Ignite3Node) -> bool:
-        from ..client.options import ConnectionOptions
         from ..ignite3.connection import Ignite3Connection
 
         try:
-            Ignite3Connection(ConnectionOptions(host=node.host, port=node.client_port, timeout=5.0)).close()
+            Ignite3Connection(self.client_options(node.index, timeout=5.0)).close()
         except IgniteError:
             return False
         return True
