@@ -15,7 +15,8 @@ import pytest
 import tensorflow as tf
 
 from tensorflow_ignite.client.options import ConnectionOptions
-from tensorflow_ignite.errors import AuthenticationError, IgniteConnectionError, SqlError, TableNotFoundError
+from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, IgniteConnectionError, SqlError,
+                                      TableNotFoundError)
 from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table
 
 _serial = itertools.count(1)
@@ -143,3 +144,9 @@ def test_authentication(ignite3_node) -> None:  # type: ignore[no-untyped-def]
     assert password not in repr(options)
     with Ignite3Client(options) as c:
         assert [r["X"] for r in from_sql("SELECT 41 + 1 AS X", client=c).as_numpy_iterator()] == [42]
+
+
+def test_an_ignite_2_node_is_refused_with_the_entry_point_to_use(ignite_node) -> None:  # type: ignore[no-untyped-def]
+    host, port = ignite_node.address()
+    with pytest.raises(HandshakeError, match="IgniteDataset"):
+        Ignite3Client(ConnectionOptions(host=host, port=port, timeout=10)).connection()

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..client.client import parse_addresses
 from ..client.options import ConnectionOptions
-from ..errors import AuthenticationError, IgniteConnectionError, ResourceNotFoundError, TLSError
+from ..errors import AuthenticationError, HandshakeError, IgniteConnectionError, ResourceNotFoundError, TLSError
 from .connection import Ignite3Connection
 from .protocol import sql
 from .protocol.codes import ClientOp
@@ -45,14 +45,20 @@ class Ignite3Client:
             if self._conn is not None and not self._conn.closed:
                 return self._conn
             errors = []
+            refused: HandshakeError | None = None
             for host, port in parse_addresses(self.options.endpoints):
                 try:
                     self._conn = Ignite3Connection(self.options, host, port)
                     return self._conn
                 except (AuthenticationError, TLSError):
                     raise  # another node would say the same
+                except HandshakeError as exc:
+                    refused = refused or exc  # not an Ignite 3 port: try the others, then say so
+                    errors.append(str(exc))
                 except IgniteConnectionError as exc:
                     errors.append(str(exc))
+            if refused is not None:
+                raise refused
             raise IgniteConnectionError("no Ignite 3 node answered at " + ", ".join(self.options.endpoints) +
                                         ": " + "; ".join(errors), address=self.options.endpoints[0])
 

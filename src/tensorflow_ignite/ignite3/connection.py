@@ -88,6 +88,14 @@ class Ignite3Connection:
             self.close()
             raise HandshakeError(f"{self.address} answered the Ignite 3 handshake with something else: {exc}",
                                  address=self.address) from None
+        except (HandshakeError, ConnectionTimeoutError):
+            self.close()
+            raise
+        except IgniteConnectionError:
+            self.close()
+            raise HandshakeError(f"{self.address} closed the connection during the Ignite 3 handshake: not an "
+                                 "Ignite 3 client port (an Ignite 2 node? Use tensorflow_ignite.IgniteDataset "
+                                 "for Ignite 2)", address=self.address) from None
         except BaseException:
             self.close()
             raise
