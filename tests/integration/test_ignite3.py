@@ -15,9 +15,9 @@ import pytest
 import tensorflow as tf
 
 from tensorflow_ignite.client.options import ConnectionOptions
-from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, IgniteConnectionError, SqlError,
+from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, IgniteConnectionError, SqlError, WriteError,
                                       TableNotFoundError)
-from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table
+from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table, write
 
 _serial = itertools.count(1)
 
@@ -150,3 +150,27 @@ def test_an_ignite_2_node_is_refused_with_the_entry_point_to_use(ignite_node) ->
     host, port = ignite_node.address()
     with pytest.raises(HandshakeError, match="IgniteDataset"):
         Ignite3Client(ConnectionOptions(host=host, port=port, timeout=10)).connection()
+
+
+def test_write_creates_the_table_and_reads_back(client: Ignite3Client, table: str) -> None:
+    n = 2500
+    rng = np.random.default_rng(7)
+    data = {"ID": np.arange(n, dtype=np.int64), "X": rng.random(n).astype(np.float32),
+            "Y": rng.random(n), "LABEL": rng.integers(0, 10, n).astype(np.int32),
+            "FLAG": rng.random(n) > 0.5, "NAME": np.array([f"r{i}" for i in range(n)])}
+    assert write(table, data, key="ID", create=True, client=client, batch_rows=700) == n
+    got = sorted(from_table(table, client=client).as_numpy_iterator(), key=lambda r: r["ID"])
+    assert [r["ID"] for r in got] == list(range(n))
+    np.testing.assert_array_equal([r["X"] for r in got], data["X"])
+    np.testing.assert_array_equal([r["Y"] for r in got], data["Y"])
+    np.testing.assert_array_equal([r["LABEL"] for r in got], data["LABEL"])
+    np.testing.assert_array_equal([r["FLAG"] for r in got], data["FLAG"])
+    assert [r["NAME"] for r in got] == [s.encode() for s in data["NAME"]]
+    cols = {c.name: c.type.name for c in client.columns(f"SELECT * FROM {table}")}
+    assert cols == {"ID": "INT64", "X": "FLOAT", "Y": "DOUBLE", "LABEL": "INT32", "FLAG": "BOOLEAN",
+                    "NAME": "STRING"}
+    # A key written again fails with the rows written before it counted.
+    with pytest.raises(WriteError) as info:
+        write(table, {"ID": [n, n + 1, 0], "X": [0.0] * 3, "Y": [0.0] * 3, "LABEL": [1] * 3,
+                      "FLAG": [True] * 3, "NAME": ["a"] * 3}, client=client, batch_rows=2)
+    assert info.value.rows_written == 2

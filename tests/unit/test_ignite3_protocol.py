@@ -244,3 +244,18 @@ def test_any_bytes_give_a_value_or_a_protocol_error(data: bytes) -> None:
             parse()
         except ProtocolError:
             pass
+
+
+def test_sql_batch_request_and_answer_golden() -> None:
+    body = sql.batch_request("INSERT INTO T VALUES (?, ?)", [(1, "a"), (np.int32(2), "b")])
+    r = Reader(body)
+    assert [r.value() for _ in range(9)] == [None, None, 1024, 0, None, "UTC", 0, b"\x00",
+                                             "INSERT INTO T VALUES (?, ?)"]
+    # Row width, row count, the unused flag, one argument tuple per row (np.int32 stays INT32).
+    assert [r.value() for _ in range(3)] == [2, 2, False]
+    assert r.value() == bytes([0, 1, 2, 3, 4, 5, 6]) + b"\x05\x00\x01\x0f\x00a"
+    assert r.value() == bytes([0, 1, 2, 3, 4, 5, 6]) + b"\x04\x00\x02\x0f\x00b"
+    assert r.value() == 0 and r.at_end()
+    assert sql.parse_batch(Reader(pack(None, False, False, False, 2, 1, 1))) == [1, 1]
+    with pytest.raises(ProtocolError):
+        sql.parse_batch(Reader(pack(None, False, False, False, 1000)))

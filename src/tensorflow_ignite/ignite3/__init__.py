@@ -3,7 +3,8 @@
     import tensorflow_ignite.ignite3 as ignite3
     ds = ignite3.from_table("TRAIN", host="127.0.0.1", port=10800, batch_size=256)
 
-:func:`from_sql` / :func:`from_table` (:mod:`.dataset`), :class:`Ignite3Client`
+:func:`from_sql` / :func:`from_table` (:mod:`.dataset`), :func:`write`
+(:mod:`.write`: SQL INSERT batches), :class:`Ignite3Client`
 (:mod:`.client`); the wire in :mod:`.protocol`, without I/O.  Needs the
 ``msgpack`` package: ``pip install 'tensorflow-ignite[ignite3]'`` (importing
 this package without it raises an ``ImportError`` saying so).  Ignite 2
@@ -17,5 +18,6 @@ from __future__ import annotations
 from .protocol import msgpack_io as _msgpack_io  # noqa: F401  (the clear error when msgpack is missing)
 from .client import Ignite3Client, SqlCursor
 from .dataset import element_dtypes, from_sql, from_table
+from .write import write
 
-__all__ = ["Ignite3Client", "SqlCursor", "from_sql", "from_table", "element_dtypes"]
+__all__ = ["Ignite3Client", "SqlCursor", "from_sql", "from_table", "element_dtypes", "write"]

@@ -86,10 +86,16 @@ def _decimal_bytes(d: decimal.Decimal) -> tuple[int, bytes]:
     return scale, struct.pack("<h", scale) + unscaled.to_bytes(length, "big", signed=True)
 
 
+#: NumPy signed integers narrower than int64 keep their width as SQL arguments.
+_NUMPY_INT_TYPES = {1: ColumnType.INT8, 2: ColumnType.INT16, 4: ColumnType.INT32}
+
+
 def _typed(value: Any) -> tuple[ColumnType, int, bytes]:
     """(type, scale, bytes) of one SQL argument."""
     if isinstance(value, (bool, np.bool_)):
         return ColumnType.BOOLEAN, 0, b"\x01" if value else b"\x00"
+    if isinstance(value, np.integer) and value.dtype.itemsize < 8 and value.dtype.kind == "i":
+        return _NUMPY_INT_TYPES[value.dtype.itemsize], 0, _int_bytes(int(value))
     if isinstance(value, (int, np.integer)):
         return ColumnType.INT64, 0, _int_bytes(int(value))
     if isinstance(value, (float, np.floating)):

@@ -71,6 +71,11 @@ class Reader:
         """Bytes of the body consumed so far."""
         return self._base + self._u.tell()
 
+    @property
+    def remaining(self) -> int:
+        """Bytes of the body not read yet."""
+        return len(self._data) - self.position
+
     def at_end(self) -> bool:
         """True when every byte of the body has been read."""
         return self.position >= len(self._data)

@@ -23,7 +23,7 @@ from .binary_tuple import build, encode_arguments
 from .codes import ColumnType
 from .msgpack_io import Reader, Writer
 
-__all__ = ["ColumnMeta", "ExecResult", "exec_request", "parse_exec", "cursor_request", "parse_next_page",
+__all__ = ["ColumnMeta", "ExecResult", "exec_request", "parse_exec", "batch_request", "parse_batch", "cursor_request", "parse_next_page",
            "meta_request", "parse_meta", "DEFAULT_PAGE_SIZE"]
 
 #: Rows per page the server sends when not told otherwise (``SqlCommon.DEFAULT_PAGE_SIZE``).
@@ -70,6 +70,38 @@ def exec_request(query: str, args: Sequence[Any] = (), *, schema: str | None = N
         w.value(None)
     w.value(observable_timestamp)
     return w.bytes()
+
+
+def batch_request(query: str, rows: Sequence[Sequence[Any]], *, schema: str | None = None,
+                  timeout_ms: int = 0, timezone: str = "UTC", observable_timestamp: int = 0) -> bytes:
+    """The body of SQL_EXEC_BATCH: one statement run once per row of arguments.
+
+    The arguments: row length, row count, a flag (false), then one argument tuple per row.
+    """
+    w = Writer().values(None, schema, DEFAULT_PAGE_SIZE, timeout_ms, None, timezone, 0).value(_EMPTY_TUPLE)
+    w.value(query)
+    if rows:
+        width = len(rows[0])
+        if any(len(r) != width for r in rows):
+            raise ProtocolError("every row of a batch needs the same number of arguments")
+        w.values(width, len(rows), False)
+        for row in rows:
+            w.value(encode_arguments(row))
+    else:
+        w.value(None)
+    w.value(observable_timestamp)
+    return w.bytes()
+
+
+def parse_batch(r: Reader) -> list[int]:
+    """The rows each statement of an SQL_EXEC_BATCH changed."""
+    r.skip(4)  # cursor id (nil), has row set, has more pages, was applied
+    if r.is_nil():
+        return []
+    count = r.int()
+    if count < 0 or count > r.remaining:  # each count takes at least one byte
+        raise ProtocolError(f"SQL batch answer: {count} update counts")
+    return [r.int() for _ in range(count)]
 
 
 def _columns(r: Reader) -> tuple[ColumnMeta, ...]:
