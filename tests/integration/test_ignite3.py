@@ -174,3 +174,14 @@ def test_write_creates_the_table_and_reads_back(client: Ignite3Client, table: st
         write(table, {"ID": [n, n + 1, 0], "X": [0.0] * 3, "Y": [0.0] * 3, "LABEL": [1] * 3,
                       "FLAG": [True] * 3, "NAME": ["a"] * 3}, client=client, batch_rows=2)
     assert info.value.rows_written == 2
+
+
+
+def test_a_dataset_reads_rows_another_client_just_wrote(ignite3_node, client: Ignite3Client, table: str) -> None:  # type: ignore[no-untyped-def]
+    options = ignite3_node.client_options()
+    assert write(table, {"ID": np.arange(300), "V": np.ones(300)}, key="ID", create=True, options=options) == 300
+    ds = from_table(table, options=options, batch_size=128)
+    assert sum(len(b["ID"]) for b in ds) == 300
+    # Written after the dataset was built, through another client: the next epoch has them.
+    client.execute(f"INSERT INTO {table} SELECT x, 2.0 FROM TABLE(SYSTEM_RANGE(300, 399))")
+    assert sum(len(b["ID"]) for b in ds) == 400

@@ -12,6 +12,7 @@ undecoded rows until the caller turns it into columns
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from .protocol.codes import ClientOp
 from .protocol.columns import PageColumns, decode_page
 
 __all__ = ["Ignite3Client", "SqlCursor"]
+
 
 
 class Ignite3Client:
@@ -131,18 +133,39 @@ class SqlCursor:
         self._cursor_id = first.cursor_id
         self._more = first.has_more
 
-    def pages(self) -> Iterator[list[bytes]]:
-        """Each page's rows, the first page first; the cursor closes when the last is read."""
+    def pages(self, *, prefetch: bool = True) -> Iterator[list[bytes]]:
+        """Each page's rows, the first page first; the cursor closes when the last is read.
+
+        With ``prefetch`` the next page is requested (on a helper thread) before the
+        current one is handed out, so the node produces it while the caller decodes.
+        """
+        pending: Future[tuple[list[bytes], bool]] | None = None
+        executor = ThreadPoolExecutor(1, thread_name_prefix="ignite3-page") if prefetch else None
         try:
             if self._first is not None:
                 first, self._first = self._first, None
+                if executor is not None and self._more and self._cursor_id is not None:
+                    pending = executor.submit(self.client._next_page, self._cursor_id)
                 if first:
                     yield first
             while self._more and self._cursor_id is not None:
-                rows, self._more = self.client._next_page(self._cursor_id)
+                if pending is not None:
+                    rows, self._more = pending.result()
+                    pending = None
+                else:
+                    rows, self._more = self.client._next_page(self._cursor_id)
+                if executor is not None and self._more:
+                    pending = executor.submit(self.client._next_page, self._cursor_id)
                 if rows:
                     yield rows
         finally:
+            if pending is not None:
+                try:
+                    _, self._more = pending.result()  # the request in flight ends before the close
+                except Exception:  # noqa: BLE001 - the caller is leaving; closing is best effort
+                    self._more = False
+            if executor is not None:
+                executor.shutdown(wait=True)
             self.close()
 
     __iter__ = pages

@@ -11,7 +11,9 @@ its text; STRING and BYTE_ARRAY ``tf.string``).  A NULL reads as 0, False or
 empty; ``null_masks=True`` adds ``<column>_present`` booleans, as
 ``IgniteDataset`` does on Ignite 2.
 
-Each iterator runs the query afresh and reads it page by page: each page is
+Each iterator runs the query afresh on a connection of its own (opened when the
+iteration starts, closed when it ends; or through the ``client`` given) and
+reads it page by page: each page is
 decoded into NumPy columns at once (:mod:`.protocol.columns`) and TensorFlow
 receives a whole page per generator call, then ``unbatch`` (rows) or
 ``rebatch(batch_size)``.
@@ -85,9 +87,12 @@ def from_sql(query: str, args: Sequence[Any] = (), *, host: str = "127.0.0.1", p
         raise ConfigurationError(f"page_size={page_size}: it must be at least 1")
     if batch_size is not None and batch_size < 1:
         raise ConfigurationError(f"batch_size={batch_size}: it must be at least 1 (or None: single rows)")
+    opts = _options(options, host, port, connection) if client is None else client.options
     if client is None:
-        client = Ignite3Client(_options(options, host, port, connection))
-    columns = client.columns(query, schema=schema)
+        with Ignite3Client(opts) as probe:
+            columns = probe.columns(query, schema=schema)
+    else:
+        columns = client.columns(query, schema=schema)
     if not columns:
         raise ConfigurationError(f"the statement returns no rows to read: {query[:80]!r}")
     dtypes = element_dtypes(columns, decimal_as=decimal_as, null_masks=null_masks)
@@ -96,7 +101,17 @@ def from_sql(query: str, args: Sequence[Any] = (), *, host: str = "127.0.0.1", p
     args = tuple(args)
 
     def pages() -> Iterator[dict[str, np.ndarray]]:
-        with client.query(query, args, page_size=page_size, schema=schema) as cursor:
+        # A connection per iteration: its handshake brings the node's current time, so the
+        # epoch reads every row committed before it began, by any client.
+        reader = client if client is not None else Ignite3Client(opts)
+        try:
+            yield from _read(reader)
+        finally:
+            if reader is not client:
+                reader.close()
+
+    def _read(reader: Ignite3Client) -> Iterator[dict[str, np.ndarray]]:
+        with reader.query(query, args, page_size=page_size, schema=schema) as cursor:
             if [c.name for c in cursor.columns] != names:
                 raise SchemaError(f"the columns of {query[:80]!r} changed since the dataset was built "
                                   f"({names} then {[c.name for c in cursor.columns]}); build it again")

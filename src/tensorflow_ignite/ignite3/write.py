@@ -96,33 +96,29 @@ def write(table: str, data: Mapping[str, Any], *, key: str | None = None, create
     if batch_rows < 1:
         raise ConfigurationError(f"batch_rows={batch_rows}: it must be at least 1")
     cols = _column_arrays(data)
-    own = client is None
     if client is None:
-        client = Ignite3Client(_options(options, host, port, connection))
-    try:
-        if create:
-            if key is None:
-                raise ConfigurationError("create=True needs key=: the column that is the table's primary key")
-            client.execute(create_table_statement(table, cols, key))
-        names = list(cols)
-        statement = (f"INSERT INTO {_identifier(table)} ({', '.join(_identifier(n) for n in names)}) "
-                     f"VALUES ({', '.join('?' for _ in names)})")
-        n = len(next(iter(cols.values())))
-        written = 0
-        for lo in range(0, n, batch_rows):
-            hi = min(n, lo + batch_rows)
-            rows = list(zip(*(map(_python, cols[c][lo:hi]) for c in names)))
-            conn = client.connection()
-            try:
-                reader = conn.call(ClientOp.SQL_EXEC_BATCH,
-                                   sql.batch_request(statement, rows, observable_timestamp=conn.observable_timestamp),
-                                   what=f"inserting rows {lo}..{hi - 1} into {table}")
-                counts = sql.parse_batch(reader)
-            except Exception as exc:
-                raise WriteError(f"writing {table} failed after {written} rows: {exc}", cache_name=table,
-                                 rows_written=written) from exc
-            written += sum(c for c in counts if c > 0)
-        return written
-    finally:
-        if own:
-            client.close()
+        with Ignite3Client(_options(options, host, port, connection)) as own:
+            return write(table, cols, key=key, create=create, batch_rows=batch_rows, client=own)
+    if create:
+        if key is None:
+            raise ConfigurationError("create=True needs key=: the column that is the table's primary key")
+        client.execute(create_table_statement(table, cols, key))
+    names = list(cols)
+    statement = (f"INSERT INTO {_identifier(table)} ({', '.join(_identifier(n) for n in names)}) "
+                 f"VALUES ({', '.join('?' for _ in names)})")
+    n = len(next(iter(cols.values())))
+    written = 0
+    for lo in range(0, n, batch_rows):
+        hi = min(n, lo + batch_rows)
+        rows = list(zip(*(map(_python, cols[c][lo:hi]) for c in names)))
+        conn = client.connection()
+        try:
+            reader = conn.call(ClientOp.SQL_EXEC_BATCH,
+                               sql.batch_request(statement, rows, observable_timestamp=conn.observable_timestamp),
+                               what=f"inserting rows {lo}..{hi - 1} into {table}")
+            counts = sql.parse_batch(reader)
+        except Exception as exc:
+            raise WriteError(f"writing {table} failed after {written} rows: {exc}", cache_name=table,
+                             rows_written=written) from exc
+        written += sum(c for c in counts if c > 0)
+    return written
