@@ -15,8 +15,8 @@ import pytest
 import tensorflow as tf
 
 from tensorflow_ignite.client.options import ConnectionOptions
-from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, IgniteConnectionError, SqlError, WriteError,
-                                      TableNotFoundError)
+from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, IgniteConnectionError, SqlError,
+                                      TableNotFoundError, TLSError, WriteError)
 from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table, write
 
 _serial = itertools.count(1)
@@ -116,7 +116,8 @@ def test_query_with_arguments_and_early_stop(client: Ignite3Client, ignite3_node
                    f"FROM TABLE(SYSTEM_RANGE(1, 3000))")
     host, port = ignite3_node.address()
     ds = from_sql(f"SELECT NAME, ID * 2 AS TWICE FROM {table} WHERE ID <= ? ORDER BY ID", [2500], host=host,
-                  port=port, username=ignite3_node.username, password=ignite3_node.password, page_size=100)
+                  port=port, username=ignite3_node.username, password=ignite3_node.password,
+                  cafile=str(ignite3_node.tls_material.ca_cert), page_size=100)
     head = [r for r in ds.take(3).as_numpy_iterator()]
     assert [r["NAME"] for r in head] == [b"n1", b"n2", b"n3"] and [int(r["TWICE"]) for r in head] == [2, 4, 6]
     # Stopping early closed the cursor; reading to the end still works.
@@ -131,6 +132,26 @@ def test_errors_name_what_failed(client: Ignite3Client, ignite3_node) -> None:  
         client.execute("SELEC 1")
     with pytest.raises(IgniteConnectionError, match=f"{host}:1"):
         Ignite3Client(ConnectionOptions(host=host, port=1, timeout=5)).connection()
+
+
+def test_tls(ignite3_node) -> None:  # type: ignore[no-untyped-def]
+    # The fixture's node only speaks TLS: every other test went through it with the CA file.
+    with pytest.raises(HandshakeError, match="expects TLS"):
+        Ignite3Client(ignite3_node.client_options(cafile=None)).connection()
+    # A CA that did not sign the node's certificate is refused by the chain check.
+    with pytest.raises(TLSError):
+        Ignite3Client(ignite3_node.client_options(cafile=system_ca_bundle())).connection()
+    with Ignite3Client(ignite3_node.client_options()) as c:
+        assert c.server_version == "3.1.0"
+
+
+def system_ca_bundle() -> str:
+    """The system's CA bundle: public CAs, none of which signed the test node's certificate."""
+    import ssl
+
+    path = ssl.get_default_verify_paths().cafile or ssl.get_default_verify_paths().openssl_cafile
+    assert path, "no system CA bundle"
+    return path
 
 
 def test_authentication(ignite3_node) -> None:  # type: ignore[no-untyped-def]

@@ -93,9 +93,12 @@ class Ignite3Connection:
             raise
         except IgniteConnectionError:
             self.close()
+            hint = ("a node whose client connector expects TLS (give cafile=, or the other TLS options), "
+                    "or an Ignite 2 node (use tensorflow_ignite.IgniteDataset for Ignite 2)"
+                    if not self.options.uses_tls else
+                    "an Ignite 2 node? (use tensorflow_ignite.IgniteDataset for Ignite 2)")
             raise HandshakeError(f"{self.address} closed the connection during the Ignite 3 handshake: not an "
-                                 "Ignite 3 client port (an Ignite 2 node? Use tensorflow_ignite.IgniteDataset "
-                                 "for Ignite 2)", address=self.address) from None
+                                 f"Ignite 3 client port as configured here -- {hint}", address=self.address) from None
         except BaseException:
             self.close()
             raise

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from ..errors import IgniteError, NodeError
 from .cluster import _log_tail, _owner_default, _port_free, find_free_port_block
 from .java import java_module_dir, java_runtime
+from .tls import TLSMaterial, make_tls_material
 
 if TYPE_CHECKING:
     from ..client.options import ConnectionOptions
@@ -128,7 +129,10 @@ class Ignite3Cluster:
     :func:`~tensorflow_ignite.local.cluster.stop_nodes_with_process` set).
     ``username``/``password``: the cluster is initialised with security on and
     that one user (basic authentication); the password goes
-    into a file of the work directory, never onto a command line.
+    into a file of the work directory, never onto a command line.  ``tls``: the
+    client connector speaks TLS with a certificate from a private CA made here
+    (:func:`~tensorflow_ignite.local.tls.make_tls_material`; the keystore's
+    password is in the node's configuration file, mode 0600).
     """
 
     work_dir: Path
@@ -141,6 +145,9 @@ class Ignite3Cluster:
     owner_pid: int | None = field(default_factory=_owner_default)
     username: str | None = None
     password: str | None = field(default=None, repr=False)
+    tls: bool = False
+    #: The private CA, server keystore and client certificate of a ``tls`` cluster (made by :meth:`start`).
+    tls_material: TLSMaterial | None = field(default=None, repr=False)
     members: list[Ignite3Node] = field(default_factory=list)
     #: Seconds the last :meth:`start` took until every node was ready.
     start_seconds: float = 0.0
@@ -171,13 +178,20 @@ class Ignite3Cluster:
     port = {node.network_port}
     nodeFinder.netClusterNodes = [{finder}]
   }}
-  clientConnector.port = {node.client_port}
+  clientConnector.port = {node.client_port}{self._ssl_config()}
   rest.port = {node.rest_port}
   storage.profiles = [
     {{ name = default, engine = aipersist, sizeBytes = {self.storage_mb * 1024 * 1024} }}
   ]
 }}
 """
+
+    def _ssl_config(self) -> str:
+        m = self.tls_material
+        if m is None:
+            return ""
+        return (f"\n  clientConnector.ssl {{ enabled = true, keyStore {{ type = PKCS12, "
+                f"path = {_hocon_string(str(m.server_keystore))}, password = {_hocon_string(m.keystore_password)} }} }}")
 
     def _security_config(self) -> Path:
         """The cluster configuration turning basic authentication on for :attr:`username` (mode 0600)."""
@@ -196,6 +210,8 @@ class Ignite3Cluster:
         host, port = self.address(index)
         given: dict[str, object] = {"host": host, "port": port, "username": self.username,
                                     "password": self.password}
+        if self.tls_material is not None:
+            given["cafile"] = str(self.tls_material.ca_cert)
         given.update(fields)
         return ConnectionOptions(**given)  # type: ignore[arg-type]
 
@@ -218,6 +234,8 @@ class Ignite3Cluster:
         began = time.monotonic()
         ignite3_home(self.version)  # assemble before the clock of the readiness wait runs
         self._plan()
+        if self.tls and self.tls_material is None:
+            self.tls_material = make_tls_material(self.work_dir / "tls")
         for node in self.members:
             for port in (node.client_port, node.network_port, node.rest_port):
                 if not _port_free(self.host, port):
@@ -225,6 +243,7 @@ class Ignite3Cluster:
             Path(node.work_dir).mkdir(parents=True, exist_ok=True)
             Path(node.status_file).unlink(missing_ok=True)
             config = Path(node.work_dir) / "ignite-config.conf"
+            config.touch(mode=0o600)
             config.write_text(self._config(node))
             with open(node.log, "ab") as log:
                 proc = subprocess.Popen(self._command(node, config), stdout=log, stderr=subprocess.STDOUT,

@@ -233,11 +233,11 @@ def stock_cluster(tmp_path_factory: pytest.TempPathFactory, ignite_version: str)
 
 @pytest.fixture(scope="session")
 def ignite3_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ignite3Cluster]:
-    """One Apache Ignite 3.1 server node (embedded ``IgniteServer``, cluster initialised) with basic
-    authentication on (``.client_options()`` carries the credentials), shared by the session; its
-    start time is in ``.start_seconds``."""
+    """One Apache Ignite 3.1 server node (embedded ``IgniteServer``, cluster initialised) with TLS on
+    its client connector and basic authentication (``.client_options()`` carries the CA file and the
+    credentials), shared by the session; its start time is in ``.start_seconds``."""
     cluster = Ignite3Cluster(Path(tmp_path_factory.mktemp("ignite3")), nodes=1, name="tfi3", heap_mb=512,
-                             username="tf-tests", password=f"pw-{os.getpid()}-{os.urandom(6).hex()}")
+                             username="tf-tests", password=f"pw-{os.getpid()}-{os.urandom(6).hex()}", tls=True)
     with _lock:
         _started.append(cluster)  # stopped with the others at exit and on SIGTERM
     cluster.start()
