@@ -22,12 +22,12 @@ JAVA_SRC    := $(shell find java/src -name '*.java' 2>/dev/null) java/pom.xml ja
 NATIVE_SRC  := $(wildcard src/tensorflow_ignite/native/*.cc) $(wildcard src/tensorflow_ignite/native/*.h) $(wildcard src/tensorflow_ignite/native/build.py)
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps venv java native stock demo test test-long bench bench-3 bench-revisions soak soak-follow fuzz clean help wheel compat compat-wheel compat-versions
+.PHONY: setup system-deps venv java native stock ignite3 demo test test-long bench bench-3 bench-revisions soak soak-follow fuzz clean help wheel compat compat-wheel compat-versions
 
 help:
 	@sed -n '2,12p' Makefile
 
-setup: system-deps venv java native stock
+setup: system-deps venv java native stock ignite3
 
 # Java 17, Maven and a C++ compiler from Debian's packages when missing.
 system-deps: $(STAMPS)/system-deps
@@ -41,7 +41,7 @@ $(STAMPS)/venv: pyproject.toml $(STAMPS)/system-deps
 	@mkdir -p $(STAMPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[tf-cpu,test]'
+	$(PY) -m pip install --quiet -e '.[tf-cpu,test,ignite3]'
 # tf_keras requires the full `tensorflow` wheel; the CPU build provides the same package.
 	$(PY) -m pip install --quiet --no-deps 'tf-keras==2.21.*'
 	@touch $@
@@ -64,6 +64,15 @@ $(STAMPS)/stock: java/stock/pom.xml $(STAMPS)/system-deps
 	@mkdir -p $(STAMPS)
 	cd java/stock && for v in $(STOCK_XML_VERSIONS); do mvn -B -q package -Dignite.version=$$v || exit 1; done
 	cd java/stock && for v in $(STOCK_JAVA_VERSIONS); do mvn -B -q package -Dignite.version=$$v -P-spring || exit 1; done
+	@touch $@
+
+# Apache Ignite 3 for the tests (java/ignite3: ignite-runner and its dependencies from Maven
+# Central -> java/target/ignite3-3.1.0/libs, plus the small embedded-node launcher beside it).
+IGNITE3_SRC := java/ignite3/pom.xml $(shell find java/ignite3/src -name '*.java' 2>/dev/null)
+ignite3: $(STAMPS)/ignite3
+$(STAMPS)/ignite3: $(IGNITE3_SRC) $(STAMPS)/system-deps
+	@mkdir -p $(STAMPS)
+	cd java/ignite3 && mvn -B -q package
 	@touch $@
 
 native: $(STAMPS)/native

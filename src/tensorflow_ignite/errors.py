@@ -61,6 +61,10 @@ __all__ = [
     "JobNotFoundError",
     "LauncherNotDeployedError",
     "LauncherModuleError",
+    "Ignite3ServerError",
+    "TableNotFoundError",
+    "SqlError",
+    "Ignite3TransactionConflictError",
 ]
 
 
@@ -411,3 +415,33 @@ class LauncherModuleError(LauncherError):
     def __init__(self, message: str, *, nodes: dict[str, str | None]) -> None:
         super().__init__(message)
         self.nodes = nodes
+
+
+# ------------------------------------------------------------------------ Ignite 3
+class Ignite3ServerError(ServerError):
+    """An Apache Ignite 3 node answered a request with an error.
+
+    ``status`` is Ignite 3's error code (``group << 16 | number``; ``code_name``
+    prints it as Ignite does, ``IGN-SQL-4``), ``op`` the operation,
+    ``class_name`` the server's exception class and ``trace_id`` the id the
+    node's log shows for it.
+    """
+
+    def __init__(self, message: str, *, status: int, op: int | None = None, code_name: str = "",
+                 class_name: str = "", trace_id: object = None) -> None:
+        super().__init__(message, status=status, op=op)
+        self.code_name = code_name
+        self.class_name = class_name
+        self.trace_id = trace_id
+
+
+class TableNotFoundError(Ignite3ServerError):
+    """The Ignite 3 table (or schema) a request names does not exist."""
+
+
+class SqlError(Ignite3ServerError):
+    """An Ignite 3 node could not parse, validate or run an SQL statement (error group ``SQL``)."""
+
+
+class Ignite3TransactionConflictError(Ignite3ServerError, TransactionConflictError):
+    """An Ignite 3 node could not take a lock for a concurrent transaction; running the work again may succeed."""

@@ -37,6 +37,8 @@ def _imports(path: Path) -> set[str]:
 @pytest.mark.parametrize(("lower", "higher"), [
     ("native", "fs"), ("client", "fs"), ("protocol", "fs"),
     ("protocol", "client"), ("client", "data"), ("launcher/worker.py", "data"), ("capacity.py", "launcher"),
+    ("ignite3/protocol", "client"), ("ignite3/protocol", "ignite3.connection"), ("ignite3/protocol", "data"),
+    ("protocol", "ignite3"), ("client", "ignite3"),
 ])
 def test_no_upward_imports(lower: str, higher: str) -> None:
     root = PACKAGE / lower

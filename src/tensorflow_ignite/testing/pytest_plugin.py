@@ -38,10 +38,11 @@ from typing import Any
 import pytest
 
 from ..local.cluster import LocalCluster, stop_nodes_with_process
+from ..local.ignite3 import Ignite3Cluster
 from ..local.stock import IGNITE_VERSIONS, NEWEST_XML_VERSION, StockCluster
 from .hosts import HostCluster, HostNetwork, netns_unavailable
 
-_started: list[LocalCluster] = []
+_started: list[LocalCluster | Ignite3Cluster] = []
 _lock = threading.Lock()
 
 
@@ -261,6 +262,23 @@ def three_hosts(_three_hosts_of_module: HostCluster) -> HostCluster:
     module's end tears everything down, also after failures."""
     _three_hosts_of_module.ensure_whole()
     return _three_hosts_of_module
+
+
+@pytest.fixture(scope="session")
+def ignite3_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ignite3Cluster]:
+    """One Apache Ignite 3.1 server node (embedded ``IgniteServer``, cluster initialised) with TLS on
+    its client connector and basic authentication (``.client_options()`` carries the CA file and the
+    credentials), shared by the session; its start time is in ``.start_seconds``."""
+    cluster = Ignite3Cluster(Path(tmp_path_factory.mktemp("ignite3")), nodes=1, name="tfi3", heap_mb=512,
+                             username="tf-tests", password=f"pw-{os.getpid()}-{os.urandom(6).hex()}", tls=True)
+    with _lock:
+        _started.append(cluster)  # stopped with the others at exit and on SIGTERM
+    cluster.start()
+    yield cluster
+    cluster.stop()
+    with _lock:
+        if cluster in _started:
+            _started.remove(cluster)
 
 
 _cache_serial = itertools.count(1)

@@ -1,0 +1,23 @@
+"""Apache Ignite 3: SQL tables and queries as ``tf.data`` datasets, over Ignite 3's own client protocol.
+
+    import tensorflow_ignite.ignite3 as ignite3
+    ds = ignite3.from_table("TRAIN", host="127.0.0.1", port=10800, batch_size=256)
+
+:func:`from_sql` / :func:`from_table` (:mod:`.dataset`), :func:`write`
+(:mod:`.write`: SQL INSERT batches), :class:`Ignite3Client`
+(:mod:`.client`); the wire in :mod:`.protocol`, without I/O.  Needs the
+``msgpack`` package: ``pip install 'tensorflow-ignite[ignite3]'`` (importing
+this package without it raises an ``ImportError`` saying so).  Ignite 2
+clusters are read with :class:`tensorflow_ignite.IgniteDataset`; a node of the
+other generation is refused at the handshake with a
+:class:`~tensorflow_ignite.errors.HandshakeError` saying which entry point to use.
+"""
+
+from __future__ import annotations
+
+from .protocol import msgpack_io as _msgpack_io  # noqa: F401  (the clear error when msgpack is missing)
+from .client import Ignite3Client, SqlCursor
+from .dataset import element_dtypes, from_sql, from_table
+from .write import write
+
+__all__ = ["Ignite3Client", "SqlCursor", "from_sql", "from_table", "element_dtypes", "write"]

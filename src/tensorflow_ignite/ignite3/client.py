@@ -1,0 +1,189 @@
+"""``Ignite3Client``: SQL on an Apache Ignite 3 cluster through the project's options type.
+
+It connects to the first endpoint of its
+:class:`~tensorflow_ignite.client.options.ConnectionOptions` that answers
+(``host:port``, then ``fallbacks``), runs statements (:meth:`execute`), asks
+a query's columns without running it (:meth:`columns`) and reads a query's
+result page by page (:meth:`query`, a :class:`SqlCursor`).  A page stays
+undecoded rows until the caller turns it into columns
+(:meth:`SqlCursor.column_pages`).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..client.client import parse_addresses
+from ..client.options import ConnectionOptions
+from ..errors import AuthenticationError, HandshakeError, IgniteConnectionError, ResourceNotFoundError, TLSError
+from .connection import Ignite3Connection
+from .protocol import sql
+from .protocol.codes import ClientOp
+from .protocol.columns import PageColumns, decode_page
+
+__all__ = ["Ignite3Client", "SqlCursor"]
+
+
+
+class Ignite3Client:
+    """A client of one Ignite 3 cluster (one connection, opened on first use; thread-safe)."""
+
+    def __init__(self, options: ConnectionOptions | None = None, **fields: Any) -> None:
+        self.options = options if options is not None else ConnectionOptions(**fields)
+        self._conn: Ignite3Connection | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def connect(cls, address: str = "127.0.0.1:10800", **options: Any) -> "Ignite3Client":
+        """A client of the cluster at ``address`` (``"host:port"``, or several, comma-separated)."""
+        return cls(ConnectionOptions.from_address(address, **options))
+
+    def connection(self) -> Ignite3Connection:
+        """The open connection (dialled now if there is none)."""
+        with self._lock:
+            if self._conn is not None and not self._conn.closed:
+                return self._conn
+            errors = []
+            refused: HandshakeError | None = None
+            for host, port in parse_addresses(self.options.endpoints):
+                try:
+                    self._conn = Ignite3Connection(self.options, host, port)
+                    return self._conn
+                except (AuthenticationError, TLSError):
+                    raise  # another node would say the same
+                except HandshakeError as exc:
+                    refused = refused or exc  # not an Ignite 3 port: try the others, then say so
+                    errors.append(str(exc))
+                except IgniteConnectionError as exc:
+                    errors.append(str(exc))
+            if refused is not None:
+                raise refused
+            raise IgniteConnectionError("no Ignite 3 node answered at " + ", ".join(self.options.endpoints) +
+                                        ": " + "; ".join(errors), address=self.options.endpoints[0])
+
+    @property
+    def server_version(self) -> str:
+        """The version the connected node reported (``3.1.0``)."""
+        return self.connection().handshake.server_version
+
+    def _exec(self, query: str, args: Sequence[Any], page_size: int, schema: str | None) -> sql.ExecResult:
+        conn = self.connection()
+        body = sql.exec_request(query, args, schema=schema, page_size=page_size,
+                                observable_timestamp=conn.observable_timestamp)
+        return sql.parse_exec(conn.call(ClientOp.SQL_EXEC, body, what=f"SQL {query[:80]!r}"))
+
+    def execute(self, query: str, args: Sequence[Any] = (), *, schema: str | None = None) -> int:
+        """Run a statement; the rows it changed (-1 for DDL). A row set it returns is closed unread."""
+        res = self._exec(query, args, sql.DEFAULT_PAGE_SIZE, schema)
+        if res.cursor_id is not None and res.has_more:
+            self._close_cursor(res.cursor_id)
+        return res.affected_rows
+
+    def columns(self, query: str, *, schema: str | None = None) -> tuple[sql.ColumnMeta, ...]:
+        """The result columns of ``query``, without running it (SQL_QUERY_META)."""
+        conn = self.connection()
+        _, cols = sql.parse_meta(conn.call(ClientOp.SQL_QUERY_META, sql.meta_request(query, schema=schema),
+                                           what=f"SQL metadata of {query[:80]!r}"))
+        return cols
+
+    def query(self, query: str, args: Sequence[Any] = (), *, page_size: int = 4096,
+              schema: str | None = None) -> "SqlCursor":
+        """Run ``query``; its rows through the returned cursor (close it, or read it to the end)."""
+        return SqlCursor(self, self._exec(query, args, page_size, schema))
+
+    def _next_page(self, cursor_id: int) -> tuple[list[bytes], bool]:
+        conn = self.connection()
+        return sql.parse_next_page(conn.call(ClientOp.SQL_CURSOR_NEXT_PAGE, sql.cursor_request(cursor_id),
+                                             what="reading the next page of an SQL result"))
+
+    def _close_cursor(self, cursor_id: int) -> None:
+        try:
+            self.connection().call(ClientOp.SQL_CURSOR_CLOSE, sql.cursor_request(cursor_id),
+                                   what="closing an SQL cursor")
+        except (ResourceNotFoundError, IgniteConnectionError):
+            pass  # closed already, or the connection is gone (and the cursor with it)
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def __enter__(self) -> "Ignite3Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Ignite3Client({self.options!r})"
+
+
+class SqlCursor:
+    """The pages of one query's result; iterating yields each page's rows (binary tuples)."""
+
+    def __init__(self, client: Ignite3Client, first: sql.ExecResult) -> None:
+        self.client = client
+        self.columns: tuple[sql.ColumnMeta, ...] = first.columns
+        self._first: list[bytes] | None = first.rows
+        self._cursor_id = first.cursor_id
+        self._more = first.has_more
+
+    def pages(self, *, prefetch: bool = True) -> Iterator[list[bytes]]:
+        """Each page's rows, the first page first; the cursor closes when the last is read.
+
+        With ``prefetch`` the next page is requested (on a helper thread) before the
+        current one is handed out, so the node produces it while the caller decodes.
+        """
+        pending: Future[tuple[list[bytes], bool]] | None = None
+        executor = ThreadPoolExecutor(1, thread_name_prefix="ignite3-page") if prefetch else None
+        try:
+            if self._first is not None:
+                first, self._first = self._first, None
+                if executor is not None and self._more and self._cursor_id is not None:
+                    pending = executor.submit(self.client._next_page, self._cursor_id)
+                if first:
+                    yield first
+            while self._more and self._cursor_id is not None:
+                if pending is not None:
+                    rows, self._more = pending.result()
+                    pending = None
+                else:
+                    rows, self._more = self.client._next_page(self._cursor_id)
+                if executor is not None and self._more:
+                    pending = executor.submit(self.client._next_page, self._cursor_id)
+                if rows:
+                    yield rows
+        finally:
+            if pending is not None:
+                try:
+                    _, self._more = pending.result()  # the request in flight ends before the close
+                except Exception:  # noqa: BLE001 - the caller is leaving; closing is best effort
+                    self._more = False
+            if executor is not None:
+                executor.shutdown(wait=True)
+            self.close()
+
+    __iter__ = pages
+
+    def column_pages(self, *, decimal_as: str = "float64",
+                     select: Sequence[int] | None = None) -> Iterator[PageColumns]:
+        """Each page decoded into NumPy columns (:func:`~.protocol.columns.decode_page`)."""
+        for rows in self.pages():
+            yield decode_page(rows, self.columns, decimal_as=decimal_as, select=select)
+
+    def close(self) -> None:
+        """Tell the node to drop the cursor if pages are left (idempotent)."""
+        if self._more and self._cursor_id is not None:
+            self._more = False
+            self.client._close_cursor(self._cursor_id)
+
+    def __enter__(self) -> "SqlCursor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

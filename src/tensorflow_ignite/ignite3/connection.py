@@ -1,0 +1,197 @@
+"""One connection to an Apache Ignite 3 node: socket, TLS, handshake, requests.
+
+It takes the project's one options type,
+:class:`~tensorflow_ignite.client.options.ConnectionOptions` (host, port, user
+name and password -- Ignite 3's ``basic`` authentication --, the TLS files and
+checks, the timeout), builds the TLS context from it as the Ignite 2
+connection does (:func:`tensorflow_ignite.client.tls.ssl_context`) and speaks
+the wire through the sans-I/O :mod:`.protocol` package.
+
+Requests are sent and answered one at a time (a lock per connection); several
+threads may share a connection.  A timeout or a broken stream closes the
+connection (the stream may be mid-frame) and raises a typed
+:class:`~tensorflow_ignite.errors.IgniteConnectionError` naming the node.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import ssl
+import threading
+
+from ..client.options import ConnectionOptions
+from ..client.tls import tls_error
+from ..errors import ConnectionTimeoutError, HandshakeError, IgniteConnectionError, ProtocolError
+from .protocol.codes import MAGIC, ClientOp
+from .protocol.framing import Handshake, frame_length, handshake_request, parse_handshake, parse_response, \
+    request, server_error
+from .protocol.msgpack_io import Reader
+
+__all__ = ["Ignite3Connection", "DEFAULT_MAX_FRAME"]
+
+#: Largest frame accepted (a page of rows is one frame).
+DEFAULT_MAX_FRAME = 1 << 30
+
+
+class Ignite3Connection:
+    """A connection to one Ignite 3 node (``host:port`` of ``options``, or the given endpoint)."""
+
+    def __init__(self, options: ConnectionOptions, host: str | None = None, port: int | None = None, *,
+                 max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.options = options
+        self.host = host or options.host
+        self.port = port or options.port
+        self.address = f"{self.host}:{self.port}"
+        self.max_frame = max_frame
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._sock: socket.socket | ssl.SSLSocket | None = None
+        self.observable_timestamp = 0
+        #: Set when a response says the partition assignment changed (its time).
+        self.assignment_time: int | None = None
+        self.handshake: Handshake = self._connect()
+
+    # ------------------------------------------------------------------ connect
+    def _connect(self) -> Handshake:
+        o = self.options
+        try:
+            raw = socket.create_connection((self.host, self.port), timeout=o.timeout)
+        except socket.timeout:
+            raise ConnectionTimeoutError(f"connecting to Ignite 3 at {self.address} timed out after {o.timeout}s",
+                                         address=self.address) from None
+        except OSError as exc:
+            raise IgniteConnectionError(
+                f"cannot connect to Ignite 3 at {self.address}: {exc.strerror or exc}. Is a node running there "
+                "with its client connector (clientConnector.port) on this port?", address=self.address) from None
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock: socket.socket | ssl.SSLSocket = raw
+        if o.uses_tls:
+            hostname = o.tls_hostname(self.host)
+            try:
+                sock = o.ssl_context().wrap_socket(raw, server_hostname=hostname)
+            except (ssl.SSLError, socket.timeout, OSError) as exc:
+                raw.close()
+                raise tls_error(exc, self.address, hostname) from None
+        sock.settimeout(o.timeout)
+        self._sock = sock
+        try:
+            sock.sendall(handshake_request(o.username, o.password if o.username is not None else None))
+            magic = self._recv_exact(4)
+            if magic != MAGIC:
+                raise HandshakeError(f"{self.address} is not an Ignite 3 client port (it answered {magic!r}, "
+                                     f"not {MAGIC!r}); an Ignite 2 node? Use tensorflow_ignite.IgniteDataset "
+                                     "for Ignite 2", address=self.address)
+            body = self._recv_frame()
+            hs = parse_handshake(body, address=self.address)
+        except ProtocolError as exc:
+            self.close()
+            raise HandshakeError(f"{self.address} answered the Ignite 3 handshake with something else: {exc}",
+                                 address=self.address) from None
+        except (HandshakeError, ConnectionTimeoutError):
+            self.close()
+            raise
+        except IgniteConnectionError:
+            self.close()
+            hint = ("a node whose client connector expects TLS (give cafile=, or the other TLS options), "
+                    "or an Ignite 2 node (use tensorflow_ignite.IgniteDataset for Ignite 2)"
+                    if not self.options.uses_tls else
+                    "an Ignite 2 node? (use tensorflow_ignite.IgniteDataset for Ignite 2)")
+            raise HandshakeError(f"{self.address} closed the connection during the Ignite 3 handshake: not an "
+                                 f"Ignite 3 client port as configured here -- {hint}", address=self.address) from None
+        except BaseException:
+            self.close()
+            raise
+        self.observable_timestamp = hs.observable_timestamp
+        return hs
+
+    # ------------------------------------------------------------------ I/O
+    def _recv_exact(self, n: int) -> bytearray:
+        assert self._sock is not None
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        try:
+            while got < n:
+                k = self._sock.recv_into(view[got:], n - got)
+                if k == 0:
+                    raise IgniteConnectionError(f"Ignite 3 node {self.address} closed the connection",
+                                                address=self.address)
+                got += k
+        except socket.timeout:
+            self.close()
+            raise ConnectionTimeoutError(f"no answer from Ignite 3 node {self.address} within "
+                                         f"{self.options.timeout}s", address=self.address) from None
+        except IgniteConnectionError:
+            self.close()
+            raise
+        except OSError as exc:
+            self.close()
+            raise IgniteConnectionError(f"connection to Ignite 3 node {self.address} lost: {exc}",
+                                        address=self.address) from None
+        return buf
+
+    def _recv_frame(self) -> bytearray:
+        n = frame_length(self._recv_exact(4), self.max_frame)
+        return self._recv_exact(n)
+
+    def _send(self, data: bytes) -> None:
+        if self._sock is None:
+            raise IgniteConnectionError(f"the connection to Ignite 3 node {self.address} is closed",
+                                        address=self.address)
+        try:
+            self._sock.sendall(data)
+        except socket.timeout:
+            self.close()
+            raise ConnectionTimeoutError(f"sending to Ignite 3 node {self.address} timed out",
+                                         address=self.address) from None
+        except OSError as exc:
+            self.close()
+            raise IgniteConnectionError(f"connection to Ignite 3 node {self.address} lost: {exc}",
+                                        address=self.address) from None
+
+    def call(self, op: ClientOp, body: bytes = b"", *, what: str | None = None) -> Reader:
+        """Send one request and wait for its answer; a reader over the answer's own values.
+
+        A server error raises its typed :class:`~tensorflow_ignite.errors.Ignite3ServerError`.
+        """
+        with self._lock:
+            request_id = next(self._ids)
+            self._send(request(int(op), request_id, body))
+            while True:
+                header, reader = parse_response(self._recv_frame())
+                if header.is_notification:
+                    continue  # not requested by this client (no features proposed); skip
+                break
+        if header.request_id != request_id:
+            self.close()
+            raise ProtocolError(f"Ignite 3 node {self.address} answered request {header.request_id}, "
+                                f"expected {request_id}")
+        self.observable_timestamp = max(self.observable_timestamp, header.observable_timestamp)
+        if header.assignment_changed:
+            self.assignment_time = header.assignment_time
+        if header.error is not None:
+            raise server_error(header.error, int(op), what or op.name)
+        return reader
+
+    @property
+    def closed(self) -> bool:
+        return self._sock is None
+
+    def close(self) -> None:
+        """Close the socket (idempotent)."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> "Ignite3Connection":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Ignite3Connection({self.address}, closed={self.closed})"

@@ -1,0 +1,150 @@
+"""Ignite 3 tables and SQL queries as ``tf.data`` datasets: :func:`from_sql`, :func:`from_table`.
+
+The columns of the result are found before anything runs (SQL_QUERY_META), so
+the dataset's element spec is known when it is built: a dict from column name
+(as Ignite 3 reports it: unquoted identifiers upper-case) to a scalar tensor of
+the column's dtype (:data:`~.protocol.columns.TF_DTYPES`: integers, floats and
+booleans as themselves; DECIMAL float64 or, with ``decimal_as="string"``, its
+text; DATE int64 milliseconds since 1970-01-01; TIME int64 nanoseconds since
+midnight; DATETIME and TIMESTAMP int64 nanoseconds since 1970-01-01; UUID
+its text; STRING and BYTE_ARRAY ``tf.string``).  A NULL reads as 0, False or
+empty; ``null_masks=True`` adds ``<column>_present`` booleans, as
+``IgniteDataset`` does on Ignite 2.
+
+Each iterator runs the query afresh on a connection of its own (opened when the
+iteration starts, closed when it ends; or through the ``client`` given) and
+reads it page by page: each page is
+decoded into NumPy columns at once (:mod:`.protocol.columns`) and TensorFlow
+receives a whole page per generator call, then ``unbatch`` (rows) or
+``rebatch(batch_size)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..client.options import ConnectionOptions
+from ..errors import ConfigurationError, SchemaError
+from .client import Ignite3Client
+from .protocol.columns import SUPPORTED_TYPES, TF_DTYPES
+from .protocol.sql import ColumnMeta
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+__all__ = ["from_sql", "from_table", "element_dtypes"]
+
+_DEFAULT_PORT = 10800
+_DECIMAL_AS = ("float64", "string")
+
+
+def element_dtypes(columns: Sequence[ColumnMeta], *, decimal_as: str = "float64",
+                   null_masks: bool = False) -> dict[str, str]:
+    """Column name -> TensorFlow dtype name of a dataset over ``columns``."""
+    out: dict[str, str] = {}
+    for col in columns:
+        if col.type not in SUPPORTED_TYPES:
+            raise SchemaError(f"column {col.name!r} has type {col.type.name}, which has no tensor form; select "
+                              f"it cast to another type (CAST({col.name} AS VARCHAR))")
+        out[col.name] = "string" if (col.type.name == "DECIMAL" and decimal_as == "string") else TF_DTYPES[col.type]
+        if null_masks and col.nullable:
+            out[f"{col.name}_present"] = "bool"
+    if len(out) != len(columns) + sum(1 for c in columns if null_masks and c.nullable):
+        raise SchemaError("two result columns have the same name; give them aliases (SELECT a.X AS AX, ...)")
+    return out
+
+
+def _options(options: ConnectionOptions | None, host: str, port: int, fields: dict[str, Any]) -> ConnectionOptions:
+    if options is not None:
+        if fields:
+            raise ConfigurationError(f"pass either options= or connection keywords ({', '.join(fields)}), not both")
+        return options
+    return ConnectionOptions.from_address(host, port=port, **fields)
+
+
+def from_sql(query: str, args: Sequence[Any] = (), *, host: str = "127.0.0.1", port: int = _DEFAULT_PORT,
+             options: ConnectionOptions | None = None, batch_size: int | None = None, page_size: int = 4096,
+             null_masks: bool = False, decimal_as: str = "float64", schema: str | None = None,
+             client: Ignite3Client | None = None, **connection: Any) -> "tf.data.Dataset":
+    """The rows of an SQL query on an Ignite 3 cluster as a ``tf.data.Dataset`` of dicts.
+
+    ``host``/``port`` (``"h1:p1,h2:p2"`` for fallbacks) or ``options`` say where
+    the cluster is; ``connection`` takes the other
+    :class:`~tensorflow_ignite.client.options.ConnectionOptions` fields
+    (``username``, ``password``, ``cafile``, ``certfile``, ``keyfile``,
+    ``timeout``...).  ``batch_size``: elements are batches of that many rows
+    (the last may be short) instead of single rows.  ``page_size``: rows per
+    page the node sends.  ``args``: the query's ``?`` parameters.
+    """
+    import tensorflow as tf
+
+    if decimal_as not in _DECIMAL_AS:
+        raise ConfigurationError(f"decimal_as={decimal_as!r}: use one of {', '.join(_DECIMAL_AS)}")
+    if page_size < 1:
+        raise ConfigurationError(f"page_size={page_size}: it must be at least 1")
+    if batch_size is not None and batch_size < 1:
+        raise ConfigurationError(f"batch_size={batch_size}: it must be at least 1 (or None: single rows)")
+    opts = _options(options, host, port, connection) if client is None else client.options
+    if client is None:
+        with Ignite3Client(opts) as probe:
+            columns = probe.columns(query, schema=schema)
+    else:
+        columns = client.columns(query, schema=schema)
+    if not columns:
+        raise ConfigurationError(f"the statement returns no rows to read: {query[:80]!r}")
+    dtypes = element_dtypes(columns, decimal_as=decimal_as, null_masks=null_masks)
+    names = [c.name for c in columns]
+    masked = [null_masks and c.nullable for c in columns]
+    args = tuple(args)
+
+    def pages() -> Iterator[dict[str, np.ndarray]]:
+        # A connection per iteration: its handshake brings the node's current time, so the
+        # epoch reads every row committed before it began, by any client.
+        reader = client if client is not None else Ignite3Client(opts)
+        try:
+            yield from _read(reader)
+        finally:
+            if reader is not client:
+                reader.close()
+
+    def _read(reader: Ignite3Client) -> Iterator[dict[str, np.ndarray]]:
+        with reader.query(query, args, page_size=page_size, schema=schema) as cursor:
+            if [c.name for c in cursor.columns] != names:
+                raise SchemaError(f"the columns of {query[:80]!r} changed since the dataset was built "
+                                  f"({names} then {[c.name for c in cursor.columns]}); build it again")
+            for page in cursor.column_pages(decimal_as=decimal_as):
+                out = {}
+                for name, mask, values, present in zip(names, masked, page.values, page.present):
+                    out[name] = values
+                    if mask:
+                        out[f"{name}_present"] = present
+                yield out
+
+    signature = {name: tf.TensorSpec([None], tf.as_dtype(dtype)) for name, dtype in dtypes.items()}
+    ds = tf.data.Dataset.from_generator(pages, output_signature=signature)
+    return ds.unbatch() if batch_size is None else ds.rebatch(batch_size)
+
+
+def _identifier(name: str) -> str:
+    """A table or column name as SQL: kept as written when it is a plain identifier, else quoted."""
+    plain = name.replace("_", "").replace(".", "").isalnum() and not name[:1].isdigit()
+    if plain:
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def from_table(table: str, columns: Sequence[str] | None = None, *, where: str | None = None,
+               args: Sequence[Any] = (), **kwargs: Any) -> "tf.data.Dataset":
+    """Every row of an Ignite 3 table (``schema.table`` or ``table``), or of ``columns`` of it,
+    optionally filtered by an SQL ``where`` condition with ``args`` for its ``?``; the other
+    keywords are :func:`from_sql`'s."""
+    if not table:
+        raise ConfigurationError("from_table needs a table name")
+    select = ", ".join(_identifier(c) for c in columns) if columns else "*"
+    query = f"SELECT {select} FROM {_identifier(table)}"
+    if where:
+        query += f" WHERE {where}"
+    return from_sql(query, args, **kwargs)

@@ -1,0 +1,124 @@
+"""``tensorflow_ignite.ignite3.write``: columns of data into an Ignite 3 table, by batches of SQL INSERTs.
+
+The data is a mapping of column name to a 1-D array-like (NumPy arrays, lists,
+TensorFlow tensors); every column has the same length.  With ``create=True``
+the table is created first when missing, from the data's dtypes
+(:data:`SQL_TYPES`) with ``key`` as its primary key.  Rows go in as one
+``INSERT`` statement run for a batch of rows per request (SQL_EXEC_BATCH), so a
+request carries ``batch_rows`` rows; a row whose key exists already fails the
+batch with the server's error (the rows of earlier batches stay written).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..client.options import ConnectionOptions
+from ..errors import ConfigurationError, WriteError
+from .client import Ignite3Client
+from .dataset import _identifier, _options
+from .protocol import sql
+from .protocol.codes import ClientOp
+
+__all__ = ["write", "SQL_TYPES", "create_table_statement"]
+
+#: The SQL type of a column created from a NumPy dtype (kind and item size).
+SQL_TYPES: dict[str, str] = {
+    "b1": "BOOLEAN", "i1": "TINYINT", "i2": "SMALLINT", "i4": "INT", "i8": "BIGINT",
+    "u1": "SMALLINT", "u2": "INT", "u4": "BIGINT", "f4": "REAL", "f8": "DOUBLE",
+    "U": "VARCHAR", "S": "VARBINARY", "O": "VARCHAR",
+}
+
+
+def _column_arrays(data: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    if not data:
+        raise ConfigurationError("write needs at least one column of data")
+    cols = {}
+    for name, values in data.items():
+        arr = np.asarray(values.numpy() if hasattr(values, "numpy") else values)
+        if arr.ndim != 1:
+            raise ConfigurationError(f"column {name!r} has shape {arr.shape}: Ignite 3 columns take one "
+                                     "value per row (1-D data)")
+        cols[name] = arr
+    lengths = {len(a) for a in cols.values()}
+    if len(lengths) != 1:
+        raise ConfigurationError(f"the columns have different lengths: "
+                                 + ", ".join(f"{n}={len(a)}" for n, a in cols.items()))
+    return cols
+
+
+def _sql_type(name: str, arr: np.ndarray) -> str:
+    kind = arr.dtype.kind
+    key = kind if kind in "USO" else f"{kind}{arr.dtype.itemsize}"
+    if kind == "O" and len(arr) and isinstance(arr[0], (bytes, bytearray)):
+        key = "S"
+    try:
+        return SQL_TYPES[key]
+    except KeyError:
+        raise ConfigurationError(f"column {name!r} has dtype {arr.dtype}, which has no Ignite 3 column type here; "
+                                 "convert it (to int64, float64, bool, str or bytes)") from None
+
+
+def create_table_statement(table: str, data: Mapping[str, Any], key: str) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for ``data``'s columns with ``key`` as the primary key."""
+    cols = _column_arrays(data)
+    if key not in cols:
+        raise ConfigurationError(f"key={key!r} is not one of the columns ({', '.join(cols)})")
+    defs = ", ".join(f"{_identifier(n)} {_sql_type(n, a)}" + (" PRIMARY KEY" if n == key else "")
+                     for n, a in cols.items())
+    return f"CREATE TABLE IF NOT EXISTS {_identifier(table)} ({defs})"
+
+
+def _python(value: Any) -> Any:
+    if isinstance(value, np.str_):
+        return str(value)
+    if isinstance(value, np.bytes_):
+        return bytes(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.floating) and value.dtype.itemsize == 8:
+        return float(value)
+    return value
+
+
+def write(table: str, data: Mapping[str, Any], *, key: str | None = None, create: bool = False,
+          batch_rows: int = 1000, host: str = "127.0.0.1", port: int = 10800,
+          options: ConnectionOptions | None = None, client: Ignite3Client | None = None,
+          **connection: Any) -> int:
+    """Insert the rows of ``data`` (column name -> 1-D values) into ``table``; the rows written.
+
+    ``create=True`` creates the table when missing (``key`` names its primary key column);
+    connection keywords as in :func:`~.dataset.from_sql`.
+    """
+    if batch_rows < 1:
+        raise ConfigurationError(f"batch_rows={batch_rows}: it must be at least 1")
+    cols = _column_arrays(data)
+    if client is None:
+        with Ignite3Client(_options(options, host, port, connection)) as own:
+            return write(table, cols, key=key, create=create, batch_rows=batch_rows, client=own)
+    if create:
+        if key is None:
+            raise ConfigurationError("create=True needs key=: the column that is the table's primary key")
+        client.execute(create_table_statement(table, cols, key))
+    names = list(cols)
+    statement = (f"INSERT INTO {_identifier(table)} ({', '.join(_identifier(n) for n in names)}) "
+                 f"VALUES ({', '.join('?' for _ in names)})")
+    n = len(next(iter(cols.values())))
+    written = 0
+    for lo in range(0, n, batch_rows):
+        hi = min(n, lo + batch_rows)
+        rows = list(zip(*(map(_python, cols[c][lo:hi]) for c in names)))
+        conn = client.connection()
+        try:
+            reader = conn.call(ClientOp.SQL_EXEC_BATCH,
+                               sql.batch_request(statement, rows, observable_timestamp=conn.observable_timestamp),
+                               what=f"inserting rows {lo}..{hi - 1} into {table}")
+            counts = sql.parse_batch(reader)
+        except Exception as exc:
+            raise WriteError(f"writing {table} failed after {written} rows: {exc}", cache_name=table,
+                             rows_written=written) from exc
+        written += sum(c for c in counts if c > 0)
+    return written

@@ -1,0 +1,208 @@
+"""Ignite 3 tables read into tf.data on a real Apache Ignite 3.1 node (the ignite3_node fixture).
+
+Rows go in through SQL (literals and ``?`` arguments encoded by this client) and come out through
+``tensorflow_ignite.ignite3.from_table`` / ``from_sql``; every value is compared with what went in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import uuid
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tensorflow_ignite.client.options import ConnectionOptions
+from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, IgniteConnectionError, SqlError,
+                                      TableNotFoundError, TLSError, WriteError)
+from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table, write
+
+_serial = itertools.count(1)
+
+
+@pytest.fixture
+def client(ignite3_node) -> Ignite3Client:  # type: ignore[no-untyped-def]
+    c = Ignite3Client(ignite3_node.client_options())
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def table(client: Ignite3Client) -> str:  # type: ignore[misc]
+    name = f"T_{next(_serial)}_{uuid.uuid4().hex[:8]}".upper()
+    yield name
+    client.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_node_is_ignite_3_1(ignite3_node, client: Ignite3Client) -> None:  # type: ignore[no-untyped-def]
+    assert client.server_version == "3.1.0"
+    assert ignite3_node.start_seconds > 0
+
+
+ALL_TYPES = ("ID BIGINT PRIMARY KEY, I8 TINYINT, I16 SMALLINT, I32 INT, F REAL, D DOUBLE, DEC DECIMAL(12, 4), "
+             "B BOOLEAN, S VARCHAR, BY VARBINARY, U UUID, DT DATE, TM TIME(3), DTM TIMESTAMP(6), "
+             "TS TIMESTAMP(6) WITH LOCAL TIME ZONE")
+
+
+def test_every_column_type_reads_as_inserted(client: Ignite3Client, ignite3_node, table: str) -> None:  # type: ignore[no-untyped-def]
+    client.execute(f"CREATE TABLE {table} ({ALL_TYPES.replace(' BY ', ' BYT ')})")
+    u = uuid.UUID("6f1e3a1c-2f5d-4b8e-9a77-0f4b2d7c9e10")
+    row = (1, -7, 30000, -2_000_000_000, 1.5, -2.25, 12345678.1234, True, "héllo wörld", b"\x00\x80\xff", u,
+           dt.date(1969, 12, 31), dt.time(23, 59, 58, 125000), dt.datetime(2262, 4, 11, 0, 0, 1, 250000),
+           dt.datetime(1970, 1, 1, 0, 0, 0, 1000, tzinfo=dt.timezone.utc))
+    # Typed arguments as the SQL engine expects them: DECIMAL and REAL from literals.
+    client.execute(f"INSERT INTO {table} VALUES (?, CAST(? AS TINYINT), CAST(? AS SMALLINT), CAST(? AS INT), "
+                   "CAST(1.5 AS REAL), ?, CAST('12345678.1234' AS DECIMAL(12, 4)), ?, ?, ?, ?, ?, ?, ?, ?)",
+                   row[:4] + row[5:6] + row[7:])
+    client.execute(f"INSERT INTO {table} (ID, S, BYT) VALUES (2, '', x'')")
+    options = ignite3_node.client_options()
+    ds = from_table(table, options=options, null_masks=True)
+    rows = sorted(ds.as_numpy_iterator(), key=lambda r: r["ID"])
+    assert len(rows) == 2
+    first, second = rows
+    assert first["I8"] == -7 and first["I8"].dtype == np.int8
+    assert first["I16"] == 30000 and first["I16"].dtype == np.int16
+    assert first["I32"] == -2_000_000_000 and first["I32"].dtype == np.int32
+    assert first["F"] == np.float32(1.5) and first["F"].dtype == np.float32
+    assert first["D"] == -2.25
+    assert first["DEC"] == pytest.approx(12345678.1234)
+    assert first["B"] is np.True_ or first["B"] == True  # noqa: E712
+    assert first["S"] == "héllo wörld".encode() and first["BYT"] == b"\x00\x80\xff"
+    assert first["U"] == str(u).encode()
+    assert first["DT"] == -86_400_000  # 1969-12-31 in ms since the epoch
+    assert first["TM"] == ((23 * 60 + 59) * 60 + 58) * 10**9 + 125_000_000
+    assert first["DTM"] == ((dt.datetime(2262, 4, 11, 0, 0, 1) - dt.datetime(1970, 1, 1)).days * 86400 + 1) \
+        * 10**9 + 250_000_000
+    assert first["TS"] == 1_000_000
+    assert all(first[k] for k in first if k.endswith("_present"))
+    # The second row: NULLs read as zero/empty with their masks False; empty string and bytes are not NULL.
+    assert second["I32"] == 0 and not second["I32_present"]
+    assert second["DEC"] == 0.0 and not second["DEC_present"]
+    assert second["U"] == b"" and not second["U_present"]
+    assert second["S"] == b"" and second["S_present"] and second["BYT"] == b"" and second["BYT_present"]
+    assert "ID_present" not in second  # the key is NOT NULL: no mask
+    text = from_table(table, ["ID", "DEC"], options=options, decimal_as="string", where="ID = ?", args=[1])
+    assert [r["DEC"] for r in text.as_numpy_iterator()] == [b"12345678.1234"]
+
+
+def test_many_pages_every_row_once_and_batches(client: Ignite3Client, table: str) -> None:
+    n = 20_000
+    client.execute(f"CREATE TABLE {table} (ID BIGINT PRIMARY KEY, X DOUBLE, LABEL INT)")
+    client.execute(f"INSERT INTO {table} SELECT x, x * 0.5, CAST(MOD(x, 10) AS INT) FROM TABLE(SYSTEM_RANGE(1, ?))",
+                   [n])
+    # The dataset reads through the writing client: Ignite 3 orders a client's reads after its own
+    # writes (its observable timestamp), another client's only once their time has passed.
+    ds = from_table(table, client=client, batch_size=1000, page_size=777)
+    assert ds.element_spec["X"].dtype == tf.float64 and ds.element_spec["LABEL"].dtype == tf.int32
+    ids = []
+    sizes = []
+    for batch in ds:
+        ids.append(batch["ID"].numpy())
+        sizes.append(len(batch["ID"]))
+        np.testing.assert_array_equal(batch["X"].numpy(), batch["ID"].numpy() * 0.5)
+    all_ids = np.concatenate(ids)
+    assert len(all_ids) == n and len(np.unique(all_ids)) == n and all_ids.sum() == n * (n + 1) // 2
+    assert max(sizes) == 1000
+    # A second epoch runs the query again and sees rows added since.
+    client.execute(f"INSERT INTO {table} VALUES (?, ?, ?)", [n + 1, 0.0, 1])
+    assert sum(len(b["ID"]) for b in ds) == n + 1
+
+
+def test_query_with_arguments_and_early_stop(client: Ignite3Client, ignite3_node, table: str) -> None:  # type: ignore[no-untyped-def]
+    client.execute(f"CREATE TABLE {table} (ID INT PRIMARY KEY, NAME VARCHAR)")
+    client.execute(f"INSERT INTO {table} SELECT CAST(x AS INT), 'n' || CAST(x AS VARCHAR) "
+                   f"FROM TABLE(SYSTEM_RANGE(1, 3000))")
+    host, port = ignite3_node.address()
+    ds = from_sql(f"SELECT NAME, ID * 2 AS TWICE FROM {table} WHERE ID <= ? ORDER BY ID", [2500], host=host,
+                  port=port, username=ignite3_node.username, password=ignite3_node.password,
+                  cafile=str(ignite3_node.tls_material.ca_cert), page_size=100)
+    head = [r for r in ds.take(3).as_numpy_iterator()]
+    assert [r["NAME"] for r in head] == [b"n1", b"n2", b"n3"] and [int(r["TWICE"]) for r in head] == [2, 4, 6]
+    # Stopping early closed the cursor; reading to the end still works.
+    assert sum(1 for _ in ds) == 2500
+
+
+def test_errors_name_what_failed(client: Ignite3Client, ignite3_node) -> None:  # type: ignore[no-untyped-def]
+    host, port = ignite3_node.address()
+    with pytest.raises(TableNotFoundError, match="NO_SUCH_TABLE"):
+        from_table("NO_SUCH_TABLE", options=ignite3_node.client_options())
+    with pytest.raises(SqlError, match="IGN-SQL"):
+        client.execute("SELEC 1")
+    with pytest.raises(IgniteConnectionError, match=f"{host}:1"):
+        Ignite3Client(ConnectionOptions(host=host, port=1, timeout=5)).connection()
+
+
+def test_tls(ignite3_node) -> None:  # type: ignore[no-untyped-def]
+    # The fixture's node only speaks TLS: every other test went through it with the CA file.
+    with pytest.raises(HandshakeError, match="expects TLS"):
+        Ignite3Client(ignite3_node.client_options(cafile=None)).connection()
+    # A CA that did not sign the node's certificate is refused by the chain check.
+    with pytest.raises(TLSError):
+        Ignite3Client(ignite3_node.client_options(cafile=system_ca_bundle())).connection()
+    with Ignite3Client(ignite3_node.client_options()) as c:
+        assert c.server_version == "3.1.0"
+
+
+def system_ca_bundle() -> str:
+    """The system's CA bundle: public CAs, none of which signed the test node's certificate."""
+    import ssl
+
+    path = ssl.get_default_verify_paths().cafile or ssl.get_default_verify_paths().openssl_cafile
+    assert path, "no system CA bundle"
+    return path
+
+
+def test_authentication(ignite3_node) -> None:  # type: ignore[no-untyped-def]
+    password = ignite3_node.password
+    with pytest.raises(AuthenticationError) as info:
+        Ignite3Client(ignite3_node.client_options(password="wrong")).connection()
+    assert "wrong" not in str(info.value) and password not in str(info.value)
+    with pytest.raises(AuthenticationError):
+        Ignite3Client(ignite3_node.client_options(username=None, password=None)).connection()
+    options = ignite3_node.client_options()
+    assert password not in repr(options)
+    with Ignite3Client(options) as c:
+        assert [r["X"] for r in from_sql("SELECT 41 + 1 AS X", client=c).as_numpy_iterator()] == [42]
+
+
+def test_an_ignite_2_node_is_refused_with_the_entry_point_to_use(ignite_node) -> None:  # type: ignore[no-untyped-def]
+    host, port = ignite_node.address()
+    with pytest.raises(HandshakeError, match="IgniteDataset"):
+        Ignite3Client(ConnectionOptions(host=host, port=port, timeout=10)).connection()
+
+
+def test_write_creates_the_table_and_reads_back(client: Ignite3Client, table: str) -> None:
+    n = 2500
+    rng = np.random.default_rng(7)
+    data = {"ID": np.arange(n, dtype=np.int64), "X": rng.random(n).astype(np.float32),
+            "Y": rng.random(n), "LABEL": rng.integers(0, 10, n).astype(np.int32),
+            "FLAG": rng.random(n) > 0.5, "NAME": np.array([f"r{i}" for i in range(n)])}
+    assert write(table, data, key="ID", create=True, client=client, batch_rows=700) == n
+    got = sorted(from_table(table, client=client).as_numpy_iterator(), key=lambda r: r["ID"])
+    assert [r["ID"] for r in got] == list(range(n))
+    np.testing.assert_array_equal([r["X"] for r in got], data["X"])
+    np.testing.assert_array_equal([r["Y"] for r in got], data["Y"])
+    np.testing.assert_array_equal([r["LABEL"] for r in got], data["LABEL"])
+    np.testing.assert_array_equal([r["FLAG"] for r in got], data["FLAG"])
+    assert [r["NAME"] for r in got] == [s.encode() for s in data["NAME"]]
+    cols = {c.name: c.type.name for c in client.columns(f"SELECT * FROM {table}")}
+    assert cols == {"ID": "INT64", "X": "FLOAT", "Y": "DOUBLE", "LABEL": "INT32", "FLAG": "BOOLEAN",
+                    "NAME": "STRING"}
+    # A key written again fails with the rows written before it counted.
+    with pytest.raises(WriteError) as info:
+        write(table, {"ID": [n, n + 1, 0], "X": [0.0] * 3, "Y": [0.0] * 3, "LABEL": [1] * 3,
+                      "FLAG": [True] * 3, "NAME": ["a"] * 3}, client=client, batch_rows=2)
+    assert info.value.rows_written == 2
+
+
+
+def test_a_dataset_reads_rows_another_client_just_wrote(ignite3_node, client: Ignite3Client, table: str) -> None:  # type: ignore[no-untyped-def]
+    options = ignite3_node.client_options()
+    assert write(table, {"ID": np.arange(300), "V": np.ones(300)}, key="ID", create=True, options=options) == 300
+    ds = from_table(table, options=options, batch_size=128)
+    assert sum(len(b["ID"]) for b in ds) == 300
+    # Written after the dataset was built, through another client: the next epoch has them.
+    client.execute(f"INSERT INTO {table} SELECT x, 2.0 FROM TABLE(SYSTEM_RANGE(300, 399))")
+    assert sum(len(b["ID"]) for b in ds) == 400
