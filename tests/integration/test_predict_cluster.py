@@ -206,6 +206,9 @@ def test_worker_crash_restarts_and_scores_every_key_once(cluster: LocalCluster, 
 
 
 @pytest.mark.slow
+@pytest.mark.long_only("test_worker_crash_restarts_and_scores_every_key_once (the job's restart and the ledger's "
+                       "skips) and test_predict.py::test_node_killed_mid_run_ends_with_every_key_scored_once "
+                       "(a node killed under the scoring client)")
 def test_node_kill_restarts_on_survivors_and_scores_every_key_once(cluster: LocalCluster, model_file: Any,
                                                                    cache_name: str) -> None:
     model, path = model_file
