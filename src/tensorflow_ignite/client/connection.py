@@ -25,7 +25,6 @@ makes no progress for ``idle_timeout`` is abandoned the same way.
 from __future__ import annotations
 
 import collections
-import select
 import socket
 import ssl
 import struct
@@ -39,14 +38,15 @@ from ..errors import (
     ConnectionTimeoutError,
     HandshakeError,
     IgniteConnectionError,
-    NotificationOverflowError,
     ProtocolError,
     TLSError,
 )
 from ..protocol import framing
 from ..protocol.requests import heartbeat
 from ..protocol.receive import DEFAULT_MAX_FRAME, FrameReader
-from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, Feature, Op, ProtocolVersion, ResponseFlag
+from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, Feature, ProtocolVersion, ResponseFlag
+from .direct import PLAIN_HEADER, DirectAnswers
+from .notifications import Notifications
 from .options import ConnectionOptions
 from .tls import tls_error
 
@@ -54,10 +54,6 @@ __all__ = ["Connection", "ConnectionSettings", "probe"]
 
 _OP = struct.Struct("<h")  # op code at offset 4 of a request frame
 _LONG = struct.Struct("<q")  # request id at offset 0 of a response frame
-#: Response header with no flags set (protocol 1.4+): long request id, short flags = 0.
-_PLAIN_HEADER = 10
-#: What an answer's target points at once its buffer is filled (no reference to the caller's memory kept).
-_FILLED = memoryview(b"")
 
 #: Encodes a complete request frame given the request id (``protocol.requests``).
 FrameEncoder = Callable[[int], bytes]
@@ -80,18 +76,6 @@ _STOPPED_HINT = (
 def _request_timeout(address: str, timeout: float) -> str:
     return (f"no answer from {address} within {timeout}s (timeout; the connection was closed). Check the "
             "node, or raise timeout=... for requests that legitimately take longer")
-
-
-class _IntoTarget:
-    """Where the body of one expected answer goes (:meth:`Connection.expect_into`)."""
-
-    __slots__ = ("into", "head", "result")
-
-    def __init__(self, into: memoryview, head: int) -> None:
-        self.into = into
-        self.head = head
-        #: The first ``head`` bytes of the body, once the rest was read into ``into``.
-        self.result: memoryview | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +111,7 @@ class ConnectionSettings:
         return self.options.uses_tls
 
 
-class Connection:
+class Connection(DirectAnswers, Notifications):
     """A handshaken, thread-safe connection to one node.
 
     ``on_topology_change(major, minor)`` is called (outside the locks) when a
@@ -152,13 +136,8 @@ class Connection:
         self._recv_lock = threading.Lock()
         self._parked: dict[int, memoryview] = {}
         self._parked_cv = threading.Condition(threading.Lock())
-        #: Answers to be read straight into a caller's buffer (:meth:`expect_into`).
-        self._into: dict[int, _IntoTarget] = {}
-        #: Server-pushed frames (continuous query events) by resource id, until taken
-        #: (:meth:`next_notification`); at most ``_notification_limit`` frames each.
-        self._notifications: dict[int, collections.deque[memoryview]] = {}
-        self._overflowed: set[int] = set()
-        self._notification_limit = 0
+        self._init_direct()
+        self._init_notifications()
         self._next_id = 0
         self._id_lock = threading.Lock()
         #: Ids of heartbeats sent: their answers are dropped when read.
@@ -594,50 +573,13 @@ class Connection:
         registered for it (:meth:`expect_into`) and it is a plain answer of the
         expected size, its body is received straight into that buffer.
         """
+        if self._into and self._fill_registered():
+            return None
         reader = self.reader
-        if self._into:
-            length = reader.peek_length()
-            if _PLAIN_HEADER <= length <= reader.max_frame and self.version >= (1, 4, 0):
-                header = reader.peek(4 + _PLAIN_HEADER)
-                rid = int(_LONG.unpack_from(header, 4)[0])
-                plain = header[12] == 0 and header[13] == 0
-                del header
-                with self._parked_cv:
-                    target = self._into.get(rid)
-                if target is not None and plain and length - _PLAIN_HEADER == target.head + len(target.into):
-                    reader.start_frame()
-                    reader.take(_PLAIN_HEADER)
-                    into = target.into
-                    try:
-                        head = reader.take(target.head)
-                        reader.fill(into)
-                    except BaseException as exc:
-                        # The caller's buffer is TensorFlow's: no traceback frame may keep
-                        # a reference to it once the caller has given up on this answer.
-                        del into
-                        target = None
-                        exc.__context__ = None
-                        raise exc.with_traceback(None)
-                    # The waiter may return (and its caller release the buffer) the moment
-                    # it is notified, possibly before this frame ends: drop every reference
-                    # to the buffer first.
-                    del into
-                    with self._parked_cv:
-                        target.into = _FILLED
-                        target.result = head
-                        self._parked_cv.notify_all()
-                    return None
         frame = reader.read_frame()
         rid = self._response_id(frame)
-        if len(frame) >= _PLAIN_HEADER and frame[8] & ResponseFlag.NOTIFICATION and self.version >= (1, 4, 0):
-            with self._parked_cv:
-                queue = self._notifications.setdefault(rid, collections.deque())
-                if self._notification_limit and len(queue) >= self._notification_limit:
-                    queue.clear()  # its reader is that far behind: it learns so and starts over
-                    self._overflowed.add(rid)
-                elif rid not in self._overflowed:
-                    queue.append(frame)
-                self._parked_cv.notify_all()
+        if len(frame) >= PLAIN_HEADER and frame[8] & ResponseFlag.NOTIFICATION and self.version >= (1, 4, 0):
+            self._queue_notification(rid, frame)
             return None
         if rid == mine:
             return frame
@@ -655,8 +597,8 @@ class Connection:
         # the id and two zero bytes.  Thousands of small scan answers per
         # second make the general decoder's cost visible.
         aware = self.version >= (1, 4, 0)
-        if aware and len(frame) >= _PLAIN_HEADER and frame[8] == 0 and frame[9] == 0:
-            return frame[_PLAIN_HEADER:]
+        if aware and len(frame) >= PLAIN_HEADER and frame[8] == 0 and frame[9] == 0:
+            return frame[PLAIN_HEADER:]
         header = framing.decode_response_header(frame, aware)
         if header.topology_version is not None and self.on_topology_change is not None:
             self.on_topology_change(*header.topology_version)
@@ -675,140 +617,6 @@ class Connection:
     def request(self, encode: FrameEncoder, op: int | None = None) -> memoryview:
         """Send a request built by ``encode(request_id)`` and wait for its answer body."""
         return self.receive(self.send(encode), op)
-
-    # ------------------------------------------------- server-pushed frames
-    def limit_notifications(self, frames: int) -> None:
-        """Keep at most ``frames`` unread notification frames per resource (0: no limit).
-
-        A resource whose queue is full loses its queued frames and every later
-        one, and :meth:`next_notification` raises
-        :class:`~tensorflow_ignite.errors.NotificationOverflowError` for it:
-        memory stays bounded however far behind its reader is.
-        """
-        self._notification_limit = max(0, int(frames))
-
-    def next_notification(self, resource_id: int, timeout: float) -> memoryview | None:
-        """The body of the next frame the node pushed for ``resource_id``, or None after ``timeout`` seconds.
-
-        Frames are read from the socket while waiting (answers to other
-        requests are parked for their waiters); an idle connection is not
-        an error here, unlike a request without an answer.
-        """
-        deadline = time.monotonic() + max(0.0, timeout)
-        while True:
-            with self._parked_cv:
-                if resource_id in self._overflowed:
-                    raise NotificationOverflowError(
-                        f"{self.address}: more than {self._notification_limit} unread notification frames for "
-                        f"resource {resource_id}; they were dropped: the reader fell behind the node",
-                        address=self.address)
-                queue = self._notifications.get(resource_id)
-                frame = queue.popleft() if queue else None
-            if frame is not None:
-                return self._body(frame, Op.QUERY_CONTINUOUS_EVENT_NOTIFICATION)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            if not self._recv_lock.acquire(timeout=min(left, 0.05)):
-                with self._parked_cv:
-                    if not self._notifications.get(resource_id):
-                        self._parked_cv.wait(timeout=min(left, 0.05))
-                continue
-            try:
-                if self._readable(min(left, 0.05)):
-                    self._read_answer(-1)
-            finally:
-                self._recv_lock.release()
-
-    def forget_notifications(self, resource_id: int) -> None:
-        """Drop the frames kept for ``resource_id`` (its resource was closed)."""
-        with self._parked_cv:
-            self._notifications.pop(resource_id, None)
-            self._overflowed.discard(resource_id)
-
-    def _readable(self, timeout: float) -> bool:
-        """Whether a frame can be read without waiting longer than ``timeout`` for its first byte."""
-        sock = self._sock
-        if sock is None:
-            raise IgniteConnectionError(f"connection to {self.address} is closed", address=self.address)
-        if self.reader.buffered() or (isinstance(sock, ssl.SSLSocket) and sock.pending()):
-            return True
-        try:
-            ready, _, _ = select.select([sock], [], [], timeout)
-        except (OSError, ValueError) as exc:
-            raise IgniteConnectionError(f"connection to {self.address} lost: {exc}", address=self.address) from None
-        return bool(ready)
-
-    # ------------------------------------------------- answers into caller buffers
-    def expect_into(self, request_id: int, into: memoryview, head: int) -> None:
-        """Have the answer to ``request_id`` read straight into ``into`` (see :meth:`receive_into`).
-
-        Call it from the request's encoder (``send(encode)`` calls it with the id
-        before the frame leaves), so that no thread can read the answer first.
-        Every registration must end with :meth:`receive_into` or :meth:`forget_into`
-        before ``into`` is released: until then any thread receiving on this
-        connection may write into it.
-        """
-        with self._parked_cv:
-            self._into[request_id] = _IntoTarget(into, head)
-
-    def forget_into(self, request_id: int) -> None:
-        """Cancel :meth:`expect_into`: once this returns, nothing writes into that buffer.
-
-        The answer, if it still comes, is parked like any answer nobody waits for
-        (meant for error paths, where the connection is usually dropped anyway).
-        """
-        with self._recv_lock:  # a reader filling the buffer holds this lock
-            with self._parked_cv:
-                self._into.pop(request_id, None)
-                self._parked.pop(request_id, None)
-
-    def receive_into(self, request_id: int, op: int | None = None) -> tuple[memoryview, bool]:
-        """Wait for the answer to a request registered with :meth:`expect_into`.
-
-        A plain answer (success, no flags) whose body is exactly ``head + len(into)``
-        bytes has its first ``head`` bytes returned and the rest received from the
-        socket straight into ``into`` (no intermediate buffer), and ``(head bytes,
-        True)`` is returned.  Any other answer (another length, an error) is
-        handled as :meth:`receive` handles it and returned whole, with ``False``;
-        ``into`` is then not written.  Whichever thread reads an answer registered
-        here fills its buffer, so several expected answers may be waited for in
-        any order.
-        """
-        frame: memoryview | None = None
-        deadline = time.monotonic() + self.settings.timeout
-        try:
-            while True:
-                with self._parked_cv:
-                    target = self._into.get(request_id)
-                    frame = self._parked.pop(request_id, None)
-                    if target is None or target.result is not None or frame is not None:
-                        break
-                if not self._recv_lock.acquire(timeout=0.05):
-                    self._check_deadline(deadline)
-                    with self._parked_cv:
-                        if target.result is None and request_id not in self._parked:
-                            self._parked_cv.wait(timeout=0.05)
-                    continue
-                try:
-                    self._read_deadline = deadline
-                    with self._parked_cv:  # parked by the thread that held the lock before us?
-                        frame = self._parked.pop(request_id, None)
-                    while frame is None and target.result is None:
-                        self._check_deadline(deadline)
-                        frame = self._read_answer(request_id)
-                finally:
-                    self._read_deadline = None
-                    self._recv_lock.release()
-                break
-        finally:
-            with self._parked_cv:
-                done = self._into.pop(request_id, None)
-        if done is not None and done.result is not None:
-            return done.result, True
-        if frame is None:  # registration missing (never expected): wait the ordinary way
-            return self.receive(request_id, op), False
-        return self._body(frame, op), False
 
     # ------------------------------------------------------------------ closing
     @property
