@@ -16,6 +16,8 @@ Python client:
 * ``LoadBench`` -- the loading references, one long-lived JVM per benchmark scenario
   (:class:`JavaLoader`): the thin client's ``putAll`` in batches, or a thick client (joined
   as ``ThickClientWriter`` joins) streaming with an ``IgniteDataStreamer``.
+* ``FollowBench`` -- the follow scenario's reference (``bench/follow.py``): the thin client's
+  ``ContinuousQuery`` with a local listener, latency from a row's written wall clock to the listener.
 
 The JSON formats are documented in the Java sources (``ScanBench``, ``ExpectedJson``,
 ``TypeWriter``, ``ThickClientWriter``).  The JVM gets the project's ``--add-opens`` list (``JVM_OPENS``):

@@ -8,6 +8,8 @@ Starts its own Ignite nodes with :class:`~tensorflow_ignite.local.cluster.LocalC
 2. one SQL node (Ignite 2.17 + H2): the 20-column numeric table read with ``from_sql``;
 3. three nodes: scale-out, and loading's bytes per node.
 
+Following a cache (issue 29, ``bench/follow.py``, ``--scenarios follow``: latency and rate of
+``IgniteDataset.follow`` against the Java thin client's ContinuousQuery listener) runs in phase 1.
 Scoring (issue 27, ``bench/scoring.py``, ``--scenarios predict``) runs in phases 1 and 3; an
 estimate from its quick run and the sizes (not yet timed at full size): ~4-6 minutes a run.
 
@@ -68,7 +70,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "load", "predict")
+SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "load", "predict", "follow")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -255,7 +257,7 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
     big = not quick
     with CeilingServer() as ceiling:
         # Phase 1: one Ignite 2.18 node.
-        if {"bulk", "small", "train", "scale", "fs", "load", "predict"} & set(wanted):
+        if {"bulk", "small", "train", "scale", "fs", "load", "predict", "follow"} & set(wanted):
             region = 3072 if big else 512
             cluster = LocalCluster(work / "one", nodes=1, region_mb=region, heap_mb=2048 if big else 512,
                                    name="bench-one")
@@ -290,6 +292,10 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
 
                     for predict_scenario in predict_scenarios([(host, port)], sizes, log=log):
                         run(predict_scenario)
+                if "follow" in wanted:
+                    from .follow import follow_scenario
+
+                    run(follow_scenario(host, port, rows=sizes.follow_rows, rate=sizes.follow_rate, log=log))
             finally:
                 node_pids.clear()
                 close_shared_clients()

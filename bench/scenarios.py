@@ -51,6 +51,9 @@ class Sizes:
     #: Scoring (bench/scoring.py): digits-shaped rows for the demo's model, and for the compute-heavy one.
     predict_rows: int = 60_000
     predict_heavy_rows: int = 20_000
+    #: Following (bench/follow.py): new rows per repetition, and the writer's pace in rows/s.
+    follow_rows: int = 20_000
+    follow_rate: float = 5_000.0
 
     @classmethod
     def quick(cls) -> "Sizes":
@@ -58,7 +61,7 @@ class Sizes:
         return cls(reps=1, java_warmup=0, bulk_rows=8, bulk_row_bytes=64 << 10, bulk_page_rows=4, bulk_batch=4,
                    small_rows=600, small_page_rows=256, small_batch=64, sql_rows=300, sql_page_rows=128,
                    sql_batch=64, train_rows=256, train_batch=64, train_epochs=2, scale_rows=8,
-                   predict_rows=2048, predict_heavy_rows=1024)
+                   predict_rows=2048, predict_heavy_rows=1024, follow_rows=500, follow_rate=1_000.0)
 
     def with_reps(self, reps: int | None) -> "Sizes":
         return self if reps is None else replace(self, reps=reps)

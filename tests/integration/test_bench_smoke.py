@@ -159,3 +159,26 @@ def test_targets_over_runs_table_minimum_spread_and_verdict() -> None:
                    "**no** (met in 2 of 3) |")
     text = targets_over_runs([[result(150, 100)], [result(110, 100)]])
     assert text.splitlines()[-1].endswith("| 1.10x | 0.40 (1.36x) | yes |")
+
+
+@pytest.mark.slow
+def test_bench_follow_scenario_reports_latency(tmp_path: Path) -> None:
+    """The follow scenario (bench/follow.py) at quick sizes: IgniteDataset.follow and the Java thin client's
+    ContinuousQuery listener each receive every row written, and the report has their latency table."""
+    report = tmp_path / "BENCHMARKS.md"
+    results = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--quick", "--scenarios", "follow", "--no-profile",
+         "--output", str(report), "--json", str(results), "--work-dir", str(tmp_path / "nodes")],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert proc.returncode == 0, (proc.stdout[-4000:], proc.stderr[-4000:])
+    data = json.loads(results.read_text())
+    assert set(data["scenarios"]) == {"follow"}
+    contenders = data["scenarios"]["follow"]["contenders"]
+    assert set(contenders) == {"dataset", "java"}
+    for key, c in contenders.items():
+        assert c["ok"] and c["error"] is None and c["rate"] > 0, (key, c["error"])
+    text = report.read_text()
+    assert "| Contender | p50 ms | p99 ms | max ms | rows/s |" in text
+    assert "| IgniteDataset.follow in TF | " in text and "| Java thin client ContinuousQuery listener" in text
