@@ -18,6 +18,9 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections import Counter
@@ -37,6 +40,7 @@ from tensorflow_ignite.testing.hosts import FAILURE_DETECTION_TIMEOUT, HostClust
 from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
 from .tcp_proxy import TcpProxy
+from .test_dataset_service import service  # noqa: F401 (a dispatcher here, two worker processes)
 from .test_fs_faults import _Saver, backend  # noqa: F401 (backend: the ignite:// backend fixture)
 
 tf = pytest.importorskip("tensorflow")
@@ -184,6 +188,149 @@ def test_epoch_goes_on_within_failure_detection_and_uses_the_node_again(
         assert new_id in ds.client.partition_map(cache_name).nodes
     finally:
         close_shared_clients()
+
+
+# A per-worker reader, as `ignite-tf start` runs one on each worker: its partitions come from its
+# own IGNITE_DATASET_PARTS.  It builds the dataset, says so, reads once told to go, and prints each
+# batch's arrival time (CLOCK_MONOTONIC: the test's clock too) and keys.
+PER_WORKER = textwrap.dedent("""
+    import sys, time
+    from tensorflow_ignite import IgniteDataset
+
+    cache, host, port, batch, page, step = sys.argv[1:7]
+    ds = IgniteDataset(cache, host, int(port), batch_size=int(batch), page_size=int(page), per_worker=True)
+    print("READY", flush=True)
+    sys.stdin.readline()
+    for b in ds:
+        keys = b["key"].numpy()
+        assert (b["val"]["id"].numpy() == keys).all()
+        print("BATCH", time.monotonic(), " ".join(map(str, keys.tolist())), flush=True)
+        time.sleep(float(step))
+    print("DONE", flush=True)
+""")
+
+
+class _PerWorkerReader:
+    """One per-worker reader process and what it printed (read on a thread of its own)."""
+
+    def __init__(self, args: list[str], parts: str) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("IGNITE_DATASET_")}
+        env.update(IGNITE_DATASET_PARTS=parts, TF_CPP_MIN_LOG_LEVEL="2")
+        self.proc = subprocess.Popen([sys.executable, "-c", PER_WORKER, *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        self.ready = threading.Event()
+        self.done = threading.Event()
+        self.keys: list[int] = []
+        self.arrivals: list[float] = []
+        self.output: list[str] = []
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("BATCH "):
+                _, at, *keys = line.split()
+                self.arrivals.append(float(at))
+                self.keys.extend(int(k) for k in keys)
+            else:
+                self.output.append(line)
+                if line.startswith("READY"):
+                    self.ready.set()
+                elif line.startswith("DONE"):
+                    self.done.set()
+        self.ready.set()  # exited: whoever waits looks at the output
+
+    def go(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def finish(self, timeout: float) -> None:
+        try:
+            self.proc.wait(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self._thread.join(timeout=10)
+        assert self.done.is_set(), f"a per-worker reader failed (exit {self.proc.returncode}): " + \
+            "".join(self.output)[-3000:]
+
+
+@pytest.mark.slow
+def test_service_job_and_per_worker_readers_go_on_when_a_host_is_cut_off(
+        three_hosts: HostCluster, cache_name: str, service: Any) -> None:
+    """A tf.data service job (``distributed_epoch``: two worker processes read the partitions handed
+    out) and two per-worker readers (half of the partitions each) read the same cache when host 2 is
+    cut off: each goes on within failureDetectionTimeout + 5 s, every row exactly once."""
+    cluster = three_hosts
+    fill_cache(cluster, cache_name, ROWS)
+    wait_rebalanced(cluster, cache_name, ROWS)
+    host, port = cluster.address(0)
+    with IgniteClient(f"{host}:{port}") as client:
+        partitions = client.partition_map(cache_name).partitions
+    half = partitions // 2
+    args = [cache_name, host, str(port), str(BATCH), str(PAGE_ROWS), str(2 * STEP_SECONDS)]
+    readers = [_PerWorkerReader(args, share) for share in (f"0-{half - 1}", f"{half}-{partitions - 1}")]
+    service_arrivals: list[float] = []
+    service_keys: list[int] = []
+    cut_at: list[float] = []
+    failure: list[BaseException] = []
+    ended = threading.Event()
+
+    def cut_mid_epoch() -> None:
+        try:  # both forms a quarter through their rows, then the host's link goes down
+            wait_for(lambda: ended.is_set() or (len(service_keys) >= ROWS // 4
+                                                and sum(len(r.keys) for r in readers) >= ROWS // 4),
+                     180, "a quarter of the rows through the service and the per-worker readers")
+            if not ended.is_set():
+                cut_at.append(time.monotonic())
+                log.info("host 2 cut off")
+                cluster.cut(2)
+        except BaseException as exc:  # reported by the test thread
+            failure.append(exc)
+
+    cutter = threading.Thread(target=cut_mid_epoch, daemon=True)
+    try:
+        for r in readers:
+            assert r.ready.wait(180) and r.proc.poll() is None, "".join(r.output)[-3000:]
+        t0 = time.monotonic()
+        cutter.start()
+        for r in readers:
+            r.go()
+        job = IgniteDataset(cache_name, host, port, batch_size=BATCH, page_size=PAGE_ROWS).apply(
+            tf.data.experimental.service.distribute(processing_mode="distributed_epoch", service=service.target,
+                                                    job_name=f"{cache_name}-cut"))
+        for batch in job:
+            service_arrivals.append(time.monotonic())
+            service_keys.extend(int(k) for k in batch["key"].numpy())
+            assert (batch["val"]["id"].numpy() == batch["key"].numpy()).all()
+            time.sleep(STEP_SECONDS)
+        service_took = time.monotonic() - t0
+        for r in readers:
+            r.finish(timeout=120)
+        took = time.monotonic() - t0
+    finally:
+        ended.set()
+        cutter.join(timeout=60)
+        for r in readers:
+            if r.proc.poll() is None:
+                r.proc.kill()
+                r.proc.wait()
+    if failure:
+        raise failure[0]
+    assert cut_at, "the reads ended before the host was cut off"
+    assert_exactly_once(service_keys, ROWS, "tf.data service job (distributed_epoch) with host 2 cut off")
+    assert_exactly_once([k for r in readers for k in r.keys], ROWS, "per-worker readers with host 2 cut off")
+    stalls = {"service": stall_after(cut_at[0], service_arrivals),
+              **{f"per-worker {i}": stall_after(cut_at[0], r.arrivals) for i, r in enumerate(readers)}}
+    print(f"\nhost cut off: service epoch {service_took:.1f}s, all {took:.1f}s; longest stall after the cut: "
+          + ", ".join(f"{k} {v:.1f}s" for k, v in stalls.items()) + f" (limit {STALL_LIMIT:.0f}s)")
+    late = {k: a[-1] <= cut_at[0] for k, a in
+            (("service", service_arrivals), *((f"per-worker {i}", r.arrivals) for i, r in enumerate(readers)))}
+    assert not any(late.values()), f"the cut came after these had read everything: {late}"
+    assert all(v <= STALL_LIMIT for v in stalls.values()), f"a reader stood still too long after the cut: {stalls}"
 
 
 @pytest.mark.parametrize("rtt,loss", [pytest.param(0.02, 0.0, id="20ms"), pytest.param(0.02, 0.03, id="20ms-3pct-loss")])
