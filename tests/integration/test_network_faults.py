@@ -9,7 +9,8 @@ client the connection is dead.  The cluster drops such a node after its
 ``failureDetectionTimeout`` (10 s); the epoch must go on within that plus 5 s
 (printed), with every row exactly once (one backup), and once the node is back
 in the cluster the same client uses it again -- never a connection to the node
-that left.  Latency and loss (no ``tc netem`` on this kernel) go through the
+that left.  The same holds for a tf.data service job and per-worker readers
+(separate processes).  Latency and loss (no ``tc netem`` on this kernel) go through the
 user-space proxy (``tcp_proxy.TcpProxy.set_link``).
 """
 
