@@ -32,6 +32,7 @@ import pytest
 
 from tensorflow_ignite import IgniteDataset
 from tensorflow_ignite.client import IgniteClient
+from tensorflow_ignite.launcher.jobs import JobClient
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.data.dataset import close_shared_clients
 from tensorflow_ignite.protocol.cache_config import CacheConfiguration
@@ -43,6 +44,8 @@ from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 from .tcp_proxy import TcpProxy
 from .test_dataset_service import service  # noqa: F401 (a dispatcher here, two worker processes)
 from .test_fs_faults import _Saver, backend  # noqa: F401 (backend: the ignite:// backend fixture)
+from .test_launcher_faults import _assert_resumed_and_evaluated, _hold_after_epoch_1
+from .test_launcher_jobs import job_processes, launch_digits_resnet
 
 tf = pytest.importorskip("tensorflow")
 from tensorflow_ignite import fs as ignite_fs  # noqa: E402
@@ -332,6 +335,61 @@ def test_service_job_and_per_worker_readers_go_on_when_a_host_is_cut_off(
             (("service", service_arrivals), *((f"per-worker {i}", r.arrivals) for i, r in enumerate(readers)))}
     assert not any(late.values()), f"the cut came after these had read everything: {late}"
     assert all(v <= STALL_LIMIT for v in stalls.values()), f"a reader stood still too long after the cut: {stalls}"
+
+
+@pytest.mark.slow
+def test_launcher_job_across_hosts_restarts_on_the_rest_when_a_worker_host_is_cut_off(
+        three_hosts: HostCluster) -> None:
+    """A training job on the three hosts forms its TensorFlow cluster over the hosts' addresses;
+    a worker's host (not the supervisor's) is cut off while the job holds after its epoch-1
+    checkpoint: the cluster drops the node, the job restarts on the two others and resumes from
+    the checkpoint, every row once."""
+    cluster = three_hosts
+    assert cluster.network is not None
+    host_addresses = {cluster.network.address(i) for i in range(3)}
+    host, port = cluster.address(0)
+    train_rows, test_rows = launch_digits_resnet.load_digits_caches(
+        host, port, "NET_DIGITS", "NET_DIGITS_TEST", backups=1)
+    with JobClient(IgniteClient([f"{h}:{p}" for h, p in cluster.addresses()]), owns_client=True) as jobs:
+        supervisor_node = jobs.ping().rsplit(" on ", 1)[1]
+        rec = jobs.submit(
+            "NET_DIGITS", launch_digits_resnet.JOB_DIR, ["python", "train.py"],
+            env={"EPOCHS": "2", "EVAL_CACHE": "NET_DIGITS_TEST", "TRAIN_HOLD_AFTER_EPOCH": "1",
+                 "TF_CPP_MIN_LOG_LEVEL": "2"},
+            settle_ms=2000, backoff_ms=200,
+        )
+        job = rec["id"]
+        _hold_after_epoch_1(jobs, job, 3)
+        planned = jobs.job(job)["workers"]
+        # The TensorFlow cluster of attempt 1 (it trained epoch 1 together): one task per host, each
+        # at its host's address -- routable, not loopback -- and reading through its own node.
+        assert {w["host"] for w in planned} == host_addresses, planned
+        assert {w["dataset_host"] for w in planned} == host_addresses, planned
+        victim = next(m for m in sorted(cluster.members, key=lambda m: -m.index) if m.name != supervisor_node)
+        victim_worker = next(w for w in planned if w["node"] == victim.name)
+        cut_at = time.monotonic()
+        cluster.cut(victim.index)
+
+        final = jobs.wait(job, timeout=480)
+        took = time.monotonic() - cut_at
+        history = "\n".join(e["message"] for e in final["events"])
+        assert (final["state"], final["exit_code"]) == ("SUCCEEDED", 0), history
+        first = final["failures"][0]
+        assert first["kind"] == "node_left" and first["attempt"] == 1, history
+        assert first["reason"] == f"node {victim.name} (worker {victim_worker['index']}) left the cluster"
+        assert {f["kind"] for f in final["failures"][1:]} <= {"partitions_moved"}, history
+        survivors = {m.name for m in cluster.members if m.index != victim.index}
+        assert {w["node"] for w in final["workers"]} == survivors
+        assert {w["host"] for w in final["workers"]} == host_addresses - {victim.host}
+        results = jobs.results(job)
+        assert len(results) == 2
+        _assert_resumed_and_evaluated(results, train_rows, test_rows)
+        print(f"\nworker host {victim.index} cut off: the job restarted on {sorted(survivors)} and succeeded "
+              f"{took:.1f}s after the cut ({len(final['failures'])} restart(s): "
+              f"{', '.join(f['kind'] for f in final['failures'])})")
+    # The cut-off node went on as a cluster of its own; restarted on its host, nothing of the job is left.
+    cluster.rejoin(victim.index)
+    wait_for(lambda: job_processes(job) == [], 60, "the cut-off worker's processes to exit")
 
 
 @pytest.mark.parametrize("rtt,loss", [pytest.param(0.02, 0.0, id="20ms"), pytest.param(0.02, 0.03, id="20ms-3pct-loss")])

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import NodeError
+from ..launcher.module import LauncherSecurity
 from ..local.cluster import NodeInfo
 from ..local.stock import NEWEST_XML_VERSION, StockCluster
 
@@ -234,6 +235,11 @@ class HostCluster(StockCluster):
     The static IP finder lists every host's discovery address; ports are the
     cluster's own (chosen free as :class:`LocalCluster` does).  ``stop`` resumes
     paused nodes and heals cut links first, so the nodes stop cleanly.
+
+    The nodes' addresses are not loopback, so the launcher would refuse every
+    unauthenticated job; unless ``launcher_security`` says otherwise, they opt
+    in (``allow_unauthenticated``): the bridge is an isolated network only this
+    machine reaches.
     """
 
     network: HostNetwork | None = None
@@ -249,6 +255,8 @@ class HostCluster(StockCluster):
         if self.nodes > self.network.hosts:
             raise NodeError(f"{self.nodes} nodes need as many hosts; the network has {self.network.hosts}")
         self.host = self.network.gateway  # ports are chosen free there; each node binds its own host
+        if self.launcher_security is None:
+            self.launcher_security = LauncherSecurity(allow_unauthenticated=True)
         super().__post_init__()
         if not self.xml_config:
             raise NodeError("HostCluster runs stock nodes from Spring XML (2.16 or 2.17)")
