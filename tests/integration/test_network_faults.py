@@ -11,7 +11,7 @@ client the connection is dead.  The cluster drops such a node after its
 in the cluster the same client uses it again -- never a connection to the node
 that left.  The same holds for a tf.data service job and per-worker readers
 (separate processes).  Latency and loss (no ``tc netem`` on this kernel) go through the
-user-space proxy (``tcp_proxy.TcpProxy.set_link``).
+user-space proxy (``tensorflow_ignite.testing.tcp_proxy.TcpProxy.set_link``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from tensorflow_ignite.protocol.values import BinaryObject
 from tensorflow_ignite.testing.hosts import FAILURE_DETECTION_TIMEOUT, HostCluster
 from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
-from .tcp_proxy import TcpProxy
+from tensorflow_ignite.testing.tcp_proxy import TcpProxy
 from .test_dataset_service import service  # noqa: F401 (a dispatcher here, two worker processes)
 from .test_fs_faults import _Saver, backend  # noqa: F401 (backend: the ignite:// backend fixture)
 from .test_launcher_faults import _assert_resumed_and_evaluated, _hold_after_epoch_1

@@ -18,7 +18,7 @@ Faults (what a network does, unlike ``kill -9``):
   ``SIGCONT`` of a node: its host answers TCP, the node says nothing.
 * Latency and loss: this machine's kernel has no ``tc netem``, so they are
   added in user space by a forwarding TCP proxy in front of a node (the test
-  suite's ``tcp_proxy.TcpProxy``: a delay each way, and "loss" as TCP shows it
+  suite's :class:`~.tcp_proxy.TcpProxy`: a delay each way, and "loss" as TCP shows it
   to an application -- a retransmission timeout's delay on some segments).
 
 Needs root (``ip netns``, bridges, veth).  Everything is named ``tfi<pid>...``
