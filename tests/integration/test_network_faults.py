@@ -26,6 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,6 +46,7 @@ from tensorflow_ignite.testing.tcp_proxy import TcpProxy
 from .test_dataset_service import service  # noqa: F401 (a dispatcher here, two worker processes)
 from .test_fs_faults import _Saver, backend  # noqa: F401 (backend: the ignite:// backend fixture)
 from .test_launcher_faults import _assert_resumed_and_evaluated, _hold_after_epoch_1
+from .test_cli_signals import finish, ignite_tf, read_until
 from .test_launcher_jobs import job_processes, launch_digits_resnet
 
 tf = pytest.importorskip("tensorflow")
@@ -390,6 +392,84 @@ def test_launcher_job_across_hosts_restarts_on_the_rest_when_a_worker_host_is_cu
     # The cut-off node went on as a cluster of its own; restarted on its host, nothing of the job is left.
     cluster.rejoin(victim.index)
     wait_for(lambda: job_processes(job) == [], 60, "the cut-off worker's processes to exit")
+
+
+# A job that ticks until told to stop: each tick printed (the job's output) and counted in a file
+# on this machine, so the test sees the job go on while it cannot reach the cluster.
+TICKER = textwrap.dedent("""
+    import os, time
+    ticks, release = os.environ["TICKS_FILE"], os.environ["RELEASE_FILE"]
+    n = 0
+    while not os.path.exists(release):
+        print(f"tick {n}", flush=True)
+        n += 1
+        with open(f"{ticks}.{os.getpid()}", "w") as f:  # one file per worker: the three share `ticks`
+            f.write(str(n))
+        os.replace(f"{ticks}.{os.getpid()}", ticks)
+        time.sleep(0.2)
+    print(f"done after {n} ticks", flush=True)
+""")
+
+
+@pytest.mark.slow
+def test_submitter_cut_off_the_job_runs_on_and_attach_follows_it_again(
+        three_hosts: HostCluster, cache_name: str, tmp_path: Path) -> None:
+    """``ignite-tf start`` following a job when the submitter loses the network (every host
+    unreachable from it, the hosts still reaching each other): the job runs on; once the network is
+    back, ``ignite-tf attach`` shows its whole output and exits with its exit code."""
+    cluster = three_hosts
+    assert cluster.network is not None
+    fill_cache(cluster, cache_name, 300)
+    wait_rebalanced(cluster, cache_name, 300)  # primaries moving under the job would restart it
+    host, port = cluster.address(0)
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    (job_dir / "job.py").write_text(TICKER)
+    ticks, release = tmp_path / "ticks", tmp_path / "release"
+    name = f"{cache_name}-cut"
+    start = ignite_tf("start", "--host", host, "--port", str(port), "--settle", "0.2", "--name", name,
+                      "-e", f"TICKS_FILE={ticks}", "-e", f"RELEASE_FILE={release}",
+                      cache_name, str(job_dir), "--", "python", "job.py")
+    try:
+        read_until(start, "tick 1", 180)
+        cluster.network.cut_submitter()
+        try:
+            def ticked() -> int:
+                return int(ticks.read_text() or 0) if ticks.exists() else 0
+            at_cut = ticked()
+            # The workers are on the hosts, not here: they go on without the submitter.
+            wait_for(lambda: ticked() >= at_cut + 25, 60, "the job to tick on while the submitter is cut off")
+            followed = finish(start, 60)  # the submitter gives up following, clearly, in bounded time
+            print(f"\nignite-tf start while cut off: exit {start.returncode}: {followed.strip().splitlines()[-1:]}")
+        finally:
+            cluster.network.heal_submitter()
+        assert start.returncode != 0
+        release.write_text("")
+        attach = ignite_tf("attach", name, "--host", host, "--port", str(port))
+        out = finish(attach, 120)
+        assert attach.returncode == 0, out[-3000:]
+        # Each worker's lines, labelled "[wI NODE] ...": every tick once, in order, then its end.
+        by_worker: dict[str, list[str]] = {}
+        for line in out.splitlines():
+            if line.startswith("[w") and "] " in line:
+                label, text = line.split("] ", 1)
+                by_worker.setdefault(label, []).append(text)
+        finished = {label: lines for label, lines in by_worker.items() if lines[-1].startswith("done after ")}
+        assert len(finished) == 3, out[-3000:]  # the last attempt's three workers (attach shows every attempt)
+        for label, lines in finished.items():
+            total = int(lines[-1].split()[2])
+            assert lines[:-1] == [f"tick {i}" for i in range(total)], f"{label}: not every tick once, in order"
+            assert total >= at_cut + 25 // 3, (label, total)
+    finally:
+        if start.poll() is None:
+            start.kill()
+            start.wait()
+        release.write_text("")
+        with JobClient.connect(host, port) as jobs:
+            wait_for(lambda: jobs.job(name)["state"] in ("SUCCEEDED", "FAILED", "STOPPED"), 120,
+                     "the ticking job to end")
+            restarts = [(f["kind"], f["reason"]) for f in jobs.job(name)["failures"]]
+    assert not restarts, f"the job restarted: {restarts}"  # the submitter's cut is not the workers' business
 
 
 @pytest.mark.parametrize("rtt,loss", [pytest.param(0.02, 0.0, id="20ms"), pytest.param(0.02, 0.03, id="20ms-3pct-loss")])

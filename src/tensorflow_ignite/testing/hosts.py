@@ -48,6 +48,8 @@ __all__ = ["HostNetwork", "HostCluster", "remove_leftovers", "netns_unavailable"
 #: Ignite's default ``failureDetectionTimeout`` (seconds), which these nodes keep: how long a silent
 #: node stays in the topology.
 FAILURE_DETECTION_TIMEOUT = 10.0
+#: The priority of :meth:`HostNetwork.cut_submitter`'s routing rule (before the main table's 32766).
+_SUBMITTER_RULE_PRIORITY = 1000
 
 _NAME = re.compile(r"^tfi(\d+)(?:h\d+|br|v\d+)$")
 
@@ -136,6 +138,8 @@ class HostNetwork:
         self.subnet: ipaddress.IPv4Network | None = None
         self._cut: set[int] = set()
         self._made = False
+        #: True between :meth:`cut_submitter` and :meth:`heal_submitter`.
+        self.submitter_cut = False
 
     def namespace(self, index: int) -> str:
         """The network namespace of host ``index``."""
@@ -169,6 +173,9 @@ class HostNetwork:
         self.destroy()  # a previous network of this very process, if any
         self.subnet = _free_subnet()
         self._made = True
+        # A cut_submitter rule a crashed run left for this subnet would cut this network off.
+        _ip("rule", "del", "to", str(self.subnet), "blackhole", "priority", str(_SUBMITTER_RULE_PRIORITY),
+            check=False)
         try:
             prefix = self.subnet.prefixlen
             _ip("link", "add", self.bridge, "type", "bridge", "forward_delay", "0")
@@ -204,10 +211,27 @@ class HostNetwork:
     def is_cut(self, index: int) -> bool:
         return index in self._cut
 
+    def cut_submitter(self) -> None:
+        """Cut the root namespace (the test process, a submitter) off from every host, the hosts still
+        reaching each other: its packets to the subnet are dropped silently (a ``blackhole`` routing
+        rule; no error, no reset), as when a laptop loses the network."""
+        assert self.subnet is not None, "create() the network first"
+        if not self.submitter_cut:
+            _ip("rule", "add", "to", str(self.subnet), "blackhole", "priority", str(_SUBMITTER_RULE_PRIORITY))
+            self.submitter_cut = True
+
+    def heal_submitter(self) -> None:
+        """Undo :meth:`cut_submitter`."""
+        if self.submitter_cut and self.subnet is not None:
+            _ip("rule", "del", "to", str(self.subnet), "blackhole", "priority", str(_SUBMITTER_RULE_PRIORITY),
+                check=False)
+        self.submitter_cut = False
+
     def destroy(self) -> None:
         """Remove the hosts (killing any process still in them) and the bridge."""
         if not self._made:
             return
+        self.heal_submitter()
         for i in range(self.hosts):
             ns = self.namespace(i)
             if _ip("netns", "pids", ns, check=False).returncode == 0:
@@ -321,6 +345,7 @@ class HostCluster(StockCluster):
             except ProcessLookupError:
                 self._paused.discard(index)
         if self.network is not None:
+            self.network.heal_submitter()
             for index in range(self.network.hosts):
                 if self.network.is_cut(index):
                     self.network.heal(index)
