@@ -3,8 +3,9 @@
 Starts its own Ignite nodes with :class:`~tensorflow_ignite.local.cluster.LocalCluster`
 (always stopped again), in three phases:
 
-1. one node (Ignite 2.18): bulk rows, small rows, training overhead, scale-out baseline,
-   filesystem, loading (issue 19, ``bench/loading.py``);
+1. one node (Ignite 2.18): bulk rows, small rows, their latency curves (issue 28,
+   ``bench/latency.py``), training overhead, scale-out baseline, filesystem, loading
+   (issue 19, ``bench/loading.py``);
 2. one SQL node (Ignite 2.17 + H2): the 20-column numeric table read with ``from_sql``;
 3. three nodes: scale-out, and loading's bytes per node.
 
@@ -70,7 +71,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "load", "predict", "follow")
+SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "load", "predict", "follow", "latency")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -257,7 +258,7 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
     big = not quick
     with CeilingServer() as ceiling:
         # Phase 1: one Ignite 2.18 node.
-        if {"bulk", "small", "train", "scale", "fs", "load", "predict", "follow"} & set(wanted):
+        if {"bulk", "small", "train", "scale", "fs", "load", "predict", "follow", "latency"} & set(wanted):
             region = 3072 if big else 512
             cluster = LocalCluster(work / "one", nodes=1, region_mb=region, heap_mb=2048 if big else 512,
                                    name="bench-one")
@@ -270,6 +271,11 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
                     run(S.bulk_scenario(host, port, sizes, ceiling.port, log=log))
                 if "small" in wanted:
                     run(S.small_rows_scenario(host, port, sizes, ceiling.port, log=log))
+                if "latency" in wanted:
+                    from .latency import latency_scenarios
+
+                    for latency_scenario in latency_scenarios(host, port, sizes, log=log):
+                        run(latency_scenario)
                 if "train" in wanted:
                     run(S.training_scenario(host, port, sizes, log=log))
                 if "scale" in wanted:

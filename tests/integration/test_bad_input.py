@@ -38,7 +38,7 @@ from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol.codes import TypeCode
 from tensorflow_ignite.protocol.values import BinaryObject, Typed
 
-from .tcp_proxy import TcpProxy
+from tensorflow_ignite.testing.tcp_proxy import TcpProxy
 
 CLI = [sys.executable, "-m", "tensorflow_ignite.cli.main"]
 

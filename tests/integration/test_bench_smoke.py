@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: The scenarios run here: all but ``load``, which needs minutes even at its quick sizes (a thick
 #: client joins, each run creates and destroys a cache); test_bench_loading.py runs its contenders.
-SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs")
+SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "latency")
 
 #: scenario key -> contender keys every run must report.
 EXPECTED = {
@@ -31,6 +31,8 @@ EXPECTED = {
     "scale3": {"dataset", "reader", "java"},
     "fs_write": {"ignite", "local"},
     "fs_read": {"ignite", "local"},
+    "latency_bulk": {"rtt0", "rtt1", "rtt5", "rtt20", "direct"},
+    "latency_small": {"rtt0", "rtt1", "rtt5", "rtt20", "direct"},
 }
 
 
@@ -65,6 +67,9 @@ def test_bench_quick_run_reports_every_contender(tmp_path: Path) -> None:
                     "- Machine:", "- Software:", "- Date:", "- Load average", "- Command: `python -m bench.run"):
         assert heading in text, heading
     assert "Bytes received per node" in text
+    for key in ("latency_bulk", "latency_small"):  # the proxy's round trip is felt: the curve is real
+        contenders = data["scenarios"][key]["contenders"]
+        assert contenders["rtt20"]["rate"] < contenders["rtt0"]["rate"], (key, contenders)
     missed = [t for sc in data["scenarios"].values() for t in sc["targets"] if not t["met"]]
     if missed:  # --quick profiles one contender of a missed target (or says no profiler is installed)
         assert "### Profile:" in text

@@ -9,8 +9,9 @@ client the connection is dead.  The cluster drops such a node after its
 ``failureDetectionTimeout`` (10 s); the epoch must go on within that plus 5 s
 (printed), with every row exactly once (one backup), and once the node is back
 in the cluster the same client uses it again -- never a connection to the node
-that left.  Latency and loss (no ``tc netem`` on this kernel) go through the
-user-space proxy (``tcp_proxy.TcpProxy.set_link``).
+that left.  The same holds for a tf.data service job and per-worker readers
+(separate processes).  Latency and loss (no ``tc netem`` on this kernel) go through the
+user-space proxy (``tensorflow_ignite.testing.tcp_proxy.TcpProxy.set_link``).
 """
 
 from __future__ import annotations
@@ -18,16 +19,21 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tensorflow_ignite import IgniteDataset
 from tensorflow_ignite.client import IgniteClient
+from tensorflow_ignite.launcher.jobs import JobClient
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.data.dataset import close_shared_clients
 from tensorflow_ignite.protocol.cache_config import CacheConfiguration
@@ -36,8 +42,12 @@ from tensorflow_ignite.protocol.values import BinaryObject
 from tensorflow_ignite.testing.hosts import FAILURE_DETECTION_TIMEOUT, HostCluster
 from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
-from .tcp_proxy import TcpProxy
+from tensorflow_ignite.testing.tcp_proxy import TcpProxy
+from .test_dataset_service import service  # noqa: F401 (a dispatcher here, two worker processes)
 from .test_fs_faults import _Saver, backend  # noqa: F401 (backend: the ignite:// backend fixture)
+from .test_launcher_faults import _assert_resumed_and_evaluated, _hold_after_epoch_1
+from .test_cli_signals import finish, ignite_tf, read_until
+from .test_launcher_jobs import job_processes, launch_digits_resnet
 
 tf = pytest.importorskip("tensorflow")
 from tensorflow_ignite import fs as ignite_fs  # noqa: E402
@@ -184,6 +194,282 @@ def test_epoch_goes_on_within_failure_detection_and_uses_the_node_again(
         assert new_id in ds.client.partition_map(cache_name).nodes
     finally:
         close_shared_clients()
+
+
+# A per-worker reader, as `ignite-tf start` runs one on each worker: its partitions come from its
+# own IGNITE_DATASET_PARTS.  It builds the dataset, says so, reads once told to go, and prints each
+# batch's arrival time (CLOCK_MONOTONIC: the test's clock too) and keys.
+PER_WORKER = textwrap.dedent("""
+    import sys, time
+    from tensorflow_ignite import IgniteDataset
+
+    cache, host, port, batch, page, step = sys.argv[1:7]
+    ds = IgniteDataset(cache, host, int(port), batch_size=int(batch), page_size=int(page), per_worker=True)
+    print("READY", flush=True)
+    sys.stdin.readline()
+    for b in ds:
+        keys = b["key"].numpy()
+        assert (b["val"]["id"].numpy() == keys).all()
+        print("BATCH", time.monotonic(), " ".join(map(str, keys.tolist())), flush=True)
+        time.sleep(float(step))
+    print("DONE", flush=True)
+""")
+
+
+class _PerWorkerReader:
+    """One per-worker reader process and what it printed (read on a thread of its own)."""
+
+    def __init__(self, args: list[str], parts: str) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("IGNITE_DATASET_")}
+        env.update(IGNITE_DATASET_PARTS=parts, TF_CPP_MIN_LOG_LEVEL="2")
+        self.proc = subprocess.Popen([sys.executable, "-c", PER_WORKER, *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        self.ready = threading.Event()
+        self.done = threading.Event()
+        self.keys: list[int] = []
+        self.arrivals: list[float] = []
+        self.output: list[str] = []
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("BATCH "):
+                _, at, *keys = line.split()
+                self.arrivals.append(float(at))
+                self.keys.extend(int(k) for k in keys)
+            else:
+                self.output.append(line)
+                if line.startswith("READY"):
+                    self.ready.set()
+                elif line.startswith("DONE"):
+                    self.done.set()
+        self.ready.set()  # exited: whoever waits looks at the output
+
+    def go(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def finish(self, timeout: float) -> None:
+        try:
+            self.proc.wait(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self._thread.join(timeout=10)
+        assert self.done.is_set(), f"a per-worker reader failed (exit {self.proc.returncode}): " + \
+            "".join(self.output)[-3000:]
+
+
+@pytest.mark.slow
+def test_service_job_and_per_worker_readers_go_on_when_a_host_is_cut_off(
+        three_hosts: HostCluster, cache_name: str, service: Any) -> None:
+    """A tf.data service job (``distributed_epoch``: two worker processes read the partitions handed
+    out) and two per-worker readers (half of the partitions each) read the same cache when host 2 is
+    cut off: each goes on within failureDetectionTimeout + 5 s, every row exactly once."""
+    cluster = three_hosts
+    fill_cache(cluster, cache_name, ROWS)
+    wait_rebalanced(cluster, cache_name, ROWS)
+    host, port = cluster.address(0)
+    with IgniteClient(f"{host}:{port}") as client:
+        partitions = client.partition_map(cache_name).partitions
+    half = partitions // 2
+    args = [cache_name, host, str(port), str(BATCH), str(PAGE_ROWS), str(2 * STEP_SECONDS)]
+    readers = [_PerWorkerReader(args, share) for share in (f"0-{half - 1}", f"{half}-{partitions - 1}")]
+    service_arrivals: list[float] = []
+    service_keys: list[int] = []
+    cut_at: list[float] = []
+    failure: list[BaseException] = []
+    ended = threading.Event()
+
+    def cut_mid_epoch() -> None:
+        try:  # both forms a quarter through their rows, then the host's link goes down
+            wait_for(lambda: ended.is_set() or (len(service_keys) >= ROWS // 4
+                                                and sum(len(r.keys) for r in readers) >= ROWS // 4),
+                     180, "a quarter of the rows through the service and the per-worker readers")
+            if not ended.is_set():
+                cut_at.append(time.monotonic())
+                log.info("host 2 cut off")
+                cluster.cut(2)
+        except BaseException as exc:  # reported by the test thread
+            failure.append(exc)
+
+    cutter = threading.Thread(target=cut_mid_epoch, daemon=True)
+    try:
+        for r in readers:
+            assert r.ready.wait(180) and r.proc.poll() is None, "".join(r.output)[-3000:]
+        t0 = time.monotonic()
+        cutter.start()
+        for r in readers:
+            r.go()
+        job = IgniteDataset(cache_name, host, port, batch_size=BATCH, page_size=PAGE_ROWS).apply(
+            tf.data.experimental.service.distribute(processing_mode="distributed_epoch", service=service.target,
+                                                    job_name=f"{cache_name}-cut"))
+        for batch in job:
+            service_arrivals.append(time.monotonic())
+            service_keys.extend(int(k) for k in batch["key"].numpy())
+            assert (batch["val"]["id"].numpy() == batch["key"].numpy()).all()
+            time.sleep(STEP_SECONDS)
+        service_took = time.monotonic() - t0
+        for r in readers:
+            r.finish(timeout=120)
+        took = time.monotonic() - t0
+    finally:
+        ended.set()
+        cutter.join(timeout=60)
+        for r in readers:
+            if r.proc.poll() is None:
+                r.proc.kill()
+                r.proc.wait()
+    if failure:
+        raise failure[0]
+    assert cut_at, "the reads ended before the host was cut off"
+    assert_exactly_once(service_keys, ROWS, "tf.data service job (distributed_epoch) with host 2 cut off")
+    assert_exactly_once([k for r in readers for k in r.keys], ROWS, "per-worker readers with host 2 cut off")
+    stalls = {"service": stall_after(cut_at[0], service_arrivals),
+              **{f"per-worker {i}": stall_after(cut_at[0], r.arrivals) for i, r in enumerate(readers)}}
+    print(f"\nhost cut off: service epoch {service_took:.1f}s, all {took:.1f}s; longest stall after the cut: "
+          + ", ".join(f"{k} {v:.1f}s" for k, v in stalls.items()) + f" (limit {STALL_LIMIT:.0f}s)")
+    late = {k: a[-1] <= cut_at[0] for k, a in
+            (("service", service_arrivals), *((f"per-worker {i}", r.arrivals) for i, r in enumerate(readers)))}
+    assert not any(late.values()), f"the cut came after these had read everything: {late}"
+    assert all(v <= STALL_LIMIT for v in stalls.values()), f"a reader stood still too long after the cut: {stalls}"
+
+
+@pytest.mark.slow
+def test_launcher_job_across_hosts_restarts_on_the_rest_when_a_worker_host_is_cut_off(
+        three_hosts: HostCluster) -> None:
+    """A training job on the three hosts forms its TensorFlow cluster over the hosts' addresses;
+    a worker's host (not the supervisor's) is cut off while the job holds after its epoch-1
+    checkpoint: the cluster drops the node, the job restarts on the two others and resumes from
+    the checkpoint, every row once."""
+    cluster = three_hosts
+    assert cluster.network is not None
+    host_addresses = {cluster.network.address(i) for i in range(3)}
+    host, port = cluster.address(0)
+    train_rows, test_rows = launch_digits_resnet.load_digits_caches(
+        host, port, "NET_DIGITS", "NET_DIGITS_TEST", backups=1)
+    with JobClient(IgniteClient([f"{h}:{p}" for h, p in cluster.addresses()]), owns_client=True) as jobs:
+        supervisor_node = jobs.ping().rsplit(" on ", 1)[1]
+        rec = jobs.submit(
+            "NET_DIGITS", launch_digits_resnet.JOB_DIR, ["python", "train.py"],
+            env={"EPOCHS": "2", "EVAL_CACHE": "NET_DIGITS_TEST", "TRAIN_HOLD_AFTER_EPOCH": "1",
+                 "TF_CPP_MIN_LOG_LEVEL": "2"},
+            settle_ms=2000, backoff_ms=200,
+        )
+        job = rec["id"]
+        _hold_after_epoch_1(jobs, job, 3)
+        planned = jobs.job(job)["workers"]
+        # The TensorFlow cluster of attempt 1 (it trained epoch 1 together): one task per host, each
+        # at its host's address -- routable, not loopback -- and reading through its own node.
+        assert {w["host"] for w in planned} == host_addresses, planned
+        assert {w["dataset_host"] for w in planned} == host_addresses, planned
+        victim = next(m for m in sorted(cluster.members, key=lambda m: -m.index) if m.name != supervisor_node)
+        victim_worker = next(w for w in planned if w["node"] == victim.name)
+        cut_at = time.monotonic()
+        cluster.cut(victim.index)
+
+        final = jobs.wait(job, timeout=480)
+        took = time.monotonic() - cut_at
+        history = "\n".join(e["message"] for e in final["events"])
+        assert (final["state"], final["exit_code"]) == ("SUCCEEDED", 0), history
+        first = final["failures"][0]
+        assert first["kind"] == "node_left" and first["attempt"] == 1, history
+        assert first["reason"] == f"node {victim.name} (worker {victim_worker['index']}) left the cluster"
+        assert {f["kind"] for f in final["failures"][1:]} <= {"partitions_moved"}, history
+        survivors = {m.name for m in cluster.members if m.index != victim.index}
+        assert {w["node"] for w in final["workers"]} == survivors
+        assert {w["host"] for w in final["workers"]} == host_addresses - {victim.host}
+        results = jobs.results(job)
+        assert len(results) == 2
+        _assert_resumed_and_evaluated(results, train_rows, test_rows)
+        print(f"\nworker host {victim.index} cut off: the job restarted on {sorted(survivors)} and succeeded "
+              f"{took:.1f}s after the cut ({len(final['failures'])} restart(s): "
+              f"{', '.join(f['kind'] for f in final['failures'])})")
+    # The cut-off node went on as a cluster of its own; restarted on its host, nothing of the job is left.
+    cluster.rejoin(victim.index)
+    wait_for(lambda: job_processes(job) == [], 60, "the cut-off worker's processes to exit")
+
+
+# A job that ticks until told to stop: each tick printed (the job's output) and counted in a file
+# on this machine, so the test sees the job go on while it cannot reach the cluster.
+TICKER = textwrap.dedent("""
+    import os, time
+    ticks, release = os.environ["TICKS_FILE"], os.environ["RELEASE_FILE"]
+    n = 0
+    while not os.path.exists(release):
+        print(f"tick {n}", flush=True)
+        n += 1
+        with open(f"{ticks}.{os.getpid()}", "w") as f:  # one file per worker: the three share `ticks`
+            f.write(str(n))
+        os.replace(f"{ticks}.{os.getpid()}", ticks)
+        time.sleep(0.2)
+    print(f"done after {n} ticks", flush=True)
+""")
+
+
+@pytest.mark.slow
+def test_submitter_cut_off_the_job_runs_on_and_attach_follows_it_again(
+        three_hosts: HostCluster, cache_name: str, tmp_path: Path) -> None:
+    """``ignite-tf start`` following a job when the submitter loses the network (every host
+    unreachable from it, the hosts still reaching each other): the job runs on; once the network is
+    back, ``ignite-tf attach`` shows its whole output and exits with its exit code."""
+    cluster = three_hosts
+    assert cluster.network is not None
+    fill_cache(cluster, cache_name, 300)
+    wait_rebalanced(cluster, cache_name, 300)  # primaries moving under the job would restart it
+    host, port = cluster.address(0)
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    (job_dir / "job.py").write_text(TICKER)
+    ticks, release = tmp_path / "ticks", tmp_path / "release"
+    name = f"{cache_name}-cut"
+    start = ignite_tf("start", "--host", host, "--port", str(port), "--settle", "0.2", "--name", name,
+                      "-e", f"TICKS_FILE={ticks}", "-e", f"RELEASE_FILE={release}",
+                      cache_name, str(job_dir), "--", "python", "job.py")
+    try:
+        read_until(start, "tick 1", 180)
+        cluster.network.cut_submitter()
+        try:
+            def ticked() -> int:
+                return int(ticks.read_text() or 0) if ticks.exists() else 0
+            at_cut = ticked()
+            # The workers are on the hosts, not here: they go on without the submitter.
+            wait_for(lambda: ticked() >= at_cut + 25, 60, "the job to tick on while the submitter is cut off")
+            followed = finish(start, 60)  # the submitter gives up following, clearly, in bounded time
+            print(f"\nignite-tf start while cut off: exit {start.returncode}: {followed.strip().splitlines()[-1:]}")
+        finally:
+            cluster.network.heal_submitter()
+        assert start.returncode != 0
+        release.write_text("")
+        attach = ignite_tf("attach", name, "--host", host, "--port", str(port))
+        out = finish(attach, 120)
+        assert attach.returncode == 0, out[-3000:]
+        # Each worker's lines, labelled "[wI NODE] ...": every tick once, in order, then its end.
+        by_worker: dict[str, list[str]] = {}
+        for line in out.splitlines():
+            if line.startswith("[w") and "] " in line:
+                label, text = line.split("] ", 1)
+                by_worker.setdefault(label, []).append(text)
+        finished = {label: lines for label, lines in by_worker.items() if lines[-1].startswith("done after ")}
+        assert len(finished) == 3, out[-3000:]  # the last attempt's three workers (attach shows every attempt)
+        for label, lines in finished.items():
+            total = int(lines[-1].split()[2])
+            assert lines[:-1] == [f"tick {i}" for i in range(total)], f"{label}: not every tick once, in order"
+            assert total >= at_cut + 25 // 3, (label, total)
+    finally:
+        if start.poll() is None:
+            start.kill()
+            start.wait()
+        release.write_text("")
+        with JobClient.connect(host, port) as jobs:
+            wait_for(lambda: jobs.job(name)["state"] in ("SUCCEEDED", "FAILED", "STOPPED"), 120,
+                     "the ticking job to end")
+            restarts = [(f["kind"], f["reason"]) for f in jobs.job(name)["failures"]]
+    assert not restarts, f"the job restarted: {restarts}"  # the submitter's cut is not the workers' business
 
 
 @pytest.mark.parametrize("rtt,loss", [pytest.param(0.02, 0.0, id="20ms"), pytest.param(0.02, 0.03, id="20ms-3pct-loss")])

@@ -39,7 +39,7 @@ from tensorflow_ignite.errors import (
 from tensorflow_ignite.local.cluster import DEFAULT_PASSWORD, DEFAULT_USER, LocalCluster
 from tensorflow_ignite.local.tls import make_tls_material
 
-from .tcp_proxy import TcpProxy
+from tensorflow_ignite.testing.tcp_proxy import TcpProxy
 
 CLI = [sys.executable, "-m", "tensorflow_ignite.cli.main"]
 #: A loopback address the node's certificate (localhost, 127.0.0.1) does not list.

@@ -18,7 +18,7 @@ Faults (what a network does, unlike ``kill -9``):
   ``SIGCONT`` of a node: its host answers TCP, the node says nothing.
 * Latency and loss: this machine's kernel has no ``tc netem``, so they are
   added in user space by a forwarding TCP proxy in front of a node (the test
-  suite's ``tcp_proxy.TcpProxy``: a delay each way, and "loss" as TCP shows it
+  suite's :class:`~.tcp_proxy.TcpProxy`: a delay each way, and "loss" as TCP shows it
   to an application -- a retransmission timeout's delay on some segments).
 
 Needs root (``ip netns``, bridges, veth).  Everything is named ``tfi<pid>...``
@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import NodeError
+from ..launcher.module import LauncherSecurity
 from ..local.cluster import NodeInfo
 from ..local.stock import NEWEST_XML_VERSION, StockCluster
 
@@ -47,6 +48,8 @@ __all__ = ["HostNetwork", "HostCluster", "remove_leftovers", "netns_unavailable"
 #: Ignite's default ``failureDetectionTimeout`` (seconds), which these nodes keep: how long a silent
 #: node stays in the topology.
 FAILURE_DETECTION_TIMEOUT = 10.0
+#: The priority of :meth:`HostNetwork.cut_submitter`'s routing rule (before the main table's 32766).
+_SUBMITTER_RULE_PRIORITY = 1000
 
 _NAME = re.compile(r"^tfi(\d+)(?:h\d+|br|v\d+)$")
 
@@ -135,6 +138,8 @@ class HostNetwork:
         self.subnet: ipaddress.IPv4Network | None = None
         self._cut: set[int] = set()
         self._made = False
+        #: True between :meth:`cut_submitter` and :meth:`heal_submitter`.
+        self.submitter_cut = False
 
     def namespace(self, index: int) -> str:
         """The network namespace of host ``index``."""
@@ -168,6 +173,9 @@ class HostNetwork:
         self.destroy()  # a previous network of this very process, if any
         self.subnet = _free_subnet()
         self._made = True
+        # A cut_submitter rule a crashed run left for this subnet would cut this network off.
+        _ip("rule", "del", "to", str(self.subnet), "blackhole", "priority", str(_SUBMITTER_RULE_PRIORITY),
+            check=False)
         try:
             prefix = self.subnet.prefixlen
             _ip("link", "add", self.bridge, "type", "bridge", "forward_delay", "0")
@@ -203,10 +211,27 @@ class HostNetwork:
     def is_cut(self, index: int) -> bool:
         return index in self._cut
 
+    def cut_submitter(self) -> None:
+        """Cut the root namespace (the test process, a submitter) off from every host, the hosts still
+        reaching each other: its packets to the subnet are dropped silently (a ``blackhole`` routing
+        rule; no error, no reset), as when a laptop loses the network."""
+        assert self.subnet is not None, "create() the network first"
+        if not self.submitter_cut:
+            _ip("rule", "add", "to", str(self.subnet), "blackhole", "priority", str(_SUBMITTER_RULE_PRIORITY))
+            self.submitter_cut = True
+
+    def heal_submitter(self) -> None:
+        """Undo :meth:`cut_submitter`."""
+        if self.submitter_cut and self.subnet is not None:
+            _ip("rule", "del", "to", str(self.subnet), "blackhole", "priority", str(_SUBMITTER_RULE_PRIORITY),
+                check=False)
+        self.submitter_cut = False
+
     def destroy(self) -> None:
         """Remove the hosts (killing any process still in them) and the bridge."""
         if not self._made:
             return
+        self.heal_submitter()
         for i in range(self.hosts):
             ns = self.namespace(i)
             if _ip("netns", "pids", ns, check=False).returncode == 0:
@@ -234,6 +259,11 @@ class HostCluster(StockCluster):
     The static IP finder lists every host's discovery address; ports are the
     cluster's own (chosen free as :class:`LocalCluster` does).  ``stop`` resumes
     paused nodes and heals cut links first, so the nodes stop cleanly.
+
+    The nodes' addresses are not loopback, so the launcher would refuse every
+    unauthenticated job; unless ``launcher_security`` says otherwise, they opt
+    in (``allow_unauthenticated``): the bridge is an isolated network only this
+    machine reaches.
     """
 
     network: HostNetwork | None = None
@@ -249,6 +279,8 @@ class HostCluster(StockCluster):
         if self.nodes > self.network.hosts:
             raise NodeError(f"{self.nodes} nodes need as many hosts; the network has {self.network.hosts}")
         self.host = self.network.gateway  # ports are chosen free there; each node binds its own host
+        if self.launcher_security is None:
+            self.launcher_security = LauncherSecurity(allow_unauthenticated=True)
         super().__post_init__()
         if not self.xml_config:
             raise NodeError("HostCluster runs stock nodes from Spring XML (2.16 or 2.17)")
@@ -313,6 +345,7 @@ class HostCluster(StockCluster):
             except ProcessLookupError:
                 self._paused.discard(index)
         if self.network is not None:
+            self.network.heal_submitter()
             for index in range(self.network.hosts):
                 if self.network.is_cut(index):
                     self.network.heal(index)
