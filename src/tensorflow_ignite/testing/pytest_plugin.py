@@ -309,6 +309,8 @@ def destroy_caches_named(name: str) -> None:
     with _lock:
         clusters = list(_started)
     for cluster in clusters:
+        if not isinstance(cluster, LocalCluster):  # an Ignite 3 node: no caches of this kind
+            continue
         addresses = cluster.addresses()
         if not addresses:
             continue
