@@ -17,9 +17,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: The scenarios run here: all but ``load``, which needs minutes even at its quick sizes (a thick
+#: The scenarios run here (one command: the nodes and TensorFlow start once): all but ``load``, which needs minutes even at its quick sizes (a thick
 #: client joins, each run creates and destroys a cache); test_bench_loading.py runs its contenders.
-SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "latency")
+SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "latency", "predict", "follow")
 
 #: scenario key -> contender keys every run must report.
 EXPECTED = {
@@ -33,6 +33,11 @@ EXPECTED = {
     "fs_read": {"ignite", "local"},
     "latency_bulk": {"rtt0", "rtt1", "rtt5", "rtt20", "direct"},
     "latency_small": {"rtt0", "rtt1", "rtt5", "rtt20", "direct"},
+    "predict1_digits": {"predict", "dataset", "pyignite"},
+    "predict1_heavy": {"predict", "dataset", "pyignite"},
+    "predict3_digits": {"predict", "dataset", "pyignite", "cluster"},
+    "predict3_heavy": {"predict", "dataset", "pyignite", "cluster"},
+    "follow": {"dataset", "java"},
 }
 
 
@@ -70,6 +75,13 @@ def test_bench_quick_run_reports_every_contender(tmp_path: Path) -> None:
     for key in ("latency_bulk", "latency_small"):  # the proxy's round trip is felt: the curve is real
         contenders = data["scenarios"][key]["contenders"]
         assert contenders["rtt20"]["rate"] < contenders["rtt0"]["rate"], (key, contenders)
+    # Scoring (bench/scoring.py): both models on 1 and 3 nodes, the targets and the per-node bytes.
+    assert "## 7. Scoring in place: digits model, 1 node" in text
+    assert "| predict (heavy) >= 5x pyignite rows -> model -> put_all |" in text
+    assert "| worker's node | rows scored | bytes exchanged | of them with its own node |" in text
+    # Following (bench/follow.py): every row written reached both followers; the latency table.
+    assert "| Contender | p50 ms | p99 ms | max ms | rows/s |" in text
+    assert "| IgniteDataset.follow in TF | " in text and "| Java thin client ContinuousQuery listener" in text
     missed = [t for sc in data["scenarios"].values() for t in sc["targets"] if not t["met"]]
     if missed:  # --quick profiles one contender of a missed target (or says no profiler is installed)
         assert "### Profile:" in text
@@ -120,31 +132,6 @@ def test_bench_two_runs_report_targets_over_runs(tmp_path: Path) -> None:
     assert "## 1. Bulk: large byte-array rows (run 2 of 2)" in text
 
 
-@pytest.mark.slow
-def test_bench_predict_scenario_reports_every_contender(tmp_path: Path) -> None:
-    """The scoring scenarios (bench/scoring.py) at quick sizes: both models on 1 and 3 nodes, every
-    contender measured once, the 1-node targets in the report."""
-    report = tmp_path / "BENCHMARKS.md"
-    results = tmp_path / "bench.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--quick", "--scenarios", "predict", "--no-profile",
-         "--output", str(report), "--json", str(results), "--work-dir", str(tmp_path / "nodes")],
-        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
-    )
-    assert proc.returncode == 0, (proc.stdout[-4000:], proc.stderr[-4000:])
-    data = json.loads(results.read_text())
-    assert set(data["scenarios"]) == {"predict1_digits", "predict1_heavy", "predict3_digits", "predict3_heavy"}
-    for key, scenario in data["scenarios"].items():
-        assert set(scenario["contenders"]) == {"predict", "dataset", "pyignite"} | (
-            {"cluster"} if key.startswith("predict3") else set()), key
-        for ckey, c in scenario["contenders"].items():
-            assert c["ok"] and c["error"] is None and c["rate"] > 0, (key, ckey, c["error"])
-    text = report.read_text()
-    assert "## 7. Scoring in place: digits model, 1 node" in text
-    assert "| predict (heavy) >= 5x pyignite rows -> model -> put_all |" in text
-    assert "| worker's node | rows scored | bytes exchanged | of them with its own node |" in text
-
-
 def test_targets_over_runs_table_minimum_spread_and_verdict() -> None:
     """The table's arithmetic, without nodes: a target missed in one run is not met."""
     from bench.harness import Contender, ContenderResult, Run, Scenario, ScenarioResult, Target
@@ -164,26 +151,3 @@ def test_targets_over_runs_table_minimum_spread_and_verdict() -> None:
                    "**no** (met in 2 of 3) |")
     text = targets_over_runs([[result(150, 100)], [result(110, 100)]])
     assert text.splitlines()[-1].endswith("| 1.10x | 0.40 (1.36x) | yes |")
-
-
-@pytest.mark.slow
-def test_bench_follow_scenario_reports_latency(tmp_path: Path) -> None:
-    """The follow scenario (bench/follow.py) at quick sizes: IgniteDataset.follow and the Java thin client's
-    ContinuousQuery listener each receive every row written, and the report has their latency table."""
-    report = tmp_path / "BENCHMARKS.md"
-    results = tmp_path / "bench.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--quick", "--scenarios", "follow", "--no-profile",
-         "--output", str(report), "--json", str(results), "--work-dir", str(tmp_path / "nodes")],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
-    )
-    assert proc.returncode == 0, (proc.stdout[-4000:], proc.stderr[-4000:])
-    data = json.loads(results.read_text())
-    assert set(data["scenarios"]) == {"follow"}
-    contenders = data["scenarios"]["follow"]["contenders"]
-    assert set(contenders) == {"dataset", "java"}
-    for key, c in contenders.items():
-        assert c["ok"] and c["error"] is None and c["rate"] > 0, (key, c["error"])
-    text = report.read_text()
-    assert "| Contender | p50 ms | p99 ms | max ms | rows/s |" in text
-    assert "| IgniteDataset.follow in TF | " in text and "| Java thin client ContinuousQuery listener" in text
