@@ -444,6 +444,7 @@ def test_submitter_cut_off_the_job_runs_on_and_attach_follows_it_again(
         finally:
             cluster.network.heal_submitter()
         assert start.returncode != 0
+        assert f"`ignite-tf attach {name}` follows it again" in followed, followed[-2000:]
         release.write_text("")
         attach = ignite_tf("attach", name, "--host", host, "--port", str(port))
         out = finish(attach, 120)

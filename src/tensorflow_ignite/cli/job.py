@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, IgniteConnectionError
 from ..launcher import layout
 from ..launcher.jobs import JobClient, OutputLine
 from . import validate
@@ -190,6 +190,13 @@ def _follow(jobs: JobClient, job_id: str, out: TextIO | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\nignite-tf: detached; job {job_id} keeps running", file=sys.stderr)
         return 130
+    except IgniteConnectionError as exc:
+        # The job runs in the cluster, not here: losing the cluster ends only the following.
+        print(f"\nignite-tf: error: lost the cluster while following job {job_id}: {exc}\n"
+              f"ignite-tf: the job itself runs on in the cluster; once the cluster is reachable again, "
+              f"`ignite-tf attach {job_id}` follows it again (`ignite-tf describe {job_id}` shows its state)",
+              file=sys.stderr)
+        return 1
     rec = jobs.job(job_id)
     code = rec.get("exit_code")
     print(f"ignite-tf: job {job_id} {rec.get('state')} (exit code {code}): {rec.get('message')}", file=sys.stderr)
