@@ -40,10 +40,7 @@ def dynamic_symbols(library: Path, *flags: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def library() -> Path:
-    # Both package-directory libraries current (an earlier test of the session may have left the
-    # dataset op's stale); the filesystem plugin is the one the other tests load.
-    build.build(library=build.DATA_OPS)
-    return build.build()
+    return build.build()  # the package-directory library the other tests load
 
 
 def test_up_to_date_check_is_fast_and_does_not_import_tensorflow(library) -> None:
@@ -175,6 +172,14 @@ def test_nested_build_in_one_process_fails_instead_of_deadlocking(tmp_path) -> N
                 pass
     with native_build.build_lock(tmp_path):  # released: usable again
         pass
+    # Nor may it build elsewhere: building a wheel's libraries into another directory (against a
+    # build environment's TensorFlow), the TensorFlow import must not rebuild the package's own.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with native_build.build_lock(tmp_path / "a"):
+        with pytest.raises(native_build.BuildInProgressError, match="being built by this process"):
+            with native_build.build_lock(tmp_path / "b"):
+                pass
 
 
 def test_reading_tensorflow_flags_does_not_register_filesystems() -> None:

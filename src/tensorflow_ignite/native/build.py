@@ -345,17 +345,19 @@ _held_locks: set[Path] = set()
 def build_lock(out_dir: Path) -> Iterator[None]:
     """Hold the build lock of ``out_dir`` (a lock file under its ``.stamps/``) for a build.
 
-    Builders in other processes wait for it; a second hold by this process (a
-    build nested in a build: importing TensorFlow for its flags can register
-    ``ignite://``, which asks for the library) raises :class:`BuildInProgressError`
-    at once instead of waiting forever.
+    Builders in other processes wait for it.  A build nested in a build of this
+    process -- importing TensorFlow for its flags loads the dataset op and can
+    register ``ignite://``, which ask for their libraries -- raises
+    :class:`BuildInProgressError` at once, whatever its directory: for the same
+    directory flock would never return, and for another (the package directory,
+    while ``--output-dir`` builds a wheel's libraries against a build
+    environment's TensorFlow) it would compile the package's libraries against
+    that TensorFlow.
     """
     lock_dir = out_dir / STAMP_DIR
     lock_dir.mkdir(parents=True, exist_ok=True)
     key = lock_dir.resolve()
-    if key in _held_locks:
-        # A build in this very process is waiting for us (e.g. importing TensorFlow
-        # for its flags triggered filesystem registration): flock would never return.
+    if _held_locks:
         raise BuildInProgressError("the native libraries are being built by this process already")
     with open(lock_dir / "build.lock", "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
