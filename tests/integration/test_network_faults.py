@@ -36,13 +36,11 @@ from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.launcher.jobs import JobClient
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.data.dataset import close_shared_clients
-from tensorflow_ignite.protocol.cache_config import CacheConfiguration
-from tensorflow_ignite.protocol.codes import CacheMode, PartitionLossPolicy, WriteSynchronizationMode
-from tensorflow_ignite.protocol.values import BinaryObject
 from tensorflow_ignite.testing.hosts import FAILURE_DETECTION_TIMEOUT, HostCluster
 from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
 from tensorflow_ignite.testing.tcp_proxy import TcpProxy
+from .test_dataset_faults import fill_cache  # backups=1, FULL_SYNC, READ_WRITE_SAFE
 from .test_dataset_service import service  # noqa: F401 (a dispatcher here, two worker processes)
 from .test_fs_faults import _Saver, backend  # noqa: F401 (backend: the ignite:// backend fixture)
 from .test_launcher_faults import _assert_resumed_and_evaluated, _hold_after_epoch_1
@@ -66,18 +64,6 @@ FS_BLOCK_SIZE = "1m"
 #: Each batch is "trained on" this long (the consumer's pace, not a wait for anything): the epoch
 #: lasts a few seconds, so the fault lands while the victim still has rows to send.
 STEP_SECONDS = 0.05
-
-
-def fill_cache(cluster: LocalCluster, cache: str, rows: int) -> None:
-    with IgniteClient(cluster.addresses()) as client:
-        c = client.create_cache(CacheConfiguration(
-            cache, cache_mode=CacheMode.PARTITIONED, backups=1,
-            write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC,
-            partition_loss_policy=PartitionLossPolicy.READ_WRITE_SAFE,
-        ))
-        for start in range(0, rows, 3000):
-            c.put_all({i: BinaryObject("NetRow", {"id": i, "score": i / 4.0})
-                       for i in range(start, min(rows, start + 3000))})
 
 
 def timed_epoch(ds: IgniteDataset, fault: Callable[[], None] | None = None, at_rows: int = 0,
