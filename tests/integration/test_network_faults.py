@@ -24,7 +24,6 @@ import sys
 import textwrap
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ from tensorflow_ignite.testing.hosts import FAILURE_DETECTION_TIMEOUT, HostClust
 from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
 from tensorflow_ignite.testing.tcp_proxy import TcpProxy
-from .test_dataset_faults import fill_cache  # backups=1, FULL_SYNC, READ_WRITE_SAFE
+from .test_dataset_faults import assert_exactly_once, fill_cache  # backups=1, FULL_SYNC, READ_WRITE_SAFE
 from .test_dataset_service import service  # noqa: F401 (a dispatcher here, two worker processes)
 from .test_fs_faults import _Saver, backend  # noqa: F401 (backend: the ignite:// backend fixture)
 from .test_launcher_faults import _assert_resumed_and_evaluated, _hold_after_epoch_1
@@ -113,15 +112,6 @@ def stall_after(fault_at: float, arrivals: list[float]) -> float:
     after = [t for t in arrivals if t > fault_at]
     marks = [fault_at, *after]
     return max((b - a for a, b in zip(marks, marks[1:])), default=0.0)
-
-
-def assert_exactly_once(keys: list[int], rows: int, what: str) -> None:
-    counts = Counter(keys)
-    repeated = {k: n for k, n in counts.items() if n > 1}
-    missing = set(range(rows)) - set(counts)
-    assert not repeated and not missing, (
-        f"{what}: {len(missing)} rows lost (e.g. {sorted(missing)[:5]}), {len(repeated)} repeated "
-        f"(e.g. {sorted(repeated.items())[:5]})")
 
 
 def node_id_of(client: IgniteClient, host: str) -> Any:

@@ -211,3 +211,23 @@ def test_send_parts_failure_keeps_no_view(wired: tuple[Connection, socket.socket
             conn.send_parts(lambda rid: struct.pack("<ihq", 10 + len(data), 1000, rid), view)
     view.release()
     data.append(0)  # BufferError if a frame of the raised exception kept a view of ``data``
+
+
+def _notification(resource_id: int, body: bytes) -> bytes:
+    """A frame the node pushes for ``resource_id``: id, the NOTIFICATION flag, the event op, the body."""
+    return _frame(struct.pack("<qhh", resource_id, 4, 2007) + body)
+
+
+def test_pushed_frames_are_kept_only_when_asked_for_and_until_their_resource_is_closed(
+        wired: tuple[Connection, socket.socket]) -> None:
+    conn, peer = wired
+    # A connection that opened no continuous query accepts no pushed frame: a peer cannot fill memory.
+    peer.sendall(_notification(7, b"unasked"))
+    assert conn.next_notification(7, 0.3) is None
+    conn.limit_notifications(4)
+    peer.sendall(_notification(8, b"event"))
+    assert bytes(conn.next_notification(8, 10) or b"") == b"event"
+    # Frames still in flight when the reader closes its resource are dropped, not kept for nobody.
+    conn.forget_notifications(8)
+    peer.sendall(_notification(8, b"late"))
+    assert conn.next_notification(8, 0.3) is None

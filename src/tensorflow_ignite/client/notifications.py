@@ -5,6 +5,8 @@ the resource (the query) it belongs to.  Whichever thread reads it queues it per
 resource, at most a set number of frames each, so a reader that falls behind
 cannot make the process buffer without bound: past the limit the resource's
 frames are dropped and its reader told (:class:`~tensorflow_ignite.errors.NotificationOverflowError`).
+A connection that opened no such resource (:meth:`Notifications.limit_notifications` not called)
+keeps no pushed frame, nor does one for a resource its reader closed.
 """
 
 from __future__ import annotations
@@ -45,12 +47,16 @@ class Notifications:
         #: (:meth:`next_notification`); at most ``_notification_limit`` frames each.
         self._notifications: dict[int, collections.deque[memoryview]] = {}
         self._overflowed: set[int] = set()
+        #: Resources closed by their reader: frames still in flight for them are dropped.
+        self._forgotten: set[int] = set()
         self._notification_limit = 0
 
     def limit_notifications(self, frames: int) -> None:
-        """Keep at most ``frames`` unread notification frames per resource (0: no limit).
+        """Accept pushed frames, keeping at most ``frames`` unread ones per resource.
 
-        A resource whose queue is full loses its queued frames and every later
+        Until this is called a connection accepts none (a node pushes only for a
+        resource a request of this connection opened: anything else is dropped,
+        so a misbehaving peer cannot fill memory).  A resource whose queue is full loses its queued frames and every later
         one, and :meth:`next_notification` raises
         :class:`~tensorflow_ignite.errors.NotificationOverflowError` for it:
         memory stays bounded however far behind its reader is.
@@ -95,6 +101,7 @@ class Notifications:
         with self._parked_cv:
             self._notifications.pop(resource_id, None)
             self._overflowed.discard(resource_id)
+            self._forgotten.add(resource_id)
 
     def _readable(self, timeout: float) -> bool:
         """Whether a frame can be read without waiting longer than ``timeout`` for its first byte."""
@@ -112,6 +119,8 @@ class Notifications:
     def _queue_notification(self, rid: int, frame: memoryview) -> None:
         """Keep a pushed frame for its resource's reader (any thread reading the socket calls this)."""
         with self._parked_cv:
+            if not self._notification_limit or rid in self._forgotten:
+                return  # nobody asked for it, or its reader closed it
             queue = self._notifications.setdefault(rid, collections.deque())
             if self._notification_limit and len(queue) >= self._notification_limit:
                 queue.clear()  # its reader is that far behind: it learns so and starts over
