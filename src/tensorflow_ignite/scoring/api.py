@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -192,22 +193,39 @@ def predict(
     out.sender.on_ack = bar.update
     fields = [b.field.name for b in bindings]
     recorded: set[int] = set()
+
+    def score(keys: np.ndarray, columns: Mapping[str, np.ndarray]) -> None:
+        features = {b.input.name: b.convert(columns[b.field.name]) for b in bindings}
+        assert out.sender is not None
+        out.send(keys, scoring_model.predict(features))
+
+    # One batch is predicted and sent on a worker thread while this thread reads and decodes the
+    # next (the model and the socket release the GIL), as a prefetching tf.data pipeline would.
+    # Before anything is recorded the batch in flight is finished, so "sent" covers every row the
+    # reader counted as handed out.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="predict")
+    pending: Future[None] | None = None
     try:
         if todo:
             reading = src.read(todo, fields)
             for i, (keys, columns) in enumerate(reading, 1):
                 if not len(keys):
                     continue
-                features = {b.input.name: b.convert(columns[b.field.name]) for b in bindings}
-                out.send(keys, scoring_model.predict(features))
+                if pending is not None:
+                    pending.result()
+                pending = pool.submit(score, keys, columns)
                 if i % record_every == 0:
+                    pending.result()
                     recorded |= _record(out, ledger, reading.completed(), recorded)
                     if on_record is not None:
                         on_record(out.sender.rows_acked, len(recorded), len(todo))
+            if pending is not None:
+                pending.result()
             recorded |= _record(out, ledger, reading.completed(), recorded)
             if on_record is not None:
                 on_record(out.sender.rows_acked, len(recorded), len(todo))
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         bar.close()
     missing = set(todo) - recorded
     if missing:  # every row was read, so every unit must be complete: a reader bug, never silently ignored
