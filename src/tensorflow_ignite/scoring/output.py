@@ -44,7 +44,13 @@ _BATCH_BYTES = 4 << 20
 
 
 class _CountingSender(PutAllSender):
-    """The writer's sender, counting the rows sent to each node (the summary's per-node figures)."""
+    """The writer's sender, counting the rows sent to each node (the summary's per-node figures).
+
+    A run writes each source key once, so put-alls may overtake each other: a few in flight per
+    node keep the scoring thread from waiting on every previous batch's answer.
+    """
+
+    max_in_flight = 4
 
     def __init__(self, client: "IgniteClient", cache_name: str) -> None:
         super().__init__(client, cache_name)

@@ -49,13 +49,19 @@ class _InFlight:
 
 
 class PutAllSender:
-    """``OP_CACHE_PUT_ALL`` frames to the primary node of their keys, one in flight per node.
+    """``OP_CACHE_PUT_ALL`` frames to the primary node of their keys, :attr:`max_in_flight` per node.
 
     :meth:`route` groups a batch's rows by primary node; :meth:`submit` sends one
     group's put-all on that node's connection after collecting the answer of
-    the put-all still in flight there.  A lost connection is repaired once: the
+    the oldest put-all in flight there, when that node already has
+    :attr:`max_in_flight`.  A lost connection is repaired once: the
     unacknowledged frame is sent again through the client (put is idempotent).
     """
+
+    #: Put-alls in flight per node.  One keeps a key written twice in order (a node may
+    #: answer the requests of one connection in any order); a sender whose rows never
+    #: repeat a key may keep more.
+    max_in_flight = 1
 
     def __init__(self, client: "IgniteClient", cache_name: str) -> None:
         self.client = client
@@ -99,8 +105,8 @@ class PutAllSender:
         frame = requests.cache_put_all_encoded(self.cache_id, rows, payload)
         conn = self.client.connection_for_node(node)
         mine = [f for f in self.pending if f.conn is conn]
-        if mine:
-            self._collect(mine)
+        if len(mine) >= self.max_in_flight:
+            self._collect(mine[:len(mine) - self.max_in_flight + 1])
         try:
             rid = conn.send(self._encoder(frame))
         except IgniteConnectionError as exc:
