@@ -347,6 +347,29 @@ WHAT_WAS_TRIED = """\
    rows, whose time is the node storing 537 MB into fresh page memory; the node's CPU stays at
    0.5-0.7 cores for every contender, so it is not one busy thread but the node's per-entry put
    and page writes that set the pace.
+13. **Small rows in TF against the node's rate: where the gap is** (issue 31, not closed). Per
+   batch handed to Python, an eager `for batch in ds` costs ~73 us, most of it TensorFlow's own
+   iterator (`OwnedIterator.__next__`: the `IteratorGetNext` call, then
+   `from_compatible_tensor_list` and `pack_sequence_as` rebuilding the element's structure) --
+   about 17 ms of the 60k-row read's 235 batches of 256. Measured with pre-decoded pages and no node (same process, medians of 15
+   epochs): our source op 17.2 ms per epoch, of which our Python (cutting batches, the op's
+   call into the reader) is ~7 % of the py-spy samples; TensorFlow's own
+   `from_tensors(...).repeat(235)` of the same element costs 22.8 ms. So fewer or larger
+   crossings from the op into Python cannot win much; what is left is overlapping the reader
+   with the node. The reader collects up to `page_bytes` (4 MiB, ~5 pages of 1024 MNIST rows)
+   before decoding, and the scan keeps one page request ahead, so the node serves one page while
+   five are decoded and handed out, then waits. Tried: decoding each page of >= 512 KiB as soon
+   as it arrives (`data/reader.py`, `_read`). Same process, alternating with the old rule, on a
+   machine at load 4.7-13 (other engineers' tests): in TF 226/162, 304/306, 169/214 ms (new/old,
+   medians of 11-15 rounds), paired ratios to the raw-page contender 0.35 vs 0.31 over 31
+   rounds -- within the noise, so not kept; it needs a measurement on a quiet machine. Not tried:
+   a second page request in flight per cursor (whether a node serves two get-page requests of
+   one cursor in order is not established), a receive thread keeping the request loop going
+   while the consumer holds the GIL. Where the time of a read in TF goes (py-spy, 30 reads, the
+   same loaded machine; inclusive shares of the samples): TensorFlow's iterator around our op
+   ~25 %; receiving pages 18 % and sending the get-page requests 14 % (mostly the `recv`/`send`
+   system calls, the node running on the same two cores); decoding pages 17 %; each row's
+   partition and key for exactly-once 13 %; cutting batches and the op's call into Python < 2 %.
 """
 
 

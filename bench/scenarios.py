@@ -158,6 +158,8 @@ def small_rows_scenario(host: str, port: int, sizes: Sizes, ceiling_port: int, l
             Target("dataset", "pyignite", 10.0, "IgniteDataset >= 10x pyignite + from_generator (small rows)"),
             Target("dataset", "", 1.0, "IgniteDataset in TF >= 1,000,000 rows/s (small rows; issue 19; measured / "
                    "1M rows/s)", rate=1_000_000),
+            Target("dataset", "raw", 0.9, "IgniteDataset in TF >= 0.9x the raw scan pages (small rows; issue 31: "
+                   "the node's own rate)"),
         ],
     )
 
