@@ -61,7 +61,9 @@ def test_node_cpu_is_measured_from_the_nodes_own_proc_stat() -> None:
         sc = Scenario("t", "t", "", "rows/s", [Contender("a", "a", run, memory="none")])
         res = run_scenario(sc, reps=2, log=lambda _: None, node_pids=[busy.pid])
         share = res.node_cpu_share("a")
-        assert share is not None and 0.5 < share < 1.3, share  # one spinning core, give or take a shared machine
+        # One spinning core at most; on a loaded 2-core machine (load 12 seen) it gets well under one,
+        # so the floor only catches a unit error (clock ticks vs seconds: 100x).
+        assert share is not None and 0.1 < share < 1.3, share
         assert process_cpu_seconds([busy.pid]) > 0
         idle = run_scenario(sc, reps=1, log=lambda _: None, node_pids=[os.getpid() + 10_000_000])  # no such pid
         assert idle.node_cpu_share("a") == 0.0
