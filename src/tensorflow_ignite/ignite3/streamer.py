@@ -115,8 +115,6 @@ class _Pools:
     def others(self, pool: queue.Queue[Ignite3Connection]) -> list[queue.Queue[Ignite3Connection]]:
         return [q for q in self.by_node.values() if q is not pool]
 
-    def observable_timestamp(self) -> int:
-        return max([c.observable_timestamp for c in self.owned] + [self.default.observable_timestamp])
 
     def close(self) -> None:
         for c in self.owned:
@@ -202,9 +200,18 @@ def stream(client: Ignite3Client, table: str, data: Mapping[str, np.ndarray], *,
         raise WriteError(f"writing {route.name} failed after {batches.written} rows: {exc}", cache_name=table,
                          rows_written=batches.written) from exc
     finally:
-        ts = pools.observable_timestamp()
+        nodes = {name: q.queue[0] for name, q in pools.by_node.items() if q.queue}
         pools.close()
-        # The caller's connection reads what was written through the others.
+        # The caller's client reads what was written (Ignite 3 reads at the client's
+        # observable timestamp; the streamer's answers do not advance it): the nodes'
+        # clocks now, from fresh handshakes, are past every acknowledged batch.
+        latest = 0
+        for conn in nodes.values():
+            try:
+                with Ignite3Connection(client.options, conn.host, conn.port) as fresh:
+                    latest = max(latest, fresh.handshake.observable_timestamp)
+            except IgniteConnectionError:
+                continue
         own = client.connection()
-        own.observable_timestamp = max(own.observable_timestamp, ts)
+        own.observable_timestamp = max(own.observable_timestamp, latest)
     return batches.written

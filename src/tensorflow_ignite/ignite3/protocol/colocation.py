@@ -17,8 +17,8 @@ folded to 64 bits as ``h1 + h2`` and to 32 as ``h ^ (h >>> 32)``),
   ``combine(date, time)``; TIMESTAMP ``hash32(nanos, seed=hash_long(seconds))``;
   DECIMAL set to the column's scale (half-up) first; NULL the byte 0.
 * A row's hash starts at 0 and takes each colocation column in colocation
-  order: ``hash = combine(hash, column_hash)``, ``combine(a, b) = hash32(int b,
-  seed=a)``.
+  order: ``hash = combine(hash, column_hash)``, ``combine(a, b) = hash32(int a,
+  seed=b)`` (the running hash is the data, the column's hash the seed).
 * The partition is Java's ``Math.abs(hash % partitions)`` (remainder with the
   dividend's sign).
 
@@ -117,8 +117,9 @@ def hash_bytes(data: bytes) -> int:
 
 
 def combine(h1: int, h2: int) -> int:
-    """``HashUtils.combine``: ``h2`` hashed as an int with ``h1`` as the seed."""
-    return hash_fixed(h2, 4, h1)
+    """``HashUtils.combine(h1, h2)`` = ``hash32(h1, seed=h2)``: the running hash ``h1`` hashed as an
+    int with the next hash ``h2`` as the seed."""
+    return hash_fixed(h1, 4, h2)
 
 
 def java_bigint_bytes(value: int) -> bytes:
@@ -260,7 +261,7 @@ def hash_ints(values: np.ndarray, col_type: ColumnType) -> np.ndarray:
 
 def combine_arrays(h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
     """:func:`combine` element-wise."""
-    return _v_hash_fixed(h2, 4, h1)
+    return _v_hash_fixed(h1, 4, h2)
 
 
 def partitions_of(hashes: np.ndarray, partitions: int) -> np.ndarray:

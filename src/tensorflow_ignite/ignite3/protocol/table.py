@@ -16,7 +16,7 @@ Facts of Ignite 3.1.0's ``client-handler`` (``ClientTableGetRequest``,
   time and each partition's primary node name (nil when unknown).
 * STREAMER_BATCH_SEND: table id, partition, the deleted rows' bit set (nil:
   none), schema version, row count, then per row its no-value bit set (MsgPack
-  extension 7: the columns left to their defaults) and the row as a binary
+  extension 8, ``ClientMsgPackType.BITMASK``: the columns left to their defaults) and the row as a binary
   tuple of every column in schema order -> the table's latest schema version.
   The node upserts the rows into that partition as given: the partition must
   be the one the row's colocation hash names (:mod:`.colocation`).
@@ -36,7 +36,7 @@ __all__ = ["TableColumn", "TableSchema", "PartitionAssignment", "table_get_reque
            "BITMASK_EXT"]
 
 #: ``ClientMsgPackType.BITMASK``: the MsgPack extension type of a bit set.
-BITMASK_EXT = 7
+BITMASK_EXT = 8
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def _bin_header(n: int) -> bytes:
 
 def bitset_ext(bits: Sequence[int]) -> bytes:
     """A bit set (Java's ``BitSet.toByteArray``: little-endian bytes, trailing zero bytes dropped) as
-    MsgPack extension 7."""
+    MsgPack extension 8."""
     v = 0
     for b in bits:
         v |= 1 << b
