@@ -28,6 +28,10 @@ def test_write_refuses_bad_data_before_connecting() -> None:
         write("T", {"A": [1, 2], "B": [1]}, port=1)
     with pytest.raises(ConfigurationError, match="shape"):
         write("T", {"A": np.zeros((2, 2))}, port=1)
+    with pytest.raises(ConfigurationError, match="method='bulk'.*streamer, sql"):
+        write("T", {"A": [1]}, method="bulk", port=1)
+    with pytest.raises(ConfigurationError, match="parallel=0"):
+        write("T", {"A": [1]}, parallel=0, port=1)
     with pytest.raises(ConfigurationError, match="key='Z'"):
         create_table_statement("T", {"A": [1]}, "Z")
     with pytest.raises(ConfigurationError, match="complex128"):

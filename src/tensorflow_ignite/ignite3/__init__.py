@@ -4,7 +4,7 @@
     ds = ignite3.from_table("TRAIN", host="127.0.0.1", port=10800, batch_size=256)
 
 :func:`from_sql` / :func:`from_table` (:mod:`.dataset`), :func:`write`
-(:mod:`.write`: SQL INSERT batches), :class:`Ignite3Client`
+(:mod:`.write`: the streamer per partition, or SQL INSERT batches), :class:`Ignite3Client`
 (:mod:`.client`); the wire in :mod:`.protocol`, without I/O.  Needs the
 ``msgpack`` package: ``pip install 'tensorflow-ignite[ignite3]'`` (importing
 this package without it raises an ``ImportError`` saying so).  Ignite 2

@@ -1,12 +1,21 @@
-"""``tensorflow_ignite.ignite3.write``: columns of data into an Ignite 3 table, by batches of SQL INSERTs.
+"""``tensorflow_ignite.ignite3.write``: columns of data into an Ignite 3 table.
 
 The data is a mapping of column name to a 1-D array-like (NumPy arrays, lists,
 TensorFlow tensors); every column has the same length.  With ``create=True``
 the table is created first when missing, from the data's dtypes
-(:data:`SQL_TYPES`) with ``key`` as its primary key.  Rows go in as one
-``INSERT`` statement run for a batch of rows per request (SQL_EXEC_BATCH), so a
-request carries ``batch_rows`` rows; a row whose key exists already fails the
-batch with the server's error (the rows of earlier batches stay written).
+(:data:`SQL_TYPES`) with ``key`` as its primary key.
+
+Two ways in (``method``):
+
+* ``"streamer"`` (the default): the streamer op, as Ignite's Java
+  ``DataStreamer`` -- rows batched per partition, each batch sent to the
+  partition's primary node, several in flight (:mod:`.streamer`).  An
+  *upsert*: a key written again replaces its row.  The values each column type
+  takes are :mod:`.protocol.rows`'s.
+* ``"sql"``: one ``INSERT`` statement run for a batch of ``batch_rows`` rows per
+  request (SQL_EXEC_BATCH).  An *insert*: a row whose key exists already fails
+  the batch with the server's error (the rows of earlier batches stay written).
+  For when a duplicate key must be an error.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from .client import Ignite3Client
 from .dataset import _identifier, _options
 from .protocol import sql
 from .protocol.codes import ClientOp
+from .streamer import stream
 
 __all__ = ["write", "SQL_TYPES", "create_table_statement"]
 
@@ -84,25 +94,40 @@ def _python(value: Any) -> Any:
     return value
 
 
-def write(table: str, data: Mapping[str, Any], *, key: str | None = None, create: bool = False,
-          batch_rows: int = 1000, host: str = "127.0.0.1", port: int = 10800,
-          options: ConnectionOptions | None = None, client: Ignite3Client | None = None,
-          **connection: Any) -> int:
-    """Insert the rows of ``data`` (column name -> 1-D values) into ``table``; the rows written.
+_METHODS = ("streamer", "sql")
 
-    ``create=True`` creates the table when missing (``key`` names its primary key column);
-    connection keywords as in :func:`~.dataset.from_sql`.
+
+def write(table: str, data: Mapping[str, Any], *, key: str | None = None, create: bool = False,
+          method: str = "streamer", batch_rows: int = 1000, parallel: int = 2, host: str = "127.0.0.1",
+          port: int = 10800, options: ConnectionOptions | None = None, client: Ignite3Client | None = None,
+          **connection: Any) -> int:
+    """Write the rows of ``data`` (column name -> 1-D values) into ``table``; the rows written.
+
+    ``create=True`` creates the table when missing (``key`` names its primary key column).
+    ``method``: ``"streamer"`` (upsert, batched per partition; ``parallel`` connections
+    per node) or ``"sql"`` (INSERT; a duplicate key fails); ``batch_rows``: rows per
+    request.  Connection keywords as in :func:`~.dataset.from_sql`.  A failure part-way is
+    a :class:`~tensorflow_ignite.errors.WriteError` with the rows written before it.
     """
     if batch_rows < 1:
         raise ConfigurationError(f"batch_rows={batch_rows}: it must be at least 1")
+    if parallel < 1:
+        raise ConfigurationError(f"parallel={parallel}: it must be at least 1")
+    if method not in _METHODS:
+        raise ConfigurationError(f"method={method!r}: it must be one of {', '.join(_METHODS)}")
     cols = _column_arrays(data)
     if client is None:
         with Ignite3Client(_options(options, host, port, connection)) as own:
-            return write(table, cols, key=key, create=create, batch_rows=batch_rows, client=own)
+            return write(table, cols, key=key, create=create, method=method, batch_rows=batch_rows,
+                         parallel=parallel, client=own)
     if create:
         if key is None:
             raise ConfigurationError("create=True needs key=: the column that is the table's primary key")
         client.execute(create_table_statement(table, cols, key))
+    if not len(next(iter(cols.values()))):
+        return 0
+    if method == "streamer":
+        return stream(client, _identifier(table), cols, batch_rows=batch_rows, parallel=parallel)
     names = list(cols)
     statement = (f"INSERT INTO {_identifier(table)} ({', '.join(_identifier(n) for n in names)}) "
                  f"VALUES ({', '.join('?' for _ in names)})")
