@@ -311,8 +311,9 @@ def _sql_arg(column: str, value: object, table: str) -> object:
     return int(value) if isinstance(value, np.integer) else value
 
 
-def test_streamer_write_rate_against_sql_batches(client: Ignite3Client, table: str) -> None:
-    # A quick timing, not a benchmark: the same 20,000 rows through the streamer and through SQL batches.
+def test_streamer_and_sql_batches_write_the_same_rows(client: Ignite3Client, table: str) -> None:
+    # The same 20,000 rows through the streamer and through SQL batches end the same; the rates are
+    # printed for the reader (a timing, not a target: targets live in bench/).
     n = 20_000
     rng = np.random.default_rng(5)
     data = {"ID": np.arange(n, dtype=np.int64), "X": rng.random(n), "LABEL": rng.integers(0, 10, n).astype(np.int32),
@@ -328,8 +329,13 @@ def test_streamer_write_rate_against_sql_batches(client: Ignite3Client, table: s
         sql_batches = time.perf_counter() - t0
         print(f"\nIgnite 3 write of {n} rows: streamer {n / streamer:,.0f} rows/s, "
               f"SQL batches {n / sql_batches:,.0f} rows/s")
-        assert sum(len(b["ID"]) for b in from_table(table, client=client, batch_size=4096)) == n
-        assert streamer < sql_batches
+        for name in (table, f"{table}_SQL"):
+            got = {k: np.concatenate([b[k] for b in from_table(name, client=client, batch_size=4096)])
+                   for k in ("ID", "X", "LABEL")}
+            order = np.argsort(got["ID"])
+            np.testing.assert_array_equal(got["ID"][order], data["ID"])
+            np.testing.assert_array_equal(got["X"][order], data["X"])
+            np.testing.assert_array_equal(got["LABEL"][order], data["LABEL"])
     finally:
         client.execute(f"DROP TABLE IF EXISTS {table}_SQL")
 
