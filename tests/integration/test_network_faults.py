@@ -10,7 +10,9 @@ client the connection is dead.  The cluster drops such a node after its
 (printed), with every row exactly once (one backup), and once the node is back
 in the cluster the same client uses it again -- never a connection to the node
 that left.  The same holds for a tf.data service job and per-worker readers
-(separate processes).  Latency and loss (no ``tc netem`` on this kernel) go through the
+(separate processes).  Under ``ignite://``, a checkpoint save in flight at the cut completes or
+fails clearly, and a file read in flight goes on with the exact bytes: nothing torn, nothing hung.
+Latency and loss (no ``tc netem`` on this kernel) go through the
 user-space proxy (``tensorflow_ignite.testing.tcp_proxy.TcpProxy.set_link``).
 """
 
@@ -18,13 +20,14 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,7 @@ from .test_launcher_jobs import job_processes, launch_digits_resnet
 tf = pytest.importorskip("tensorflow")
 from tensorflow_ignite import fs as ignite_fs  # noqa: E402
 from tensorflow_ignite.fs.backend import IgniteBackend  # noqa: E402
+from tensorflow_ignite.fs.layout import FileEntry  # noqa: E402
 from tensorflow_ignite.fs.store import IgniteFileStore  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -548,6 +552,156 @@ def test_ignite_fs_write_in_flight_when_its_host_is_cut_off_completes_or_fails_n
         assert 2 in steps
     saver.save(3)
     saver.assert_restores(f"{saver.directory}/ckpt-3", 3)
+
+
+# ignite:// reads in flight when a host holding some of the file's blocks is cut off.  A 16 MiB file:
+# with 128 KiB blocks each 512 KiB read of GFile's buffer takes four whole blocks straight into
+# TensorFlow's buffer (the first fetched ahead on an I/O thread, three gets in flight to their
+# primaries); with 1 MiB blocks the reads go through the reader's block cache and its read-ahead.
+READ_FILE_BYTES = 16 << 20
+#: The consumer's pace: a 64 KiB piece every 20 ms (the file in about 5 s without a fault), so the
+#: cut after a quarter of the file lands with most blocks still to be fetched.
+READ_CHUNK = 64 << 10
+READ_STEP = 0.02
+#: TFRecordDataset variant: records of this size (the same bytes per second).
+RECORD_BYTES = 16 << 10
+#: The test's bound on the whole read (about 5 s, plus the stall): past it the read is declared hung.
+READ_BOUND = 90.0
+
+_SHORT_READ = "test_ignite_fs_read_in_flight_when_a_host_is_cut_off_goes_on_with_the_exact_bytes[gfile-128k]"
+#: (reader, block size, victim host): host 2 is not the URI's; host 0 is (its connection is the
+#: store's default one) -- the long form only, with the block-cache path and a TensorFlow reader.
+READS = [
+    pytest.param("gfile", "128k", 2, id="gfile-128k"),
+    pytest.param("gfile", "1m", 2, id="gfile-1m", marks=pytest.mark.long_only(_SHORT_READ)),
+    pytest.param("tfrecord", "256k", 2, id="tfrecord-256k", marks=pytest.mark.long_only(_SHORT_READ)),
+    pytest.param("gfile", "128k", 0, id="gfile-128k-uri-host", marks=pytest.mark.long_only(_SHORT_READ)),
+]
+
+
+def _write_for_reading(uri: str, kind: str, seed: int) -> list[bytes]:
+    """Write the file a reader of ``kind`` reads; returns what it must read (its records, or the
+    content as one piece)."""
+    rng = random.Random(seed)
+    if kind == "gfile":
+        content = rng.randbytes(READ_FILE_BYTES)
+        with tf.io.gfile.GFile(uri, "wb") as f:
+            f.write(content)
+        return [content]
+    records = [i.to_bytes(4, "little") + rng.randbytes(RECORD_BYTES - 4)
+               for i in range(READ_FILE_BYTES // RECORD_BYTES)]
+    with tf.io.TFRecordWriter(uri) as writer:
+        for record in records:
+            writer.write(record)
+    return records
+
+
+def _pieces(uri: str, kind: str) -> Iterator[bytes]:
+    """What a reader of ``kind`` hands its consumer, piece by piece."""
+    if kind == "gfile":
+        with tf.io.gfile.GFile(uri, "rb") as f:
+            while piece := f.read(READ_CHUNK):
+                yield piece
+    else:
+        for record in tf.data.TFRecordDataset(uri):
+            yield record.numpy()
+
+
+def _assert_same(got: list[bytes], want: list[bytes], kind: str, what: str) -> None:
+    if kind == "gfile":
+        got = [b"".join(got)]
+    if got == want:
+        return
+    assert len(got) == len(want), f"{what}: {len(got)} pieces, not {len(want)}"
+    i = next(i for i, (g, w) in enumerate(zip(got, want)) if g != w)
+    if len(got[i]) != len(want[i]):
+        raise AssertionError(f"{what}: piece {i} has {len(got[i])} bytes, not {len(want[i])}")
+    offset = next(k for k, (a, b) in enumerate(zip(got[i], want[i])) if a != b)
+    raise AssertionError(f"{what}: wrong bytes in piece {i} from byte {offset}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind,block_size,victim", READS)
+def test_ignite_fs_read_in_flight_when_a_host_is_cut_off_goes_on_with_the_exact_bytes(
+        three_hosts: HostCluster, backend: None, kind: str, block_size: str, victim: int) -> None:
+    """A file being read in pieces, by ``tf.io.gfile.GFile`` or ``tf.data.TFRecordDataset``, when a host
+    holding blocks not read yet is cut off (link down: the node alive, no reset): the read goes on and
+    yields the exact bytes -- the blocks' backups serve them once the client has abandoned the silent
+    node -- in bounded time, its longest stall within failureDetectionTimeout + 5 s; the connections to
+    the other nodes stay open (only the silent node's is given up); a reader opening the file while the
+    host is still cut off reads it whole."""
+    cluster = three_hosts
+    host, port = cluster.address(0)
+    ignite_fs.configure(cache_prefix="net_faults", block_size=block_size)
+    uri = f"ignite://{host}:{port}/netread/{kind}-{block_size}-{victim}.bin"
+    store, path = IgniteBackend.resolve(uri)
+    assert isinstance(store, IgniteFileStore)
+    victim_id = node_id_of(store.client, cluster.member(victim).host)
+
+    # The cut must find the victim holding blocks the reader has not fetched yet: the file is written
+    # again (new content, new placement) until the victim is the primary of a block in its second half.
+    for seed in range(28, 38):
+        want = _write_for_reading(uri, kind, seed)
+        wait_rebalanced(cluster, [store.meta.name, store.data.name])
+        entry = store.stat(path)
+        assert isinstance(entry, FileEntry)
+        victim_blocks = [i for i in range(entry.blocks) if store.block_node(entry.key_of(i)) == victim_id]
+        if victim_blocks and victim_blocks[-1] * entry.block_size >= entry.size // 2:
+            break
+    else:
+        pytest.fail(f"node {victim} held no block in the second half of 10 files written")
+
+    got: list[bytes] = []
+    arrivals: list[float] = []
+    cut: list[tuple[float, int]] = []  # (when, bytes read by then)
+    healthy: list[Any] = []  # the connections to the other nodes at the cut
+    error: list[BaseException] = []
+
+    def read() -> None:
+        received = 0
+        try:
+            for piece in _pieces(uri, kind):
+                got.append(piece)
+                received += len(piece)
+                arrivals.append(time.monotonic())
+                if not cut and received >= entry.size // 4:
+                    healthy.extend(c for c in store.client.connections()
+                                   if c.handshake is not None and c.handshake.node_id != victim_id)
+                    cut.append((time.monotonic(), received))
+                    log.info("host %d cut off", victim)
+                    cluster.cut(victim)
+                time.sleep(READ_STEP * len(piece) / READ_CHUNK)  # the consumer's work on the piece
+        except BaseException as exc:  # reported by the test thread
+            error.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    t0 = time.monotonic()
+    reader.start()
+    reader.join(timeout=READ_BOUND)
+    took = time.monotonic() - t0
+    assert cut, f"the read ended before the cut: {error[:1]}"
+    cut_at, read_at_cut = cut[0]
+    assert not reader.is_alive(), (f"the read hung: {sum(map(len, got))} of {entry.size} bytes "
+                                   f"{time.monotonic() - cut_at:.0f}s after host {victim} was cut off")
+    # The reader keeps TensorFlow's 512 KiB buffer and a block fetched ahead: the victim's later
+    # blocks were still to be fetched when the link went down.
+    ahead = [i for i in victim_blocks if i * entry.block_size >= read_at_cut + (512 << 10) + 2 * entry.block_size]
+    assert ahead, f"the cut came after the reader had fetched node {victim}'s blocks {victim_blocks}"
+    assert not error, (f"the read failed {time.monotonic() - cut_at:.1f}s after the cut although every block "
+                       f"has a backup: {type(error[0]).__name__}: {error[0]}")
+    _assert_same(got, want, kind, f"{kind} read across the cut of host {victim}")
+    stall = stall_after(cut_at, arrivals)
+    print(f"\nignite:// {kind} read, {block_size} blocks, host {victim} cut off after {read_at_cut >> 20} MiB "
+          f"(it held {len(ahead)} blocks not fetched yet): completed with the exact bytes in {took:.1f}s, "
+          f"longest stall after the cut {stall:.1f}s (limit {STALL_LIMIT:.0f}s)")
+    assert stall <= STALL_LIMIT, f"the read stood still {stall:.1f}s after the cut"
+    assert healthy, "no connection to another node at the cut"
+    dropped = [c.address for c in healthy if c.closed]
+    assert not dropped, f"connections to nodes that were not cut off were closed: {dropped}"
+
+    # Opened while the host is still cut off: the file reads whole.
+    again = list(_pieces(uri, kind))
+    _assert_same(again, want, kind, f"{kind} read with host {victim} cut off")
 
 
 def test_a_pause_shorter_than_the_idle_timeout_is_waited_out(ignite_node: LocalCluster, cache_name: str) -> None:

@@ -174,8 +174,11 @@ class FileReader:
         Up to :data:`DIRECT_AHEAD` gets are in flight; each answer is read from the
         socket into its place in ``view`` (:meth:`Connection.receive_into`), by
         whichever thread receives on that connection.  Blocks already cached (a
-        read-ahead) are copied; after a lost connection the rest are fetched the
-        ordinary way (with its retry).
+        read-ahead) are copied.  A connection that fails (its node died, or fell
+        silent for ``idle_timeout``: its host cut off) is dropped and the gets that
+        were on it are fetched again the ordinary way (another node, with its
+        retry); the gets in flight to the other nodes are still received -- their
+        connections are healthy and stay open.
         """
         store, bs = self.store, self.entry.block_size
         with self._lock:
@@ -183,11 +186,23 @@ class FileReader:
             self._last = last - 1  # a read continuing at block `last` is sequential
         todo = collections.deque(i for i in range(first, last) if i not in cached)
         inflight: collections.deque[tuple[int, Connection, int]] = collections.deque()
+        lost: list[int] = []  # blocks whose connection failed: fetched again below
         cache_id = store.data.cache_id
 
         def target(index: int) -> memoryview:
             start = (index - first) * bs
             return view[start:start + min(bs, self.entry.size - index * bs)]
+
+        def abandon(conn: Connection) -> None:
+            """Drop a failed connection; its gets in flight join ``lost``, the others stay."""
+            store.client.drop_connection(conn)
+            kept = [e for e in inflight if e[1] is not conn]
+            for index, c, rid in inflight:
+                if c is conn:
+                    conn.forget_into(rid)
+                    lost.append(index)
+            inflight.clear()
+            inflight.extend(kept)
 
         def send(index: int) -> None:
             key = self.entry.key_of(index)
@@ -201,14 +216,25 @@ class FileReader:
                 inflight.append((index, conn, rid))
                 return frame
 
-            conn.send(encode)
+            try:
+                conn.send(encode)
+            except IgniteConnectionError:
+                if not any(i == index for i, _, _ in inflight):
+                    lost.append(index)
+                abandon(conn)
 
         try:
             while todo or inflight:
                 while todo and len(inflight) < DIRECT_AHEAD:
                     send(todo.popleft())
+                if not inflight:
+                    continue
                 index, conn, rid = inflight[0]
-                body, filled = conn.receive_into(rid, Op.CACHE_GET)
+                try:
+                    body, filled = conn.receive_into(rid, Op.CACHE_GET)
+                except IgniteConnectionError:
+                    abandon(conn)
+                    continue
                 inflight.popleft()
                 into = target(index)
                 if filled:
@@ -219,18 +245,12 @@ class FileReader:
                 else:
                     data = self._checked(index, store._block_of(self.entry.key_of(index), body))
                     into[:] = data[:len(into)]  # a block being rewritten may be longer
-        except IgniteConnectionError:
-            lost = [i for i, _, _ in inflight]
-            for _, conn, rid in inflight:
-                store.client.drop_connection(conn)
-                conn.forget_into(rid)
-            inflight.clear()
-            for i in (*lost, *todo):
-                into = target(i)
-                into[:] = self._fetch(i)[:len(into)]
         finally:
             for _, conn, rid in inflight:
                 conn.forget_into(rid)
+        for i in sorted(lost):
+            into = target(i)
+            into[:] = self._fetch(i)[:len(into)]
         if last < self.entry.blocks:
             # The next read most likely starts there.  Not earlier: the background
             # fetch would receive (and park) some of the answers expected above.
