@@ -48,12 +48,19 @@ from typing import Any, TypeVar
 
 from .harness import Contender, Run, Scenario, Target
 
-__all__ = ["checkpoint_write", "checkpoint_read", "filesystem_scenarios", "model_for", "FS_TARGETS"]
+__all__ = ["checkpoint_write", "checkpoint_read", "file_read", "filesystem_scenarios", "model_for", "FS_TARGETS",
+           "FILE_TARGET"]
 
 F = TypeVar("F", bound=Callable[..., Contender])
 
 #: The issue-6 target: ``ignite://`` at least half as fast as local disk, both ways.
 FS_TARGETS = {"fs_write": 0.5, "fs_read": 0.5}
+#: Issue 31: one file read sequentially at least as fast as a checkpoint restore of the same size.
+FILE_TARGET = 1.0
+#: Bytes per ``GFile.read`` call of the one-file scenario.
+READ_PIECE = 1 << 20
+#: Records of the TFRecord file of the one-file scenario (bytes each; the last one shorter).
+TFRECORD_BYTES = 100 * 1024
 
 #: Untimed warm-up operations per contender: at least this many...
 WARMUP_MIN = 5
@@ -213,14 +220,17 @@ def checkpoint_write(where: str, host: str, port: int, *, mb: int, local_dir: st
 
 
 @_spec
-def checkpoint_read(where: str, host: str, port: int, *, mb: int, local_dir: str | None = None) -> Contender:
-    """``Checkpoint.read`` of a checkpoint of the shared model saved once into ``where``."""
+def checkpoint_read(where: str, host: str, port: int, *, mb: int, local_dir: str | None = None,
+                    key: str | None = None) -> Contender:
+    """``Checkpoint.read`` of a checkpoint of the shared model saved once into ``where``
+    (``key``: the contender's key, by default ``where``)."""
     _register()
     model = model_for(mb)
     target = _Target(where, host, port, local_dir)
     prefix = f"{target.base}/r/ckpt"
     model.checkpoint.write(prefix)  # untimed set-up
-    key, label = _labels(where, "restore")
+    default_key, label = _labels(where, "restore")
+    key = key or default_key
 
     def restore() -> float:
         start = time.perf_counter()
@@ -248,9 +258,86 @@ def checkpoint_read(where: str, host: str, port: int, *, mb: int, local_dir: str
     return contender
 
 
+@_spec
+def file_read(how: str, host: str, port: int, *, mb: int, local_dir: str | None = None) -> Contender:
+    """One file as large as the shared model's variables, written once, read whole from start to end.
+
+    ``how``: ``"ignite"`` (``tf.io.gfile`` over ``ignite://``), ``"tfrecord"`` (a
+    ``TFRecordDataset`` over ``ignite://``, the file made of records) or ``"local"``
+    (``tf.io.gfile`` over a local file).
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    _register()
+    nbytes = model_for(mb).nbytes
+    target = _Target("local" if how == "local" else "ignite", host, port, local_dir)
+    path = f"{target.base}/one-file.{'tfrecord' if how == 'tfrecord' else 'bin'}"
+    rng = np.random.default_rng(17)
+    digest = hashlib.sha256()
+    tf.io.gfile.makedirs(target.base)
+    if how == "tfrecord":
+        with tf.io.TFRecordWriter(path) as w:  # untimed set-up
+            left = nbytes
+            while left > 0:
+                record = rng.bytes(min(TFRECORD_BYTES, left))
+                w.write(record)
+                digest.update(record)
+                left -= len(record)
+    else:
+        with tf.io.gfile.GFile(path, "wb") as f:
+            left = nbytes
+            while left > 0:
+                piece = rng.bytes(min(8 << 20, left))
+                f.write(piece)
+                digest.update(piece)
+                left -= len(piece)
+    expected = digest.hexdigest()
+
+    def read(check: bool) -> float:
+        h = hashlib.sha256() if check else None
+        start = time.perf_counter()
+        if how == "tfrecord":
+            got = 0
+            for record in tf.data.TFRecordDataset(path):
+                value = record.numpy()
+                got += len(value)
+                if h is not None:
+                    h.update(value)
+        else:
+            # In 1 MiB pieces, as a stream reader would: one read() of the whole file times
+            # TensorFlow's own copies of it (3x the file in memory, local disk included).
+            got = 0
+            with tf.io.gfile.GFile(path, "rb") as f:
+                while value := f.read(READ_PIECE):
+                    got += len(value)
+                    if h is not None:
+                        h.update(value)
+        seconds = time.perf_counter() - start
+        if got != nbytes or (h is not None and h.hexdigest() != expected):
+            raise AssertionError(f"{label}: read {got:,} bytes, expected {nbytes:,}"
+                                 + ("" if h is None else f" (sha256 {h.hexdigest()[:12]} vs {expected[:12]})"))
+        return seconds
+
+    def warmup() -> None:
+        contender.note = f"{note}; {_warmup_note('reads', _warm_up(lambda: read(False), first=lambda: read(True)))}"
+
+    label, note = {
+        "ignite": ("ignite:// one file, tf.io.gfile", "`tf.io.gfile.GFile(path, 'rb').read(1 MiB)` to the end"),
+        "tfrecord": ("ignite:// TFRecordDataset", f"`tf.data.TFRecordDataset(path)` iterated eagerly, "
+                                                  f"{TFRECORD_BYTES // 1024} KiB records"),
+        "local": ("local disk one file, tf.io.gfile (reference)", "`tf.io.gfile.GFile(path, 'rb').read(1 MiB)` "
+                                                                "to the end of a local file (page cache)"),
+    }[how]
+    contender = Contender(how, label, lambda: Run(read(False), 1, nbytes), warmup=warmup, close=target.close,
+                          note=note)
+    return contender
+
+
 def filesystem_scenarios(host: str, port: int, *, mb: int, nodes: int = 1, local_dir: str | None = None,
                          log: Any = print) -> list[Scenario]:
-    """The write and the restore scenario (``fs_write``, ``fs_read``) against the node at ``host:port``."""
+    """The write, the restore and the one-file scenario (``fs_write``, ``fs_read``, ``fs_file``)
+    against the node at ``host:port``."""
     log(f"  building a model of ~{mb} MiB for the checkpoint scenarios ...")
     model = model_for(mb)
     where = f"{nodes} node{'s' if nodes > 1 else ''}"
@@ -276,4 +363,25 @@ def filesystem_scenarios(host: str, port: int, *, mb: int, nodes: int = 1, local
         targets=[Target("ignite", "local", FS_TARGETS["fs_read"],
                         "ignite:// checkpoint restore >= 0.5x local disk")],
     )
-    return [write, read]
+    nbytes = model.nbytes
+    one_file = Scenario(
+        "fs_file", "5c. Filesystem: one large file read sequentially", (
+            f"One file of {nbytes / 1e6:.0f} MB (the checkpoint's payload size) read from start to end: "
+            "`tf.io.gfile.GFile(...).read(1 MiB)` in a loop and a `TFRecordDataset` of "
+            f"{TFRECORD_BYTES // 1024} KiB records (the file's size), both over `ignite://` "
+            f"({where}, default settings: 4 MiB blocks, read-ahead 16 MiB per open file), against a "
+            "`Checkpoint.read` of the same size through `ignite://` (the reference: TensorFlow reads "
+            "its tensors in parallel) and the same file read from local disk (page cache). Warm-up "
+            "as above; the first warm-up read checks every byte (sha256)."),
+        "MB/s",
+        [file_read("ignite", host, port, mb=mb, local_dir=local_dir),
+         file_read("tfrecord", host, port, mb=mb, local_dir=local_dir),
+         checkpoint_read("ignite", host, port, mb=mb, local_dir=local_dir, key="ckpt"),
+         file_read("local", host, port, mb=mb, local_dir=local_dir)],
+        reference="ckpt",
+        targets=[Target("ignite", "ckpt", FILE_TARGET,
+                        "one ignite:// file through tf.io.gfile >= 1x the checkpoint restore of its size"),
+                 Target("tfrecord", "ckpt", FILE_TARGET,
+                        "TFRecordDataset over ignite:// >= 1x the checkpoint restore of its size")],
+    )
+    return [write, read, one_file]

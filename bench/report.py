@@ -504,6 +504,9 @@ def filesystem_section(results: Sequence[ScenarioResult], profiles: dict[str, li
         target = ""
         if check is not None:
             target = f">= {check.target.ratio:g}x: {'met' if check.met else '**missed**'}"
+            if check.target.versus != "local" and check.measured is not None:  # e.g. against the restore
+                versus = r.results[check.target.versus].contender.label
+                target = f"{check.measured:.2f}x {versus}, {target}"
         lines.append(f"| {r.scenario.title.split(': ', 1)[-1]} | {_num(ours.mb_per_s)} | {_num(ref.mb_per_s)} | "
                      f"{ours.mb_per_s / ref.mb_per_s:.2f}x | {target} |")
     out.append("\n".join(lines))

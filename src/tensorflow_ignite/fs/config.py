@@ -17,7 +17,9 @@ The connection variables are those of every feature, read by
 file-store options (``IGNITE_FS_`` only): ``CACHE_PREFIX`` (default
 ``ignite_fs``), ``BLOCK_SIZE`` (bytes, suffixes ``k``/``m`` allowed; default 4m),
 ``BACKUPS`` (default 1), ``GARBAGE_DELAY`` (seconds replaced or removed content
-stays readable for readers in other processes that opened it before; default 10).
+stays readable for readers in other processes that opened it before; default 10),
+``READ_AHEAD`` (bytes a sequential reader fetches ahead, per open file, suffixes
+allowed; default 16m, 0 turns it off).
 
 ``ignite://host:port/path`` always uses that host and port; credentials and
 TLS are never taken from a URI (a ``user@`` part is rejected without echoing
@@ -75,6 +77,8 @@ class FsSettings:
     backups: int = 1
     #: Seconds replaced or removed content is kept for readers in other processes.
     garbage_delay: float = 10.0
+    #: Bytes a sequential reader fetches ahead, per open file (whole blocks; 0: none).
+    read_ahead: int = 16 << 20
 
     def updated(self, **changes: Any) -> "FsSettings":
         """A copy with ``changes`` applied: fields of this class or of :class:`ConnectionOptions`."""
@@ -111,12 +115,12 @@ def _env_snapshot() -> tuple[Any, ...]:
     return tuple(os.environ.get(n) for n in _ENV_NAMES)  # pragma: no cover - other platforms
 
 
-def _parse_size(name: str, text: str) -> int:
+def _parse_size(name: str, text: str, minimum: int = 1024) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)(?:i?b)?\s*", text.lower())
     if m is None:
         raise ConfigurationError(f"{name}={text!r} is not a size in bytes (e.g. 4194304, 4m, 512k)")
     value = int(float(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2)])
-    if value < 1024:
+    if value < minimum:
         raise ConfigurationError(f"{name}={text!r}: a block must be at least 1 KiB")
     return value
 
@@ -131,6 +135,8 @@ def _store_env(environ: Any) -> dict[str, Any]:
             continue
         if key == "block_size":
             out[key] = _parse_size(name, raw)
+        elif key == "read_ahead":
+            out[key] = _parse_size(name, raw, minimum=0)
         elif key == "backups":
             out[key] = parse_int(name, raw)
         elif key == "garbage_delay":
@@ -150,7 +156,7 @@ def configure(**options: Any) -> FsSettings:
     (``host``, ``port``, ``username``, ``password``, ``cafile``, ``certfile``,
     ``keyfile``, ``cert_password``, ``server_hostname``, the ``insecure_*``
     opt-outs, ``timeout``) and the store's own (``cache_prefix``,
-    ``block_size``, ``backups``, ``garbage_delay``).  Passing ``None`` removes
+    ``block_size``, ``backups``, ``garbage_delay``, ``read_ahead``).  Passing ``None`` removes
     an override.  Returns the resulting default settings.
     Stores already open keep their settings; new paths use the new ones.
     """
@@ -161,6 +167,8 @@ def configure(**options: Any) -> FsSettings:
                                  f"expected some of {', '.join(sorted(known))}")
     if "block_size" in options and options["block_size"] is not None:
         options["block_size"] = _parse_size("block_size", str(options["block_size"]))
+    if "read_ahead" in options and options["read_ahead"] is not None:
+        options["read_ahead"] = _parse_size("read_ahead", str(options["read_ahead"]), minimum=0)
     global _overrides_version
     with _lock:
         for k, v in options.items():

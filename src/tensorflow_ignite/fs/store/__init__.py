@@ -19,7 +19,7 @@ ARCHITECTURE.md ("ignite:// file store").  In short:
 
 The store is a package, one module per part: :mod:`.core` (``IgniteFileStore``:
 caches, threads, whole-file operations), :mod:`.tx`, :mod:`.namespace`,
-:mod:`.blocks`, :mod:`.gc`, :mod:`.reader`, :mod:`.writer`.
+:mod:`.blocks`, :mod:`.gc`, :mod:`.reader` (with :mod:`.readahead`), :mod:`.writer`.
 """
 
 from ...errors import StaleFileError

@@ -31,7 +31,8 @@ MAX_CONCURRENT_TX = 48
 WRITE_AHEAD = 3
 #: Threads per store for block transfers (shared by all its readers and writers).
 IO_THREADS = 8
-#: Blocks a reader keeps (the current, the read-ahead, one behind for re-reads).
+#: Blocks a reader keeps at least (the current, one behind for re-reads, one more for
+#: random access); its read-ahead adds to that (``read_ahead``, :mod:`.readahead`).
 READ_CACHE_BLOCKS = 3
 #: Block gets in flight while a large read receives blocks straight into its buffer.
 DIRECT_AHEAD = 3
@@ -62,6 +63,8 @@ class StoreState:
     meta: Cache
     data: Cache
     block_size: int
+    #: Bytes a sequential reader fetches ahead of the block it reads.
+    read_ahead: int
     cache_prefix: str
     endpoint: str
     #: Counters for tests and diagnostics.

@@ -38,6 +38,7 @@ from .common import FILES_PER_TX, GARBAGE_DELAY, IO_THREADS, MAX_CONCURRENT_TX, 
 from .gc import Garbage
 from .namespace import Namespace
 from .reader import FileReader
+from .readahead import DEFAULT_READ_AHEAD
 from .tx import Transactions, TxView
 from .writer import FileWriter
 
@@ -66,11 +67,16 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         endpoint: str | None = None,
         owns_client: bool = True,
         garbage_delay: float = GARBAGE_DELAY,
+        read_ahead: int = DEFAULT_READ_AHEAD,
     ) -> None:
         if block_size < 1024:
             raise ValueError("block_size must be at least 1 KiB")
+        if read_ahead < 0:
+            raise ValueError(f"read_ahead must be >= 0 bytes (0 turns read-ahead off), not {read_ahead}")
         self.client = client
         self.block_size = int(block_size)
+        #: Bytes each sequential reader fetches ahead (:mod:`.readahead`; 0: none).
+        self.read_ahead = int(read_ahead)
         self.cache_prefix = cache_prefix
         self.backups = backups
         h, p = client.seeds[0]
@@ -144,7 +150,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         client = settings.connection.connect()
         return cls(client, cache_prefix=settings.cache_prefix, block_size=settings.block_size,
                    backups=settings.backups, endpoint=settings.connection.endpoints[0], owns_client=False,
-                   garbage_delay=settings.garbage_delay)
+                   garbage_delay=settings.garbage_delay, read_ahead=settings.read_ahead)
 
     def close(self) -> None:
         """Finish background work and close the client (if this store opened it).
