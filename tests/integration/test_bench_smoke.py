@@ -73,9 +73,11 @@ def test_bench_quick_run_reports_every_contender(tmp_path: Path) -> None:
                     "- Machine:", "- Software:", "- Date:", "- Load average", "- Command: `python -m bench.run"):
         assert heading in text, heading
     assert "Bytes received per node" in text
-    for key in ("latency_bulk", "latency_small"):  # the proxy's round trip is felt: the curve is real
+    for key in ("latency_bulk", "latency_small"):
+        # The proxy's round trip is felt: a timed read over the 20 ms link takes one round trip at least.
+        # (Not rtt20 slower than rtt0: at quick sizes the fixed costs dominate, and that comparison flaked.)
         contenders = data["scenarios"][key]["contenders"]
-        assert contenders["rtt20"]["rate"] < contenders["rtt0"]["rate"], (key, contenders)
+        assert min(contenders["rtt20"]["seconds"]) >= 0.020, (key, contenders["rtt20"])
     # Scoring (bench/scoring.py): both models on 1 and 3 nodes, the targets and the per-node bytes.
     assert "## 7. Scoring in place: digits model, 1 node" in text
     assert "| predict (heavy) >= 5x pyignite rows -> model -> put_all |" in text
