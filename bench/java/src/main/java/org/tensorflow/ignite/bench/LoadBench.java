@@ -246,11 +246,33 @@ public final class LoadBench {
         };
     }
 
+    /**
+     * Wait (at most 30 s) until this client node knows {@code cacheName}: the cache is created by another
+     * client just before the load, and a client node learns of it through discovery a moment later (a
+     * streamer opened before that fails with "Cache doesn't exist").
+     */
+    static void awaitCache(Ignite ignite, String cacheName) {
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (ignite.cache(cacheName) == null) {
+            if (System.nanoTime() > deadline)
+                throw new IllegalStateException("cache " + cacheName + " is not known to the thick client 30 s "
+                    + "after it was created");
+            try {
+                Thread.sleep(10);
+            }
+            catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for cache " + cacheName, e);
+            }
+        }
+    }
+
     /** An {@link IgniteDataStreamer}: {@code addData} per row, {@code close()} waits for every batch. */
     static Loader thick(Ignite ignite) {
         return new Loader() {
             @Override
             public long load(String cacheName, Data data, int batch, int buffer) {
+                awaitCache(ignite, cacheName);
                 try (IgniteDataStreamer<Long, Object> streamer = ignite.dataStreamer(cacheName)) {
                     if (buffer > 0)
                         streamer.perNodeBufferSize(buffer);
