@@ -17,8 +17,8 @@ import pytest
 
 import tensorflow_ignite
 from tensorflow_ignite.client import IgniteClient, close_shared_clients
-from tensorflow_ignite.errors import (CacheNotFoundError, EmptySourceError, IgniteError, ModelInputError,
-                                      ModelLoadError, OutputLayoutError)
+from tensorflow_ignite.errors import (CacheNotFoundError, ConfigurationError, EmptySourceError, IgniteError,
+                                      ModelInputError, ModelLoadError, OutputLayoutError)
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.scoring import LEDGER_CACHE, MODEL_HASH, ModelRecord, models_of
 from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
@@ -159,6 +159,12 @@ def test_bad_input_is_refused_before_anything_is_written(client: IgniteClient, c
     with pytest.raises(CacheNotFoundError):
         tensorflow_ignite.predict(tiny_model(), cache_name + "_nope", out, client=client, progress=False)
     nothing_written()
+    # The source as its own output: refused before its rows are touched, even with overwrite.
+    with pytest.raises(ConfigurationError) as itself:
+        tensorflow_ignite.predict(tiny_model(), cache_name, cache_name, client=client, mode="overwrite",
+                                  progress=False)
+    assert "its own source" in str(itself.value)
+    assert client.cache(cache_name).size() == 200
     # An output of another layout: the entries that are there stay as they were.
     tensorflow_ignite.write(out, {"other": np.arange(5)}, client=client)
     before = read_output(client, out)

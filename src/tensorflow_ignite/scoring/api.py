@@ -17,7 +17,7 @@ from .ledger import Ledger
 from .model import load_model
 from .output import OutputCache
 from .signature import bind_inputs
-from .source import WHOLE, open_scoring_source
+from .source import WHOLE, is_query, open_scoring_source
 
 if TYPE_CHECKING:
     from ..client import IgniteClient
@@ -145,6 +145,9 @@ def predict(
     if backups < 0:
         raise ConfigurationError("backups must be >= 0")
     started = time.perf_counter()
+    if not is_query(source) and source == output:
+        raise ConfigurationError(f"predict into {output!r} would write over its own source cache; name another "
+                                 "output cache")
     if parts is not None and any(p < 0 for p in parts):
         raise ConfigurationError(f"parts= holds partition numbers (>= 0); got {sorted(parts)[:10]}")
     scoring_model = load_model(model)
@@ -177,6 +180,9 @@ def predict(
     expected = src.rows
     if expected is not None and parts is not None:  # this run's share of the rows, for the capacity check
         expected = -(-expected * len(units) // max(1, len(src.units)))
+    # The output is created before the source is read, not while: creating a cache changes the
+    # cluster's topology version, and the reader then no longer trusts node scans' partitions as
+    # complete until the read ends (nothing would be recorded on the way; measured).
     created = out.open(overwrite=overwrite, backups=backups, atomicity=AtomicityMode.ATOMIC,
                        write_sync=WriteSynchronizationMode.FULL_SYNC, sql=sql, expected_rows=expected)
     if created:
