@@ -229,6 +229,9 @@ class FollowPositionLostError(IgniteError):
     """A follower's saved position can no longer be resumed exactly once: the module's follow log
     lacks updates after it (older than the log's retention, or lost with every node that saw them)."""
 
+    #: Reaches TensorFlow as ``tf.errors.FailedPreconditionError`` (not a transient failure to retry).
+    tf_error_code = 9
+
     def __init__(self, message: str, *, cache_name: str, partition: int) -> None:
         super().__init__(message)
         self.cache_name = cache_name

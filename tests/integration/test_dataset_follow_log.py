@@ -246,3 +246,47 @@ def test_kill_the_node_holding_the_query_each_update_once(three_nodes: LocalClus
     assert ds.stats.catch_ups and ds.stats.registrations >= 2, ds.stats
     _assert_exactly_once({k: [0] for k in snapshot}, after, last, writer.retried,
                          "through kill -9 of the node holding the query")
+
+
+EXPIRY = "tf_follow_log_expiry"
+
+
+@pytest.fixture
+def short_retention(tmp_path: Path) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(tmp_path / "nodes", nodes=1, name="tfi-follow-log-ttl", heap_mb=384, region_mb=256,
+                           follow_log=(EXPIRY,), follow_log_retention_s=2)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        close_shared_clients()
+        cluster.stop()
+
+
+def test_a_position_older_than_the_retention_is_refused_by_name(short_retention: LocalCluster,
+                                                                tmp_path: Path) -> None:
+    """Updates after the position expired from the log: the restore raises instead of skipping them."""
+    host, port = short_retention.address()
+    with IgniteClient(short_retention.addresses(), timeout=20) as client:
+        client.get_or_create_cache(EXPIRY).put(0, _row(0, 0))
+        ds = IgniteDataset.follow(EXPIRY, host, port, start="now", batch_size=1, max_wait=0.01)
+        it = iter(ds)
+        wrote = threading.Timer(2.0, lambda: client.cache(EXPIRY).put(0, _row(0, 1)))
+        wrote.start()  # once the run's query is registered (the run starts with the first next())
+        first = next(it)
+        wrote.join()
+        assert first["val"]["seq"].numpy().tolist() == [1] and ds.stats.mode == "log"
+        path = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "ckpt"))
+        for seq in (2, 3, 4):  # after the position; they expire before anyone reads them
+            client.cache(EXPIRY).put(0, _row(0, seq))
+        log_cache = client.cache(f"tf_follow_log_{EXPIRY}")
+        wait_for(lambda: log_cache.size() == 0, 60, "the log's entries to expire")
+        client.cache(EXPIRY).put(0, _row(0, 5))  # its entry names the expired one as its previous update
+        wait_for(lambda: log_cache.size() == 1, 30, "the new update in the log")
+
+        restored = IgniteDataset.follow(EXPIRY, host, port, start="now", batch_size=1, max_wait=0.01,
+                                        stream_timeout=5.0)
+        it2 = iter(restored)
+        tf.train.Checkpoint(iterator=it2).read(path).assert_consumed()
+        with pytest.raises(tf.errors.FailedPreconditionError, match=f"FollowPositionLostError.*{EXPIRY}"):
+            next(it2)
