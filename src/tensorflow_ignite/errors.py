@@ -38,6 +38,7 @@ __all__ = [
     "EmptySourceError",
     "IgniteConnectionError",
     "NotificationOverflowError",
+    "FollowPositionLostError",
     "ConnectionTimeoutError",
     "TLSError",
     "HandshakeError",
@@ -222,6 +223,19 @@ class NotificationOverflowError(IgniteError):
     def __init__(self, message: str, *, address: str | None = None) -> None:
         super().__init__(message)
         self.address = address
+
+
+class FollowPositionLostError(IgniteError):
+    """A follower's saved position can no longer be resumed exactly once: the module's follow log
+    lacks updates after it (older than the log's retention, or lost with every node that saw them)."""
+
+    #: Reaches TensorFlow as ``tf.errors.FailedPreconditionError`` (not a transient failure to retry).
+    tf_error_code = 9
+
+    def __init__(self, message: str, *, cache_name: str, partition: int) -> None:
+        super().__init__(message)
+        self.cache_name = cache_name
+        self.partition = partition
 
 
 class ServerError(IgniteError):

@@ -360,16 +360,24 @@ class IgniteDataset(tf.data.Dataset):
         worker follows its node's primary partitions.
 
         Iterators are checkpointable (``tf.train.Checkpoint(iterator=it)``,
-        a few bytes).  The guarantee (see ARCHITECTURE.md, "Following a
-        cache"): while the continuous query lives, each update is delivered
-        once; when it is lost (its node died, the consumer fell more than
-        ``max_buffered`` notification frames behind, a restore from a
-        checkpoint) the follower registers a new query and scans the
-        partitions again, so the latest value of every key is always
-        delivered -- rows may come again, values overwritten in the gap and
-        deletes in the gap are not seen.  ``stats`` counts resyncs.  The
-        dataset runs in the process that built it (not on the tf.data
-        service).
+        small: per partition an update counter at most).  The guarantee (see
+        ARCHITECTURE.md, "Following a cache") depends on the nodes.  When every
+        server node keeps the module's follow log of the cache (``FollowLog``,
+        ``NodeLauncher --follow-log``; ``stats.mode == "log"``), every update
+        after the saved position is delivered exactly once, in counter order
+        per partition, through a process crash + restore, a lost query or a
+        node's death (``stats.catch_ups``); the initial snapshot is at least
+        once for rows written while it is scanned; a position older than the
+        log's retention raises :class:`~tensorflow_ignite.errors.FollowPositionLostError`.
+        Without the log (``stats.mode == "resync"``): while the continuous
+        query lives, each update is delivered once; when it is lost (its node
+        died, the consumer fell more than ``max_buffered`` notification
+        frames behind, a restore from a checkpoint) the follower registers a
+        new query and scans the partitions again, so the latest value of
+        every key is always delivered -- rows may come again, values
+        overwritten in the gap and deletes in the gap are not seen
+        (``stats.resyncs``).  The dataset runs in the process that built it
+        (not on the tf.data service).
         """
         from .follow import FollowOptions
         from .follow_dataset import FollowDataset

@@ -8,7 +8,10 @@ node pushes meanwhile wait on the connection and are delivered after the scan.
 So every row that exists when the query starts is delivered by the scan, and
 every write after it by an event: nothing falls between the two.
 
-The guarantee, precisely (ARCHITECTURE.md, "Following a cache"):
+When every server node keeps the module's follow log of the cache, the run
+is a :class:`~.follow_log.LogRun` instead: it follows the log, and every
+update after the saved position is delivered exactly once (see there).
+Without it, the guarantee, precisely (ARCHITECTURE.md, "Following a cache"):
 
 * While the query lives, every insert and update of a followed partition is
   delivered once, in the order Ignite commits it per key (Ignite's continuous
@@ -27,7 +30,8 @@ The guarantee, precisely (ARCHITECTURE.md, "Following a cache"):
   nothing finer can be resumed from.
 
 The saved state is a few bytes (:class:`FollowState`): the plan, the rows
-handed out (for ``max_rows``) and whether the first scan had been handed out.
+handed out (for ``max_rows``) and whether the first scan had been handed out
+(and, following the log, an update counter per partition).
 
 Memory is bounded: a reader thread per run drains the query's connection
 into a queue of at most ``max_buffered`` frames (of at most the query's page
@@ -75,7 +79,7 @@ START_MODES = ("beginning", "now")
 DELETE_MODES = ("drop", "flag")
 #: Events the node gathers before it sends them, or fewer after ``max_wait``.
 _QUERY_PAGE = 256
-_STATE_VERSION = 1
+_STATE_VERSION = 2
 _OBJ = 103
 _KEEP_BINARY = CacheOptions(keep_binary=True)
 
@@ -112,23 +116,30 @@ class FollowOptions:
 
 @dataclass(frozen=True)
 class FollowState:
-    """A follower's saved position: which plan, rows handed out, whether the first scan was handed out."""
+    """A follower's saved position: which plan, rows handed out, whether the first scan was handed out,
+    and -- following the module's log -- the update counter handed out last per partition."""
 
     plan: str
     rows: int = 0
     scanned: bool = False
+    #: Partition -> the last update counter handed out (None: not following a log).
+    positions: dict[int, int] | None = None
 
     def encode(self) -> bytes:
-        return json.dumps({"follow": _STATE_VERSION, "plan": self.plan, "rows": self.rows,
-                           "scanned": self.scanned}, separators=(",", ":")).encode()
+        raw: dict[str, Any] = {"follow": _STATE_VERSION, "plan": self.plan, "rows": self.rows,
+                               "scanned": self.scanned}
+        if self.positions is not None:
+            raw["log"] = [[p, c] for p, c in sorted(self.positions.items())]
+        return json.dumps(raw, separators=(",", ":")).encode()
 
     @classmethod
     def decode(cls, data: bytes, what: str) -> "FollowState":
         try:
             raw = json.loads(bytes(data).decode())
-            if raw.get("follow") != _STATE_VERSION:
+            if raw.get("follow") not in (1, _STATE_VERSION):  # 1: before the log; read as a state without one
                 raise ValueError(f"version {raw.get('follow')!r}")
-            return cls(str(raw["plan"]), int(raw["rows"]), bool(raw["scanned"]))
+            positions = {int(p): int(c) for p, c in raw["log"]} if raw.get("log") is not None else None
+            return cls(str(raw["plan"]), int(raw["rows"]), bool(raw["scanned"]), positions)
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
             raise ConfigurationError(
                 f"{what} is not the state of a follower (IgniteDataset.follow) ({exc}); restore a checkpoint "
@@ -150,6 +161,12 @@ class FollowStats:
     event_rows: int = 0
     #: Most notification frames queued at once, unread.
     peak_buffered: int = 0
+    #: "log" when following the module's follow log (exactly once), "resync" without it.
+    mode: str = "resync"
+    #: Following the log: queries lost and caught up from the position, each with its reason.
+    catch_ups: list[str] = field(default_factory=list)
+    #: Following the log: rows read back from the log by catch-ups (after a restore or a lost query).
+    caught_up_rows: int = 0
 
 
 class _Query:
@@ -231,6 +248,8 @@ class Follower:
         self.partitions: frozenset[int] | None = None if follow_all else frozenset(t.partition for t in tasks)
         self.partition_count = partitions
         self.stats = FollowStats()
+        #: Whether the nodes keep the module's follow log of this cache (set by the dataset: exactly once).
+        self.log = False
 
     def run(self, state: bytes | None = None, next_split: NextSplit | None = None) -> "FollowRun":
         """A run from the start, or from a saved ``state`` (which resyncs: see the module docstring)."""
@@ -247,10 +266,14 @@ class Follower:
                     f"the saved iterator belongs to another dataset, not this follower of cache "
                     f"{self.cache_name!r} with its partitions; restore it into an iterator of a follower "
                     "built the same way (same cache, same parts=...)")
+        if self.log:
+            from .follow_log import LogRun  # the exactly-once run over the module's log
+
+            return LogRun(self, resume)
         return FollowRun(self, resume)
 
-    def open_query(self) -> _Query:
-        """Register a query on a new connection to a live node (the one the client reaches first)."""
+    def open_query(self, cache: str | None = None) -> _Query:
+        """Register a query on ``cache`` (default: the followed one) on a new connection to a live node."""
         deadline = time.monotonic() + self.client.options.timeout
         delay = 0.05
         while True:
@@ -259,7 +282,8 @@ class Follower:
                 base = self.client.default_connection
                 conn = Connection(base.host, base.port, self.client.settings)
                 try:
-                    query = _Query(conn, self.cache_name, self.options.max_buffered, self.options.max_wait, self.stats)
+                    query = _Query(conn, cache or self.cache_name, self.options.max_buffered, self.options.max_wait,
+                                   self.stats)
                 except BaseException:
                     conn.close()
                     raise
@@ -366,8 +390,11 @@ class FollowRun:
             if self._query is not None:
                 self._query.close()
 
-    def _cut(self, batch: dict[str, Any], n: int) -> Iterator[dict[str, Any]]:
-        """``batch`` in pieces of at most ``batch_size`` rows, stopping at ``max_rows``."""
+    def _cut(self, batch: dict[str, Any], n: int, tags: list[Any] | None = None) -> Iterator[dict[str, Any]]:
+        """``batch`` in pieces of at most ``batch_size`` rows, stopping at ``max_rows``.
+
+        ``tags`` (one per row, or None) go to :meth:`_piece` with each piece before it is yielded.
+        """
         size = self._opts.batch_size
         start = 0
         while start < n and not self._done():
@@ -375,9 +402,27 @@ class FollowRun:
             if self._opts.max_rows is not None:
                 take = min(take, self._opts.max_rows - self._yielded)
             piece = _slice(batch, start, start + take)
+            self._piece(None if tags is None else tags[start:start + take], take)
             self._yielded += take
             start += take
             yield piece
+
+    def _piece(self, tags: list[Any] | None, rows: int) -> None:
+        """A piece of ``rows`` rows (tagged ``tags``) is about to be yielded (a subclass keeps positions)."""
+
+    def _decode_body(self, body: memoryview, flag: bool) -> tuple[bytes, np.ndarray, int, list[Any] | None]:
+        """One notification frame's rows to deliver: their (key, value) region, which are deletes,
+        how many, and a tag per row (None: untagged)."""
+        events = continuous.decode_continuous_events(body)
+        keep = self._f.keep(events)
+        gone = (events.types == continuous.EventType.REMOVED) | (events.types == continuous.EventType.EXPIRED)
+        if flag:
+            region = bytearray()
+            for i in np.flatnonzero(keep):  # in event order: a delete and a re-insert stay in order
+                region += events.rows(_one(len(events), i), old=bool(gone[i]))
+            return bytes(region), gone[keep], int(keep.sum()), None
+        live = keep & ~gone
+        return events.rows(live), np.zeros(int(live.sum()), dtype=bool), int(live.sum()), None
 
     def _scan(self) -> Iterator[dict[str, Any]]:
         flag = self._opts.deletes == "flag"
@@ -400,6 +445,7 @@ class FollowRun:
         flag = opts.deletes == "flag"
         region = bytearray()
         deleted: list[np.ndarray] = []
+        tags: list[Any] | None = None
         pending = 0
         first_at = 0.0
         last_event = time.monotonic()
@@ -412,18 +458,12 @@ class FollowRun:
             else:
                 wait = 1.0
             for body in query.take(wait):
-                events = continuous.decode_continuous_events(body)
-                keep = f.keep(events)
-                gone = (events.types == continuous.EventType.REMOVED) | (events.types == continuous.EventType.EXPIRED)
-                live = keep & ~gone
-                if flag:
-                    for i in np.flatnonzero(keep):  # in event order: a delete and a re-insert stay in order
-                        region += events.rows(_one(len(events), i), old=bool(gone[i]))
-                    deleted.append(gone[keep])
-                    added = int(keep.sum())
-                else:
-                    region += events.rows(live)
-                    added = int(live.sum())
+                chunk, gone, added, chunk_tags = self._decode_body(body, flag)
+                region += chunk
+                deleted.append(gone)
+                if chunk_tags is not None:
+                    tags = [] if tags is None else tags
+                    tags.extend(chunk_tags)
                 if added:
                     if not pending:
                         first_at = time.monotonic()
@@ -435,9 +475,9 @@ class FollowRun:
                 if flag:
                     batch["deleted"] = np.concatenate(deleted)
                 f.stats.event_rows += pending
-                n = pending
-                region, deleted, pending = bytearray(), [], 0
-                yield from self._cut(batch, n)
+                n, batch_tags = pending, tags
+                region, deleted, tags, pending = bytearray(), [], None, 0
+                yield from self._cut(batch, n, batch_tags)
                 last_event = time.monotonic()
             elif not pending and opts.stream_timeout is not None and now - last_event >= opts.stream_timeout:
                 return

@@ -17,6 +17,7 @@ import tensorflow as tf
 from ..errors import ConfigurationError, UnsupportedOperationError
 from ..native import data_source
 from .follow import Follower, FollowOptions, FollowStats
+from .follow_log import has_follow_log
 
 __all__ = ["FollowDataset"]
 
@@ -43,6 +44,8 @@ class FollowDataset(tf.data.Dataset):
         self._base = base
         self.follower = Follower(base.client, base.cache_name, base._reader, plan.tasks, partitions, options,
                                  follow_all=follow_all)
+        # With the module's follow log of this cache on every server node: exactly once (follow_log.py).
+        self.follower.log = has_follow_log(base.client, base.cache_name)
         signature = base.schema.element_spec(batched=True)
         if options.deletes == "flag":
             signature = {**signature, "deleted": tf.TensorSpec([None], tf.bool)}

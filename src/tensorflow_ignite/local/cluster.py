@@ -216,6 +216,10 @@ class LocalCluster:
     #: ``auth``, the cluster's own user ``ignite`` may submit; without it, loopback-only nodes
     #: accept unauthenticated jobs (:meth:`launcher_settings` says which).
     launcher_security: LauncherSecurity | None = None
+    #: Caches whose updates the module logs, so that ``IgniteDataset.follow`` resumes them exactly
+    #: once (``FollowLog`` on the nodes; needs ``launcher_module``), and the log's retention.
+    follow_log: tuple[str, ...] = ()
+    follow_log_retention_s: int | None = None
     name: str = "tf-ignite"
     owner_pid: int | None = field(default_factory=_owner_default)
     members: list[NodeInfo] = field(default_factory=list)
@@ -408,6 +412,10 @@ class LocalCluster:
             cmd.append("--no-launcher-service")
         else:
             cmd += self.launcher_settings().node_arguments()
+            if self.follow_log:
+                cmd += ["--follow-log", ",".join(self.follow_log)]
+                if self.follow_log_retention_s is not None:
+                    cmd += ["--follow-log-retention-s", str(int(self.follow_log_retention_s))]
         if self.tls_material is not None:
             cmd += ["--tls-keystore", str(self.tls_material.server_keystore)]
             if self.tls_client_auth:

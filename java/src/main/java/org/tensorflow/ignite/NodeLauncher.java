@@ -43,6 +43,8 @@ import org.tensorflow.ignite.launcher.TfLauncherModule;
  * ({@link TfLauncherModule#configure}: the module attribute and the launcher service in
  * its configuration), unless started with {@code --no-launcher-service}.
  * {@code --launcher-service-config} is accepted and means the same as the default.
+ * {@code --follow-log CACHE[,CACHE]} (and {@code --follow-log-retention-s}) adds the module's
+ * follow log of those caches ({@link org.tensorflow.ignite.follow.FollowLog#configure}).
  */
 public final class NodeLauncher {
     private NodeLauncher() {
@@ -74,6 +76,9 @@ public final class NodeLauncher {
         long failureDetectionMs = 10_000;
         boolean launcherService = true;
         long exitWith = -1;
+        /** Caches whose updates the module logs for exactly-once followers ({@code --follow-log a,b}). */
+        final List<String> followLog = new ArrayList<>();
+        long followLogRetentionS = org.tensorflow.ignite.follow.FollowLog.DEFAULT_RETENTION_SECONDS;
     }
 
     public static void main(String[] args) throws Exception {
@@ -123,6 +128,8 @@ public final class NodeLauncher {
                 case "--launcher-work-root": o.policy.setWorkRoot(args[++i]); break;
                 case "--launcher-service-config": break; // the default (kept for older callers)
                 case "--exit-with": o.exitWith = Long.parseLong(args[++i]); break;
+                case "--follow-log": o.followLog.add(args[++i]); break;
+                case "--follow-log-retention-s": o.followLogRetentionS = Long.parseLong(args[++i]); break;
                 default:
                     System.err.println("NodeLauncher: unknown flag " + a);
                     System.exit(2);
@@ -208,8 +215,10 @@ public final class NodeLauncher {
         }
         cfg.setDataStorageConfiguration(storage);
         cfg.setAuthenticationEnabled(o.auth);
-        if (o.launcherService)
+        if (o.launcherService) {
             TfLauncherModule.configure(cfg, o.policy);
+            org.tensorflow.ignite.follow.FollowLog.configure(cfg, o.followLog, o.followLogRetentionS);
+        }
         return cfg;
     }
 

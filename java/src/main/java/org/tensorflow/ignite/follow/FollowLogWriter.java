@@ -1,0 +1,104 @@
+package org.tensorflow.ignite.follow;
+
+import java.util.Arrays;
+
+import javax.cache.event.CacheEntryEvent;
+import javax.cache.event.CacheEntryUpdatedListener;
+import javax.cache.event.EventType;
+
+import org.apache.ignite.Ignite;
+import org.apache.ignite.IgniteCache;
+import org.apache.ignite.IgniteCheckedException;
+import org.apache.ignite.IgniteLogger;
+import org.apache.ignite.binary.BinaryObject;
+import org.apache.ignite.cache.affinity.Affinity;
+import org.apache.ignite.cache.query.CacheQueryEntryEvent;
+import org.apache.ignite.internal.IgniteEx;
+import org.apache.ignite.internal.processors.cache.CacheObjectContext;
+import org.apache.ignite.lang.IgniteAsyncCallback;
+
+/**
+ * The local listener of one node's continuous query on a followed cache: writes each event into
+ * the log as (partition, update counter) -&gt; (type, previous counter, key bytes, value bytes).
+ *
+ * <p>Ignite hands a continuous query's listener every event once, per partition in update-counter
+ * order, also across a primary's death (the backups' queues resend what the primary had not
+ * sent). Being an {@link IgniteAsyncCallback}, it runs in the async-callback pool, striped by
+ * partition, so it may write to a cache and a partition's events stay in order. Writing in order
+ * with {@code putIfAbsent} makes the log of a partition grow in counter order whichever of the
+ * nodes' writers gets there first: the entry (p, c) exists before (p, c') for every c &lt; c' the
+ * writer of c' saw.
+ */
+@IgniteAsyncCallback
+final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object> {
+    private final Ignite ignite;
+    private final IgniteLogger log;
+    private final String cache;
+    private final IgniteCache<Object, Object> logCache;
+    private final Affinity<Object> affinity;
+    private final CacheObjectContext objects;
+    /** The last counter this writer saw per partition (-1: none yet). */
+    private final long[] last;
+
+    FollowLogWriter(Ignite ignite, IgniteLogger log, String cache, IgniteCache<Object, Object> logCache,
+        int partitions) {
+        this.ignite = ignite;
+        this.log = log;
+        this.cache = cache;
+        this.logCache = logCache;
+        this.affinity = ignite.affinity(cache);
+        this.objects = ((IgniteEx)ignite).cachex(cache).context().cacheObjectContext();
+        this.last = new long[partitions];
+        Arrays.fill(last, -1L);
+    }
+
+    @Override public void onUpdated(Iterable<CacheEntryEvent<?, ?>> events) {
+        for (CacheEntryEvent<?, ?> e : events) {
+            try {
+                write(e);
+            }
+            catch (RuntimeException | IgniteCheckedException ex) {
+                // The other nodes' writers write the same entry; a stopping node fails here.
+                log.warning("tf-ignite follow log of cache '" + cache + "': an event was not logged by this node ("
+                    + ex + ")");
+            }
+        }
+    }
+
+    private void write(CacheEntryEvent<?, ?> e) throws IgniteCheckedException {
+        long counter = ((CacheQueryEntryEvent<?, ?>)e).getPartitionUpdateCounter();
+        int part = affinity.partition(e.getKey());
+        long prev;
+        synchronized (last) {
+            prev = last[part] < counter ? last[part] : -1L;
+            last[part] = Math.max(last[part], counter);
+        }
+        boolean gone = e.getEventType() == EventType.REMOVED || e.getEventType() == EventType.EXPIRED;
+        Object value = gone ? e.getOldValue() : e.getValue();
+        BinaryObject key = ignite.binary().builder(FollowLog.KEY_TYPE).setField("p", part).setField("c", counter)
+            .build();
+        if (logCache.localPeek(key) != null)
+            return; // another node's writer was first
+        BinaryObject entry = ignite.binary().builder(FollowLog.ENTRY_TYPE)
+            .setField("t", (byte)type(e.getEventType()))
+            .setField("prev", prev)
+            .setField("k", bytes(e.getKey()), byte[].class)
+            .setField("v", bytes(value), byte[].class)
+            .build();
+        logCache.putIfAbsent(key, entry);
+    }
+
+    private byte[] bytes(Object o) throws IgniteCheckedException {
+        return o == null ? null : ((IgniteEx)ignite).context().cacheObjects().marshal(objects, o);
+    }
+
+    /** The thin client's event type byte. */
+    private static int type(EventType t) {
+        switch (t) {
+            case CREATED: return 0;
+            case UPDATED: return 1;
+            case REMOVED: return 2;
+            default: return 3;
+        }
+    }
+}

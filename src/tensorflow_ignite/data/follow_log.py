@@ -1,0 +1,286 @@
+"""Following a cache through the module's follow log: every update after a position, exactly once.
+
+When the server nodes carry the tensorflow-ignite module configured to log a
+cache (``FollowLog`` in the Java module; ``NodeLauncher --follow-log``), each
+update of it is written into the log cache ``tf_follow_log_<cache>`` under
+the key (partition, update counter), with the update's event type, the
+counter of the partition's previous update (``prev``) and the key and value
+bytes.  A :class:`LogRun` follows that log instead of the cache:
+
+* **position** -- per followed partition, the update counter handed out last
+  (:class:`~.follow.FollowState` ``positions``);
+* **start** -- the module's ``head`` (each partition's update counter, after
+  the log's query is registered) is the first position; with
+  ``start="beginning"`` the cache is then scanned.  A row written between the
+  head and the scan's visit of its key comes twice (scan, then log): the
+  snapshot is at least once, everything after it exactly once;
+* **restore / lost query** -- a thin-client continuous query on the log is
+  registered first, then each partition's log entries after its position are
+  read back (a scan of that log partition: log partition p holds the cache's
+  partition p), then the query's events; entries at or before the position are
+  dropped, so nothing comes twice and nothing after the position is missed;
+* **order** -- a partition's log grows in counter order (the nodes' writers
+  write in the order Ignite hands them the events), and a query's events of
+  one partition come in the order they were written;
+* **loss** -- an entry whose ``prev`` is beyond the position means the log no
+  longer holds what came in between (older than the retention, or lost with
+  every node that had it): :class:`~tensorflow_ignite.errors.FollowPositionLostError`.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..client import IgniteClient
+from ..errors import (
+    FollowPositionLostError,
+    IgniteConnectionError,
+    NotificationOverflowError,
+    ServerError,
+)
+from ..protocol import continuous, requests, responses
+from ..protocol.codes import Op
+from ..protocol.hashing import affinity_partition
+
+from .follow import FollowRun, FollowState
+
+if TYPE_CHECKING:
+    from .follow import Follower
+
+__all__ = ["ATTRIBUTE", "SERVICE_NAME", "LOG_PREFIX", "LogEntry", "LogRun", "has_follow_log", "log_cache_name",
+           "log_head", "read_log_partition"]
+
+log = logging.getLogger(__name__)
+
+#: The node attribute listing the caches a node logs (comma-separated), set by the Java ``FollowLog``.
+ATTRIBUTE = "tensorflow-ignite.follow-log"
+#: The module's follow-log service (a node singleton on every module node).
+SERVICE_NAME = "tf-ignite-follow-log"
+LOG_PREFIX = "tf_follow_log_"
+_REMOVED = (int(continuous.EventType.REMOVED), int(continuous.EventType.EXPIRED))
+
+
+def log_cache_name(cache: str) -> str:
+    """The follow log of ``cache``."""
+    return LOG_PREFIX + cache
+
+
+def has_follow_log(client: IgniteClient, cache: str) -> bool:
+    """Whether every server node logs ``cache`` (a node without it would leave its updates out)."""
+    nodes = client.server_nodes()
+    logging_ = [n for n in nodes if cache in str(n.attributes.get(ATTRIBUTE) or "").split(",")]
+    if logging_ and len(logging_) < len(nodes):
+        log.warning("IgniteDataset.follow over cache %r: %d of %d server nodes keep its follow log; following "
+                    "without it (configure every node the same way for exactly-once resumes)", cache,
+                    len(logging_), len(nodes))
+    return bool(nodes) and len(logging_) == len(nodes)
+
+
+def log_head(client: IgniteClient, cache: str, timeout: float) -> list[int]:
+    """Each partition's update counter now, from the module (which first makes sure its log runs)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while True:
+        features = client.default_connection.features
+        try:
+            body = client.request(
+                lambda rid: requests.service_invoke(rid, SERVICE_NAME, "head", [cache], features=features),
+                Op.SERVICE_INVOKE, retry=False)
+            head = responses.decode_object(body, client.decoder())
+            return [int(c) for c in head]
+        except (ServerError, IgniteConnectionError) as exc:
+            # The service deploying on a node that just joined or started, or a node leaving.
+            if time.monotonic() >= deadline:
+                raise IgniteConnectionError(
+                    f"IgniteDataset.follow over cache {cache!r}: the module's follow log did not answer within "
+                    f"{timeout}s ({type(exc).__name__}: {exc}); check the nodes' logs for 'tf-ignite follow log'",
+                    address=getattr(exc, "address", None)) from None
+            if isinstance(exc, IgniteConnectionError):
+                client.drop_connection(client.default_connection)
+            time.sleep(delay)
+            delay = min(1.0, delay * 2)
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One update of the followed cache, as the log holds it."""
+
+    partition: int
+    counter: int
+    kind: int  # continuous.EventType
+    prev: int  # the partition's previous update counter the writer saw (-1: unknown)
+    key: bytes
+    value: bytes | None  # the old value for removed and expired entries
+
+    @classmethod
+    def of(cls, key: Any, value: Any) -> "LogEntry":
+        """From the decoded log key and log entry (binary objects)."""
+        k, v = key.fields, value.fields
+        data = v.get("v")
+        return cls(int(k["p"]), int(k["c"]), int(v["t"]), int(v["prev"]), _bytes(v["k"]),
+                   None if data is None else _bytes(data))
+
+
+def _bytes(a: Any) -> bytes:
+    return a.tobytes() if isinstance(a, np.ndarray) else bytes(a)
+
+
+def read_log_partition(client: IgniteClient, cache: str, partition: int, partitions: int,
+                       after: int) -> list[LogEntry]:
+    """The log entries of ``cache``'s ``partition`` with a counter beyond ``after``, in counter order.
+
+    The log key's affinity field is the partition (an int, its own Java hash), and the log has the
+    cache's partition count, so Ignite's default affinity puts them in log partition ``partition``;
+    one partition is read at a time, so a catch-up holds one partition's lag in memory.
+    """
+    where = affinity_partition(partition, partitions)
+    rows = client.cache(log_cache_name(cache)).scan(partition=where)
+    out = [e for e in (LogEntry.of(k, v) for k, v in rows) if e.partition == partition and e.counter > after]
+    out.sort(key=lambda e: e.counter)
+    return out
+
+
+class LogRun(FollowRun):
+    """A :class:`~.follow.FollowRun` over the module's follow log: positions per partition, exactly once."""
+
+    def __init__(self, follower: "Follower", resume: "FollowState | None") -> None:
+        f = follower
+        self._parts = sorted(f.partitions) if f.partitions is not None else list(range(f.partition_count))
+        known = resume.positions if resume is not None and resume.scanned else None
+        #: Handed to TensorFlow (saved) and yielded (read ahead of it) positions.
+        self._positions: dict[int, int] = dict(known) if known is not None else {}
+        self._ahead: dict[int, int] = dict(self._positions)
+        self._restored = known is not None
+        #: Pieces yielded but not yet handed out: (rows, partition -> last counter in the piece).
+        self._pieces: collections.deque[tuple[int, dict[int, int]]] = collections.deque()
+        f.stats.mode = "log"
+        super().__init__(follower, resume)
+
+    def emitted(self, rows: int) -> None:
+        super().emitted(rows)
+        left = int(rows)
+        while left > 0 and self._pieces:
+            n, pos = self._pieces.popleft()
+            self._positions.update(pos)
+            left -= n
+
+    def save(self) -> bytes:
+        return FollowState(self._f.fingerprint, self._rows, self._scanned, dict(self._positions)).encode()
+
+    def _piece(self, tags: list[Any] | None, rows: int) -> None:
+        pos: dict[int, int] = {}
+        for p, c in tags or ():
+            pos[p] = c  # tags of a partition come in counter order
+        self._pieces.append((rows, pos))
+
+    # ---------------------------------------------------------------- the read
+    def _run(self) -> Iterator[dict[str, Any]]:
+        f = self._f
+        cache = f.cache_name
+        timeout = f.client.options.timeout
+        fresh = not self._restored
+        if fresh:
+            log_head(f.client, cache, timeout)  # the log cache exists before its query is registered
+        try:
+            while not self._done():
+                self._query = f.open_query(log_cache_name(cache))
+                try:
+                    if fresh:
+                        head = log_head(f.client, cache, timeout)
+                        self._positions = {p: head[p] for p in self._parts}
+                        self._ahead = dict(self._positions)
+                        self._pieces.clear()
+                        if self._opts.start == "beginning" or self._resume is not None:
+                            yield from self._scan()
+                        fresh = False
+                    else:
+                        yield from self._catch_up()
+                    if self._scan_end is None:
+                        self._scan_end = self._yielded
+                        if self._rows >= self._scan_end:
+                            self._scanned = True
+                    yield from self._events(self._query)
+                    return
+                except (IgniteConnectionError, NotificationOverflowError) as exc:
+                    reason = f"{type(exc).__name__}: {exc}"
+                    log.warning("IgniteDataset.follow over cache %r: catching up from the log after %s", cache, reason)
+                    f.stats.catch_ups.append(reason)
+                finally:
+                    self._query.close()
+                    self._query = None
+        finally:
+            if self._query is not None:
+                self._query.close()
+
+    def _accept(self, e: LogEntry) -> bool:
+        """Whether ``e`` is next to deliver for its partition (False: delivered already); raises on a gap."""
+        last = self._ahead.get(e.partition)
+        if last is None:
+            return False  # not a followed partition
+        if e.counter <= last:
+            return False
+        if e.prev > last:
+            raise FollowPositionLostError(
+                f"IgniteDataset.follow over cache {self._f.cache_name!r}: the follow log of partition {e.partition} "
+                f"has no entries between update counters {last} (the position) and {e.prev}: they are older than "
+                "the log's retention or were lost with every node that held them, so this position cannot be "
+                "resumed exactly once. Follow again from start='beginning' (a new snapshot), and raise the "
+                "retention (--follow-log-retention-s / FollowLog.configure) if the follower lags that long",
+                cache_name=self._f.cache_name, partition=e.partition)
+        self._ahead[e.partition] = e.counter
+        return True
+
+    def _rows_of(self, entries: list[LogEntry]) -> tuple[bytes, np.ndarray, int, list[Any]]:
+        """The rows of the entries to deliver (accepted in order), as :meth:`_decode_body` gives them."""
+        flag = self._opts.deletes == "flag"
+        region = bytearray()
+        gone: list[bool] = []
+        tags: list[Any] = []
+        for e in entries:
+            if not self._accept(e):
+                continue
+            removed = e.kind in _REMOVED
+            if e.value is None or (removed and not flag):
+                continue  # nothing to deliver; the position moves with the partition's next row
+            region += e.key
+            region += e.value
+            gone.append(removed)
+            tags.append((e.partition, e.counter))
+        return bytes(region), np.asarray(gone, dtype=bool), len(tags), tags
+
+    def _decode_body(self, body: memoryview, flag: bool) -> tuple[bytes, np.ndarray, int, list[Any] | None]:
+        events = continuous.decode_continuous_events(body)
+        dec = self._f.client.decoder()
+        entries = []
+        for i in range(len(events)):
+            if events.types[i] != continuous.EventType.CREATED:
+                continue  # the log's own expiries
+            start, end = int(events.offsets[i, 2]), int(events.offsets[i, 3])
+            entries.append(LogEntry.of(dec.decode(events.key(i)), dec.decode(events.body[start:end])))
+        return self._rows_of(entries)
+
+    def _catch_up(self) -> Iterator[dict[str, Any]]:
+        """Every followed partition's log entries after its position, partition by partition."""
+        f = self._f
+        flag = self._opts.deletes == "flag"
+        for p in self._parts:
+            entries = read_log_partition(f.client, f.cache_name, p, f.partition_count, self._ahead[p])
+            for start in range(0, len(entries), self._opts.batch_size):
+                region, gone, n, tags = self._rows_of(entries[start:start + self._opts.batch_size])
+                if not n:
+                    continue
+                batch = f.scan.decode_rows(memoryview(region), n)
+                if flag:
+                    batch["deleted"] = gone
+                f.stats.caught_up_rows += n
+                yield from self._cut(batch, n, tags)
+                if self._done():
+                    return
+

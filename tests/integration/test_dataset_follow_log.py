@@ -1,0 +1,292 @@
+"""IgniteDataset.follow over the module's follow log: every update after the position exactly once.
+
+Three nodes keep the follow log of the caches below (``LocalCluster(follow_log=...)``, i.e.
+``NodeLauncher --follow-log``); each cache has one backup. A writer keeps updating keys with a
+per-key sequence number, so "exactly once" is checkable: after the position, each key's
+delivered sequence numbers are consecutive, without a repeat and without a gap, up to the last
+one written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tensorflow as tf
+
+from tensorflow_ignite import IgniteDataset
+from tensorflow_ignite.client import IgniteClient
+from tensorflow_ignite.data.dataset import close_shared_clients
+from tensorflow_ignite.errors import IgniteConnectionError, ServerError
+from tensorflow_ignite.local.cluster import LocalCluster
+from tensorflow_ignite.protocol.cache_config import CacheConfiguration
+from tensorflow_ignite.protocol.codes import CacheMode, WriteSynchronizationMode
+from tensorflow_ignite.protocol.values import BinaryObject
+from tensorflow_ignite.testing.waiting import wait_for
+
+CRASH = "tf_follow_log_crash"
+NODE_KILL = "tf_follow_log_node_kill"
+KEYS = 40
+
+
+@pytest.fixture(scope="module")
+def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(tmp_path_factory.mktemp("follow-log"), nodes=3, name="tfi-follow-log", heap_mb=384,
+                           region_mb=256, follow_log=(CRASH, NODE_KILL))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        close_shared_clients()
+        cluster.stop()
+
+
+def _row(key: int, seq: int) -> BinaryObject:
+    return BinaryObject("FollowSeqRow", {"id": key, "seq": seq})
+
+
+def _create(client: IgniteClient, cache: str) -> None:
+    client.create_cache(CacheConfiguration(cache, cache_mode=CacheMode.PARTITIONED, backups=1,
+                                           write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC))
+    client.cache(cache).put_all({k: _row(k, 0) for k in range(KEYS)})
+
+
+class _Writer:
+    """Updates keys 0..KEYS-1 round robin, each with its next sequence number, until stopped.
+
+    A put that failed with a lost connection is sent again with the same number (it may have
+    been applied: then the key has two updates with that number, which ``retried`` records).
+    """
+
+    def __init__(self, addresses: list[tuple[str, int]], cache: str) -> None:
+        self.last = dict.fromkeys(range(KEYS), 0)
+        self.retried: set[tuple[int, int]] = set()
+        self.writes = 0
+        self.error: BaseException | None = None
+        self._cache = cache
+        self._addresses = addresses
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            with IgniteClient(self._addresses, timeout=20) as client:
+                while not self._stop.is_set():
+                    for key in range(KEYS):
+                        seq = self.last[key] + 1
+                        deadline = time.monotonic() + 60
+                        while True:
+                            try:
+                                client.cache(self._cache).put(key, _row(key, seq))
+                                break
+                            except (IgniteConnectionError, ServerError):
+                                self.retried.add((key, seq))
+                                if time.monotonic() > deadline:
+                                    raise
+                        self.last[key] = seq
+                        self.writes += 1
+                    time.sleep(0.01)  # a steady stream, not a flood: the machine is shared
+        except BaseException as exc:  # reported by stop()
+            self.error = exc
+
+    def stop(self) -> dict[int, int]:
+        self._stop.set()
+        self._thread.join(120)
+        assert not self._thread.is_alive()
+        if self.error is not None:
+            raise self.error
+        return dict(self.last)
+
+
+def _assert_exactly_once(before: dict[int, list[int]], after: dict[int, list[int]], last: dict[int, int],
+                         retried: set[tuple[int, int]], what: str) -> None:
+    """Per key: ``after`` holds each number from the last of ``before`` + 1 to ``last``, once and in order."""
+    problems = []
+    for key in range(KEYS):
+        got = after.get(key, [])
+        # A put sent twice (connection lost under it) is two updates with one number: both are delivered.
+        collapsed = [s for i, s in enumerate(got) if not (i and s == got[i - 1] and (key, s) in retried)]
+        start = max(before.get(key, [0])) + 1
+        want = list(range(start, last[key] + 1))
+        if collapsed != want:
+            dup = sorted({s for s in collapsed if collapsed.count(s) > 1})
+            gaps = sorted(set(want) - set(collapsed))
+            problems.append(f"key {key}: {len(collapsed)} delivered, {len(want)} written after {start - 1}; "
+                            f"repeated {dup[:5]}, missing {gaps[:5]}, first {collapsed[:3]}")
+    assert not problems, f"{what}: not exactly once for {len(problems)} keys: {problems[:5]}"
+
+
+# A process following a cache, checkpointing after every batch into a file of its own, until killed.
+FOLLOWER = textwrap.dedent("""
+    import json, sys
+    import tensorflow as tf
+    from tensorflow_ignite import IgniteDataset
+
+    cache, host, port, ckpt, log = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+    ds = IgniteDataset.follow(cache, host, port, batch_size=16, max_wait=0.05)
+    it = iter(ds)
+    checkpoint = tf.train.Checkpoint(iterator=it)
+    with open(log, "a") as out:
+        for i, batch in enumerate(it):
+            rows = list(zip(batch["key"].numpy().tolist(), batch["val"]["seq"].numpy().tolist()))
+            path = checkpoint.write(f"{ckpt}/{i}")
+            out.write(json.dumps({"rows": rows, "checkpoint": path, "mode": ds.stats.mode}) + "\\n")
+            out.flush()
+""")
+
+
+def test_crash_and_restore_deliver_each_update_after_the_position_once(three_nodes: LocalCluster,
+                                                                       tmp_path: Path) -> None:
+    """(a) kill -9 of the following process after a checkpoint; the restored iterator goes on exactly once."""
+    cluster = three_nodes
+    host, port = cluster.address()
+    with IgniteClient(cluster.addresses(), timeout=20) as client:
+        _create(client, CRASH)
+    log_path = tmp_path / "follower.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-c", FOLLOWER, CRASH, host, str(port), str(tmp_path / "ckpt"),
+                             str(log_path)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    writer = None
+    try:
+        def logged() -> list[dict[str, Any]]:
+            if proc.poll() is not None:
+                raise AssertionError(f"the follower exited: {proc.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
+            return [json.loads(line) for line in log_path.read_text().splitlines()] if log_path.exists() else []
+
+        # The snapshot first, with nothing written meanwhile (a row written during the scan may come twice).
+        wait_for(lambda: sum(len(e["rows"]) for e in logged()) >= KEYS, 180, "the follower to deliver the snapshot")
+        writer = _Writer(cluster.addresses(), CRASH)
+        wait_for(lambda: sum(len(e["rows"]) for e in logged()) >= KEYS + 300, 120, "the follower to deliver updates")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    entries = [json.loads(line) for line in log_path.read_text().splitlines()]
+    assert entries[-1]["mode"] == "log", "the nodes keep the cache's follow log: the follower uses it"
+    before: dict[int, list[int]] = defaultdict(list)
+    for e in entries:
+        for k, s in e["rows"]:
+            before[k].append(s)
+    assert writer is not None
+    writes_at_kill = writer.writes
+    # The writer goes on while nobody follows, then while the restored iterator catches up.
+    wait_for(lambda: writer.writes >= writes_at_kill + 200, 60, "updates written while nobody follows")
+
+    ds = IgniteDataset.follow(CRASH, host, port, batch_size=16, max_wait=0.05, stream_timeout=8.0)
+    it = iter(ds)
+    tf.train.Checkpoint(iterator=it).read(entries[-1]["checkpoint"]).assert_consumed()
+    after: dict[int, list[int]] = defaultdict(list)
+    delivered = 0
+    last: dict[int, int] | None = None
+    for batch in it:
+        for k, s in zip(batch["key"].numpy().tolist(), batch["val"]["seq"].numpy().tolist()):
+            after[k].append(s)
+        delivered += len(batch["key"])
+        if last is None and delivered >= 400:
+            last = writer.stop()  # the iterator ends stream_timeout seconds after the last update
+    if last is None:
+        last = writer.stop()
+    assert ds.stats.mode == "log" and ds.stats.resyncs == [] and ds.stats.scanned_rows == 0, ds.stats
+    assert ds.stats.caught_up_rows > 0, "the restored iterator read what was written while nobody followed"
+    _assert_exactly_once(before, after, last, writer.retried, "after kill -9 and a checkpoint restore")
+
+
+def test_kill_the_node_holding_the_query_each_update_once(three_nodes: LocalCluster) -> None:
+    """(b) kill -9 of the node holding the follower's query (and writing the log): still exactly once."""
+    cluster = three_nodes
+    with IgniteClient(cluster.addresses(), timeout=20) as client:
+        _create(client, NODE_KILL)
+        ds = IgniteDataset.follow(NODE_KILL, client=client, batch_size=16, max_wait=0.05, stream_timeout=15.0)
+        after: dict[int, list[int]] = defaultdict(list)
+        error: list[BaseException] = []
+        rows = [0]
+
+        def consume() -> None:
+            try:
+                for batch in ds:
+                    for k, s in zip(batch["key"].numpy().tolist(), batch["val"]["seq"].numpy().tolist()):
+                        after[k].append(s)
+                    rows[0] += len(batch["key"])
+            except BaseException as exc:  # reported below
+                error.append(exc)
+
+        consumer = threading.Thread(target=consume, daemon=True)
+        consumer.start()
+        wait_for(lambda: rows[0] >= KEYS or error, 180, "the snapshot")
+        assert not error, error
+        snapshot = {k: list(v) for k, v in after.items()}
+        after.clear()
+        holder = [i for i, (h, p) in enumerate(cluster.addresses()) if f"{h}:{p}" == ds.stats.query_address]
+        assert holder, f"the query's node {ds.stats.query_address} is one of the cluster's"
+        survivors = [a for i, a in enumerate(cluster.addresses()) if i != holder[0]]
+        writer = _Writer(survivors, NODE_KILL)
+        wait_for(lambda: rows[0] >= KEYS + 200 or error, 60, "updates before the kill")
+        cluster.kill_node(holder[0], signal.SIGKILL)
+        at_kill = rows[0]
+        wait_for(lambda: rows[0] >= at_kill + 400 or error, 120, "updates after the kill")
+        last = writer.stop()
+        consumer.join(120)
+        assert not consumer.is_alive(), "the follower did not end (stream_timeout)"
+        assert not error, error
+    assert ds.stats.mode == "log" and ds.stats.resyncs == [], ds.stats
+    assert ds.stats.catch_ups and ds.stats.registrations >= 2, ds.stats
+    _assert_exactly_once({k: [0] for k in snapshot}, after, last, writer.retried,
+                         "through kill -9 of the node holding the query")
+
+
+EXPIRY = "tf_follow_log_expiry"
+
+
+@pytest.fixture
+def short_retention(tmp_path: Path) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(tmp_path / "nodes", nodes=1, name="tfi-follow-log-ttl", heap_mb=384, region_mb=256,
+                           follow_log=(EXPIRY,), follow_log_retention_s=2)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        close_shared_clients()
+        cluster.stop()
+
+
+def test_a_position_older_than_the_retention_is_refused_by_name(short_retention: LocalCluster,
+                                                                tmp_path: Path) -> None:
+    """Updates after the position expired from the log: the restore raises instead of skipping them."""
+    host, port = short_retention.address()
+    with IgniteClient(short_retention.addresses(), timeout=20) as client:
+        client.get_or_create_cache(EXPIRY).put(0, _row(0, 0))
+        ds = IgniteDataset.follow(EXPIRY, host, port, start="now", batch_size=1, max_wait=0.01)
+        it = iter(ds)
+        wrote = threading.Timer(2.0, lambda: client.cache(EXPIRY).put(0, _row(0, 1)))
+        wrote.start()  # once the run's query is registered (the run starts with the first next())
+        first = next(it)
+        wrote.join()
+        assert first["val"]["seq"].numpy().tolist() == [1] and ds.stats.mode == "log"
+        path = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "ckpt"))
+        for seq in (2, 3, 4):  # after the position; they expire before anyone reads them
+            client.cache(EXPIRY).put(0, _row(0, seq))
+        log_cache = client.cache(f"tf_follow_log_{EXPIRY}")
+        wait_for(lambda: log_cache.size() == 0, 60, "the log's entries to expire")
+        client.cache(EXPIRY).put(0, _row(0, 5))  # its entry names the expired one as its previous update
+        wait_for(lambda: log_cache.size() == 1, 30, "the new update in the log")
+
+        restored = IgniteDataset.follow(EXPIRY, host, port, start="now", batch_size=1, max_wait=0.01,
+                                        stream_timeout=5.0)
+        it2 = iter(restored)
+        tf.train.Checkpoint(iterator=it2).read(path).assert_consumed()
+        with pytest.raises(tf.errors.FailedPreconditionError, match=f"FollowPositionLostError.*{EXPIRY}"):
+            next(it2)
