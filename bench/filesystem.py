@@ -208,10 +208,16 @@ def checkpoint_write(where: str, host: str, port: int, *, mb: int, local_dir: st
         model.checkpoint.write(f"{directory}/ckpt")
         return time.perf_counter() - start, directory
 
+    written: list[str] = []
+
     def run() -> Run:
         seconds, directory = save()
-        target.remove(directory)  # untimed: every save starts from the same state
+        written.append(directory)
         return Run(seconds, 1, model.nbytes)
+
+    def after() -> None:
+        while written:  # untimed, outside the measurement: every save starts from the same state
+            target.remove(written.pop())
 
     def warm_save() -> float:
         seconds, directory = save()
@@ -223,7 +229,7 @@ def checkpoint_write(where: str, host: str, port: int, *, mb: int, local_dir: st
 
     note = (f"`tf.train.Checkpoint(model=...).write`, {model.description}; files deleted after each timed "
             "save (untimed)")
-    contender = Contender(key, label, run, warmup=warmup, close=target.close, note=note)
+    contender = Contender(key, label, run, warmup=warmup, close=target.close, note=note, after=after)
     return contender
 
 
