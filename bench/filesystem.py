@@ -9,7 +9,8 @@ both contenders alternating in the same run (the harness's rules):
 
 * ``fs_write`` -- the timed part is ``Checkpoint.write`` (data file, index,
   the temporary shard renamed into place); the files are deleted afterwards,
-  untimed, so every save starts from the same state;
+  untimed -- on ``ignite://`` their blocks too, not ``garbage_delay`` later
+  inside another save -- so every save starts from the same state;
 * ``fs_read`` -- the timed part is ``Checkpoint.read`` of a checkpoint written
   once before (every variable assigned).  The warm-up restores into zeroed
   variables and checks the bytes against the saved ones, so a fast but wrong
@@ -147,7 +148,8 @@ class _Target:
         self.where = where
         run = uuid.uuid4().hex[:8]
         if where == "ignite":
-            self.base = f"ignite://{host}:{port}/bench-fs/{run}"
+            self.endpoint = f"{host}:{port}"
+            self.base = f"ignite://{self.endpoint}/bench-fs/{run}"
             self._local: Path | None = None
         elif where == "local":
             self._local = Path(tempfile.mkdtemp(prefix=f"bench-fs-{run}-", dir=local_dir))
@@ -159,8 +161,14 @@ class _Target:
         if self.where == "ignite":
             import tensorflow as tf
 
+            from tensorflow_ignite import fs
+
             if tf.io.gfile.exists(directory):
                 tf.io.gfile.rmtree(directory)
+            # The store deletes removed blocks after ``garbage_delay`` (10 s), i.e. in
+            # the middle of later timed saves of either contender; deleted here, as
+            # local disk frees its files here, every save starts from the same state.
+            fs.store_for(self.endpoint).drain()
         else:
             shutil.rmtree(directory, ignore_errors=True)
 
@@ -200,10 +208,16 @@ def checkpoint_write(where: str, host: str, port: int, *, mb: int, local_dir: st
         model.checkpoint.write(f"{directory}/ckpt")
         return time.perf_counter() - start, directory
 
+    written: list[str] = []
+
     def run() -> Run:
         seconds, directory = save()
-        target.remove(directory)  # untimed: every save starts from the same state
+        written.append(directory)
         return Run(seconds, 1, model.nbytes)
+
+    def after() -> None:
+        while written:  # untimed, outside the measurement: every save starts from the same state
+            target.remove(written.pop())
 
     def warm_save() -> float:
         seconds, directory = save()
@@ -215,7 +229,7 @@ def checkpoint_write(where: str, host: str, port: int, *, mb: int, local_dir: st
 
     note = (f"`tf.train.Checkpoint(model=...).write`, {model.description}; files deleted after each timed "
             "save (untimed)")
-    contender = Contender(key, label, run, warmup=warmup, close=target.close, note=note)
+    contender = Contender(key, label, run, warmup=warmup, close=target.close, note=note, after=after)
     return contender
 
 

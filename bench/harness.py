@@ -77,6 +77,9 @@ class Contender:
     #: contender so slow that it is stopped after a fixed time (pyignite): more rounds of
     #: it would only lengthen the run, while the others' medians gain from more rounds.
     max_reps: int | None = None
+    #: Untimed work after each timed run (deleting what it wrote), called outside the
+    #: measurement, so that the nodes' CPU it takes is not charged to the run.
+    after: Callable[[], None] | None = None
 
 
 @dataclass
@@ -269,6 +272,8 @@ def run_scenario(sc: Scenario, reps: int, log: Callable[[str], None] = print,
                 continue
             try:
                 run = _measure(c, node_pids)
+                if c.after is not None:
+                    c.after()
             except Exception as exc:  # noqa: BLE001
                 res.error = _describe(exc)
                 log(f"  [{sc.key}] {c.label}: FAILED {res.error}")

@@ -232,6 +232,8 @@ def _child(spec_json: str, reps: int) -> None:
     units = 0
     for _ in range(reps):
         units += contender.run().units
+        if contender.after is not None:
+            contender.after()
     seconds = time.perf_counter() - t0
     out: dict[str, Any] = {"seconds": seconds, "rate": units / seconds if seconds else 0.0}
     if profiler is not None:

@@ -607,6 +607,44 @@ tensor's direct read, to use the 30-50 ms TensorFlow spends between tensors (che
 variable): 0.336/0.348/0.340 s (14 alternating rounds; the node's CPU, ~0.29 s per 0.33 s restore,
 is busy throughout). The write gap is the node's put path; the restore gap too.
 
+Where the node's time goes on a save (issue 31; one process alternating the variants over one node,
+269 MB checkpoints, 6 warm-up rounds; other jobs loaded the machine to load 12-37, so wall-clock
+ratios were noise and node CPU per save, from /proc, is what counts): the put path costs the node
+2.2-2.4 ms of CPU per MiB written (0.56-0.62 s per save). Async-profiler during four saves: the
+B+tree update is 49% of it -- fresh 4 KiB memory pages, each zeroed before use
+(`PageMemoryNoStoreImpl.allocatePage` -> `GridUnsafe.zeroMemory`, 23%), and the value copied into
+them (`AbstractFreeList.writeSinglePage`); decoding the request's `byte[]` into a fresh array 7%,
+copying that array once more because a thin client's `byte[]` is a user object
+(`UserCacheObjectByteArrayImpl.prepareForCache`, 9%); the NIO thread reading the socket 8 KiB at a
+time into a fresh, zeroed message array 14-22%; JIT 11%, GC 6%. Every one of these is per byte and
+inside the node. Tried, no gain: the thin-client data streamer (OP_DATA_STREAMER_START with the
+block as its one entry, FLUSH|CLOSE, allow-overwrite off, so the node's isolated updater writes the
+entry without the atomic-update path): node CPU per save 0.65/0.66 s vs 0.56/0.57 s with puts (8
+and 14 alternating rounds) -- the streamer's reader decodes the value twice
+(`PlatformUtils.readCacheObject`: the deserialized array, then the raw bytes), which pays back the
+copy it skips; identical restores either way. Deleting blocks with OP_CACHE_CLEAR_KEYS instead of
+OP_CACHE_REMOVE_KEYS: 0.175 vs 0.200 s of node CPU per 256 MiB deleted (14 each): noise. A lead,
+measured on the write side only (scratch prototype, not adopted): each block put as a binary object
+with a raw section (24-byte object header, flags user type | raw data, then the block) instead of a
+`byte[]` -- the node keeps the detached object as it is, without the user-object copy: node CPU per
+save 0.51 vs 0.60 s, median save 1.19 vs 1.26 s (10 alternating rounds). A get returns it wrapped
+(type 27: 29 bytes before the block, 4 after), so readers would strip those; it changes the stored
+format (existing blocks are `byte[]`, and older readers could not read the new ones), so it is left
+for a decision. Deletions
+themselves: removing a 269 MB checkpoint's blocks costs the node 0.16-0.20 s (a third of what
+storing them did), and the store deletes them `garbage_delay` (10 s) after the remove -- in the
+bench, in the middle of later timed saves of either contender: the profile of the missed write target
+in the last run (5a) charged ~30% of the node's samples to them (`GridNearAtomicUpdateFuture.map`, the removes,
+filed under "other"). The scenario now deletes them in the untimed step after each save, where
+local disk frees its files (`IgniteFileStore.drain`, in the contender's `after` step, outside the
+measured call, so the node-CPU column does not count it), and the node profile names that area: node
+CPU per timed ignite:// save 0.655/0.915 -> 0.580/0.655 s, per timed local save 0.065/0.145 ->
+0.040/0.045 s (two pairs of runs); the ratio did not move beyond noise at that load (0.59/0.55x ->
+0.55/0.53x). The write gap is the node's put path: a 269 MB save costs the node 0.43-0.62 s of CPU
+(1.7-2.4 ms per MiB, quiet to loaded) and TensorFlow 0.23-0.3 s, so 0.5x of a quiet machine's local
+disk (0.138 s per save, so 0.28 s) needs 0.66-0.92 s of CPU in 0.28 s -- more than this machine's two
+cores -- whatever the client sends.
+
 Where the node's time goes on a restore (async-profiler inside the node during five restores,
 `bench/nodeprofile.py`; the profile of a missed target in this file shows the same split): the
 cache get is 30-40% of the node's CPU (B+tree page reads, each 4 MiB value assembled from 1,024

@@ -71,3 +71,24 @@ def test_node_cpu_is_measured_from_the_nodes_own_proc_stat() -> None:
     finally:
         busy.kill()
         busy.wait()
+
+
+def test_after_runs_once_after_each_timed_run_outside_the_nodes_cpu() -> None:
+    """A contender's untimed ``after`` (deleting what it wrote) follows each of its runs and the
+    node CPU it causes is not charged to the run: here the "node" is this process, busy in ``after``."""
+    calls: list[str] = []
+
+    def run() -> Run:
+        calls.append("run")
+        return Run(0.01, 10, 100)
+
+    def after() -> None:
+        calls.append("after")
+        t0 = time.process_time()
+        while time.process_time() - t0 < 0.3:
+            pass
+
+    sc = Scenario("t", "t", "", "rows/s", [Contender("a", "a", run, memory="none", after=after)])
+    res = run_scenario(sc, reps=2, log=lambda _: None, node_pids=[os.getpid()])
+    assert calls == ["run", "after", "run", "after"]
+    assert all(r.extra["node_cpu"] < 0.2 for r in res.results["a"].runs), [r.extra for r in res.results["a"].runs]
