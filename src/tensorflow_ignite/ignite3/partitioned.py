@@ -22,9 +22,9 @@ BLAKE2b digest of the key columns' values -- when it is handed on, and a
 partition is done when the query that read it has ended.  So a saved
 iterator holds, per partition, "done" or the identities of the rows handed
 out so far, and a restored one reads the partitions not done and drops the
-rows it already handed out.  Identities rather than positions, because a
-node reads a partition in its row-id order but a query over several
-partitions interleaves them as it likes.
+rows it already handed out.  Identities rather than positions: a query over
+several partitions interleaves them as the engine likes, and a partition's
+own order on another replica is not something this relies on.
 
 A query that fails midway -- its node died, or (no pruning: every query
 touches every node) a node it needed did -- is not the end: the consumer has
