@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,7 +72,25 @@ def test_reads_every_partition_from_its_primary_once(cluster: Ignite3Cluster, cl
                                                       table: str) -> None:
     ds = from_table(table, client=client, batch_size=1000, page_size=500)
     assert ds.partitions == tuple(range(12))
-    got = [b for b in ds]
+    one = from_sql(f"SELECT * FROM {table}", client=client, batch_size=1000, page_size=500)
+    whole = from_table(table, client=client, batch_size=1000, page_size=500, per_node=False)
+    rates = {}
+    for epoch in ("cold", "warm"):  # the first epoch plans the queries on the nodes
+        t0 = time.perf_counter()
+        got = [b for b in ds]
+        partitioned = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        in_one = ids_of(list(whole))
+        one_table_query = time.perf_counter() - t0
+        assert len(in_one) == N and len(np.unique(in_one)) == N
+        t0 = time.perf_counter()
+        one_query = sum(len(b["ID"]) for b in one)
+        single = time.perf_counter() - t0
+        rates[epoch] = (f"from_table {N / partitioned:,.0f} rows/s, per_node=False {N / one_table_query:,.0f}, "
+                        f"from_sql {one_query / single:,.0f}")
+    # A timing for the reader, not a target (targets live in bench/).
+    print(f"\n{N} rows on 3 nodes: {rates}")
+    assert whole.stats().queries == 2
     ids = ids_of(got)
     assert len(ids) == N and len(np.unique(ids)) == N
     for b in got:
@@ -79,7 +98,7 @@ def test_reads_every_partition_from_its_primary_once(cluster: Ignite3Cluster, cl
     stats = ds.stats()
     primaries = {p for p in table_route(client.connection(), table).assignment.primaries}
     # One query per primary node, none repeated.
-    assert stats.queries == len(primaries) and stats.rows == N and not stats.failovers
+    assert stats.queries == 2 * len(primaries) and stats.rows == 2 * N and not stats.failovers
     # parts= reads those partitions only: their rows are exactly those "__part" says are there.
     some = from_table(table, ["ID"], client=client, parts=[0, 5, 7], batch_size=4096)
     mine = np.sort(ids_of(list(some)))

@@ -28,6 +28,9 @@ def test_query_reads_its_partitions_with_keys_and_partition() -> None:
     assert q == ("SELECT /*+ DISABLE_RULE('TableScanToKeyValueGetRule') */ "
                  'X, "odd", ID AS TFI__KEY0, CAST(D AS VARCHAR) AS TFI__KEY1, "__part" AS TFI__PART '
                  'FROM PUBLIC.TRAIN WHERE "__part" IN (3, 1) AND (X > ?)')
+    # Every partition of the table: no partition filter (the engine would evaluate it on every row).
+    assert reader().query(range(8)).endswith("FROM PUBLIC.TRAIN")
+    assert reader(where="X > 0").query(range(8)).endswith("FROM PUBLIC.TRAIN WHERE (X > 0)")
 
 
 def test_identities_integer_key_is_the_value_others_a_digest() -> None:

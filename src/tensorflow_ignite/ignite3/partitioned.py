@@ -132,7 +132,7 @@ class TableReader:
                  keys: Sequence[tuple[str, ColumnType]], partitions: Sequence[int], partition_count: int, *,
                  where: str | None = None, args: Sequence[Any] = (), page_size: int = 4096,
                  decimal_as: str = "float64", null_masks: bool = False, failover_timeout: float = 120.0,
-                 client: Ignite3Client | None = None, table_sql: str | None = None) -> None:
+                 client: Ignite3Client | None = None, table_sql: str | None = None, per_node: bool = True) -> None:
         if not keys:
             raise ConfigurationError(f"table {table}: no primary key columns reported; cannot read it resumably")
         self.options = options
@@ -150,6 +150,8 @@ class TableReader:
         self.decimal_as = decimal_as
         self.null_masks = null_masks
         self.failover_timeout = float(failover_timeout)
+        #: One query per primary node (True), or one query over every partition of the plan.
+        self.per_node = bool(per_node)
         #: The client the dataset was built with: runs read no earlier than its observable time.
         self.client = client
         key_exprs = [f"CAST({_quote(n)} AS VARCHAR)" if t is ColumnType.DECIMAL else _quote(n) for n, t in keys]
@@ -179,7 +181,7 @@ class TableReader:
             "keys": [[name, int(t)] for name, t in self.keys], "partitions": format_ranges(self.partitions),
             "count": self.partition_count, "where": self.where, "args": list(self.args),
             "page_size": self.page_size, "decimal_as": self.decimal_as, "null_masks": self.null_masks,
-            "failover_timeout": self.failover_timeout,
+            "failover_timeout": self.failover_timeout, "per_node": self.per_node,
         }
 
     @classmethod
@@ -191,7 +193,7 @@ class TableReader:
                    parse_partition_list(d["partitions"], name="partitions"), int(d["count"]), where=d["where"],
                    args=d["args"], page_size=int(d["page_size"]), decimal_as=d["decimal_as"],
                    null_masks=bool(d["null_masks"]), failover_timeout=float(d["failover_timeout"]),
-                   table_sql=d["table_sql"])
+                   table_sql=d["table_sql"], per_node=bool(d.get("per_node", True)))
 
     def element_spec(self) -> dict[str, Any]:
         """The spec of the batches a run yields: a ``[None]`` tensor per output column (and mask)."""
@@ -204,11 +206,13 @@ class TableReader:
 
     def query(self, partitions: Sequence[int]) -> str:
         """The SQL that reads ``partitions`` (with every output, key and partition column)."""
-        text = (f"SELECT {_NO_KEY_LOOKUP} {self._columns_sql} FROM {self.table_sql} "
-                f"WHERE {PART_COLUMN} IN ({', '.join(str(int(p)) for p in partitions)})")
+        text = f"SELECT {_NO_KEY_LOOKUP} {self._columns_sql} FROM {self.table_sql}"
+        conditions = []
+        if set(partitions) != set(range(self.partition_count)):  # every partition: no filter to evaluate
+            conditions.append(f"{PART_COLUMN} IN ({', '.join(str(int(p)) for p in partitions)})")
         if self.where:
-            text += f" AND ({self.where})"
-        return text
+            conditions.append(f"({self.where})")
+        return text + (" WHERE " + " AND ".join(conditions) if conditions else "")
 
     def stats(self) -> TableReadStats:
         with self._lock:
@@ -258,6 +262,8 @@ class TableRun:
                 if ids is not None and len(ids):
                     self._skip[p] = ids
         self._stop = threading.Event()
+        #: Notified when the consumer takes an item or the run stops: room for a waiting page.
+        self._room = threading.Condition()
         self._queue: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self._clients: dict[str, Ignite3Client] = {}
         self._serials = iter(range(1, 1 << 62))
@@ -338,7 +344,9 @@ class TableRun:
         groups: dict[str, list[int]] = {}
         for i, p in enumerate(partitions):
             node = primaries[p]
-            if node not in self._clients:  # unknown, or a node this client has no connection to
+            if not self.reader.per_node:
+                node = names[0]
+            elif node not in self._clients:  # unknown, or a node this client has no connection to
                 node = names[i % len(names)]
             groups.setdefault(node, []).append(p)
         for node, parts in groups.items():
@@ -350,13 +358,21 @@ class TableRun:
             q.thread.start()
 
     def _put(self, item: tuple[Any, ...]) -> bool:
-        limit = _QUEUE_PER_QUERY * max(1, len(self._running))
-        while not self._stop.is_set():
-            if self._queue.qsize() < limit or item[0] != "page":
-                self._queue.put(item)
-                return True
-            self._stop.wait(0.05)  # backpressure: the consumer takes pages at its pace
+        """Queue ``item``; a page waits while the queue is full (the consumer's pace). False: stopped."""
+        with self._room:
+            while not self._stop.is_set():
+                limit = _QUEUE_PER_QUERY * max(1, len(self._running))
+                if self._queue.qsize() < limit or item[0] != "page":
+                    self._queue.put(item)
+                    return True
+                self._room.wait(1.0)  # woken when the consumer takes an item (or the run stops)
         return False
+
+    def _take(self) -> tuple[Any, ...]:
+        item = self._queue.get()
+        with self._room:
+            self._room.notify_all()
+        return item
 
     def _work(self, q: _Query, client: Ignite3Client) -> None:
         r = self.reader
@@ -394,7 +410,7 @@ class TableRun:
             self._connect()
             self._launch(self._todo)
             while self._running:
-                item = self._queue.get()
+                item = self._take()
                 kind, serial = item[0], item[1]
                 q = self._running[serial]
                 if kind == "page":
@@ -442,6 +458,8 @@ class TableRun:
                     self._relaunch(q.partitions, deadline)
         finally:
             self._stop.set()
+            with self._room:
+                self._room.notify_all()
             for q in list(self._running.values()):
                 if q.thread is not None:
                     q.thread.join(timeout=r.options.timeout)
