@@ -8,7 +8,8 @@ reader: a tf.data service worker, a ParameterServer worker, a process
 restoring a checkpointed iterator.  A description holds what the read needs
 and nothing secret:
 
-* ``kind`` (``"cache"`` or ``"sql"``), the cache name and its partition plan
+* ``kind`` (``"cache"``, ``"sql"`` or ``"ignite3"``: an Ignite 3 table, whose
+  read :mod:`tensorflow_ignite.ignite3.partitioned` describes), the cache name and its partition plan
   (the partitions in order, the cache's partition count, whether the whole
   cache may be read one scan per node, or ``per_worker``: the rebuilding
   process reads the partitions its ``IGNITE_DATASET_PARTS`` names -- each
@@ -58,13 +59,14 @@ from .env import PREFIX, parse_partition_list
 from .schema import DatasetSchema, FieldSchema
 
 if TYPE_CHECKING:
-    from ..client import IgniteClient
+    from ..client import ConnectionOptions, IgniteClient
     from ..native.data_source import Source
     from .plan import ScanTask
 
 __all__ = [
     "describe_cache",
     "describe_sql",
+    "describe_ignite3",
     "rebuild",
     "register_credentials",
     "schema_to_json",
@@ -144,7 +146,11 @@ def _describe_connection(client: "IgniteClient", credentials: str | None) -> dic
                     endpoints.append(text)
     except Exception:  # noqa: BLE001 - the seeds alone still describe the cluster
         pass
-    o = client.options
+    return _describe_options(client.options, endpoints, credentials)
+
+
+def _describe_options(o: "ConnectionOptions", endpoints: Sequence[str], credentials: str | None) -> dict[str, Any]:
+    endpoints = list(endpoints)
     if credentials is not None:
         _check_name(credentials)
     return {
@@ -194,8 +200,22 @@ def _credentials(conn: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
-    from ..client import ConnectionOptions, pooled_options
+    from ..client import pooled_options
 
+    host, port, public = _public_settings(conn)
+    # The process that built the dataset (or any process that built one like it) already
+    # holds a client with the credentials: use it.
+    for options in pooled_options():
+        if ((options.host, options.port) == (host, port) and options.username == public["username"]
+                and options.cafile == public["cafile"] and options.server_hostname == public["server_hostname"]
+                and (options.password is not None) == conn["password"]
+                and bool(options.certfile) == conn["client_cert"]):
+            return options.connect()
+    return _options(conn, what).connect()
+
+
+def _public_settings(conn: Mapping[str, Any]) -> tuple[str, int, dict[str, Any]]:
+    """The first endpoint and the settings of a described connection that are not credentials."""
     endpoints = list(conn["endpoints"])
     host, port = _split_endpoint(endpoints[0])
     # The connection variables of this process, as every feature reads them (credentials
@@ -211,14 +231,15 @@ def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
         **{k: float(conn[k]) for k in ("connect_timeout", "idle_timeout") if k in conn},
     )
     public.update(env)
-    # The process that built the dataset (or any process that built one like it) already
-    # holds a client with the credentials: use it.
-    for options in pooled_options():
-        if ((options.host, options.port) == (host, port) and options.username == public["username"]
-                and options.cafile == public["cafile"] and options.server_hostname == public["server_hostname"]
-                and (options.password is not None) == conn["password"]
-                and bool(options.certfile) == conn["client_cert"]):
-            return options.connect()
+    return host, port, public
+
+
+def _options(conn: Mapping[str, Any], what: str) -> "ConnectionOptions":
+    """The options of a described connection, with this process's credentials (see the module docstring)."""
+    from ..client import ConnectionOptions
+
+    endpoints = list(conn["endpoints"])
+    host, port, public = _public_settings(conn)
     given = _credentials(conn)
     source = conn.get("credentials")
     username = given.get("username", conn["username"])
@@ -239,11 +260,10 @@ def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
             f"carry: set {'; '.join(missing)}{how}")
     if username is None or password is None:
         username = password = None
-    options = ConnectionOptions(**{
+    return ConnectionOptions(**{
         **public, "host": host, "port": port, "fallbacks": tuple(endpoints[1:]), "username": username,
         "password": password, "cafile": given.get("cafile", conn["cafile"]), "certfile": given.get("certfile"),
         "keyfile": given.get("keyfile"), "cert_password": given.get("cert_password")})
-    return options.connect()
 
 
 # ------------------------------------------------------------- describing
@@ -299,6 +319,14 @@ def describe_sql(client: "IgniteClient", query: str, args: Sequence[Any], *, sch
         "batch_size": batch_size,
         "drop_remainder": drop_remainder,
     })
+
+
+def describe_ignite3(options: "ConnectionOptions", read: Mapping[str, Any], *, credentials: str | None) -> str:
+    """The description of a read of an Ignite 3 table (JSON): the connection as for Ignite 2 (its
+    endpoints those of ``options``), and ``read``, what :mod:`tensorflow_ignite.ignite3.partitioned`
+    rebuilds its reader from."""
+    return _dump({"kind": "ignite3", "connection": _describe_options(options, options.endpoints, credentials),
+                  "read": dict(read)})
 
 
 def _ranges(partitions: Sequence[int]) -> str:
@@ -360,6 +388,12 @@ def _build(description: str, arguments: tuple[Any, ...] = ()) -> "Source":
         from .arguments import apply
 
         d = apply(d, arguments)
+    if d["kind"] == "ignite3":
+        from ..ignite3.partitioned import TableReader
+
+        read = d["read"]
+        reader = TableReader.rebuild(_options(d["connection"], f"the read of Ignite 3 table {read['table']!r}"), read)
+        return Source(reader.run, reader.element_spec(), batch_size=read["batch_size"], resumable=True)
     schema = schema_from_json(d["schema"])
     spec = schema.element_spec(batched=True)
     if d["kind"] == "sql":

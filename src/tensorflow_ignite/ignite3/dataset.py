@@ -11,23 +11,26 @@ its text; STRING and BYTE_ARRAY ``tf.string``).  A NULL reads as 0, False or
 empty; ``null_masks=True`` adds ``<column>_present`` booleans, as
 ``IgniteDataset`` does on Ignite 2.
 
-Each iterator runs the query afresh on a connection of its own (opened when the
-iteration starts, closed when it ends; or through the ``client`` given) and
-reads it page by page: each page is
-decoded into NumPy columns at once (:mod:`.protocol.columns`) and TensorFlow
-receives a whole page per generator call, then ``unbatch`` (rows) or
-``rebatch(batch_size)``.
+:func:`from_table` reads partition-aware and resumably through the native
+source op, as ``IgniteDataset`` does on Ignite 2 (:mod:`.partitioned`).  Each
+iterator of :func:`from_sql` runs the query afresh on a connection of its own
+(opened when the iteration starts, closed when it ends; or through the
+``client`` given) and reads it page by page: each page is decoded into NumPy
+columns at once (:mod:`.protocol.columns`) and TensorFlow receives a whole page
+per generator call, then ``unbatch`` (rows) or ``rebatch(batch_size)``.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..client.env import DATASET_PREFIX, parse_partition_list
 from ..client.options import ConnectionOptions
-from ..errors import ConfigurationError, SchemaError
+from ..errors import ConfigurationError, SchemaError, UnsupportedOperationError
 from .client import Ignite3Client
 from .protocol.columns import SUPPORTED_TYPES, TF_DTYPES
 from .protocol.sql import ColumnMeta
@@ -35,10 +38,14 @@ from .protocol.sql import ColumnMeta
 if TYPE_CHECKING:
     import tensorflow as tf
 
+    from .table_dataset import Ignite3TableDataset
+
 __all__ = ["from_sql", "from_table", "element_dtypes"]
 
 _DEFAULT_PORT = 10800
 _DECIMAL_AS = ("float64", "string")
+#: The partitions ``from_table`` reads in this process, when set (``0,1,5-9``), as on Ignite 2.
+PARTS_VARIABLE = DATASET_PREFIX + "PARTS"
 
 
 def element_dtypes(columns: Sequence[ColumnMeta], *, decimal_as: str = "float64",
@@ -65,6 +72,15 @@ def _options(options: ConnectionOptions | None, host: str, port: int, fields: di
     return ConnectionOptions.from_address(host, port=port, **fields)
 
 
+def _check(decimal_as: str, page_size: int, batch_size: int | None) -> None:
+    if decimal_as not in _DECIMAL_AS:
+        raise ConfigurationError(f"decimal_as={decimal_as!r}: use one of {', '.join(_DECIMAL_AS)}")
+    if page_size < 1:
+        raise ConfigurationError(f"page_size={page_size}: it must be at least 1")
+    if batch_size is not None and batch_size < 1:
+        raise ConfigurationError(f"batch_size={batch_size}: it must be at least 1 (or None: single rows)")
+
+
 def from_sql(query: str, args: Sequence[Any] = (), *, host: str = "127.0.0.1", port: int = _DEFAULT_PORT,
              options: ConnectionOptions | None = None, batch_size: int | None = None, page_size: int = 4096,
              null_masks: bool = False, decimal_as: str = "float64", schema: str | None = None,
@@ -81,12 +97,7 @@ def from_sql(query: str, args: Sequence[Any] = (), *, host: str = "127.0.0.1", p
     """
     import tensorflow as tf
 
-    if decimal_as not in _DECIMAL_AS:
-        raise ConfigurationError(f"decimal_as={decimal_as!r}: use one of {', '.join(_DECIMAL_AS)}")
-    if page_size < 1:
-        raise ConfigurationError(f"page_size={page_size}: it must be at least 1")
-    if batch_size is not None and batch_size < 1:
-        raise ConfigurationError(f"batch_size={batch_size}: it must be at least 1 (or None: single rows)")
+    _check(decimal_as, page_size, batch_size)
     opts = _options(options, host, port, connection) if client is None else client.options
     if client is None:
         with Ignite3Client(opts) as probe:
@@ -137,14 +148,88 @@ def _identifier(name: str) -> str:
 
 
 def from_table(table: str, columns: Sequence[str] | None = None, *, where: str | None = None,
-               args: Sequence[Any] = (), **kwargs: Any) -> "tf.data.Dataset":
+               args: Sequence[Any] = (), parts: Sequence[int] | None = None, host: str = "127.0.0.1",
+               port: int = _DEFAULT_PORT, options: ConnectionOptions | None = None, batch_size: int | None = None,
+               page_size: int = 4096, null_masks: bool = False, decimal_as: str = "float64",
+               client: Ignite3Client | None = None, failover_timeout: float = 120.0,
+               credentials: str | None = None, per_node: bool = True,
+               **connection: Any) -> "Ignite3TableDataset":
     """Every row of an Ignite 3 table (``schema.table`` or ``table``), or of ``columns`` of it,
-    optionally filtered by an SQL ``where`` condition with ``args`` for its ``?``; the other
-    keywords are :func:`from_sql`'s."""
+    optionally filtered by an SQL ``where`` condition with ``args`` for its ``?``, read partition-aware
+    and resumably (:mod:`.partitioned`): each primary node is asked for its own partitions, the nodes
+    in parallel, and an iterator can be saved with ``tf.train.Checkpoint(iterator=it)`` and restored,
+    exactly once.  A query that fails midway (a node lost) is asked again of the partitions' new
+    primaries without repeating rows, for up to ``failover_timeout`` seconds.
+
+    Give every node's endpoint (``host="h1:p1,h2:p2,h3:p3"`` or ``options`` with ``fallbacks``): the
+    partitions of a node this client has no connection to are read through another node.
+    ``parts``: read only these partitions (``IGNITE_DATASET_PARTS`` overrides, as on Ignite 2).
+    ``per_node=False``: one query over all of them, through one node, instead of one per primary
+    (each of those scans the whole table, since Ignite 3.1 does not prune on the partition: on a
+    loaded machine one query can be faster); still checkpointable and exactly once.
+    The dataset leaves its process as ``IgniteDataset`` does (a description without secrets: a process
+    restoring a saved iterator, tf.data service workers in ``parallel_epochs`` mode rebuild it; their
+    credentials from ``credentials=``'s source or ``IGNITE_DATASET_*`` variables, see
+    :mod:`tensorflow_ignite.data.portable`).  The other keywords are :func:`from_sql`'s.
+    """
+    import tensorflow as tf
+
+    from ..data import portable
+    from ..native import data_source
+    from .partitioned import TableReader
+    from .streamer import table_route
+    from .table_dataset import Ignite3TableDataset
+
     if not table:
         raise ConfigurationError("from_table needs a table name")
-    select = ", ".join(_identifier(c) for c in columns) if columns else "*"
-    query = f"SELECT {select} FROM {_identifier(table)}"
-    if where:
-        query += f" WHERE {where}"
-    return from_sql(query, args, **kwargs)
+    _check(decimal_as, page_size, batch_size)
+    if failover_timeout <= 0:
+        raise ConfigurationError(f"failover_timeout={failover_timeout}: give a positive number of seconds")
+    opts = _options(options, host, port, connection) if client is None else client.options
+    probe = client if client is not None else Ignite3Client(opts)
+    try:
+        route = table_route(probe.connection(), table)
+        keys = sorted((c for c in route.schema.columns if c.is_key), key=lambda c: c.key_index)
+        select = [_identifier(c) for c in columns] if columns else ["*"]
+        reader = TableReader(opts, table, select, (), [(c.name, c.type) for c in keys], (), 1,
+                             where=where, args=args, table_sql=_identifier(table))
+        metas = probe.columns(reader.query([0]))
+    finally:
+        if probe is not client:
+            probe.close()
+    output = metas[:len(metas) - len(keys) - 1]
+    element_dtypes(output, decimal_as=decimal_as, null_masks=null_masks)  # every column has a tensor form
+    count = route.assignment.partitions
+    env_parts = os.environ.get(PARTS_VARIABLE)
+    chosen = parse_partition_list(env_parts) if env_parts else parts
+    if chosen is not None:
+        outside = sorted(set(int(p) for p in chosen) - set(range(count)))
+        if outside or not len(chosen):
+            raise ConfigurationError(f"parts={list(chosen)[:20]}: table {table} has partitions 0..{count - 1}"
+                                     + (f"; {outside[:10]} are not among them" if outside else ""))
+    reader = TableReader(opts, table, select, output, [(c.name, c.type) for c in keys],
+                         range(count) if chosen is None else chosen, count, where=where, args=args,
+                         page_size=page_size, decimal_as=decimal_as, null_masks=null_masks,
+                         failover_timeout=failover_timeout, client=client, table_sql=_identifier(table),
+                         per_node=per_node)
+    signature = reader.element_spec()
+    if data_source.use_native(signature):
+        try:
+            description = portable.describe_ignite3(opts, {**reader.describe(), "batch_size": batch_size},
+                                                    credentials=credentials)
+        except UnsupportedOperationError:
+            description = ""  # a where-argument JSON cannot carry: the dataset stays in this process
+        ds = data_source.python_source(reader.run, signature, batch_size=batch_size, resumable=True,
+                                       description=description)
+        if batch_size is None:
+            ds = ds.unbatch()
+    else:  # process-local and not checkpointable: the op library is not available here
+        ds = tf.data.Dataset.from_generator(lambda: iter(reader.run()), output_signature=signature)
+        ds = ds.unbatch() if batch_size is None else ds.rebatch(batch_size)
+    # As IgniteDataset's: a read of some partitions is a worker's share, not to be sharded again; no
+    # prefetch injected behind the reader (a pipeline that wants one ends in .prefetch()).
+    shard = tf.data.Options()
+    policy = tf.data.experimental.AutoShardPolicy
+    shard.experimental_distribute.auto_shard_policy = policy.OFF if chosen is not None else policy.DATA
+    shard.experimental_optimization.inject_prefetch = False
+    return Ignite3TableDataset(ds.with_options(shard), reader)

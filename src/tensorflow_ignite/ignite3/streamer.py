@@ -33,7 +33,7 @@ from ..errors import ConfigurationError, IgniteConnectionError, TableNotFoundErr
 from .client import Ignite3Client
 from .connection import Ignite3Connection
 from .protocol import table as tp
-from .protocol.codes import ClientOp
+from .protocol.codes import ClientOp, ErrorCode
 from .protocol.colocation import partitions_of
 from .protocol.rows import encode_rows
 
@@ -59,12 +59,13 @@ def table_route(conn: Ignite3Connection, table: str) -> TableRoute:
                                          what=f"looking up table {table}"))
     if found is None:
         raise TableNotFoundError(f"table {table} does not exist on the Ignite 3 cluster; create it (CREATE TABLE, "
-                                 "or write(..., create=True, key=...))")
+                                 "or write(..., create=True, key=...))", status=int(ErrorCode.TABLE_NOT_FOUND))
     table_id, name = found
     schemas = tp.parse_schemas(conn.call(ClientOp.SCHEMAS_GET, tp.schemas_request(table_id),
                                          what=f"reading the schema of table {name}"))
     if not schemas or not schemas[-1].columns:
-        raise TableNotFoundError(f"table {name} has no schema on the node (dropped meanwhile?)")
+        raise TableNotFoundError(f"table {name} has no schema on the node (dropped meanwhile?)",
+                                 status=int(ErrorCode.TABLE_NOT_FOUND))
     assignment = tp.parse_assignment(conn.call(ClientOp.PARTITION_ASSIGNMENT_GET,
                                                tp.assignment_request(table_id, 0),
                                                what=f"reading the partitions of table {name}"))

@@ -1,0 +1,95 @@
+"""The partition-aware Ignite 3 read's pure parts: its queries, row identities, which failures it retries,
+and the saved state it accepts -- no server (the reads themselves: tests/integration/test_ignite3_reads.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensorflow_ignite.client.options import ConnectionOptions
+from tensorflow_ignite.errors import (AuthenticationError, ConfigurationError, ConnectionTimeoutError,
+                                      Ignite3ServerError, IgniteConnectionError, SqlError, TableNotFoundError,
+                                      UnsupportedOperationError)
+from tensorflow_ignite.ignite3.partitioned import TableReader, key_identities, retryable
+from tensorflow_ignite.ignite3.protocol.codes import ColumnType as T
+from tensorflow_ignite.ignite3.protocol.codes import ErrorCode
+from tensorflow_ignite.ignite3.protocol.sql import ColumnMeta
+
+
+def reader(**kw: object) -> TableReader:
+    args = dict(where=None, args=())
+    args.update(kw)
+    return TableReader(ConnectionOptions(port=1), "PUBLIC.TRAIN", ["X", '"odd"'], (ColumnMeta("X", T.DOUBLE),),
+                       [("ID", T.INT64), ("D", T.DECIMAL)], range(8), 8, **args)  # type: ignore[arg-type]
+
+
+def test_query_reads_its_partitions_with_keys_and_partition() -> None:
+    q = reader(where="X > ?", args=[1]).query([3, 1])
+    assert q == ("SELECT /*+ DISABLE_RULE('TableScanToKeyValueGetRule') */ "
+                 'X, "odd", ID AS TFI__KEY0, CAST(D AS VARCHAR) AS TFI__KEY1, "__part" AS TFI__PART '
+                 'FROM PUBLIC.TRAIN WHERE "__part" IN (3, 1) AND (X > ?)')
+    # Every partition of the table: no partition filter (the engine would evaluate it on every row).
+    assert reader().query(range(8)).endswith("FROM PUBLIC.TRAIN")
+    assert reader(where="X > 0").query(range(8)).endswith("FROM PUBLIC.TRAIN WHERE (X > 0)")
+
+
+def test_identities_integer_key_is_the_value_others_a_digest() -> None:
+    ids = np.array([5, -1, 2**40], np.int64)
+    np.testing.assert_array_equal(key_identities([ids], [("ID", T.INT64)]), ids)
+    small = key_identities([np.array([7, 8], np.int16)], [("K", T.INT16)])
+    assert small.dtype == np.int64 and small.tolist() == [7, 8]
+    a = key_identities([np.array([b"ab", b"a"], object), np.array([1, 1])], [("S", T.STRING), ("N", T.INT64)])
+    b = key_identities([np.array([b"a", b"ab"], object), np.array([1, 1])], [("S", T.STRING), ("N", T.INT64)])
+    assert a[0] == b[1] and a[1] == b[0] and a[0] != a[1]  # deterministic, and distinct keys differ
+    # The values are length-prefixed: ("ab", "c") is not ("a", "bc").
+    c = key_identities([np.array([b"ab", b"a"], object), np.array([b"c", b"bc"], object)],
+                       [("A", T.STRING), ("B", T.STRING)])
+    assert c[0] != c[1]
+
+
+def test_which_failures_are_read_again() -> None:
+    assert retryable(IgniteConnectionError("node gone", address="h:1"))
+    assert retryable(ConnectionTimeoutError("slow", address="h:1"))
+    assert retryable(Ignite3ServerError("no primary", status=(8 << 16) | 3))
+    assert retryable(SqlError("execution cancelled", status=int(ErrorCode.EXECUTION_CANCELLED)))
+    assert not retryable(SqlError("parse", status=int(ErrorCode.STMT_PARSE)))
+    assert not retryable(SqlError("validation", status=int(ErrorCode.STMT_VALIDATION)))
+    assert not retryable(TableNotFoundError("gone", status=int(ErrorCode.TABLE_NOT_FOUND)))
+    assert not retryable(AuthenticationError("who", address="h:1"))
+    assert not retryable(ValueError("bad"))
+
+
+def test_saved_state_resumes_only_its_own_plan() -> None:
+    r = reader()
+    state = r.run().save()  # nothing handed out yet; no connection is made before iterating
+    r.run(state).close()
+    for other in (reader(where="X > 0"), TableReader(ConnectionOptions(port=1), "PUBLIC.TRAIN", ["X"], (),
+                                                     [("ID", T.INT64)], range(4), 8)):
+        with pytest.raises(ConfigurationError, match="another dataset"):
+            other.run(state)
+    with pytest.raises(ConfigurationError, match="cannot be read"):
+        r.run(b"garbage")
+    with pytest.raises(UnsupportedOperationError, match="distributed_epoch"):
+        r.run(None, lambda: None)
+
+
+def test_description_rebuilds_the_same_reader() -> None:
+    import json
+
+    from tensorflow_ignite.data import portable
+
+    r = TableReader(ConnectionOptions(host="h1", port=10800, fallbacks=("h2:10800",), username="u", password="pw"),
+                    "PUBLIC.TRAIN", ["X"], (ColumnMeta("X", T.DECIMAL, True, 2, 10),), [("ID", T.INT64)], [1, 2, 5],
+                    8, where="X > ?", args=[1.5], null_masks=True, decimal_as="string")
+    text = portable.describe_ignite3(r.options, {**r.describe(), "batch_size": 32}, credentials=None)
+    assert "pw" not in text
+    d = json.loads(text)
+    again = TableReader.rebuild(ConnectionOptions(host="h1", port=10800), d["read"])
+    assert again.fingerprint == r.fingerprint and again.partitions == (1, 2, 5)
+    assert again.query([1]) == r.query([1]) and again.output == r.output
+    assert sorted(again.element_spec()) == ["X", "X_present"]
+    state = r.run().save()
+    again.run(state).close()  # the rebuilt reader takes the original's saved state
+    with pytest.raises(UnsupportedOperationError, match="where-argument 0"):
+        TableReader(ConnectionOptions(port=1), "T", ["X"], (), [("ID", T.INT64)], [0], 1, where="X = ?",
+                    args=[object()]).describe()
