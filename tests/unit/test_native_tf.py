@@ -642,3 +642,148 @@ def test_backend_swap_while_threads_run(native, store, tmp_path) -> None:
     for t in threads:
         t.join()
     assert errors == [] and native.in_flight() == 0
+
+
+# ------------------------------------------------------- reads through views
+class Viewing(LocalDirBackend):
+    """Handles with ``view_at``: the file in blocks of ``block`` bytes, each a bytearray the
+    handle keeps (so a test can see whether the shim still holds it)."""
+
+    block = 64 * 1024
+
+    def __init__(self, root) -> None:
+        super().__init__(root)
+        self.views: list[int] = []  # the offsets view_at was asked for
+        self.read_intos = 0
+        self.blocks: dict[int, bytearray] = {}
+
+    def open_read(self, path):
+        inner = super().open_read(path)
+        size = self.stat(path).size
+        backend = self
+
+        class Handle:
+            def read_into(self, offset, buffer):
+                backend.read_intos += 1
+                return inner.read_into(offset, buffer)
+
+            def view_at(self, offset):
+                backend.views.append(offset)
+                if offset >= size:
+                    return offset, b""
+                start = offset - offset % backend.block
+                data = bytearray(min(backend.block, size - start))
+                inner.read_into(start, memoryview(data))
+                backend.blocks[start] = data
+                return start, memoryview(data)
+
+            def close(self):
+                inner.close()
+
+        return Handle()
+
+
+def exported(buffer: bytearray) -> bool:
+    """Whether something (the shim) still holds a buffer export of ``buffer``."""
+    try:
+        buffer.append(0)
+    except BufferError:
+        return True
+    buffer.pop()
+    return False
+
+
+def test_small_reads_go_through_views_one_call_per_block(store) -> None:
+    rng = np.random.default_rng(3)
+    records = [rng.bytes(int(n)) for n in rng.integers(1, 30_000, 80)]  # ~1.2 MB, ~19 blocks
+    with tf.io.TFRecordWriter(ROOT + "/r.tfrecord") as w:
+        for r in records:
+            w.write(r)
+    raw = gfile.GFile(ROOT + "/r.tfrecord", "rb").read()
+    with install(Viewing(store.root)) as backend:
+        got = [bytes(x.numpy()) for x in tf.data.TFRecordDataset(ROOT + "/r.tfrecord", buffer_size=10_000)]
+        assert got == records
+        blocks = -(-len(raw) // backend.block)
+        inside = lambda: [v for v in backend.views if v < len(raw)]  # noqa: E731 - the others: at EOF
+        assert backend.read_intos == 0 and len(inside()) == blocks
+        # Unbuffered: 12-byte headers and the records, each read on its own.
+        backend.views.clear()
+        assert [bytes(x.numpy()) for x in tf.data.TFRecordDataset(ROOT + "/r.tfrecord", buffer_size=0)] == records
+        assert backend.read_intos == 0 and len(inside()) == blocks
+        # One read larger than a view: read_into, straight into TensorFlow's buffer.
+        assert tf.io.read_file(ROOT + "/r.tfrecord").numpy() == raw
+        assert backend.read_intos > 0
+
+
+def test_reads_through_views_are_exact_across_blocks_seeks_and_eof(store) -> None:
+    data = os.urandom(3 * 1024 * 1024 + 777)
+    with gfile.GFile(ROOT + "/f", "wb") as f:
+        f.write(data)
+    rnd = np.random.default_rng(9)
+    with install(Viewing(store.root)) as backend:
+        backend.block = 1024 * 1024  # tf.io.gfile reads 512 KiB: through views
+        with gfile.GFile(ROOT + "/f", "rb") as f:
+            got = bytearray()
+            while piece := f.read(100_003):
+                got += piece
+            assert bytes(got) == data
+            for _ in range(50):
+                a = int(rnd.integers(0, len(data)))
+                n = int(rnd.integers(1, 700_000))
+                f.seek(a)
+                assert f.read(n) == data[a:a + n]
+            f.seek(len(data))
+            assert f.read(10) == b""
+        assert backend.read_intos == 0
+
+
+def test_the_shim_holds_one_view_and_drops_it_when_reads_move_on_and_at_close(store) -> None:
+    data = os.urandom(3 * 1024 * 1024)
+    with gfile.GFile(ROOT + "/f", "wb") as f:
+        f.write(data)
+    with install(Viewing(store.root)) as backend:
+        backend.block = 1024 * 1024
+        f = gfile.GFile(ROOT + "/f", "rb")
+        assert f.read(10) == data[:10]
+        first = backend.blocks[0]
+        assert exported(first)
+        f.seek(2 * 1024 * 1024 + 5)
+        assert f.read(10) == data[2 * 1024 * 1024 + 5:2 * 1024 * 1024 + 15]
+        assert not exported(first) and exported(backend.blocks[2 * 1024 * 1024])
+        f.close()
+        assert not any(exported(b) for b in backend.blocks.values())
+
+
+def lost(offset):
+    raise ConnectionResetError("connection to node lost")
+
+
+@pytest.mark.parametrize(
+    "answer, tf_error, match",
+    [
+        (lambda offset: "not a tuple", tf.errors.InternalError, "must return a \\(start, buffer\\) tuple"),
+        (lambda offset: (-1, b"x"), tf.errors.InternalError, "non-negative int"),
+        (lambda offset: (offset, 12), tf.errors.InternalError, "contiguous buffer"),
+        (lambda offset: (offset + 1, b"xyz"), tf.errors.InternalError, "do not hold the offset"),
+        (lost, tf.errors.UnavailableError, "connection to node lost"),  # an error keeps its code
+    ],
+    ids=["type", "start", "buffer", "range", "raised"],
+)
+def test_view_at_errors(store, answer, tf_error, match) -> None:
+    class Bad(LocalDirBackend):
+        def open_read(self, path):
+            inner = super().open_read(path)
+
+            class Handle:
+                read_into = inner.read_into
+                close = inner.close
+
+                def view_at(self, offset):
+                    return answer(offset)
+
+            return Handle()
+
+    write_text(ROOT + "/y", "some bytes")
+    with install(Bad(store.root)):
+        with pytest.raises(tf_error, match=match):
+            gfile.GFile(ROOT + "/y", "rb").read()
