@@ -155,25 +155,6 @@ def test_fsspec_sequential_and_seeks(big: tuple[str, bytes], node_env: tuple[str
         assert f.read() == data
 
 
-def test_view_at_lends_whole_blocks_through_the_read_ahead(big: tuple[str, bytes]) -> None:
-    uri, data = big
-    store, path = store_and_path(uri)
-    with store.open_read(path) as r:
-        offset = 0
-        while offset < SIZE:
-            start, view = r.view_at(offset + 7 if offset + 7 < SIZE else offset)
-            assert start == offset and view.readonly and bytes(view) == data[start:start + BS]
-            offset += len(view)
-            del view
-        assert r.view_at(SIZE)[1].nbytes == 0 and r.view_at(SIZE + 5) == (SIZE + 5, memoryview(b""))
-        assert r.stats.prefetch_hits > 30 and r.stats.prefetches_discarded == 0
-        start, view = r.view_at(3 * BS + 1)  # a seek back: the read-ahead is dropped, the block read
-        assert start == 3 * BS and bytes(view) == data[3 * BS:4 * BS]
-        del view
-    with pytest.raises(ValueError, match="closed"):
-        r.view_at(0)
-
-
 @pytest.mark.parametrize("read_ahead", ["128k", "128KiB", 128 * 1024])
 def test_fsspec_takes_sizes_as_strings(big: tuple[str, bytes], node_env: tuple[str, int],
                                        read_ahead: str | int) -> None:
@@ -196,8 +177,6 @@ def test_tfrecord_dataset_over_ignite(base: str) -> None:
     got = [bytes(x.numpy()) for x in tf.data.TFRecordDataset(uri)]
     assert got == records
     got = [bytes(x.numpy()) for x in tf.data.TFRecordDataset(uri, buffer_size=1000)]
-    assert got == records
-    got = [bytes(x.numpy()) for x in tf.data.TFRecordDataset(uri, buffer_size=BS - 1)]  # through views
     assert got == records
 
 

@@ -43,16 +43,6 @@ handle can keep per-file state (block map, read-ahead of the next blocks for
 sequential readers).  The ``memoryview`` is released when the call returns:
 never keep it or a slice of it.
 
-A handle may also have ``view_at(offset) -> (start, buffer)``
-(:class:`ViewReadHandle`): a read-only buffer of the file's bytes from
-``start`` with ``start <= offset < start + len(buffer)`` (an empty buffer at
-end of file), e.g. the block holding ``offset``.  The shim then keeps that
-buffer exported and serves TensorFlow's small reads inside it (at most 1 MiB
-and at most the largest buffer seen) with a copy in C, without the GIL,
-calling ``view_at`` again when a read leaves it; larger reads still go to
-``read_into``.  The buffer must not change while exported; the shim drops it
-when a read moves past it and before ``close``.
-
 Write handles (:class:`WriteHandle`)
 ------------------------------------
 ``open_write(path, append)`` returns a handle used by one thread at a time.
@@ -89,7 +79,6 @@ from tensorflow_ignite.protocol.endpoint import DEFAULT_ENDPOINT
 __all__ = [
     "FileStat",
     "ReadHandle",
-    "ViewReadHandle",
     "WriteHandle",
     "FileSystemBackend",
     "LocalDirBackend",
@@ -121,15 +110,6 @@ class ReadHandle(Protocol):
 
     def close(self) -> None:
         """Release resources; called once, when TensorFlow drops the file."""
-        ...
-
-
-@runtime_checkable
-class ViewReadHandle(ReadHandle, Protocol):
-    """A read handle that also lends its buffers (see the module documentation)."""
-
-    def view_at(self, offset: int) -> tuple[int, memoryview]:
-        """``(start, buffer)``: the file's bytes from ``start``, holding ``offset`` (empty at EOF)."""
         ...
 
 

@@ -54,49 +54,30 @@ PyObject* g_error_mapper = nullptr;  // strong reference or nullptr
 
 using tf_ignite_python::InterpreterFinalizing;
 
-// RAII guard: in-flight accounting alone, for a call that touches memory
-// Python owns without entering Python (a read served from a held view).
-// ok() is false once shutdown() has begun: the call must not go on.
-class ShimCall {
- public:
-  ShimCall() {
-    // Increment before checking g_closed (both seq_cst): either shutdown()
-    // sees this call in flight and waits for it, or this call sees g_closed.
-    g_in_flight.fetch_add(1);
-    open_ = !g_closed.load();
-  }
-  ~ShimCall() {
-    if (g_in_flight.fetch_sub(1) == 1 && g_closed.load()) {
-      std::lock_guard<std::mutex> lock(g_drain->mu);
-      g_drain->cv.notify_all();
-    }
-  }
-  ShimCall(const ShimCall&) = delete;
-  ShimCall& operator=(const ShimCall&) = delete;
-  bool ok() const { return open_; }
-
- private:
-  bool open_ = false;
-};
-
 // RAII guard: in-flight accounting plus the GIL (python_guard.h: entered only
 // while the interpreter is usable, the pending exception set aside).  ok() is
 // false (and `status` set) when Python must not be entered.
 class PythonCall {
  public:
   explicit PythonCall(TF_Status* status) {
-    gil_.emplace(call_.ok());
+    // Increment before checking g_closed (both seq_cst): either shutdown()
+    // sees this call in flight and waits for it, or this call sees g_closed.
+    g_in_flight.fetch_add(1);
+    gil_.emplace(!g_closed.load());
     if (!gil_->ok() && status != nullptr) TF_SetStatus(status, TF_CANCELLED, kShutdownMessage);
   }
   ~PythonCall() {
-    gil_.reset();  // the GIL goes before the call stops counting as in flight (call_)
+    gil_.reset();  // the GIL goes before the call stops counting as in flight
+    if (g_in_flight.fetch_sub(1) == 1 && g_closed.load()) {
+      std::lock_guard<std::mutex> lock(g_drain->mu);
+      g_drain->cv.notify_all();
+    }
   }
   PythonCall(const PythonCall&) = delete;
   PythonCall& operator=(const PythonCall&) = delete;
   bool ok() const { return gil_->ok(); }
 
  private:
-  ShimCall call_;  // declared first: destroyed last
   std::optional<tf_ignite_python::GilScope> gil_;
 };
 

@@ -8,7 +8,6 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -100,154 +99,10 @@ void CloseQuietly(PyObject* handle) {
   if (!r) PyErr_WriteUnraisable(handle);
 }
 
-// ----------------------------------------------------------------------------
-// Small reads through a held view: handle.view_at(offset) -> (start, buffer),
-// when the handle has it.  TensorFlow's streams read a file in small steps
-// (TFRecordDataset: 256 KiB; tf.io.gfile: 512 KiB); each step used to be one
-// crossing into Python.  A handle with view_at hands over a read-only buffer
-// of the file's bytes around `offset` (FileReader: the block holding it, from
-// its cache and read-ahead); the shim keeps that buffer exported and serves
-// every read inside it with a memcpy, without the GIL, so a sequential reader
-// crosses into Python once per block.  Larger reads use read_into (straight
-// into TensorFlow's buffer, no copy of ours).
-
-constexpr size_t kViewReadLimit = 1 << 20;  // larger reads: read_into
-
-struct HeldView {
-  Py_buffer buffer{};  // buffer.obj == nullptr: nothing held
-  uint64_t start = 0;  // file offset of buffer.buf[0]
-
-  bool held() const { return buffer.obj != nullptr; }
-  uint64_t end() const { return start + static_cast<uint64_t>(buffer.len); }
-};
-
 struct ReadFile {
   PyObject* handle;  // strong reference
   std::string path;
-  bool has_view_at = false;  // the handle has view_at (checked at open)
-  // Guards `view`.  Held only to copy from it or swap it, never while waiting
-  // for the GIL: a thread holding the GIL (a Python caller of tf.io.gfile)
-  // may wait for it, the reverse never happens.  The view is replaced or
-  // released only with the GIL held.
-  std::mutex view_mu;
-  HeldView view;
-  std::atomic<size_t> largest_view{0};  // bytes: the block size, once seen
 };
-
-// Copies from the held view what it has of [offset, offset + n); returns the
-// bytes copied (0 if it does not hold `offset`).  No GIL needed.
-size_t CopyFromView(ReadFile* f, uint64_t offset, char* buffer, size_t n) {
-  std::lock_guard<std::mutex> lock(f->view_mu);
-  const HeldView& v = f->view;
-  if (!v.held() || offset < v.start || offset >= v.end()) return 0;
-  const size_t within = static_cast<size_t>(offset - v.start);
-  const size_t k = std::min(n, static_cast<size_t>(v.buffer.len) - within);
-  std::memcpy(buffer, static_cast<const char*>(v.buffer.buf) + within, k);
-  return k;
-}
-
-// Releases the held view.  GIL held.
-void ReleaseHeldView(ReadFile* f) {
-  HeldView old;
-  {
-    std::lock_guard<std::mutex> lock(f->view_mu);
-    std::swap(old, f->view);
-  }
-  if (old.held()) PyBuffer_Release(&old.buffer);
-}
-
-// handle.view_at(offset), held from now on.  GIL held.  Returns 1, 0 at end of
-// file (an empty buffer), or -1 with `status` set.
-int FetchView(ReadFile* f, uint64_t offset, TF_Status* status) {
-  Ref result(PyObject_CallMethod(f->handle, "view_at", "K",
-                                 static_cast<unsigned long long>(offset)));
-  if (!result) {
-    Ref py_path(PyPath(f->path.c_str()));
-    if (!py_path) PyErr_Clear();
-    SetStatusFromPython(status, "view_at", py_path.get());
-    return -1;
-  }
-  const std::string call = "view_at(" + f->path + ", " + std::to_string(offset) + ")";
-  if (!PyTuple_Check(result.get()) || PyTuple_GET_SIZE(result.get()) != 2) {
-    SetInternal(status, call + " must return a (start, buffer) tuple");
-    return -1;
-  }
-  const unsigned long long start = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(result.get(), 0));
-  if (PyErr_Occurred()) {
-    PyErr_Clear();
-    SetInternal(status, call + " must return a non-negative int as its start");
-    return -1;
-  }
-  HeldView fresh;
-  fresh.start = start;
-  if (PyObject_GetBuffer(PyTuple_GET_ITEM(result.get(), 1), &fresh.buffer, PyBUF_SIMPLE) < 0) {
-    PyErr_Clear();
-    fresh.buffer.obj = nullptr;
-    SetInternal(status, call + " must return a contiguous buffer (bytes, memoryview...) of the file's bytes");
-    return -1;
-  }
-  if (fresh.buffer.len == 0) {  // end of file
-    PyBuffer_Release(&fresh.buffer);
-    return 0;
-  }
-  if (offset < fresh.start || offset >= fresh.end()) {
-    const std::string range = "[" + std::to_string(fresh.start) + ", " + std::to_string(fresh.end()) + ")";
-    PyBuffer_Release(&fresh.buffer);
-    SetInternal(status, call + " returned the bytes " + range + ", which do not hold the offset");
-    return -1;
-  }
-  const size_t len = static_cast<size_t>(fresh.buffer.len);
-  if (len > f->largest_view.load()) f->largest_view.store(len);
-  {
-    std::lock_guard<std::mutex> lock(f->view_mu);
-    std::swap(fresh, f->view);
-  }
-  if (fresh.held()) PyBuffer_Release(&fresh.buffer);  // the view replaced
-  return 1;
-}
-
-// A read small enough to go through views: at most kViewReadLimit and, once
-// a view was seen, at most the largest (with small blocks, read_into makes
-// fewer crossings).
-bool ReadsThroughViews(const ReadFile* f, size_t n) {
-  if (!f->has_view_at || n > kViewReadLimit) return false;
-  const size_t largest = f->largest_view.load();
-  return largest == 0 || n <= largest;
-}
-
-// Fills buffer[0, n) from held views, fetching the next one when the read
-// leaves the one held; stops at EOF.  Returns bytes read, or -1 with `status` set.
-int64_t ReadThroughViews(ReadFile* f, uint64_t offset, char* buffer, size_t n,
-                         TF_Status* status) {
-  size_t got = 0;
-  {
-    ShimCall call;  // Python's memory: not once shutdown has begun
-    if (call.ok()) got = CopyFromView(f, offset, buffer, n);
-  }
-  if (got == n) {
-    SetOk(status);
-    return static_cast<int64_t>(got);
-  }
-  PythonCall py(status);
-  if (!py.ok()) return -1;
-  while (got < n) {
-    // With the GIL held no other thread can replace the view fetched below.
-    const size_t k = CopyFromView(f, offset + got, buffer + got, n - got);
-    if (k > 0) {
-      got += k;
-      continue;
-    }
-    const int fetched = FetchView(f, offset + got, status);
-    if (fetched < 0) return -1;
-    if (fetched == 0) break;  // end of file
-  }
-  if (got < n) {
-    TF_SetStatus(status, TF_OUT_OF_RANGE, "Read less bytes than requested");
-  } else {
-    SetOk(status);
-  }
-  return static_cast<int64_t>(got);
-}
 
 void RafCleanup(TF_RandomAccessFile* file) {
   auto* f = static_cast<ReadFile*>(file->plugin_file);
@@ -255,10 +110,9 @@ void RafCleanup(TF_RandomAccessFile* file) {
   {
     PythonCall py(nullptr);
     if (py.ok()) {
-      ReleaseHeldView(f);
       CloseQuietly(f->handle);
       Py_DECREF(f->handle);
-    }  // else: the interpreter is gone; leak the handle (and view) rather than crash
+    }  // else: the interpreter is gone; leak the handle rather than crash
   }
   delete f;
   file->plugin_file = nullptr;
@@ -271,7 +125,6 @@ int64_t RafRead(const TF_RandomAccessFile* file, uint64_t offset, size_t n, char
     SetOk(status);
     return 0;
   }
-  if (ReadsThroughViews(f, n)) return ReadThroughViews(f, offset, buffer, n, status);
   PythonCall py(status);
   if (!py.ok()) return -1;
   const int64_t got = ReadFully(f->handle, f->path, offset, buffer, n, status);

@@ -70,9 +70,7 @@ void FsNewRandomAccessFile(const TF_Filesystem*, const char* path, TF_RandomAcce
   if (!py.ok()) return;
   PyObject* handle = CallPathMethod(status, "open_read", path);
   if (handle == nullptr) return;
-  auto* f = new ReadFile{handle, path};
-  f->has_view_at = PyObject_HasAttrString(handle, "view_at") != 0;
-  file->plugin_file = f;
+  file->plugin_file = new ReadFile{handle, path};
 }
 
 void NewWriteFile(const char* path, TF_WritableFile* file, bool append, TF_Status* status) {

@@ -275,26 +275,6 @@ class FileReader:
         self._copy_blocks(offset + middle, buffer[middle:want])
         return want
 
-    def view_at(self, offset: int) -> tuple[int, memoryview]:
-        """The block holding byte ``offset``: its first byte's offset and a read-only view of
-        its bytes (an empty view at end of file).
-
-        The TensorFlow plugin's way of reading in small steps (``TFRecordDataset``
-        reads 256 KiB at a time, ``tf.io.gfile`` 512 KiB): it keeps the view and
-        serves every read inside the block from it without entering Python, so a
-        sequential reader makes one call per block.  The block comes through the
-        block cache and its read-ahead, as for :meth:`read_into`; the view keeps its
-        memory alive (one block past the reader's bound at most) until dropped.
-        """
-        if self._closed:
-            raise ValueError(f"{self.store.uri(self.path)}: read handle is closed")
-        size, bs = self.entry.size, self.entry.block_size
-        if offset >= size:
-            return offset, memoryview(b"")
-        index = offset // bs
-        data = self.block(index)
-        return index * bs, data[:min(bs, size - index * bs)].toreadonly()
-
     def read_range(self, start: int, end: int) -> bytes:
         """Bytes ``[start, end)``, ``end`` cut to the file's size (what ``read_into`` gives, call by call)."""
         end = min(end, self.size)
