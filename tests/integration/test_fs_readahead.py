@@ -155,6 +155,18 @@ def test_fsspec_sequential_and_seeks(big: tuple[str, bytes], node_env: tuple[str
         assert f.read() == data
 
 
+@pytest.mark.parametrize("read_ahead", ["128k", "128KiB", 128 * 1024])
+def test_fsspec_takes_sizes_as_strings(big: tuple[str, bytes], node_env: tuple[str, int],
+                                       read_ahead: str | int) -> None:
+    uri, data = big
+    host, port = node_env
+    fs = IgniteFileSystem(host=host, port=port, read_ahead=read_ahead, block_size="64k")
+    assert fs.store.read_ahead == 2 * BS and fs.store.block_size == BS
+    path = uri.split(f"{host}:{port}", 1)[1]
+    with fs.open(path, "rb") as f:
+        assert f.read() == data
+
+
 def test_tfrecord_dataset_over_ignite(base: str) -> None:
     rnd = random.Random(11)
     records = [rnd.randbytes(rnd.randrange(1, 40_000)) for _ in range(120)]  # ~2.4 MB, ~37 blocks

@@ -117,3 +117,20 @@ def test_the_setting_comes_from_configure_or_the_environment(monkeypatch: pytest
         monkeypatch.delenv("IGNITE_FS_READ_AHEAD", raising=False)
         fs_config.reset()
         fs_config.configure(**saved)
+
+
+@pytest.mark.parametrize("text, expected", [("8m", 8 << 20), ("8MiB", 8 << 20), ("8 MB", 8 << 20),
+                                            ("512k", 512 << 10), (4096, 4096), ("0", 0)])
+def test_sizes_given_as_strings_are_parsed_like_the_environment(text: str | int, expected: int) -> None:
+    assert fs_config.parse_settings({"read_ahead": text}) == {"read_ahead": expected}
+
+
+def test_parse_settings_names_what_it_cannot_read() -> None:
+    got = fs_config.parse_settings({"block_size": "1m", "cache_prefix": "x", "read_ahead": None})
+    assert got == {"block_size": 1 << 20, "cache_prefix": "x", "read_ahead": None}
+    with pytest.raises(ConfigurationError, match="read_ahead='lots'"):
+        fs_config.parse_settings({"read_ahead": "lots"})
+    with pytest.raises(ConfigurationError, match="block_size='12'.*1,024"):
+        fs_config.parse_settings({"block_size": "12"})
+    with pytest.raises(ConfigurationError, match="unknown ignite:// setting.*readahead"):
+        fs_config.parse_settings({"readahead": "8m"})

@@ -38,6 +38,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..client.env import CONNECTION_VARIABLES, DATASET_PREFIX, FS_PREFIX, connection_env, parse_int
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FsSettings",
     "configure",
+    "parse_settings",
     "settings",
     "overrides",
     "reset",
@@ -121,7 +123,7 @@ def _parse_size(name: str, text: str, minimum: int = 1024) -> int:
         raise ConfigurationError(f"{name}={text!r} is not a size in bytes (e.g. 4194304, 4m, 512k)")
     value = int(float(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2)])
     if value < minimum:
-        raise ConfigurationError(f"{name}={text!r}: a block must be at least 1 KiB")
+        raise ConfigurationError(f"{name}={text!r}: must be at least {minimum:,} bytes")
     return value
 
 
@@ -160,15 +162,7 @@ def configure(**options: Any) -> FsSettings:
     an override.  Returns the resulting default settings.
     Stores already open keep their settings; new paths use the new ones.
     """
-    known = set(SETTING_NAMES)
-    unknown = set(options) - known
-    if unknown:
-        raise ConfigurationError(f"unknown ignite:// setting(s): {', '.join(sorted(unknown))}; "
-                                 f"expected some of {', '.join(sorted(known))}")
-    if "block_size" in options and options["block_size"] is not None:
-        options["block_size"] = _parse_size("block_size", str(options["block_size"]))
-    if "read_ahead" in options and options["read_ahead"] is not None:
-        options["read_ahead"] = _parse_size("read_ahead", str(options["read_ahead"]), minimum=0)
+    options = parse_settings(options)
     global _overrides_version
     with _lock:
         for k, v in options.items():
@@ -178,6 +172,28 @@ def configure(**options: Any) -> FsSettings:
                 _overrides[k] = v
         _overrides_version += 1
     return settings()
+
+
+def parse_settings(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` checked against :data:`SETTING_NAMES`, sizes parsed: what :func:`configure`
+    and :class:`~tensorflow_ignite.fs.fsspec_fs.IgniteFileSystem` do with their keyword arguments.
+
+    ``block_size`` and ``read_ahead`` take bytes as an int or a string with the
+    suffixes ``IGNITE_FS_BLOCK_SIZE`` takes (``"8m"``, ``"8MiB"``, ``"512k"``); other
+    values pass as given, ``None`` included (it removes an override).  Raises
+    :class:`~tensorflow_ignite.errors.ConfigurationError` naming an unknown setting or a
+    size it cannot read.
+    """
+    known = set(SETTING_NAMES)
+    unknown = set(options) - known
+    if unknown:
+        raise ConfigurationError(f"unknown ignite:// setting(s): {', '.join(sorted(unknown))}; "
+                                 f"expected some of {', '.join(sorted(known))}")
+    out = dict(options)
+    for name, minimum in (("block_size", 1024), ("read_ahead", 0)):
+        if out.get(name) is not None:
+            out[name] = _parse_size(name, str(out[name]), minimum=minimum)
+    return out
 
 
 def overrides() -> dict[str, Any]:
@@ -271,7 +287,7 @@ def store_for(host: str = "", **overrides: Any) -> "IgniteFileStore":
 def _store_for(host: str, overrides: dict[str, Any]) -> "IgniteFileStore":
     base = settings()
     if overrides:
-        base = base.updated(**{k: v for k, v in overrides.items() if v is not None})
+        base = base.updated(**{k: v for k, v in parse_settings(overrides).items() if v is not None})
     name, port = parse_endpoint(host, base)
     key = base.updated(host=name.lower(), port=port)
     with _lock:

@@ -29,7 +29,7 @@ from typing import Any
 
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
 
-from .config import SETTING_NAMES, reject_query, store_for
+from .config import SETTING_NAMES, parse_settings, reject_query, store_for
 from .layout import DirEntry, Entry, normalize_path
 from .store import FileReader, FileWriter, IgniteFileStore
 
@@ -44,14 +44,16 @@ class IgniteFileSystem(AbstractFileSystem):
     ``host``/``port`` choose the cluster (default: the configured endpoint);
     the other settings :func:`~tensorflow_ignite.fs.configure` takes
     (``username``, ``password``, ``cafile``, ... ``cache_prefix``,
-    ``block_size``) override the configured ones for this instance.
+    ``block_size``, ``read_ahead``) override the configured ones for this instance;
+    sizes are bytes or strings such as ``"8m"`` (:func:`~tensorflow_ignite.fs.config.parse_settings`).
     """
 
     protocol = ("ignite", "igfs")
     root_marker = "/"
 
     def __init__(self, host: str | None = None, port: int | None = None, **kwargs: Any) -> None:
-        self._overrides = {k: kwargs.pop(k) for k in SETTING_NAMES if k in kwargs and k not in ("host", "port")}
+        self._overrides = parse_settings(
+            {k: kwargs.pop(k) for k in SETTING_NAMES if k in kwargs and k not in ("host", "port")})
         super().__init__(**kwargs)
         if host and port:
             self.endpoint = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
