@@ -31,7 +31,7 @@ EXPECTED = {
     "scale3": {"dataset", "reader", "java"},
     "fs_write": {"ignite", "local"},
     "fs_read": {"ignite", "local"},
-    "fs_file": {"ignite", "tfrecord", "ckpt", "local"},
+    "fs_file": {"ignite", "tfrecord", "ckpt", "local", "tfrecord_local"},
     "latency_bulk": {"rtt0", "rtt1", "rtt5", "rtt20", "direct"},
     "latency_small": {"rtt0", "rtt1", "rtt5", "rtt20", "direct"},
     "predict1_digits": {"predict", "dataset", "pyignite"},
