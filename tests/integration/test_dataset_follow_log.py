@@ -17,7 +17,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ import tensorflow as tf
 from tensorflow_ignite import IgniteDataset
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.data.dataset import close_shared_clients
+from tensorflow_ignite.data.follow_log import read_log_partition
 from tensorflow_ignite.errors import IgniteConnectionError, ServerError
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol.cache_config import CacheConfiguration
@@ -111,13 +112,32 @@ class SeqWriter:
         return dict(self.last)
 
 
+def logged_twice(client: IgniteClient, cache: str) -> set[tuple[int, int]]:
+    """(key, number) of the puts the follow log holds as two updates, each with its own update counter.
+
+    An ATOMIC put in flight when its primary is killed can be applied twice (the node coordinating
+    it retries it on the new primary, which may have it already): the cache then has two updates
+    of the key (consecutive counters, the same value), sometimes with no error at the writer's
+    client. Seen in 2 of 6 runs of the node-kill test; the follower rightly delivers both.
+    """
+    partitions = len(client.partition_map(cache).nodes)
+    dec = client.decoder()
+    seen: Counter[tuple[int, int]] = Counter()
+    for p in range(partitions):
+        for e in read_log_partition(client, cache, p, partitions, -1):
+            if e.value is not None:
+                seen[(int(dec.decode(e.key)), int(dec.decode(e.value).fields["seq"]))] += 1
+    return {k for k, n in seen.items() if n > 1}
+
+
 def assert_each_update_once(before: dict[int, list[int]], after: dict[int, list[int]], last: dict[int, int],
-                         retried: set[tuple[int, int]], what: str) -> None:
+                            retried: set[tuple[int, int]], what: str) -> None:
     """Per key: ``after`` holds each number from the last of ``before`` + 1 to ``last``, once and in order."""
     problems = []
     for key in range(KEYS):
         got = after.get(key, [])
-        # A put sent twice (connection lost under it) is two updates with one number: both are delivered.
+        # A put sent twice (connection lost under it), or applied twice by Ignite (logged_twice), is two
+        # updates with one number: both are delivered.
         collapsed = [s for i, s in enumerate(got) if not (i and s == got[i - 1] and (key, s) in retried)]
         start = max(before.get(key, [0])) + 1
         want = list(range(start, last[key] + 1))
@@ -259,9 +279,10 @@ def test_kill_the_node_holding_the_query_each_update_once(three_nodes: LocalClus
         follower.wait_rows(follower.rows + 400, 120, "updates after the kill")
         last = writer.stop()
         follower.join()
+        twice = logged_twice(client, NODE_KILL)
     assert ds.stats.mode == "log" and ds.stats.resyncs == [], ds.stats
     assert ds.stats.catch_ups and ds.stats.registrations >= 2, ds.stats
-    assert_each_update_once({k: [0] for k in snapshot}, follower.after, last, writer.retried,
+    assert_each_update_once({k: [0] for k in snapshot}, follower.after, last, writer.retried | twice,
                             "through kill -9 of the node holding the query")
 
 
@@ -283,8 +304,9 @@ def test_a_node_joining_each_update_once(three_nodes: LocalCluster) -> None:
         follower.wait_rows(follower.rows + 400, 120, "updates after the join")
         last = writer.stop()
         follower.join()
+        twice = logged_twice(client, JOIN)
     assert ds.stats.mode == "log" and ds.stats.resyncs == [], ds.stats
-    assert_each_update_once({k: [0] for k in range(KEYS)}, follower.after, last, writer.retried,
+    assert_each_update_once({k: [0] for k in range(KEYS)}, follower.after, last, writer.retried | twice,
                             "through a node joining")
 
 
