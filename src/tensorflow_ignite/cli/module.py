@@ -22,6 +22,8 @@ cluster you run with ignite.sh (or the Docker image, or Kubernetes):
      the launcher refuses every job until authentication is on and its `submitters` lists
      users (or, on a trusted isolated network only, `allowUnauthenticated` is set).
      README, "Security".
+     `ignite-tf module config --follow-log CACHE` also keeps CACHE's follow log, with which
+     IgniteDataset.follow resumes exactly once (README, "Following a cache").
   3. restart the server nodes one at a time; `ignite-tf module check --host H --port P` confirms.
 
 IgniteDataset and the ignite:// filesystem need no module."""
@@ -40,6 +42,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                              description="Print the Spring XML properties (the module's node attribute and the "
                              "launcher service) that go inside a node's IgniteConfiguration bean. The launcher's "
                              "security settings are in it, commented out: with none set it refuses every job.")
+    config.add_argument("--follow-log", action="append", default=[], metavar="CACHE[,CACHE]",
+                        help="also keep the follow log of these caches: every update, so that IgniteDataset.follow "
+                        "resumes exactly once (README, 'Following a cache'); repeatable")
+    config.add_argument("--follow-log-retention", type=_duration, default=None, metavar="DURATION",
+                        help="how long the follow log keeps an update: seconds, or a number with s, m, h or d "
+                        "(default 1h); a follower stopped longer than this cannot resume exactly once")
     config.set_defaults(handler=_config)
     check = msub.add_parser("check", help="show which server nodes have the module, and its version",
                             description="List the cluster's server nodes with the module version each carries, "
@@ -57,10 +65,30 @@ def _path(args: argparse.Namespace) -> int:
     return 0
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(text: str) -> int:
+    """``90``, ``90s``, ``30m``, ``1h``, ``2d`` -> whole seconds (positive)."""
+    t = text.strip().lower()
+    number, unit = (t[:-1], t[-1]) if t and t[-1] in _UNITS else (t, "s")
+    try:
+        seconds = float(number) * _UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration: use seconds or a number with s, m, h or d "
+                                         "(e.g. 1h)") from None
+    if seconds < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: the retention must be at least one second")
+    return int(seconds)
+
+
 def _config(args: argparse.Namespace) -> int:
     from ..launcher.module import xml_fragment
 
-    sys.stdout.write(xml_fragment())
+    if args.follow_log_retention is not None and not args.follow_log:
+        print("ignite-tf: --follow-log-retention needs --follow-log CACHE (which caches to log)", file=sys.stderr)
+        return 2
+    sys.stdout.write(xml_fragment(follow_log=args.follow_log, follow_log_retention_s=args.follow_log_retention))
     return 0
 
 

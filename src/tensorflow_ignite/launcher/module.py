@@ -10,7 +10,11 @@ every server node's ``libs/`` plus two settings of the node's
   call needed), so it can tell at once which server nodes lack the module or run
   another version of it;
 * the launcher service ``tf-ignite-launcher`` (``TfJobService``, one instance in
-  the cluster), restricted to nodes whose attribute names this version.
+  the cluster), restricted to nodes whose attribute names this version;
+* optionally, the follow log of listed caches (``xml_fragment(follow_log=...)``;
+  Java: ``FollowLog.configure(cfg, caches, retentionSeconds)``): the attribute
+  ``tensorflow-ignite.follow-log`` and the service ``tf-ignite-follow-log``
+  (``FollowLogService``, one instance on every module node).
 
 :func:`check_module` is what ``ignite-tf start`` and the other job commands run
 before they talk to the launcher; ``ignite-tf module check`` prints its table.
@@ -30,8 +34,8 @@ from ..errors import LauncherModuleError, LauncherNotDeployedError
 if TYPE_CHECKING:
     from ..client import IgniteClient
 
-__all__ = ["MODULE_ATTRIBUTE", "MODULE_VERSION", "LauncherSecurity", "NodeModule", "xml_fragment", "module_status",
-           "check_module", "require_module"]
+__all__ = ["MODULE_ATTRIBUTE", "MODULE_VERSION", "FOLLOW_LOG_ATTRIBUTE", "FOLLOW_LOG_RETENTION_S", "LauncherSecurity",
+           "NodeModule", "xml_fragment", "module_status", "check_module", "require_module"]
 
 #: The node attribute carrying the module's version (``TfLauncherModule.ATTRIBUTE``).
 MODULE_ATTRIBUTE = "tensorflow-ignite.module"
@@ -128,24 +132,64 @@ _SECURITY_TEMPLATE = """\
 """
 
 
-def xml_fragment(version: str = MODULE_VERSION, security: LauncherSecurity | None = None) -> str:
+#: The node attribute listing the caches whose follow log a node keeps (``FollowLog.ATTRIBUTE``).
+FOLLOW_LOG_ATTRIBUTE = "tensorflow-ignite.follow-log"
+#: The follow log's default retention (``FollowLog.DEFAULT_RETENTION_SECONDS``).
+FOLLOW_LOG_RETENTION_S = 3600
+
+
+def xml_fragment(version: str = MODULE_VERSION, security: LauncherSecurity | None = None,
+                 follow_log: Sequence[str] = (), follow_log_retention_s: int | None = None) -> str:
     """What goes inside a node's ``<bean class="org.apache.ignite.configuration.IgniteConfiguration">``.
 
     Without ``security`` the launcher's settings are printed commented out (the defaults
-    refuse every job); with it, the settings it holds.
+    refuse every job); with it, the settings it holds.  ``follow_log``: the caches whose
+    updates the nodes log for exactly-once followers (``IgniteDataset.follow``), kept
+    ``follow_log_retention_s`` seconds (default one hour) -- the XML form of Java's
+    ``FollowLog.configure(cfg, caches, retentionSeconds)``: its node attribute and its
+    service (``FollowLogService``, one instance on every module node).
     """
+    caches = _follow_log_caches(follow_log)
+    retention = FOLLOW_LOG_RETENTION_S if follow_log_retention_s is None else int(follow_log_retention_s)
+    if caches and retention <= 0:
+        raise ValueError(f"the follow log's retention must be a positive number of seconds, not {retention}")
     pad = " " * 10
     if security is None:
         settings = "".join(f"{pad}{line}\n" for line in _SECURITY_TEMPLATE.splitlines())
     else:
         settings = security.xml_properties(pad)
+    follow_entry = follow_service = ""
+    if caches:
+        follow_entry = f"""
+    <entry key="{FOLLOW_LOG_ATTRIBUTE}" value={quoteattr(",".join(caches))}/>"""
+        listed = "".join(f"<value>{escape(c)}</value>" for c in caches)
+        follow_service = f"""
+    <!-- The follow log (IgniteDataset.follow's exactly-once resume): every update of the caches
+         listed below, kept {retention} s; every server node needs the same list. -->
+    <bean class="org.apache.ignite.services.ServiceConfiguration">
+      <property name="name" value="tf-ignite-follow-log"/>
+      <property name="maxPerNodeCount" value="1"/>
+      <property name="totalCount" value="0"/>
+      <property name="nodeFilter">
+        <bean class="org.apache.ignite.util.AttributeNodeFilter">
+          <constructor-arg value="{MODULE_ATTRIBUTE}"/>
+          <constructor-arg value="{version}"/>
+        </bean>
+      </property>
+      <property name="service">
+        <bean class="org.tensorflow.ignite.follow.FollowLogService">
+          <property name="caches"><list>{listed}</list></property>
+          <property name="retentionSeconds" value="{retention}"/>
+        </bean>
+      </property>
+    </bean>"""
     return f"""\
 <!-- tensorflow-ignite module {version}: the jar of `ignite-tf module path` in libs/, and these two
      properties inside the IgniteConfiguration bean. If the bean already sets userAttributes or
-     serviceConfiguration, add this <entry> and this <bean> to its map and list instead. -->
+     serviceConfiguration, add these <entry>s and <bean>s to its map and list instead. -->
 <property name="userAttributes">
   <map>
-    <entry key="{MODULE_ATTRIBUTE}" value="{version}"/>
+    <entry key="{MODULE_ATTRIBUTE}" value="{version}"/>{follow_entry}
   </map>
 </property>
 <property name="serviceConfiguration">
@@ -164,10 +208,22 @@ def xml_fragment(version: str = MODULE_VERSION, security: LauncherSecurity | Non
         <bean class="org.tensorflow.ignite.launcher.TfJobService">
 {settings}        </bean>
       </property>
-    </bean>
+    </bean>{follow_service}
   </list>
 </property>
 """
+
+
+def _follow_log_caches(caches: Sequence[str]) -> list[str]:
+    """The listed cache names, each once, in order; ``a,b`` entries split (the node attribute is
+    comma-separated, so a name cannot hold a comma)."""
+    out: list[str] = []
+    for item in caches:
+        for name in str(item).split(","):
+            name = name.strip()
+            if name and name not in out:
+                out.append(name)
+    return out
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ what a user runs, not our ``NodeLauncher``:
   only what a user's loopback cluster needs (discovery, communication and client
   ports, the data region) and the module's fragment
   (:func:`~tensorflow_ignite.launcher.module.xml_fragment`), inserted verbatim, so
-  these nodes prove the documented configuration works.
+  these nodes prove the documented configuration works (with ``follow_log``, the
+  fragment's follow log too: ``ignite-tf module config --follow-log``).
 * Ignite 2.18: Maven Central publishes no ``ignite-spring`` 2.18.0, so these nodes
   are configured in Java: ``NodeLauncher`` on the 2.18.0 ``libs/``, which applies
   the module's Java entry point ``TfLauncherModule.configure(cfg)`` -- the same
@@ -251,7 +252,8 @@ class StockCluster(LocalCluster):
         config.write_text(spring_xml(
             info, discovery=self.discovery_list(), region_mb=self.region_mb,
             work_dir=node_dir / "ignite",
-            fragment=xml_fragment(security=self.launcher_settings()) if info.launcher_module else "",
+            fragment=xml_fragment(security=self.launcher_settings(), follow_log=self.follow_log,
+                                  follow_log_retention_s=self.follow_log_retention_s) if info.launcher_module else "",
             auth=self.auth,
         ))
         info.config_file = str(config)
