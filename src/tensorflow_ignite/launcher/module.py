@@ -165,24 +165,13 @@ def xml_fragment(version: str = MODULE_VERSION, security: LauncherSecurity | Non
         listed = "".join(f"<value>{escape(c)}</value>" for c in caches)
         follow_service = f"""
     <!-- The follow log (IgniteDataset.follow's exactly-once resume): every update of the caches
-         listed below, kept {retention} s; every server node needs the same list. -->
-    <bean class="org.apache.ignite.services.ServiceConfiguration">
-      <property name="name" value="tf-ignite-follow-log"/>
-      <property name="maxPerNodeCount" value="1"/>
-      <property name="totalCount" value="0"/>
-      <property name="nodeFilter">
-        <bean class="org.apache.ignite.util.AttributeNodeFilter">
-          <constructor-arg value="{MODULE_ATTRIBUTE}"/>
-          <constructor-arg value="{version}"/>
-        </bean>
-      </property>
-      <property name="service">
-        <bean class="org.tensorflow.ignite.follow.FollowLogService">
-          <property name="caches"><list>{listed}</list></property>
+         listed below, kept {retention} s; every server node needs the same list. -->""" + _service_bean(
+            "tf-ignite-follow-log", 0, version, "org.tensorflow.ignite.follow.FollowLogService",
+            f"""          <property name="caches"><list>{listed}</list></property>
           <property name="retentionSeconds" value="{retention}"/>
-        </bean>
-      </property>
-    </bean>"""
+""")
+    launcher = _service_bean("tf-ignite-launcher", 1, version, "org.tensorflow.ignite.launcher.TfJobService",
+                             settings).lstrip("\n")
     return f"""\
 <!-- tensorflow-ignite module {version}: the jar of `ignite-tf module path` in libs/, and these two
      properties inside the IgniteConfiguration bean. If the bean already sets userAttributes or
@@ -194,10 +183,21 @@ def xml_fragment(version: str = MODULE_VERSION, security: LauncherSecurity | Non
 </property>
 <property name="serviceConfiguration">
   <list>
+{launcher}{follow_service}
+  </list>
+</property>
+"""
+
+
+def _service_bean(name: str, total: int, version: str, service_class: str, properties: str) -> str:
+    """A ``ServiceConfiguration`` bean (at most one instance per node, ``total`` in the cluster, 0 =
+    one on every node) restricted to nodes carrying this version of the module; ``properties``: the
+    service bean's ``<property>`` lines."""
+    return f"""
     <bean class="org.apache.ignite.services.ServiceConfiguration">
-      <property name="name" value="tf-ignite-launcher"/>
+      <property name="name" value="{name}"/>
       <property name="maxPerNodeCount" value="1"/>
-      <property name="totalCount" value="1"/>
+      <property name="totalCount" value="{total}"/>
       <property name="nodeFilter">
         <bean class="org.apache.ignite.util.AttributeNodeFilter">
           <constructor-arg value="{MODULE_ATTRIBUTE}"/>
@@ -205,13 +205,10 @@ def xml_fragment(version: str = MODULE_VERSION, security: LauncherSecurity | Non
         </bean>
       </property>
       <property name="service">
-        <bean class="org.tensorflow.ignite.launcher.TfJobService">
-{settings}        </bean>
+        <bean class="{service_class}">
+{properties}        </bean>
       </property>
-    </bean>{follow_service}
-  </list>
-</property>
-"""
+    </bean>"""
 
 
 def _follow_log_caches(caches: Sequence[str]) -> list[str]:
