@@ -279,22 +279,8 @@ class IgniteDataset(tf.data.Dataset):
     def _resolve_schema(self, value_type: str | None, key_type: str | int | None,
                         fields: Sequence[str] | None, null_masks: bool,
                         decimal_as: str) -> DatasetSchema:
-        record = load_schema(self.client, self.cache_name)
-        entity = None
-        if record is None:
-            config = self.client.cache(self.cache_name).configuration()
-            entity = config.query_entities[0] if config.query_entities else None
-        # Entries are sampled only where metadata cannot tell: untyped caches, and
-        # fields Ignite records as plain "object" (nested objects, first-null fields).
-        type_name = value_type or (record.type_name if record else None) or (entity.value_type if entity else None)
-        samples: list[tuple[Any, Any]] = []
-        if type_name is None or _has_object_fields(self.client, type_name):
-            samples = _sample_entries(self.client, self.cache_name, 32)
-        return resolve_schema(
-            self.client, self.cache_name, value_type=value_type, key_type=key_type,
-            fields=list(fields) if fields else None,
-            null_masks=null_masks, decimal_as=decimal_as, record=record, samples=samples, query_entity=entity,
-        )
+        return cache_schema(self.client, self.cache_name, value_type=value_type, key_type=key_type, fields=fields,
+                            null_masks=null_masks, decimal_as=decimal_as)
 
     # ---------------------------------------------------------------- tf.data
     def _inputs(self) -> list[tf.data.Dataset]:
@@ -463,6 +449,32 @@ def _tensor_arguments(cache_name: str, tensors: Mapping[str, Any], given: Mappin
             "local": bool(params["local"]) if "local" not in tensors else False,
             "parts": params.get("parts") is not None}
 
+
+
+def cache_schema(client: IgniteClient, cache_name: str, *, value_type: str | None = None,
+                 key_type: str | int | None = None, fields: Sequence[str] | None = None, null_masks: bool = False,
+                 decimal_as: str = "float64") -> DatasetSchema:
+    """The schema ``IgniteDataset(cache_name, ...)`` reads with these options, without building a dataset.
+
+    From the tensor schema recorded by ``write``, else the cache's binary type or
+    query entity; entries are sampled only where metadata cannot tell (untyped
+    caches, fields Ignite records as plain "object": nested objects, first-null
+    fields).  ``schema.element_spec(batched=True)`` gives the tensor specs.
+    """
+    record = load_schema(client, cache_name)
+    entity = None
+    if record is None:
+        config = client.cache(cache_name).configuration()
+        entity = config.query_entities[0] if config.query_entities else None
+    type_name = value_type or (record.type_name if record else None) or (entity.value_type if entity else None)
+    samples: list[tuple[Any, Any]] = []
+    if type_name is None or _has_object_fields(client, type_name):
+        samples = _sample_entries(client, cache_name, 32)
+    return resolve_schema(
+        client, cache_name, value_type=value_type, key_type=key_type,
+        fields=list(fields) if fields else None,
+        null_masks=null_masks, decimal_as=decimal_as, record=record, samples=samples, query_entity=entity,
+    )
 
 def _sample_entries(client: IgniteClient, cache_name: str, n: int) -> list[tuple[Any, Any]]:
     out: list[tuple[Any, Any]] = []

@@ -110,7 +110,7 @@ def _keys(values: np.ndarray) -> np.ndarray:
 
 
 def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_size: int) -> ScoringSource:
-    from ..data.dataset import IgniteDataset
+    from ..data.dataset import cache_schema
     from ..data.plan import PartitionPlan, ScanTask
     from ..data.reader import DEFAULT_PAGE_BYTES, PageSizer, ScanReader
     from ..protocol.codes import TypeCode
@@ -124,8 +124,9 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
     rows = client.cache(cache).size()
     if rows == 0:
         raise EmptySourceError(f"source cache {cache!r} is empty: there is nothing to score")
-    probe = IgniteDataset(cache, client=client, batch_size=batch_size)
-    spec = probe.element_spec
+    # The schema IgniteDataset would read with, resolved without building a tf.data pipeline.
+    full = cache_schema(client, cache)
+    spec = full.element_spec(batched=True)
     value = spec["val"]
     fields = ({n: _spec(n, s) for n, s in value.items() if hasattr(s, "dtype")} if isinstance(value, dict)
               else {"val": _spec("val", value)})
@@ -133,7 +134,7 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
     partitioned = bool(pmap.applicable and pmap.partitions)
     # Every partition with scalar keys: one scan per node, as IgniteDataset reads a whole cache
     # (a node sets up one scan instead of 1,024); completion still comes per partition.
-    key_field = probe.schema.key
+    key_field = full.key
     node_scans = bool(partitioned and client.partition_awareness and key_field is not None
                       and not key_field.is_object and int(key_field.type_code) in (TypeCode.LONG, TypeCode.INT))
     units = tuple(range(pmap.partitions)) if partitioned else (WHOLE,)
@@ -142,8 +143,7 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
     def read(chosen: list[int], wanted: list[str]) -> Reading:
         names = tuple(wanted)
         if names not in schemas:  # the dataset's own schema resolution, once per field list
-            schemas[names] = (probe.schema if not isinstance(value, dict) else
-                              IgniteDataset(cache, client=client, fields=list(names)).schema)
+            schemas[names] = full if not isinstance(value, dict) else cache_schema(client, cache, fields=list(names))
         if chosen == [WHOLE]:
             tasks: tuple[ScanTask, ...] = (ScanTask(-1),)
         else:
