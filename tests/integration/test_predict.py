@@ -20,7 +20,7 @@ from tensorflow_ignite.client import IgniteClient, close_shared_clients
 from tensorflow_ignite.errors import (CacheNotFoundError, ConfigurationError, EmptySourceError, IgniteError,
                                       ModelInputError, ModelLoadError, OutputLayoutError)
 from tensorflow_ignite.local.cluster import LocalCluster
-from tensorflow_ignite.scoring import LEDGER_CACHE, MODEL_HASH, ModelRecord, models_of
+from tensorflow_ignite.scoring import LEDGER_CACHE, MODEL_HASH, ModelRecord, models_of, recorded_units
 from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
 from .test_writer import client, connect, sql_client  # noqa: F401  (the same fixtures)
@@ -90,6 +90,14 @@ def test_predict_cache_matches_model_predict(client: IgniteClient, ignite_node: 
                                           progress=False)
     assert (overwrite.rows, overwrite.units_scored) == (ROWS, 1024)
     assert_scored(client, out, data, model, overwrite.model_hash)
+    # The replaced output's records are forgotten (the object model's too), and swept from the ledger:
+    # overwriting again leaves it the same size, not one more generation of records.
+    assert models_of(client, out) == {overwrite.model_hash: ModelRecord(str(path), overwrite.model_sha256)}
+    assert [len(units) for units in recorded_units(client, out).values()] == [1024]  # one source, all of it
+    size = client.cache(LEDGER_CACHE).size()
+    tensorflow_ignite.predict(str(path), cache_name, out, client=client, mode="overwrite", progress=False)
+    assert client.cache(LEDGER_CACHE).size() == size
+    assert sum(len(u) for u in recorded_units(client, out).values()) == 1024
 
 
 def test_predict_sql_table_matches_model_predict(sql_client: IgniteClient, cache_name: str,
@@ -187,8 +195,7 @@ CHILD = textwrap.dedent("""
 
 
 def ledger_records(client: IgniteClient, output: str) -> int:
-    return sum(1 for k, _v in client.cache(LEDGER_CACHE).scan(page_size=4096)
-               if isinstance(k, str) and k.startswith(output + "\x1f") and "\x1fmodel\x1f" not in k)
+    return sum(len(units) for units in recorded_units(client, output).values())
 
 
 def test_killed_run_resumes_and_scores_every_key_exactly_once(client: IgniteClient, ignite_node: LocalCluster,

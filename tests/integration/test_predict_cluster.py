@@ -31,7 +31,7 @@ from tensorflow_ignite.launcher.module import LauncherSecurity
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol.hashing import affinity_partitions, long_hash_codes
 from tensorflow_ignite.protocol.cache_config import CacheConfiguration, CacheMode
-from tensorflow_ignite.scoring import LEDGER_CACHE, MODEL_HASH, submit_predict
+from tensorflow_ignite.scoring import MODEL_HASH, recorded_units, submit_predict
 from tensorflow_ignite.testing.waiting import wait_for
 
 from .test_launcher_jobs import children, job_processes
@@ -78,11 +78,7 @@ def _load(client: IgniteClient, cache: str) -> np.ndarray:
 
 def _recorded(client: IgniteClient, output: str) -> int:
     """Partitions the ledger records complete for ``output``."""
-    if LEDGER_CACHE not in client.cache_names():
-        return 0
-    prefix = output + "\x1f"
-    return sum(1 for k, _ in client.cache(LEDGER_CACHE).scan(page_size=4096)
-               if isinstance(k, str) and k.startswith(prefix) and "\x1fmodel\x1f" not in k)
+    return sum(len(units) for units in recorded_units(client, output).values())
 
 
 def _wait_mid_job(jobs: JobClient, job: str, client: IgniteClient, output: str) -> None:

@@ -185,8 +185,7 @@ def predict(
     # complete until the read ends (nothing would be recorded on the way; measured).
     created = out.open(overwrite=overwrite, backups=backups, atomicity=AtomicityMode.ATOMIC,
                        write_sync=WriteSynchronizationMode.FULL_SYNC, sql=sql, expected_rows=expected)
-    if created:
-        ledger.forget_output()  # records of an output that no longer exists say nothing
+    ledger.begin(created)  # a created output starts a new generation: older records say nothing
     ledger.record_model(scoring_model.hash64, scoring_model.uri)
     done = ledger.completed(units) if not created else set()
     todo = [u for u in units if u not in done]
@@ -233,6 +232,7 @@ def predict(
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         bar.close()
+        ledger.finish()
     missing = set(todo) - recorded
     if missing:  # every row was read, so every unit must be complete: a reader bug, never silently ignored
         raise PredictError(f"predict: partitions {sorted(missing)[:10]} of {src.describe()} were read but the "

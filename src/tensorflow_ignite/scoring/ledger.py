@@ -1,12 +1,23 @@
 """The completion ledger of scoring runs: which units of a source are scored into an output, by which model.
 
 One small cache, :data:`LEDGER_CACHE` (one backup, written synchronously, so a
-record outlives one node), holds a record per completed unit:
+record outlives one node), holds, for each output (``|`` stands for the ASCII
+unit separator, ``\\x1f``):
 
-* key ``"<output>|<source id>|<unit>"`` (``|`` is the ASCII unit separator,
-  ``\\x1f``), value the SHA-256 of the model that scored it;
-* key ``"<output>|model|<model_hash>"``, value JSON ``{"uri", "sha256"}``: which
-  model a ``model_hash`` field of the output stands for.
+* ``"<output>|generation"``: a random token naming the output's current
+  incarnation, replaced whenever the output is created (new, or destroyed and
+  created again by ``mode="overwrite"``);
+* ``"<output>|<token>|<source id>|<unit>"``: a completed unit, value the
+  SHA-256 of the model that scored it;
+* ``"<output>|<token>|model|<model_hash>"``: value JSON ``{"uri", "sha256"}``,
+  which model a ``model_hash`` field of the output stands for.
+
+Records under another token than the current one speak of an output that no
+longer exists, so forgetting an output is one put of a new token, not a scan of
+the ledger; the stale records are removed on the side while the run scores
+(:meth:`Ledger.begin` and :meth:`Ledger.finish`).  Records from before the
+generation token (``"<output>|<source id>|<unit>"``) are never read; the first
+run of a newer version scores such an output again in full, and removes them.
 
 A unit's record is written only after every prediction of that unit has been
 acknowledged by the nodes, so a run that stops anywhere leaves recorded units
@@ -17,14 +28,19 @@ written again, so every key still ends with one entry).
 from __future__ import annotations
 
 import json
+import logging
+import secrets
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..client import IgniteClient
+    from ..client import Cache, IgniteClient
 
-__all__ = ["LEDGER_CACHE", "Ledger", "ModelRecord", "models_of"]
+__all__ = ["LEDGER_CACHE", "Ledger", "ModelRecord", "models_of", "recorded_units"]
+
+log = logging.getLogger(__name__)
 
 #: The cache holding the completion records of scoring runs.
 LEDGER_CACHE = "__tensorflow_ignite_predictions"
@@ -40,21 +56,58 @@ class ModelRecord:
     sha256: str
 
 
+def _generation_key(output: str) -> str:
+    return f"{output}{_SEP}generation"
+
+
+def _current(client: "IgniteClient", output: str) -> tuple["Cache", str] | None:
+    """The ledger cache and ``output``'s current token, or None when nothing is recorded for it."""
+    if LEDGER_CACHE not in client.cache_names():
+        return None
+    cache = client.cache(LEDGER_CACHE)
+    token = cache.get(_generation_key(output))
+    return (cache, str(token)) if token is not None else None
+
+
 def models_of(client: "IgniteClient", output: str) -> dict[int, ModelRecord]:
     """``model_hash`` -> :class:`ModelRecord` of every model that has written into ``output``."""
-    if LEDGER_CACHE not in client.cache_names():
+    current = _current(client, output)
+    if current is None:
         return {}
-    prefix = f"{output}{_SEP}model{_SEP}"
+    cache, token = current
+    prefix = f"{output}{_SEP}{token}{_SEP}model{_SEP}"
     out: dict[int, ModelRecord] = {}
-    for k, v in client.cache(LEDGER_CACHE).scan(page_size=4096):
+    for k, v in cache.scan(page_size=4096):
         if isinstance(k, str) and k.startswith(prefix):
             doc = json.loads(str(v))
             out[int(k[len(prefix):])] = ModelRecord(str(doc["uri"]), str(doc["sha256"]))
     return out
 
 
+def recorded_units(client: "IgniteClient", output: str) -> dict[str, set[int]]:
+    """The units recorded complete for ``output``'s current incarnation: source id -> units (any model).
+
+    A diagnostic (it scans the ledger): how far an interrupted run got, what the next one skips.
+    """
+    current = _current(client, output)
+    if current is None:
+        return {}
+    cache, token = current
+    prefix = f"{output}{_SEP}{token}{_SEP}"
+    out: dict[str, set[int]] = {}
+    for k, _v in cache.scan(page_size=4096):
+        if isinstance(k, str) and k.startswith(prefix):
+            source, _, unit = k[len(prefix):].partition(_SEP)
+            if source != "model":
+                out.setdefault(source, set()).add(int(unit))
+    return out
+
+
 class Ledger:
-    """The records of one (output, source, model) in :data:`LEDGER_CACHE`."""
+    """The records of one (output, source, model) in :data:`LEDGER_CACHE`.
+
+    :meth:`begin` before anything is read or recorded, :meth:`finish` at the end of the run.
+    """
 
     def __init__(self, client: "IgniteClient", output: str, source_id: str, model_sha256: str) -> None:
         from ..protocol.cache_config import CacheConfiguration
@@ -66,12 +119,49 @@ class Ledger:
         config = CacheConfiguration(LEDGER_CACHE, backups=1,
                                     write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC)
         self.cache = client.get_or_create_cache(config)
+        self.token = ""
+        self._sweep: threading.Thread | None = None
+
+    def begin(self, created: bool) -> None:
+        """Find the output's token; ``created``: the output is new, so start a new one (forgetting every
+        record about the old output, whose stale records a background sweep removes until :meth:`finish`)."""
+        key = _generation_key(self.output)
+        if created:
+            self.token = secrets.token_hex(8)
+            self.cache.put(key, self.token)
+            self._sweep = threading.Thread(target=self._remove_stale, name=f"ledger-sweep-{self.output}",
+                                           daemon=True)
+            self._sweep.start()
+            return
+        # An output created by a version without tokens, or whose records were cleared: start one
+        # (put-if-absent, so concurrent workers of one job agree on it).
+        self.cache.put_if_absent(key, secrets.token_hex(8))
+        self.token = str(self.cache.get(key))
+
+    def finish(self) -> None:
+        """Wait for the sweep of stale records (a failed sweep only leaves them for the next one)."""
+        if self._sweep is not None:
+            self._sweep.join()
+            self._sweep = None
+
+    def _remove_stale(self) -> None:
+        keep = (_generation_key(self.output), f"{self.output}{_SEP}{self.token}{_SEP}")
+        prefix = f"{self.output}{_SEP}"
+        try:
+            stale = [k for k, _v in self.cache.scan(page_size=4096)
+                     if isinstance(k, str) and k.startswith(prefix) and k != keep[0] and not k.startswith(keep[1])]
+            for start in range(0, len(stale), 4096):
+                self.cache.remove_keys(stale[start:start + 4096])
+        except Exception as exc:  # noqa: BLE001 -- stale records are unreachable; removing them is housekeeping
+            log.warning("predict: could not remove stale ledger records of output %r (%s); they are never read "
+                        "and the next created output removes them", self.output, exc)
 
     def _key(self, unit: int) -> str:
-        return f"{self.output}{_SEP}{self.source_id}{_SEP}{unit}"
+        return f"{self.output}{_SEP}{self.token}{_SEP}{self.source_id}{_SEP}{unit}"
 
     def completed(self, units: Sequence[int]) -> set[int]:
         """The units recorded as scored by this model."""
+        assert self.token, "begin() first"
         done: set[int] = set()
         for start in range(0, len(units), 4096):
             chunk = units[start:start + 4096]
@@ -81,15 +171,10 @@ class Ledger:
 
     def record(self, units: Iterable[int]) -> None:
         """Record ``units`` as completely scored (after their predictions were acknowledged)."""
+        assert self.token, "begin() first"
         self.cache.put_all({self._key(u): self.model_sha256 for u in units})
 
     def record_model(self, hash64: int, uri: str) -> None:
-        self.cache.put(f"{self.output}{_SEP}model{_SEP}{hash64}",
+        assert self.token, "begin() first"
+        self.cache.put(f"{self.output}{_SEP}{self.token}{_SEP}model{_SEP}{hash64}",
                        json.dumps({"uri": uri, "sha256": self.model_sha256}))
-
-    def forget_output(self) -> None:
-        """Remove every record about ``output`` (it is being replaced)."""
-        prefix = f"{self.output}{_SEP}"
-        stale = [k for k, _v in self.cache.scan(page_size=4096) if isinstance(k, str) and k.startswith(prefix)]
-        for start in range(0, len(stale), 4096):
-            self.cache.remove_keys(stale[start:start + 4096])
