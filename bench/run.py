@@ -48,6 +48,9 @@ full size: ~11.5 min at those runs' load, less on a quiet machine):
   per node come from one load anyway): ~1 min.
 * The loading data files are written once per directory and reused (``loading.make_data``).
 
+The filesystem scenarios' S3 anchor (issue 31) adds the server's start and stop (~6 s
+in all on this machine) and its contenders' warm-ups and repetitions: not yet timed at full size.
+
 Not cut: the repetitions of the contenders of the targets (IgniteDataset, the Java thin
 client, Keras fit, the checkpoint contenders, ``write`` against Java, the DataStreamer and
 pyignite loads), the sizes, and the 9 / 5 rounds of the short scenarios (small rows,
