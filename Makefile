@@ -41,7 +41,7 @@ $(STAMPS)/venv: pyproject.toml $(STAMPS)/system-deps
 	@mkdir -p $(STAMPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[tf-cpu,test,ignite3]'
+	$(PY) -m pip install --quiet -e '.[tf-cpu,test,ignite3,bench]'
 # tf_keras requires the full `tensorflow` wheel; the CPU build provides the same package.
 	$(PY) -m pip install --quiet --no-deps 'tf-keras==2.21.*'
 	@touch $@

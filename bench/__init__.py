@@ -20,5 +20,8 @@ scenario with every contender in one process, alternating, and writes
   miss a target;
 * :mod:`bench.report` -- the tables (the targets over several runs too) and BENCHMARKS.md;
 * :mod:`bench.javaclient` -- runs the Java reference programs of ``bench/java``
-  (``JavaLoader``: the long-lived loading references).
+  (``JavaLoader``: the long-lived loading references);
+* :mod:`bench.filesystem`, :mod:`bench.s3anchor` -- checkpoints and one file through
+  ``ignite://`` against local disk and an S3 server (SeaweedFS, reached through s3fs)
+  started for them.
 """

@@ -31,6 +31,19 @@ save ends in the page cache, and an ``ignite://`` save ends when every block is
 in the memory of its primary and backup node.  MB/s counts the variables'
 bytes (the checkpoint's payload).
 
+The S3 anchor (issue 31): each scenario also runs the same work against a
+SeaweedFS S3 server on this machine (``bench/s3anchor.py``) through s3fs, the
+store users pick instead of ``ignite://``; the targets want ``ignite://`` ahead
+of it both ways.  TensorFlow has no ``s3://`` filesystem any more (it left with
+tensorflow-io), so a checkpoint reaches S3 the way users move it: the timed
+save is ``Checkpoint.write`` into a local directory (page cache) followed by the
+upload of its files (``S3FileSystem.put``: both files at once, 50 MiB parts,
+up to 10 in flight -- s3fs's defaults); the timed restore lists the checkpoint's
+objects, downloads them (``S3FileSystem.get``) into a fresh local directory and
+restores it from there with ``Checkpoint.read``.  The local copies are deleted untimed, as
+the written objects are.  The one-file read is ``S3FileSystem.open(...).read(1 MiB)``
+to the end (s3fs's read-ahead cache of 50 MiB blocks), after an untimed upload.
+
 Contenders are rebuilt in a profiler child from their spec
 (``"bench.filesystem:<factory>"``), like the scan contenders.
 """
@@ -39,18 +52,22 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import shutil
 import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .harness import Contender, Run, Scenario, Target
 
+if TYPE_CHECKING:
+    from .s3anchor import S3Endpoint
+
 __all__ = ["checkpoint_write", "checkpoint_read", "file_read", "filesystem_scenarios", "model_for", "FS_TARGETS",
-           "FILE_TARGET"]
+           "FILE_TARGET", "S3_TARGET"]
 
 F = TypeVar("F", bound=Callable[..., Contender])
 
@@ -58,6 +75,10 @@ F = TypeVar("F", bound=Callable[..., Contender])
 FS_TARGETS = {"fs_write": 0.5, "fs_read": 0.5}
 #: Issue 31: one file read sequentially at least as fast as a checkpoint restore of the same size.
 FILE_TARGET = 1.0
+#: Issue 31: ``ignite://`` ahead of the S3 server (SeaweedFS through s3fs) both ways, files and checkpoints.
+S3_TARGET = 1.0
+#: The one-file contender on the S3 anchor.
+S3_FILE_LABEL = "S3 server (SeaweedFS) one file, s3fs"
 #: Bytes per ``GFile.read`` call of the one-file scenario.
 READ_PIECE = 1 << 20
 #: Records of the TFRecord file of the one-file scenario (bytes each; the last one shorter).
@@ -142,11 +163,14 @@ def model_for(mb: int, seed: int = 5) -> _Model:
 
 
 class _Target:
-    """Where checkpoints go: ``ignite://host:port/<dir>`` or a local directory."""
+    """Where checkpoints go: ``ignite://host:port/<dir>``, a local directory, or ``s3://<bucket>/<dir>`` on
+    the S3 anchor (``s3``: its :class:`~bench.s3anchor.S3Endpoint` as a dict), staged in a local directory."""
 
-    def __init__(self, where: str, host: str, port: int, local_dir: str | None) -> None:
+    def __init__(self, where: str, host: str, port: int, local_dir: str | None,
+                 s3: dict[str, str] | None = None) -> None:
         self.where = where
         run = uuid.uuid4().hex[:8]
+        self._staged: dict[str, str] = {}  # S3 directory (or "restore") -> its local copy
         if where == "ignite":
             self.endpoint = f"{host}:{port}"
             self.base = f"ignite://{self.endpoint}/bench-fs/{run}"
@@ -154,11 +178,56 @@ class _Target:
         elif where == "local":
             self._local = Path(tempfile.mkdtemp(prefix=f"bench-fs-{run}-", dir=local_dir))
             self.base = str(self._local)
+        elif where == "s3":
+            from .s3anchor import S3Endpoint
+
+            if s3 is None:
+                raise ValueError("where='s3' needs the S3 anchor's endpoint (s3=S3Endpoint.as_dict())")
+            endpoint = S3Endpoint(**s3)
+            self.fs = endpoint.filesystem()
+            self.base = endpoint.url(f"bench-fs/{run}")
+            self._local = Path(tempfile.mkdtemp(prefix=f"bench-fs-s3-{run}-", dir=local_dir))
         else:
-            raise ValueError(f"where must be 'ignite' or 'local', not {where!r}")
+            raise ValueError(f"where must be 'ignite', 'local' or 's3', not {where!r}")
+
+    def write_checkpoint(self, checkpoint: Any, directory: str) -> None:
+        """``checkpoint.write(directory + "/ckpt")``; on S3, into a local directory whose files are then
+        uploaded into ``directory`` (the local copy is deleted by :meth:`remove`)."""
+        if self.where != "s3":
+            checkpoint.write(f"{directory}/ckpt")
+            return
+        stage = tempfile.mkdtemp(prefix="save-", dir=self._local)
+        self._staged[directory] = stage
+        checkpoint.write(f"{stage}/ckpt")
+        names = sorted(os.listdir(stage))
+        self.fs.put([f"{stage}/{n}" for n in names], [f"{directory}/{n}" for n in names])
+
+    def read_checkpoint(self, checkpoint: Any, prefix: str) -> Any:
+        """``checkpoint.read(prefix)``; on S3, the objects of the prefix's directory listed, downloaded into
+        a fresh local directory and read from there (the previous restore's copy is deleted first)."""
+        if self.where != "s3":
+            return checkpoint.read(prefix)
+        directory, name = prefix.rsplit("/", 1)
+        stage = tempfile.mkdtemp(prefix="restore-", dir=self._local)
+        self._staged["restore"] = stage
+        remote = self.fs.ls(directory, detail=False, refresh=True)
+        self.fs.get(remote, [f"{stage}/{r.rsplit('/', 1)[1]}" for r in remote])
+        return checkpoint.read(f"{stage}/{name}")
+
+    def drop_restored(self) -> None:
+        """Delete the local copy of the last S3 restore (untimed, before the next one)."""
+        stage = self._staged.pop("restore", None)
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
 
     def remove(self, directory: str) -> None:
-        if self.where == "ignite":
+        if self.where == "s3":
+            stage = self._staged.pop(directory, None)
+            if stage is not None:
+                shutil.rmtree(stage, ignore_errors=True)
+            if self.fs.exists(directory):
+                self.fs.rm(directory, recursive=True)
+        elif self.where == "ignite":
             import tensorflow as tf
 
             from tensorflow_ignite import fs
@@ -177,6 +246,8 @@ class _Target:
             self.remove(self.base)
         except Exception:  # noqa: BLE001 - the nodes may be gone already; best effort
             pass
+        if self.where == "s3" and self._local is not None:
+            shutil.rmtree(self._local, ignore_errors=True)
 
 
 def _register() -> None:
@@ -189,15 +260,20 @@ def _register() -> None:
 def _labels(where: str, verb: str) -> tuple[str, str]:
     if where == "ignite":
         return "ignite", f"ignite:// checkpoint {verb}"
+    if where == "s3":
+        how = "local save + s3fs upload" if verb == "write" else "s3fs download + local restore"
+        return "s3", f"S3 server (SeaweedFS) checkpoint {verb}: {how}"
     return "local", f"local disk checkpoint {verb} (reference)"
 
 
 @_spec
-def checkpoint_write(where: str, host: str, port: int, *, mb: int, local_dir: str | None = None) -> Contender:
-    """``Checkpoint.write`` of the shared model into ``where`` (``"ignite"`` or ``"local"``)."""
+def checkpoint_write(where: str, host: str, port: int, *, mb: int, local_dir: str | None = None,
+                     s3: dict[str, str] | None = None) -> Contender:
+    """``Checkpoint.write`` of the shared model into ``where`` (``"ignite"``, ``"local"`` or ``"s3"``: the
+    S3 anchor at ``s3``, saved locally then uploaded)."""
     _register()
     model = model_for(mb)
-    target = _Target(where, host, port, local_dir)
+    target = _Target(where, host, port, local_dir, s3)
     counter = [0]
     key, label = _labels(where, "write")
 
@@ -205,7 +281,7 @@ def checkpoint_write(where: str, host: str, port: int, *, mb: int, local_dir: st
         counter[0] += 1
         directory = f"{target.base}/w{counter[0]}"
         start = time.perf_counter()
-        model.checkpoint.write(f"{directory}/ckpt")
+        target.write_checkpoint(model.checkpoint, directory)
         return time.perf_counter() - start, directory
 
     written: list[str] = []
@@ -229,26 +305,31 @@ def checkpoint_write(where: str, host: str, port: int, *, mb: int, local_dir: st
 
     note = (f"`tf.train.Checkpoint(model=...).write`, {model.description}; files deleted after each timed "
             "save (untimed)")
+    if where == "s3":
+        note += ("; timed: the save into a local directory and `S3FileSystem.put` of its files (the local copy "
+                 "deleted untimed too); node CPU counts the Ignite node, not the S3 server")
     contender = Contender(key, label, run, warmup=warmup, close=target.close, note=note, after=after)
     return contender
 
 
 @_spec
 def checkpoint_read(where: str, host: str, port: int, *, mb: int, local_dir: str | None = None,
-                    key: str | None = None) -> Contender:
+                    key: str | None = None, s3: dict[str, str] | None = None) -> Contender:
     """``Checkpoint.read`` of a checkpoint of the shared model saved once into ``where``
-    (``key``: the contender's key, by default ``where``)."""
+    (``key``: the contender's key, by default ``where``; ``"s3"``: the S3 anchor at ``s3``, downloaded
+    then restored)."""
     _register()
     model = model_for(mb)
-    target = _Target(where, host, port, local_dir)
+    target = _Target(where, host, port, local_dir, s3)
     prefix = f"{target.base}/r/ckpt"
-    model.checkpoint.write(prefix)  # untimed set-up
+    target.write_checkpoint(model.checkpoint, f"{target.base}/r")  # untimed set-up
     default_key, label = _labels(where, "restore")
     key = key or default_key
 
     def restore() -> float:
+        target.drop_restored()  # untimed: the previous S3 restore's local copy
         start = time.perf_counter()
-        model.checkpoint.read(prefix).assert_consumed()
+        target.read_checkpoint(model.checkpoint, prefix).assert_consumed()
         return time.perf_counter() - start
 
     def run() -> Run:
@@ -268,18 +349,24 @@ def checkpoint_read(where: str, host: str, port: int, *, mb: int, local_dir: str
 
     note = (f"`Checkpoint.read(...).assert_consumed()`, {model.description}; the first warm-up restore goes "
             "into zeroed variables and checks every byte")
+    if where == "s3":
+        note += ("; timed: listing the checkpoint's objects, `S3FileSystem.get` of them into a fresh local "
+                 "directory and the restore from there (that copy deleted untimed); node CPU counts the Ignite node, "
+                 "not the S3 server")
     contender = Contender(key, label, run, warmup=warmup, close=target.close, note=note)
     return contender
 
 
 @_spec
-def file_read(how: str, host: str, port: int, *, mb: int, local_dir: str | None = None) -> Contender:
+def file_read(how: str, host: str, port: int, *, mb: int, local_dir: str | None = None,
+              s3: dict[str, str] | None = None) -> Contender:
     """One file as large as the shared model's variables, written once, read whole from start to end.
 
     ``how``: ``"ignite"`` (``tf.io.gfile`` over ``ignite://``), ``"tfrecord"`` (a
     ``TFRecordDataset`` over ``ignite://``, the file made of records), ``"local"``
-    (``tf.io.gfile`` over a local file) or ``"tfrecord_local"`` (a ``TFRecordDataset``
-    over a local file: what TensorFlow's per-record loop allows whatever the filesystem).
+    (``tf.io.gfile`` over a local file), ``"tfrecord_local"`` (a ``TFRecordDataset``
+    over a local file: what TensorFlow's per-record loop allows whatever the filesystem)
+    or ``"s3"`` (``S3FileSystem.open`` on the S3 anchor at ``s3``).
     """
     import numpy as np
     import tensorflow as tf
@@ -287,11 +374,15 @@ def file_read(how: str, host: str, port: int, *, mb: int, local_dir: str | None 
     _register()
     nbytes = model_for(mb).nbytes
     records = how.startswith("tfrecord")
-    target = _Target("local" if how in ("local", "tfrecord_local") else "ignite", host, port, local_dir)
+    where = {"local": "local", "tfrecord_local": "local", "s3": "s3"}.get(how, "ignite")
+    target = _Target(where, host, port, local_dir, s3)
+    # The same calls on both APIs: open(path, mode), write(bytes), read(n).
+    open_file = target.fs.open if where == "s3" else tf.io.gfile.GFile
     path = f"{target.base}/one-file.{'tfrecord' if records else 'bin'}"
     rng = np.random.default_rng(17)
     digest = hashlib.sha256()
-    tf.io.gfile.makedirs(target.base)
+    if where != "s3":
+        tf.io.gfile.makedirs(target.base)
     if records:
         with tf.io.TFRecordWriter(path) as w:  # untimed set-up
             left = nbytes
@@ -301,7 +392,7 @@ def file_read(how: str, host: str, port: int, *, mb: int, local_dir: str | None 
                 digest.update(record)
                 left -= len(record)
     else:
-        with tf.io.gfile.GFile(path, "wb") as f:
+        with open_file(path, "wb") as f:
             left = nbytes
             while left > 0:
                 piece = rng.bytes(min(8 << 20, left))
@@ -324,7 +415,7 @@ def file_read(how: str, host: str, port: int, *, mb: int, local_dir: str | None 
             # In 1 MiB pieces, as a stream reader would: one read() of the whole file times
             # TensorFlow's own copies of it (3x the file in memory, local disk included).
             got = 0
-            with tf.io.gfile.GFile(path, "rb") as f:
+            with open_file(path, "rb") as f:
                 while value := f.read(READ_PIECE):
                     got += len(value)
                     if h is not None:
@@ -347,16 +438,35 @@ def file_read(how: str, host: str, port: int, *, mb: int, local_dir: str | None 
         "tfrecord_local": ("local disk TFRecordDataset", f"`tf.data.TFRecordDataset(path)` iterated eagerly over a "
                                                          f"local file (page cache), {TFRECORD_BYTES // 1024} KiB "
                                                          "records: TensorFlow's per-record loop without a network"),
+        "s3": (S3_FILE_LABEL, "`S3FileSystem.open(path, 'rb').read(1 MiB)` to the end (s3fs's defaults: "
+                              "read-ahead cache of 50 MiB blocks); node CPU counts the Ignite node, not the S3 server"),
     }[how]
     contender = Contender(how, label, lambda: Run(read(False), 1, nbytes), warmup=warmup, close=target.close,
                           note=note)
     return contender
 
 
+def _s3_contender(s3: "S3Endpoint | Exception | None", key: str, label: str,
+                  build: Callable[[dict[str, str]], Contender]) -> list[Contender]:
+    """The S3 anchor's contender: none without an anchor (``s3`` None), built on its endpoint, or -- when
+    the anchor could not start (``s3`` is that error) -- one that fails with it, so the table says why."""
+    if s3 is None:
+        return []
+    if isinstance(s3, Exception):
+        reason = s3
+
+        def unavailable() -> Run:
+            raise reason
+
+        return [Contender(key, label, unavailable, warmup=unavailable)]
+    return [build(s3.as_dict())]
+
+
 def filesystem_scenarios(host: str, port: int, *, mb: int, nodes: int = 1, local_dir: str | None = None,
-                         log: Any = print) -> list[Scenario]:
+                         s3: "S3Endpoint | Exception | None" = None, log: Any = print) -> list[Scenario]:
     """The write, the restore and the one-file scenario (``fs_write``, ``fs_read``, ``fs_file``)
-    against the node at ``host:port``."""
+    against the node at ``host:port``; with ``s3`` (the running S3 anchor's endpoint, or the error that
+    kept it from starting) each also against the S3 server, with the targets of issue 31."""
     log(f"  building a model of ~{mb} MiB for the checkpoint scenarios ...")
     model = model_for(mb)
     where = f"{nodes} node{'s' if nodes > 1 else ''}"
@@ -366,21 +476,35 @@ def filesystem_scenarios(host: str, port: int, *, mb: int, nodes: int = 1, local
               f"saves (restores) until steady: at least {WARMUP_MIN}, then until two in a row are within "
               f"{WARMUP_SETTLED:.0%}, at most {WARMUP_MAX} (a fresh node's JIT makes its first saves 2-6x "
               "dearer in node CPU; one warm-up timed the JIT).")
+    if s3 is not None:
+        common += (" The S3 anchor: a SeaweedFS S3 server on this machine (`weed server -filer -s3`, one "
+                   "process, defaults but for ports and 1 GiB volumes) through s3fs; TensorFlow has no `s3://` "
+                   "filesystem, so the save goes to a local directory and its files are uploaded "
+                   "(`S3FileSystem.put`), the restore downloads them (`S3FileSystem.get`) and reads them "
+                   "locally -- both parts timed, the local copies deleted untimed.")
     write = Scenario(
         "fs_write", "5a. Filesystem: checkpoint write", common, "MB/s",
         [checkpoint_write("ignite", host, port, mb=mb, local_dir=local_dir),
-         checkpoint_write("local", host, port, mb=mb, local_dir=local_dir)],
+         checkpoint_write("local", host, port, mb=mb, local_dir=local_dir)]
+        + _s3_contender(s3, *_labels("s3", "write"),
+                        lambda e: checkpoint_write("s3", host, port, mb=mb, local_dir=local_dir, s3=e)),
         reference="local",
         targets=[Target("ignite", "local", FS_TARGETS["fs_write"],
-                        "ignite:// checkpoint write >= 0.5x local disk")],
+                        "ignite:// checkpoint write >= 0.5x local disk")]
+        + ([Target("ignite", "s3", S3_TARGET, "ignite:// checkpoint write ahead of the S3 server (>= 1x)")]
+           if s3 is not None else []),
     )
     read = Scenario(
         "fs_read", "5b. Filesystem: checkpoint restore", common, "MB/s",
         [checkpoint_read("ignite", host, port, mb=mb, local_dir=local_dir),
-         checkpoint_read("local", host, port, mb=mb, local_dir=local_dir)],
+         checkpoint_read("local", host, port, mb=mb, local_dir=local_dir)]
+        + _s3_contender(s3, *_labels("s3", "restore"),
+                        lambda e: checkpoint_read("s3", host, port, mb=mb, local_dir=local_dir, s3=e)),
         reference="local",
         targets=[Target("ignite", "local", FS_TARGETS["fs_read"],
-                        "ignite:// checkpoint restore >= 0.5x local disk")],
+                        "ignite:// checkpoint restore >= 0.5x local disk")]
+        + ([Target("ignite", "s3", S3_TARGET, "ignite:// checkpoint restore ahead of the S3 server (>= 1x)")]
+           if s3 is not None else []),
     )
     nbytes = model.nbytes
     one_file = Scenario(
@@ -391,18 +515,25 @@ def filesystem_scenarios(host: str, port: int, *, mb: int, nodes: int = 1, local
             f"({where}, default settings: 4 MiB blocks, read-ahead 16 MiB per open file), against a "
             "`Checkpoint.read` of the same size through `ignite://` (the reference: TensorFlow reads "
             "its tensors in parallel) and the same file read from local disk (page cache), by `tf.io.gfile` "
-            "and by `TFRecordDataset` (what the per-record loop allows without a network). Warm-up "
-            "as above; the first warm-up read checks every byte (sha256)."),
+            "and by `TFRecordDataset` (what the per-record loop allows without a network)"
+            + (", and from the S3 server through s3fs (`S3FileSystem.open(...).read(1 MiB)`)" if s3 is not None
+               else "")
+            + ". Warm-up as above; the first warm-up read checks every byte (sha256)."),
         "MB/s",
         [file_read("ignite", host, port, mb=mb, local_dir=local_dir),
          file_read("tfrecord", host, port, mb=mb, local_dir=local_dir),
          checkpoint_read("ignite", host, port, mb=mb, local_dir=local_dir, key="ckpt"),
          file_read("local", host, port, mb=mb, local_dir=local_dir),
-         file_read("tfrecord_local", host, port, mb=mb, local_dir=local_dir)],
+         file_read("tfrecord_local", host, port, mb=mb, local_dir=local_dir)]
+        + _s3_contender(s3, "s3", S3_FILE_LABEL,
+                        lambda e: file_read("s3", host, port, mb=mb, local_dir=local_dir, s3=e)),
         reference="ckpt",
         targets=[Target("ignite", "ckpt", FILE_TARGET,
                         "one ignite:// file through tf.io.gfile >= 1x the checkpoint restore of its size"),
                  Target("tfrecord", "ckpt", FILE_TARGET,
-                        "TFRecordDataset over ignite:// >= 1x the checkpoint restore of its size")],
+                        "TFRecordDataset over ignite:// >= 1x the checkpoint restore of its size")]
+        + ([Target("ignite", "s3", S3_TARGET,
+                   "one ignite:// file through tf.io.gfile ahead of the same file from the S3 server (>= 1x)")]
+           if s3 is not None else []),
     )
     return [write, read, one_file]

@@ -487,7 +487,8 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
 
 def filesystem_section(results: Sequence[ScenarioResult], profiles: dict[str, list[tuple[str, str]]],
                        tag: str = "") -> str:
-    """Section 5: checkpoint write and restore through ``ignite://`` against local disk."""
+    """Section 5: checkpoints and one file through ``ignite://`` against local disk and, when the run had it,
+    the S3 anchor (``bench/s3anchor.py``)."""
     out = [f"## 5. Filesystem{tag}", ""]
     if not results:
         out.append("Not run in this invocation (`python -m bench.run --scenarios fs` runs it).")
@@ -495,20 +496,37 @@ def filesystem_section(results: Sequence[ScenarioResult], profiles: dict[str, li
         return "\n".join(out)
     out.append(results[0].scenario.description)
     out.append("")
-    lines = ["| | ignite:// MB/s | local disk MB/s | ignite:// / local disk | target |", "|---|---|---|---|---|"]
+    # The S3 anchor's columns (issue 31) when the run had it: its rate (or why it failed) and ignite:// / S3.
+    anchor = any("s3" in r.results for r in results)
+    head = ["", "ignite:// MB/s", "local disk MB/s"] + (["S3 server MB/s"] if anchor else []) + [
+        "ignite:// / local disk"] + (["ignite:// / S3 server"] if anchor else []) + ["targets"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         ours, ref = r.results.get("ignite"), r.results.get("local")
         if ours is None or ref is None or not ours.ok or not ref.ok:
             continue
-        check = next(iter(r.checks()), None)
-        target = ""
-        if check is not None:
-            target = f">= {check.target.ratio:g}x: {'met' if check.met else '**missed**'}"
-            if check.target.versus != "local" and check.measured is not None:  # e.g. against the restore
+        targets = []
+        for check in r.checks():
+            if check.target.contender != "ignite":
+                continue
+            text = f">= {check.target.ratio:g}x: {'met' if check.met else '**missed**'}"
+            if check.target.versus not in ("local", "s3") and check.measured is not None:  # e.g. the restore
                 versus = r.results[check.target.versus].contender.label
-                target = f"{check.measured:.2f}x {versus}, {target}"
-        lines.append(f"| {r.scenario.title.split(': ', 1)[-1]} | {_num(ours.mb_per_s)} | {_num(ref.mb_per_s)} | "
-                     f"{ours.mb_per_s / ref.mb_per_s:.2f}x | {target} |")
+                text = f"{check.measured:.2f}x {versus}, {text}"
+            elif check.target.versus == "s3":
+                text = f"vs S3 {text}"
+            targets.append(text)
+        cells = [r.scenario.title.split(": ", 1)[-1], _num(ours.mb_per_s), _num(ref.mb_per_s)]
+        s3 = r.results.get("s3")
+        if anchor:
+            cells.append(_num(s3.mb_per_s) if s3 is not None and s3.ok else
+                         "failed" if s3 is not None else "")
+        cells.append(f"{ours.mb_per_s / ref.mb_per_s:.2f}x")
+        if anchor:
+            cells.append(f"{ours.mb_per_s / s3.mb_per_s:.2f}x" if s3 is not None and s3.ok and s3.mb_per_s > 0
+                         else "n/a")
+        cells.append("; ".join(targets))
+        lines.append("| " + " | ".join(cells) + " |")
     out.append("\n".join(lines))
     out.append("")
     out.append(FILESYSTEM_NOTES)

@@ -4,7 +4,8 @@ Starts its own Ignite nodes with :class:`~tensorflow_ignite.local.cluster.LocalC
 (always stopped again), in three phases:
 
 1. one node (Ignite 2.18): bulk rows, small rows, their latency curves (issue 28,
-   ``bench/latency.py``), training overhead, scale-out baseline, filesystem, loading
+   ``bench/latency.py``), training overhead, scale-out baseline, filesystem (with its S3
+   anchor, a SeaweedFS S3 server started for it: issue 31, ``bench/s3anchor.py``), loading
    (issue 19, ``bench/loading.py``);
 2. one SQL node (Ignite 2.17 + H2): the 20-column numeric table read with ``from_sql``;
 3. three nodes: scale-out, and loading's bytes per node.
@@ -46,6 +47,9 @@ full size: ~11.5 min at those runs' load, less on a quiet machine):
 * Loading on 3 nodes: one timed load per contender (no target on several nodes; the bytes
   per node come from one load anyway): ~1 min.
 * The loading data files are written once per directory and reused (``loading.make_data``).
+
+The filesystem scenarios' S3 anchor (issue 31) adds the server's start and stop (~6 s
+in all on this machine) and its contenders' warm-ups and repetitions: not yet timed at full size.
 
 Not cut: the repetitions of the contenders of the targets (IgniteDataset, the Java thin
 client, Keras fit, the checkpoint contenders, ``write`` against Java, the DataStreamer and
@@ -306,9 +310,22 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
                     _drop_caches(host, port, "bench_scale")
                 if "fs" in wanted:
                     from .filesystem import filesystem_scenarios
+                    from .s3anchor import S3Anchor, S3AnchorError
 
-                    for fs_scenario in filesystem_scenarios(host, port, mb=fs_mb, log=log):
-                        run(fs_scenario)
+                    # The S3 anchor (issue 31): a SeaweedFS S3 server for the same scenarios, stopped after them.
+                    anchor = S3Anchor(work / "s3")
+                    try:
+                        log("starting the S3 anchor (SeaweedFS S3 server) ...")
+                        s3: Any
+                        try:
+                            s3 = anchor.start().endpoint
+                        except S3AnchorError as exc:  # its contenders then fail with this reason in the tables
+                            log(f"  the S3 anchor did not start: {exc}")
+                            s3 = exc
+                        for fs_scenario in filesystem_scenarios(host, port, mb=fs_mb, s3=s3, log=log):
+                            run(fs_scenario)
+                    finally:
+                        anchor.stop()
                 if "load" in wanted:
                     from .loading import NodeMap, load_scenarios
 
