@@ -28,7 +28,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "node",
         help="start, stop and inspect local Apache Ignite nodes",
         description=(
-            "Run real Apache Ignite 2.18 server nodes on this machine (loopback only). "
+            "Run real Apache Ignite 2.18 server nodes on this machine (loopback only), or Apache "
+            "Ignite 3.1 nodes with --ignite 3. "
             "Logs, status and data live under --work-dir; `stop` stops exactly the nodes "
             "`start` started there."
         ),
@@ -42,6 +43,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "topology and answers a thin-client handshake, then return.",
     )
     _work_dir_arg(start)
+    start.add_argument("--ignite", type=int, choices=(2, 3), default=2, metavar="{2,3}",
+                       help="the Ignite generation: 2 (default; 2.18) or 3 (3.1, embedded servers from Maven "
+                       "Central; --region-mb sizes its storage profile)")
     start.add_argument("--nodes", type=validate.int_between(1, DISCOVERY_SLOTS), default=1, metavar="N", help="number of server nodes (default 1)")
     start.add_argument("--client-port", type=validate.int_between(0, 65535), default=10800, metavar="PORT",
                        help="thin-client port of the first node; node i uses PORT+i (default 10800; "
@@ -85,6 +89,10 @@ def _work_dir_arg(p: argparse.ArgumentParser) -> None:
 
 def _start(args: argparse.Namespace) -> int:
     work_dir = args.work_dir or default_work_dir()
+    if args.ignite == 3:
+        from . import node3
+
+        return node3.start(args, work_dir)
     cluster = LocalCluster(
         work_dir=work_dir,
         nodes=args.nodes,
@@ -151,7 +159,19 @@ def _load(args: argparse.Namespace) -> LocalCluster:
     return cluster
 
 
+def _ignite3(args: argparse.Namespace) -> Any:
+    """The Ignite 3 nodes recorded in the work directory, or None (Ignite 2 nodes, or none)."""
+    from ..local.ignite3 import Ignite3Cluster
+
+    return Ignite3Cluster.load_state(args.work_dir or default_work_dir())
+
+
 def _stop(args: argparse.Namespace) -> int:
+    ig3 = _ignite3(args)
+    if ig3 is not None:
+        from . import node3
+
+        return node3.stop(ig3)
     cluster = _load(args)
     running = [m for m in cluster.members if m.alive()]
     cluster.stop()
@@ -163,6 +183,15 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    ig3 = _ignite3(args)
+    if ig3 is not None:
+        from . import node3
+
+        if args.json:
+            nodes3 = node3.states(ig3)
+            print(json.dumps({"work_dir": str(ig3.work_dir), "ignite": 3, "nodes": nodes3}, indent=2))
+            return 0 if nodes3 and all(n["ready"] for n in nodes3) else 1
+        return 0 if node3.print_status(ig3) else 1
     cluster = _load(args)
     if args.json:
         nodes = node_states(cluster)

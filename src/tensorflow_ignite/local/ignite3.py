@@ -20,25 +20,29 @@ when that process ends, however it ends.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import IgniteError, NodeError
-from .cluster import _log_tail, _owner_default, _port_free, find_free_port_block
+from .cluster import STATE_FILE, _is_our_process, _log_tail, _owner_default, _port_free, find_free_port_block
 from .java import java_module_dir, java_runtime
 from .tls import TLSMaterial, make_tls_material
 
 if TYPE_CHECKING:
     from ..client.options import ConnectionOptions
 
-__all__ = ["IGNITE3_VERSION", "Ignite3Cluster", "Ignite3Node", "ignite3_home", "ignite3_classpath"]
+__all__ = ["IGNITE3_VERSION", "Ignite3Cluster", "Ignite3Node", "ignite3_home", "ignite3_classpath", "GENERATION"]
+
+#: ``generation`` in the state file of a work directory holding Ignite 3 nodes (Ignite 2 ones have none).
+GENERATION = 3
 
 #: The Ignite 3 release local nodes run (``java/ignite3/pom.xml``'s ``ignite3.version``).
 IGNITE3_VERSION = "3.1.0"
@@ -151,6 +155,8 @@ class Ignite3Cluster:
     members: list[Ignite3Node] = field(default_factory=list)
     #: Seconds the last :meth:`start` took until every node was ready.
     start_seconds: float = 0.0
+    #: The first node's client port (node i: ``client_port + i``); None: free ports.
+    client_port: int | None = None
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir)
@@ -166,7 +172,8 @@ class Ignite3Cluster:
     def _plan(self) -> None:
         base = find_free_port_block(self.host, _PORTS_PER_NODE * self.nodes)
         self.members = [
-            Ignite3Node(i, f"{self.name}-{i}", self.host, base + i, base + self.nodes + i,
+            Ignite3Node(i, f"{self.name}-{i}", self.host,
+                        self.client_port + i if self.client_port else base + i, base + self.nodes + i,
                         base + 2 * self.nodes + i, str(self.work_dir / f"node-{i}"))
             for i in range(self.nodes)
         ]
@@ -250,6 +257,7 @@ class Ignite3Cluster:
                                         stdin=subprocess.DEVNULL, cwd=node.work_dir, start_new_session=True)
             node.pid = proc.pid
             self._procs[proc.pid] = proc
+        self.save_state()  # before the wait: `ignite-tf node stop` finds nodes that never became ready too
         try:
             self.wait_ready(timeout)
         except BaseException:
@@ -293,8 +301,12 @@ class Ignite3Cluster:
 
     # ------------------------------------------------------------------ stop
     def is_alive(self, node: Ignite3Node) -> bool:
+        """True while ``node``'s process runs (started here, or recorded in the state file)."""
         proc = self._procs.get(node.pid)
-        return proc is not None and proc.poll() is None
+        if proc is not None:
+            return proc.poll() is None
+        # A node started by another process (``ignite-tf node start``): its command line names its directory.
+        return _is_our_process(node.pid, node.work_dir)
 
     def kill_node(self, index: int, sig: int = signal.SIGKILL) -> None:
         """Send ``sig`` to one node and wait until it is gone."""
@@ -304,7 +316,7 @@ class Ignite3Cluster:
             self._procs[node.pid].wait(timeout=60)
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop every node this cluster started; SIGKILL what ignores SIGTERM."""
+        """Stop every node this cluster started (or its state file records); SIGKILL what ignores SIGTERM."""
         live = [n for n in self.members if self.is_alive(n)]
         for n in live:
             try:
@@ -313,12 +325,57 @@ class Ignite3Cluster:
                 pass
         deadline = time.monotonic() + timeout
         for n in live:
-            proc = self._procs[n.pid]
+            if not self._wait_gone(n, deadline):
+                try:
+                    os.kill(n.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self._wait_gone(n, time.monotonic() + 10)
+
+    def _wait_gone(self, node: Ignite3Node, deadline: float) -> bool:
+        proc = self._procs.get(node.pid)
+        if proc is not None:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+                return True
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+                return False
+        delay = 0.05
+        while self.is_alive(node):  # not our child: poll its /proc entry until it is gone
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+        return True
+
+    # ------------------------------------------------------------------ state file
+    def save_state(self) -> None:
+        """Record the members (no secrets) in ``work_dir``, so another process can find and stop them."""
+        state = {
+            "generation": GENERATION, "name": self.name, "host": self.host, "nodes": self.nodes,
+            "version": self.version, "username": self.username, "tls": self.tls,
+            "ca_cert": str(self.tls_material.ca_cert) if self.tls_material is not None else None,
+            "members": [asdict(m) for m in self.members],
+        }
+        path = self.work_dir / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        os.replace(tmp, path)
+
+    @classmethod
+    def load_state(cls, work_dir: str | os.PathLike[str]) -> "Ignite3Cluster | None":
+        """The Ignite 3 cluster recorded in ``work_dir`` by :meth:`save_state` (None: none, or Ignite 2 nodes)."""
+        try:
+            state = json.loads((Path(work_dir).resolve() / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        if state.get("generation") != GENERATION:
+            return None
+        cluster = cls(work_dir=Path(work_dir), nodes=state["nodes"], host=state["host"], name=state["name"],
+                      version=state["version"], username=state.get("username"), tls=bool(state.get("tls")),
+                      owner_pid=None)
+        cluster.members = [Ignite3Node(**m) for m in state["members"]]
+        return cluster
 
     # ------------------------------------------------------------------ addresses
     def address(self, index: int = 0) -> tuple[str, int]:

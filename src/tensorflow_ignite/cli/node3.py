@@ -1,0 +1,100 @@
+"""``ignite-tf node start --ignite 3`` and ``stop``/``status`` of such nodes: local Apache Ignite 3 servers.
+
+The nodes are :class:`~tensorflow_ignite.local.ignite3.Ignite3Cluster`'s (embedded
+``ignite-runner`` from Maven Central, one JVM per node, the cluster initialised by
+the first); their work directory's state file says they are Ignite 3 nodes, so
+``node stop`` and ``node status`` need no flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from ..errors import ConfigurationError, NodeError
+from ..local.cluster import DEFAULT_PASSWORD, DEFAULT_USER
+from ..local.ignite3 import Ignite3Cluster
+
+__all__ = ["start", "stop", "status", "UNSUPPORTED"]
+
+#: ``node start`` flags that have no meaning for Ignite 3 nodes: (attribute, flag, why).
+UNSUPPORTED: tuple[tuple[str, str, str], ...] = (
+    ("persistence", "--persistence", "Ignite 3 tables are always stored on disk (aipersist) here"),
+    ("tls_client_auth", "--tls-client-auth", "client certificates are not configured for Ignite 3 nodes yet"),
+    ("sql", "--sql", "Ignite 3 always has its SQL engine"),
+    ("classpath", "--classpath", "Ignite 3 loads code through deployment units, not the node's classpath"),
+)
+
+
+def start(args: argparse.Namespace, work_dir: Path) -> int:
+    given = [(flag, why) for attr, flag, why in UNSUPPORTED if getattr(args, attr)]
+    if given:
+        raise ConfigurationError("; ".join(f"{flag} does not apply to --ignite 3 ({why})" for flag, why in given))
+    cluster = Ignite3Cluster(
+        work_dir=work_dir, nodes=args.nodes, host=args.host, client_port=args.client_port or None,
+        heap_mb=args.heap_mb, storage_mb=args.region_mb, owner_pid=None,
+        username=DEFAULT_USER if args.auth else None, password=DEFAULT_PASSWORD if args.auth else None,
+        tls=args.tls,
+    )
+    print(f"Starting {args.nodes} Ignite 3 node(s) in {work_dir} ...", flush=True)
+    cluster.start(timeout=args.timeout)
+    _print_started(cluster)
+    if not args.foreground:
+        print(f"Stop them with: ignite-tf node stop --work-dir {work_dir}")
+        return 0
+    try:  # Ctrl+C, SIGTERM and SIGHUP all arrive as KeyboardInterrupt (cli.signals)
+        print("Running in the foreground; Ctrl+C stops the nodes.", flush=True)
+        while any(cluster.is_alive(n) for n in cluster.members):
+            time.sleep(1.0)  # polling the nodes' processes
+        print("all nodes exited", flush=True)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        cluster.stop()
+        print("nodes stopped", flush=True)
+
+
+def _print_started(cluster: Ignite3Cluster) -> None:
+    print_status(cluster)
+    endpoints = ",".join(cluster.endpoints)
+    print(f"Read them with: tensorflow_ignite.ignite3.from_table(TABLE, host={endpoints!r})")
+    if cluster.username:
+        print(f"Authentication: user {cluster.username}, password {DEFAULT_PASSWORD}")
+    if cluster.tls_material is not None:
+        print(f"TLS: CA certificate {cluster.tls_material.ca_cert}")
+
+
+def stop(cluster: Ignite3Cluster) -> int:
+    running = [n for n in cluster.members if cluster.is_alive(n)]
+    cluster.stop()
+    left = [n.pid for n in cluster.members if cluster.is_alive(n)]
+    if left:
+        raise NodeError(f"Ignite 3 node processes still running after stop: {left}")
+    print(f"stopped {len(running)} Ignite 3 node(s) from {cluster.work_dir}")
+    return 0
+
+
+def states(cluster: Ignite3Cluster) -> list[dict[str, object]]:
+    """One record per node (what ``status --json`` prints)."""
+    out: list[dict[str, object]] = []
+    for n in cluster.members:
+        alive = cluster.is_alive(n)
+        out.append({"name": n.name, "pid": n.pid, "state": "running" if alive else "stopped", "host": n.host,
+                    "client_port": n.client_port, "network_port": n.network_port, "rest_port": n.rest_port,
+                    "ignite": 3, "ready": alive and n.status() == "ready"})
+    return out
+
+
+def print_status(cluster: Ignite3Cluster) -> bool:
+    rows = [("NODE", "PID", "STATE", "CLIENT", "NETWORK", "STATUS")]
+    for n, st in zip(cluster.members, states(cluster)):
+        rows.append((n.name, str(n.pid), str(st["state"]), f"{n.host}:{n.client_port}", str(n.network_port),
+                     (n.status() or "-") if st["state"] == "running" else "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    ready = sum(1 for st in states(cluster) if st["ready"])
+    print(f"Ignite 3 cluster {cluster.name!r}: {ready}/{len(cluster.members)} recorded node(s) running and ready")
+    return bool(cluster.members) and ready == len(cluster.members)
