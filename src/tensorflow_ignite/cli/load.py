@@ -33,13 +33,18 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
             "is refused before anything is stored, or stopped and rolled back if the region fills meanwhile.\n\n"
             f"The password is read from ${PASSWORD_ENV}, or asked for on the terminal; it is never a\n"
             f"command-line argument (other users could see it in `ps`).  A password for an encrypted\n"
-            f"client key comes from ${CERT_PASSWORD_ENV}."
+            f"client key comes from ${CERT_PASSWORD_ENV}.\n\n"
+            "With --ignite 3, CACHE is an Ignite 3 table, created from the file's columns when missing\n"
+            "(one value per row and column; the primary key is --key, or an added ID column of row\n"
+            "numbers); create refuses a table holding rows, overwrite drops the table first."
         ),
         epilog="example: ignite-tf load mnist mnist.npz --port 10800 --key id",
     )
     p.add_argument("cache", metavar="CACHE", help="name of the cache to write")
     p.add_argument("path", metavar="PATH", help="input file: .npz, .csv or .parquet")
     conn = p.add_argument_group("connection")
+    conn.add_argument("--ignite", type=int, choices=(2, 3), default=2, metavar="{2,3}",
+                      help="the cluster's Ignite generation: 2 (default; a cache) or 3 (a table)")
     conn.add_argument("--host", default=DEFAULT_HOST,
                       help=f"Ignite node to connect to; also HOST:PORT or a comma-separated list (default {DEFAULT_HOST})")
     conn.add_argument("--port", type=validate.port, default=DEFAULT_PORT, help=f"thin-client port (default {DEFAULT_PORT})")
@@ -80,6 +85,10 @@ def _load(args: argparse.Namespace) -> int:
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     try:
         readable_file(args.path)  # a missing or unreadable file is named before any connection is tried
+        if args.ignite == 3:
+            from .load3 import load as load3
+
+            return load3(args, settings)
         # The process's shared client for the flags alone (write() would let IGNITE_DATASET_* win
         # over its arguments); shared, as write()'s own is, so a program calling main() repeatedly
         # keeps one connection per node.
