@@ -296,7 +296,7 @@ def ignite3_scenarios(endpoints: list[str], sizes: Any, log: Callable[[str], Non
     table = bulk_table(endpoints, n, width, log)
     row_bytes = 8 + width
     yield Scenario(
-        "ignite3_bulk", "5a. Ignite 3: large byte-array rows",
+        "ignite3_bulk", "9a. Ignite 3: large byte-array rows",
         f"{n} rows of one {width // 1024} KiB VARBINARY each + BIGINT key ({n * row_bytes / 1e6:.0f} MB), one "
         f"Ignite 3.1 node, pages of {page} rows (~{page * width / 1e6:.0f} MB).",
         "MB/s", _contenders(endpoints, table, row_bytes=row_bytes, batch_size=sizes.bulk_batch, page_size=page,
@@ -308,7 +308,7 @@ def ignite3_scenarios(endpoints: list[str], sizes: Any, log: Callable[[str], Non
     table = small_table(endpoints, n, log)
     row_bytes = 8 + 4 + 784
     yield Scenario(
-        "ignite3_small", "5b. Ignite 3: small MNIST-shaped rows",
+        "ignite3_small", "9b. Ignite 3: small MNIST-shaped rows",
         f"{n:,} rows (BIGINT key, INT label, 784-byte VARBINARY pixels; {row_bytes} payload bytes per row), one "
         f"Ignite 3.1 node, pages of {page} rows.",
         "rows/s", _contenders(endpoints, table, row_bytes=row_bytes, batch_size=sizes.small_batch, page_size=page,
