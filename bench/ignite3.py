@@ -98,20 +98,22 @@ def _bytes_column(rows: int, width: int, seed: int) -> np.ndarray:
     return out
 
 
-def bulk_table(endpoints: Sequence[str], rows: int, width: int, log: Callable[[str], None] = print) -> str:
-    """Table ``BENCH3_BULK``: ``ID BIGINT`` key, ``DATA VARBINARY(width)`` of random bytes; its name."""
-    _create_and_write(endpoints, BULK_TABLE, f"ID BIGINT PRIMARY KEY, DATA VARBINARY({width})",
+def bulk_table(endpoints: Sequence[str], rows: int, width: int, log: Callable[[str], None] = print, *,
+               name: str = BULK_TABLE) -> str:
+    """Table ``name`` (made anew): ``ID BIGINT`` key, ``DATA VARBINARY(width)`` of random bytes; its name."""
+    _create_and_write(endpoints, name, f"ID BIGINT PRIMARY KEY, DATA VARBINARY({width})",
                       {"id": np.arange(rows, dtype=np.int64), "data": _bytes_column(rows, width, 1)}, log)
-    return BULK_TABLE
+    return name
 
 
-def small_table(endpoints: Sequence[str], rows: int, log: Callable[[str], None] = print) -> str:
-    """Table ``BENCH3_MNIST``: ``ID BIGINT`` key, ``LABEL INT`` 0..9, ``PIXELS VARBINARY(784)``; its name."""
+def small_table(endpoints: Sequence[str], rows: int, log: Callable[[str], None] = print, *,
+                name: str = SMALL_TABLE) -> str:
+    """Table ``name`` (made anew): ``ID BIGINT`` key, ``LABEL INT`` 0..9, ``PIXELS VARBINARY(784)``; its name."""
     rng = np.random.default_rng(10)
-    _create_and_write(endpoints, SMALL_TABLE, "ID BIGINT PRIMARY KEY, LABEL INT, PIXELS VARBINARY(784)",
+    _create_and_write(endpoints, name, "ID BIGINT PRIMARY KEY, LABEL INT, PIXELS VARBINARY(784)",
                       {"id": np.arange(rows, dtype=np.int64), "label": rng.integers(0, 10, rows).astype(np.int32),
                        "pixels": _bytes_column(rows, 784, 11)}, log)
-    return SMALL_TABLE
+    return name
 
 
 def _options(endpoints: Sequence[str]) -> Any:
