@@ -50,6 +50,10 @@ full size: ~11.5 min at those runs' load, less on a quiet machine):
   per node come from one load anyway): ~1 min.
 * The loading data files are written once per directory and reused (``loading.make_data``).
 
+The Ignite 3 phase (``ignite3``, in the default run) is sized to add under ~3 minutes: its node
+starts in ~15-40 s here, and its tables are the bulk and small-row shapes at 1/8 and 1/3 of their
+rows (``bench/ignite3.py``); an estimate from its quick run, not yet timed at full size.
+
 Not cut: the repetitions of the contenders of the targets (IgniteDataset, the Java thin
 client, Keras fit, the checkpoint contenders, ``write`` against Java, the DataStreamer and
 pyignite loads), the sizes, and the 9 / 5 rounds of the short scenarios (small rows,
