@@ -29,12 +29,15 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .contenders import _rows, _spec
 from .harness import Contender, Run, Scenario, Target
+
+if TYPE_CHECKING:
+    from tensorflow_ignite.local.ignite3 import Ignite3Cluster
 
 __all__ = ["BULK_SCALE", "SMALL_SCALE", "ignite3_node", "ignite3_scenarios", "bulk_table", "small_table",
            "from_table_dataset", "from_sql_dataset", "dbapi_generator", "java_client", "DBAPI_PIP"]
@@ -54,7 +57,7 @@ SMALL_TABLE = "BENCH3_MNIST"
 
 # ------------------------------------------------------------------ the node and the data
 @contextlib.contextmanager
-def ignite3_node(work_dir: Path, *, big: bool, log: Callable[[str], None] = print) -> Iterator[Any]:
+def ignite3_node(work_dir: Path, *, big: bool, log: Callable[[str], None] = print) -> Iterator["Ignite3Cluster"]:
     """One local Ignite 3.1 node (no TLS, no authentication), stopped when the block ends."""
     from tensorflow_ignite.local.ignite3 import Ignite3Cluster
 
