@@ -35,7 +35,9 @@ def _spec(factory: F) -> F:
     @functools.wraps(factory)
     def build(*args: Any, **kwargs: Any) -> Contender:
         contender = factory(*args, **kwargs)
-        contender.spec = (factory.__name__, list(args), dict(kwargs))
+        # A factory of another bench module is named "module:factory" (bench/profiling.py imports it).
+        name = factory.__name__ if factory.__module__ == __name__ else f"{factory.__module__}:{factory.__name__}"
+        contender.spec = (name, list(args), dict(kwargs))
         return contender
 
     return build  # type: ignore[return-value]

@@ -16,6 +16,8 @@ Python client:
 * ``LoadBench`` -- the loading references, one long-lived JVM per benchmark scenario
   (:class:`JavaLoader`): the thin client's ``putAll`` in batches, or a thick client (joined
   as ``ThickClientWriter`` joins) streaming with an ``IgniteDataStreamer``.
+* ``Ignite3ReadBench`` (module ``bench/java/ignite3``, on Ignite 3's Java client 3.1.0) -- the Ignite 3
+  scenario's reference (``bench/ignite3.py``): every row of a table by SQL or through the record view.
 * ``FollowBench`` -- the follow scenario's reference (``bench/follow.py``): the thin client's
   ``ContinuousQuery`` with a local listener, latency from a row's written wall clock to the listener.
 
@@ -60,6 +62,7 @@ __all__ = [
     "JAVA_MODULE",
     "build_java_tools",
     "java_tools_classpath",
+    "run_ignite3_read_bench",
     "run_scan_bench",
     "run_thick_client_writer",
     "run_type_writer",
@@ -71,6 +74,11 @@ LIB = JAVA_MODULE / "target" / "lib"
 #: async-profiler's jar (its native agents inside), for bench/nodeprofile.py.
 PROFILER = JAVA_MODULE / "target" / "profiler"
 PACKAGE = "org.tensorflow.ignite.bench"
+#: The Ignite 3 reference program (``Ignite3ReadBench``): a module of its own, since Ignite 3's client
+#: jars cannot share a classpath with the Ignite 2.18 ones.
+IGNITE3_MODULE = JAVA_MODULE / "ignite3"
+IGNITE3_JAR = IGNITE3_MODULE / "target" / "tensorflow-ignite-bench-ignite3.jar"
+IGNITE3_LIB = IGNITE3_MODULE / "target" / "lib"
 
 _build_lock = threading.Lock()
 
@@ -79,19 +87,29 @@ class JavaToolError(RuntimeError):
     """A Java reference program could not be built or failed; the message has its stderr tail."""
 
 
-def _sources_mtime() -> float:
-    paths = [JAVA_MODULE / "pom.xml", *JAVA_MODULE.glob("src/**/*.java")]
+def _sources_mtime(module: Path = JAVA_MODULE) -> float:
+    paths = [module / "pom.xml", *module.glob("src/**/*.java")]
     return max((p.stat().st_mtime for p in paths if p.is_file()), default=0.0)
 
 
-def _needs_build() -> bool:
+def _stale(module: Path) -> bool:
+    """Whether ``module`` (``bench/java`` or ``bench/java/ignite3``) needs ``mvn package``."""
+    if module == IGNITE3_MODULE:
+        if not IGNITE3_JAR.exists() or not any(IGNITE3_LIB.glob("ignite-client-*.jar")):
+            return True
+        return IGNITE3_JAR.stat().st_mtime < _sources_mtime(IGNITE3_MODULE)
     if not JAR.exists() or not any(LIB.glob("ignite-core-*.jar")) or not any(PROFILER.glob("async-profiler-*.jar")):
         return True
-    return JAR.stat().st_mtime < _sources_mtime()
+    return JAR.stat().st_mtime < _sources_mtime(JAVA_MODULE)
+
+
+def _needs_build() -> bool:
+    return _stale(JAVA_MODULE) or _stale(IGNITE3_MODULE)
 
 
 def build_java_tools(*, quiet: bool = True) -> Path:
-    """Build ``bench/java`` with Maven when its sources are newer than the jar; return the jar.
+    """Build ``bench/java`` and ``bench/java/ignite3`` with Maven when their sources are newer than
+    their jars; return the Ignite 2 programs' jar.
 
     Safe to call from several threads and processes at once (a file lock serializes
     the Maven runs).  Raises :class:`JavaToolError` when Maven is missing or fails.
@@ -102,28 +120,29 @@ def build_java_tools(*, quiet: bool = True) -> Path:
         (JAVA_MODULE / "target").mkdir(exist_ok=True)
         with open(JAVA_MODULE / "target" / ".build.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-            if not _needs_build():  # another process built it while we waited
-                return JAR
-            mvn = shutil.which("mvn")
-            if mvn is None:
-                raise JavaToolError(
-                    f"Maven (`mvn`) was not found, and the Java reference programs in {JAVA_MODULE} "
-                    "are not built (or older than their sources). Install Maven "
-                    "(`apt-get install maven`, or `make setup`) and retry."
-                )
-            flags = ["-B", "-q"] if quiet else ["-B"]
-            proc = subprocess.run(
-                [mvn, *flags, "package", "-DskipTests"],
-                cwd=JAVA_MODULE, capture_output=True, text=True, check=False,
-            )
-            if proc.returncode != 0:
-                raise JavaToolError(
-                    f"`mvn package` failed in {JAVA_MODULE} (exit {proc.returncode}):\n"
-                    + _tail(proc.stdout + proc.stderr, 40)
-                )
-            # Maven leaves an unchanged jar's mtime alone; touch it so the check above settles.
-            JAR.touch()
+            for module, jar in ((JAVA_MODULE, JAR), (IGNITE3_MODULE, IGNITE3_JAR)):
+                if _stale(module):  # else built by another process while we waited, or up to date
+                    _maven_package(module, quiet=quiet)
+                    # Maven leaves an unchanged jar's mtime alone; touch it so the check above settles.
+                    jar.touch()
     return JAR
+
+
+def _maven_package(module: Path, *, quiet: bool) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise JavaToolError(
+            f"Maven (`mvn`) was not found, and the Java reference programs in {module} "
+            "are not built (or older than their sources). Install Maven "
+            "(`apt-get install maven`, or `make setup`) and retry."
+        )
+    flags = ["-B", "-q"] if quiet else ["-B"]
+    proc = subprocess.run([mvn, *flags, "package", "-DskipTests"], cwd=module, capture_output=True, text=True,
+                          check=False)
+    if proc.returncode != 0:
+        raise JavaToolError(
+            f"`mvn package` failed in {module} (exit {proc.returncode}):\n" + _tail(proc.stdout + proc.stderr, 40)
+        )
 
 
 def java_tools_classpath() -> str:
@@ -247,6 +266,35 @@ def run_scan_bench(
     if partition is not None:
         args += ["--partition", str(partition)]
     return _run("ScanBench", args, jvm_options=jvm_options, timeout=timeout)
+
+
+def run_ignite3_read_bench(
+    addresses: Sequence[str | tuple[str, int]],
+    table: str,
+    *,
+    mode: str = "sql",
+    page_size: int = 1024,
+    repeat: int = 1,
+    warmup: int = 0,
+    heap: str = "1g",
+    timeout: float = 900.0,
+) -> list[dict[str, Any]]:
+    """Read every row of Ignite 3 table ``table`` with Ignite 3's Java client; one dict per measured repetition.
+
+    ``mode="sql"``: ``client.sql().execute`` of ``SELECT * FROM table``; ``mode="records"``: the
+    record view's ``query`` with no criteria (which Ignite 3.1's client runs as that same SELECT:
+    its table API has no scan op).  Each dict has ``rep, rows, bytes, seconds, rows_per_s, mb_per_s,
+    checksum, table, mode, page_size`` and ``peak_rss_bytes`` (``Ignite3ReadBench``'s Javadoc);
+    ``seconds`` is the read alone, after connecting and after ``warmup`` unmeasured reads.
+    """
+    if mode not in ("sql", "records"):
+        raise ValueError(f"mode={mode!r}: it must be 'sql' or 'records'")
+    build_java_tools()
+    joined = ",".join(a if isinstance(a, str) else f"{a[0]}:{a[1]}" for a in addresses)
+    args = ["--addresses", joined, "--table", table, "--mode", mode, "--page-size", str(page_size),
+            "--repeat", str(repeat), "--warmup", str(warmup)]
+    classpath = os.pathsep.join([str(IGNITE3_JAR), str(IGNITE3_LIB / "*")])
+    return _run("Ignite3ReadBench", args, jvm_options=[f"-Xmx{heap}"], timeout=timeout, classpath=classpath)
 
 
 def run_type_writer(

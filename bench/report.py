@@ -373,6 +373,21 @@ WHAT_WAS_TRIED = """\
 """
 
 
+#: What section 9 (``bench/ignite3.py``) measures, for the report's preamble.
+IGNITE3_TEXT = (
+    "Ignite 3 (section 9, `bench/ignite3.py`, issue 30): one Apache Ignite 3.1 node started by the run (embedded "
+    "`ignite-runner`, no TLS), two tables written with `ignite3.write` before the clock starts (the bulk and "
+    "small-row shapes of sections 1 and 2a, with fewer rows: 1/8 and 1/3, to keep the section near 3 minutes), "
+    "each read to the end by `ignite3.from_table` in TF (the target's contender), `ignite3.from_sql` (reference), "
+    "pyignite-dbapi 3.1.0 (`cursor.fetchmany` rows yielded one by one into `from_generator().batch()`, the same "
+    "element as `from_table`'s; one timed read, stopped after the pyignite time limit) and Ignite 3's Java client "
+    "3.1.0 (`Ignite3ReadBench`: `client.sql().execute` of `SELECT *`, and the record view's `query` with no "
+    "criteria, every value touched; one JVM per repetition after untimed warm-up reads). Ignite 3.1's table API "
+    "has no scan op: the Java client runs a record-view query as that same SQL SELECT, so both Java rows are SQL "
+    "on the wire. The ratio column divides by the Java client's SQL read. MB/s counts the key, label and "
+    "VARBINARY bytes of each row.")
+
+
 def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[ScenarioResult], duration: float,
                     sizes_text: str, profiles: dict[str, list[tuple[str, str]]], findings: Sequence[str],
                     scale: str, runs: int = 1, over_runs: str = "") -> str:
@@ -423,6 +438,9 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
                    "object to the last put acknowledged or the streamer closed, in one JVM per contender "
                    "that serves every repetition. MB/s counts the rows' payload (label and pixels, or the byte "
                    "array). The ratio column divides by the DataStreamer, the reference for loading.")
+    if any(r.scenario.key.startswith("ignite3") for r in results):
+        out.append("")
+        out.append(IGNITE3_TEXT)
     out.append("")
     if runs > 1:
         out.append(f"## Targets over {runs} runs")

@@ -8,7 +8,10 @@ Starts its own Ignite nodes with :class:`~tensorflow_ignite.local.cluster.LocalC
    anchor, a SeaweedFS S3 server started for it: issue 31, ``bench/s3anchor.py``), loading
    (issue 19, ``bench/loading.py``);
 2. one SQL node (Ignite 2.17 + H2): the 20-column numeric table read with ``from_sql``;
-3. three nodes: scale-out, and loading's bytes per node.
+3. three nodes: scale-out, and loading's bytes per node;
+4. one Ignite 3.1 node (issue 30, ``bench/ignite3.py``, ``--scenarios ignite3``): its tables read
+   with ``ignite3.from_table`` against pyignite-dbapi + ``from_generator`` and Ignite 3's Java
+   client, bulk and small-row shapes at scaled-down sizes (~3 minutes a run, node start included).
 
 Following a cache (issue 29, ``bench/follow.py``, ``--scenarios follow``: latency and rate of
 ``IgniteDataset.follow`` against the Java thin client's ContinuousQuery listener) runs in phase 1.
@@ -51,6 +54,10 @@ full size: ~11.5 min at those runs' load, less on a quiet machine):
 The filesystem scenarios' S3 anchor (issue 31) adds the server's start and stop (~6 s
 in all on this machine) and its contenders' warm-ups and repetitions: not yet timed at full size.
 
+The Ignite 3 phase (``ignite3``, in the default run) is sized to add under ~3 minutes: its node
+starts in ~15-40 s here, and its tables are the bulk and small-row shapes at 1/8 and 1/3 of their
+rows (``bench/ignite3.py``); an estimate from its quick run, not yet timed at full size.
+
 Not cut: the repetitions of the contenders of the targets (IgniteDataset, the Java thin
 client, Keras fit, the checkpoint contenders, ``write`` against Java, the DataStreamer and
 pyignite loads), the sizes, and the 9 / 5 rounds of the short scenarios (small rows,
@@ -75,7 +82,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "load", "predict", "follow", "latency")
+SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "load", "predict", "follow", "latency", "ignite3")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -393,6 +400,18 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
                 node_pids.clear()
                 close_shared_clients()
                 cluster.stop()
+
+        # Phase 4: one Ignite 3 node.
+        if "ignite3" in wanted:
+            from .ignite3 import ignite3_node, ignite3_scenarios
+
+            with ignite3_node(work / "ignite3", big=big, log=log) as cluster3:
+                node_pids[:] = [m.pid for m in cluster3.members]
+                try:
+                    for ignite3_scenario in ignite3_scenarios(cluster3.endpoints, sizes, log=log):
+                        run(ignite3_scenario)
+                finally:
+                    node_pids.clear()
 
     from .machine import load_average
 

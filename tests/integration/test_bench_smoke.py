@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: The scenarios run here (one command: the nodes and TensorFlow start once): all but ``load``, which needs minutes even at its quick sizes (a thick
 #: client joins, each run creates and destroys a cache); test_bench_loading.py runs its contenders.
+#: Nor ``ignite3`` (an Ignite 3 node of its own to start): test_bench_ignite3.py runs its scenarios.
 SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "latency", "predict", "follow")
 
 #: scenario key -> contender keys every run must report.
