@@ -26,6 +26,8 @@ from tensorflow_ignite.local.ignite3 import Ignite3Cluster
 
 pytestmark = [pytest.mark.slow]
 
+_SHORT = "test_scenarios_run_every_contender_on_the_whole_table (every contender over both tables, in CI)"
+
 ROWS = 1500
 ROW_BYTES = 8 + 4 + 784
 
@@ -41,6 +43,7 @@ def table(endpoints: list[str]) -> str:
     return small_table(endpoints, ROWS, log=lambda _msg: None, name="T_BENCH3_SMALL")
 
 
+@pytest.mark.long_only(_SHORT)
 @pytest.mark.parametrize("factory", [from_table_dataset, from_sql_dataset], ids=["from_table", "from_sql"])
 def test_our_datasets_read_every_row(endpoints: list[str], table: str, factory) -> None:  # type: ignore[no-untyped-def]
     contender = factory(endpoints, table, row_bytes=ROW_BYTES, batch_size=256, page_size=512)
@@ -48,6 +51,7 @@ def test_our_datasets_read_every_row(endpoints: list[str], table: str, factory) 
     assert run.units == ROWS and run.nbytes == ROWS * ROW_BYTES
 
 
+@pytest.mark.long_only(_SHORT)
 def test_dbapi_from_generator_reads_every_row(endpoints: list[str], table: str) -> None:
     pytest.importorskip("pyignite_dbapi", reason=f"Ignite 3's Python driver is not installed: {DBAPI_PIP}")
     contender = dbapi_generator(endpoints, table, row_bytes=ROW_BYTES, batch_size=256, page_size=512)
@@ -61,6 +65,7 @@ def test_dbapi_from_generator_reads_every_row(endpoints: list[str], table: str) 
     assert run.units == ROWS and "partial" not in run.extra
 
 
+@pytest.mark.long_only(_SHORT)
 @pytest.mark.parametrize("mode", ["sql", "records"])
 def test_java_client_reads_and_touches_every_row(endpoints: list[str], table: str, mode: str) -> None:
     run = java_client(endpoints, table, mode=mode, page_size=512, warmup=0).run()
@@ -68,6 +73,7 @@ def test_java_client_reads_and_touches_every_row(endpoints: list[str], table: st
     assert run.nbytes == ROWS * ROW_BYTES  # ID 8 + LABEL 4 + PIXELS 784 bytes, every row
 
 
+@pytest.mark.long_only(_SHORT)
 def test_bulk_rows_of_a_mebibyte_round_trip(endpoints: list[str]) -> None:
     """The bulk shape's VARBINARY rows of 1 MiB are written whole and read back whole."""
     name = bulk_table(endpoints, 3, 1 << 20, log=lambda _msg: None, name="T_BENCH3_BULK")
