@@ -16,10 +16,11 @@ from tensorflow_ignite.ignite3.write import create_table_statement
 def test_create_table_statement_from_dtypes() -> None:
     data = {"ID": np.arange(3), "x": np.zeros(3, np.float32), "Label": np.zeros(3, np.int8),
             "ok": np.zeros(3, bool), "name": np.array(["a", "b", "c"]), "raw": np.array([b"a", b"", b"c"], object),
-            "odd name": np.zeros(3)}
+            "odd name": np.zeros(3), "when": np.zeros(3, "datetime64[us]"), "day": np.zeros(3, "datetime64[D]")}
+    # Plain names quoted as SQL upper-cases them (so a keyword such as WHEN is a column name too).
     assert create_table_statement("PUBLIC.T", data, "ID") == (
-        'CREATE TABLE IF NOT EXISTS PUBLIC.T (ID BIGINT PRIMARY KEY, x REAL, Label TINYINT, ok BOOLEAN, '
-        'name VARCHAR, raw VARBINARY, "odd name" DOUBLE)')
+        'CREATE TABLE IF NOT EXISTS "PUBLIC"."T" ("ID" BIGINT PRIMARY KEY, "X" REAL, "LABEL" TINYINT, '
+        '"OK" BOOLEAN, "NAME" VARCHAR, "RAW" VARBINARY, "odd name" DOUBLE, "WHEN" TIMESTAMP(9), "DAY" DATE)')
 
 
 def test_write_refuses_bad_data_before_connecting() -> None:

@@ -140,10 +140,12 @@ def from_sql(query: str, args: Sequence[Any] = (), *, host: str = "127.0.0.1", p
 
 
 def _identifier(name: str) -> str:
-    """A table or column name as SQL: kept as written when it is a plain identifier, else quoted."""
+    """A table or column name as SQL, always quoted, so a name that is an SQL keyword (``WHEN``, ``VALUE``)
+    works too: a plain identifier (``schema.table``, ``x``) as the upper-case name SQL makes of it unquoted,
+    anything else exactly as written."""
     plain = name.replace("_", "").replace(".", "").isalnum() and not name[:1].isdigit()
     if plain:
-        return name
+        return ".".join('"' + part.upper() + '"' for part in name.split("."))
     return '"' + name.replace('"', '""') + '"'
 
 

@@ -41,6 +41,9 @@ SQL_TYPES: dict[str, str] = {
     "u1": "SMALLINT", "u2": "INT", "u4": "BIGINT", "f4": "REAL", "f8": "DOUBLE",
     "U": "VARCHAR", "S": "VARBINARY", "O": "VARCHAR",
 }
+# Also made from the data (not a dtype alone): datetime64 -> DATE (days) or TIMESTAMP(9); object columns of
+# bytes -> VARBINARY, uuid.UUID -> UUID, datetime -> TIMESTAMP(9), date -> DATE, Decimal -> DECIMAL(p, s)
+# with the largest scale present.
 
 
 def _column_arrays(data: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -62,14 +65,43 @@ def _column_arrays(data: Mapping[str, Any]) -> dict[str, np.ndarray]:
 
 def _sql_type(name: str, arr: np.ndarray) -> str:
     kind = arr.dtype.kind
+    if kind == "M":  # datetime64: whole days are DATE, anything finer TIMESTAMP at nanoseconds
+        return "DATE" if np.datetime_data(arr.dtype)[0] in ("Y", "M", "W", "D") else "TIMESTAMP(9)"
     key = kind if kind in "USO" else f"{kind}{arr.dtype.itemsize}"
-    if kind == "O" and len(arr) and isinstance(arr[0], (bytes, bytearray)):
-        key = "S"
+    if kind == "O":
+        typed = _object_sql_type(name, arr)
+        if typed is not None:
+            return typed
     try:
         return SQL_TYPES[key]
     except KeyError:
         raise ConfigurationError(f"column {name!r} has dtype {arr.dtype}, which has no Ignite 3 column type here; "
-                                 "convert it (to int64, float64, bool, str or bytes)") from None
+                                 "convert it (to int64, float64, bool, str, bytes, datetime64, Decimal or "
+                                 "UUID)") from None
+
+
+def _object_sql_type(name: str, arr: np.ndarray) -> str | None:
+    """The column type of an object column by its first non-None value (bytes, Decimal, UUID, datetime,
+    date); None: text (VARCHAR)."""
+    import datetime as _dt
+    import decimal
+    import uuid
+
+    first = next((v for v in arr if v is not None), None)
+    if isinstance(first, (bytes, bytearray)):
+        return "VARBINARY"
+    if isinstance(first, uuid.UUID):
+        return "UUID"
+    if isinstance(first, _dt.datetime):
+        return "TIMESTAMP(9)"
+    if isinstance(first, _dt.date):
+        return "DATE"
+    if isinstance(first, decimal.Decimal):
+        values = [v for v in arr if isinstance(v, decimal.Decimal) and v.is_finite()]
+        scale = max((max(0, -int(v.as_tuple().exponent)) for v in values), default=0)
+        digits = max((len(v.as_tuple().digits) + max(0, int(v.as_tuple().exponent)) for v in values), default=1)
+        return f"DECIMAL({max(38, digits + scale)}, {scale})"
+    return None
 
 
 def create_table_statement(table: str, data: Mapping[str, Any], key: str) -> str:
