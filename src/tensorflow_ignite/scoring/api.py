@@ -197,7 +197,7 @@ def predict(
     assert out.sender is not None
     out.sender.on_ack = bar.update
     fields = [b.field.name for b in bindings]
-    recorded: set[int] = set()
+    recorder = _Recorder(out, ledger)
 
     def score(keys: np.ndarray, columns: Mapping[str, np.ndarray]) -> None:
         features = {b.input.name: b.convert(columns[b.field.name]) for b in bindings}
@@ -206,7 +206,7 @@ def predict(
 
     # One batch is predicted and sent on a worker thread while this thread reads and decodes the
     # next (the model and the socket release the GIL), as a prefetching tf.data pipeline would.
-    # Before anything is recorded the batch in flight is finished, so "sent" covers every row the
+    # Before a recording step the batch in flight is finished, so "sent" covers every row the
     # reader counted as handed out.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="predict")
     pending: Future[None] | None = None
@@ -221,18 +221,19 @@ def predict(
                 pending = pool.submit(score, keys, columns)
                 if i % record_every == 0:
                     pending.result()
-                    recorded |= _record(out, ledger, reading.completed(), recorded)
+                    recorder.step(reading.completed())
                     if on_record is not None:
-                        on_record(out.sender.rows_acked, len(recorded), len(todo))
+                        on_record(out.sender.rows_acked, len(recorder.recorded), len(todo))
             if pending is not None:
                 pending.result()
-            recorded |= _record(out, ledger, reading.completed(), recorded)
+            recorder.step(reading.completed(), final=True)
             if on_record is not None:
-                on_record(out.sender.rows_acked, len(recorded), len(todo))
+                on_record(out.sender.rows_acked, len(recorder.recorded), len(todo))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         bar.close()
         ledger.finish()
+    recorded = recorder.recorded
     missing = set(todo) - recorded
     if missing:  # every row was read, so every unit must be complete: a reader bug, never silently ignored
         raise PredictError(f"predict: partitions {sorted(missing)[:10]} of {src.describe()} were read but the "
@@ -263,11 +264,34 @@ def _chosen_units(units: tuple[int, ...], parts: Sequence[int], source: str) -> 
     return chosen
 
 
-def _record(out: OutputCache, ledger: Ledger, complete: set[int], recorded: set[int]) -> set[int]:
-    """Record the newly complete units once every prediction sent so far is stored; returns them."""
-    new = complete - recorded
-    if not new:
-        return new
-    out.flush()
-    ledger.record(sorted(new))
-    return new
+class _Recorder:
+    """Records units complete once every prediction sent for them is stored, without stalling the writes.
+
+    A step notes the units newly complete and the put-alls in flight at that moment; the
+    units are recorded at a later step once those put-alls are answered (they usually are by
+    then: the sender collects answers as it goes), and the final step waits for all of them.
+    """
+
+    def __init__(self, out: OutputCache, ledger: Ledger) -> None:
+        self.out = out
+        self.ledger = ledger
+        self.recorded: set[int] = set()
+        self._waiting: list[tuple[frozenset[int], set[int]]] = []
+
+    def step(self, complete: set[int], *, final: bool = False) -> None:
+        sender = self.out.sender
+        assert sender is not None
+        claimed = self.recorded.union(*(units for _, units in self._waiting))
+        new = complete - claimed
+        if new:
+            self._waiting.append((sender.mark(), new))
+        if final:
+            self.out.flush()
+        ready: set[int] = set()
+        for mark, units in list(self._waiting):
+            if final or sender.answered(mark):
+                ready |= units
+                self._waiting.remove((mark, units))
+        if ready:
+            self.ledger.record(sorted(ready))
+            self.recorded |= ready

@@ -46,6 +46,7 @@ class _InFlight:
     request_id: int
     frame: bytearray
     rows: int
+    seq: int = 0
 
 
 class PutAllSender:
@@ -68,6 +69,8 @@ class PutAllSender:
         self.cache_name = cache_name
         self.cache_id = _cache_id(cache_name)
         self.pending: list[_InFlight] = []
+        self._sent = 0
+        self._failed: set[int] = set()
         self.rows_acked = 0
         self.bytes_sent = 0
         self.on_ack: Callable[[int], None] = lambda rows: None
@@ -113,7 +116,16 @@ class PutAllSender:
             self._send_again(conn, frame, exc)
             self._acked(rows, len(frame))
             return
-        self.pending.append(_InFlight(conn, rid, frame, rows))
+        self._sent += 1
+        self.pending.append(_InFlight(conn, rid, frame, rows, self._sent))
+
+    def mark(self) -> frozenset[int]:
+        """The put-alls in flight now, as a token for :meth:`answered`."""
+        return frozenset(f.seq for f in self.pending)
+
+    def answered(self, mark: frozenset[int]) -> bool:
+        """Whether every put-all in flight at :meth:`mark` has been answered (stored), without waiting."""
+        return not any(f.seq in mark for f in self.pending) and not (mark & self._failed)
 
     def wait(self) -> None:
         """Collect the answer of every put-all in flight."""
@@ -130,6 +142,7 @@ class PutAllSender:
                 except IgniteConnectionError as exc:
                     self._send_again(f.conn, f.frame, exc)
             except IgniteError as exc:
+                self._failed.add(f.seq)
                 first = first or exc
                 continue
             self._acked(f.rows, len(f.frame))
