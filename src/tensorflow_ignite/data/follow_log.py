@@ -18,7 +18,9 @@ bytes.  A :class:`LogRun` follows that log instead of the cache:
   registered first, then each partition's log entries after its position are
   read back (a scan of that log partition: log partition p holds the cache's
   partition p), then the query's events; entries at or before the position are
-  dropped, so nothing comes twice and nothing after the position is missed;
+  dropped, so nothing comes twice and nothing after the position is missed.
+  After a lost query the position is the last row *yielded*: the events of the
+  micro-batch being gathered went with the query and are read back too;
 * **order** -- a partition's log grows in counter order (the nodes' writers
   write in the order Ignite hands them the events), and a query's events of
   one partition come in the order they were written;
@@ -154,9 +156,12 @@ class LogRun(FollowRun):
         f = follower
         self._parts = sorted(f.partitions) if f.partitions is not None else list(range(f.partition_count))
         known = resume.positions if resume is not None and resume.scanned else None
-        #: Handed to TensorFlow (saved) and yielded (read ahead of it) positions.
+        #: Per partition, the last counter handed to TensorFlow (saved), and the last one yielded (ahead of it).
         self._positions: dict[int, int] = dict(known) if known is not None else {}
         self._ahead: dict[int, int] = dict(self._positions)
+        #: The last counter accepted from the log (ahead of ``_ahead`` by the rows of a micro-batch being
+        #: gathered); a catch-up starts again from ``_ahead``, since a lost query drops that micro-batch.
+        self._accepted: dict[int, int] = dict(self._positions)
         self._restored = known is not None
         #: Pieces yielded but not yet handed out: (rows, partition -> last counter in the piece).
         self._pieces: collections.deque[tuple[int, dict[int, int]]] = collections.deque()
@@ -179,6 +184,7 @@ class LogRun(FollowRun):
         for p, c in tags or ():
             pos[p] = c  # tags of a partition come in counter order
         self._pieces.append((rows, pos))
+        self._ahead.update(pos)
 
     # ---------------------------------------------------------------- the read
     def _run(self) -> Iterator[dict[str, Any]]:
@@ -196,6 +202,7 @@ class LogRun(FollowRun):
                         head = log_head(f.client, cache, timeout)
                         self._positions = {p: head[p] for p in self._parts}
                         self._ahead = dict(self._positions)
+                        self._accepted = dict(self._positions)
                         self._pieces.clear()
                         if self._opts.start == "beginning" or self._resume is not None:
                             yield from self._scan()
@@ -221,7 +228,7 @@ class LogRun(FollowRun):
 
     def _accept(self, e: LogEntry) -> bool:
         """Whether ``e`` is next to deliver for its partition (False: delivered already); raises on a gap."""
-        last = self._ahead.get(e.partition)
+        last = self._accepted.get(e.partition)
         if last is None:
             return False  # not a followed partition
         if e.counter <= last:
@@ -234,7 +241,7 @@ class LogRun(FollowRun):
                 "resumed exactly once. Follow again from start='beginning' (a new snapshot), and raise the "
                 "retention (--follow-log-retention-s / FollowLog.configure) if the follower lags that long",
                 cache_name=self._f.cache_name, partition=e.partition)
-        self._ahead[e.partition] = e.counter
+        self._accepted[e.partition] = e.counter
         return True
 
     def _rows_of(self, entries: list[LogEntry]) -> tuple[bytes, np.ndarray, int, list[Any]]:
@@ -267,11 +274,16 @@ class LogRun(FollowRun):
         return self._rows_of(entries)
 
     def _catch_up(self) -> Iterator[dict[str, Any]]:
-        """Every followed partition's log entries after its position, partition by partition."""
+        """Every followed partition's log entries after the last row yielded, partition by partition.
+
+        From the last row *yielded*, not the last entry accepted: the events of a micro-batch being
+        gathered when the query was lost (accepted, not yet yielded) went with it and are read again.
+        """
         f = self._f
         flag = self._opts.deletes == "flag"
+        self._accepted = dict(self._ahead)
         for p in self._parts:
-            entries = read_log_partition(f.client, f.cache_name, p, f.partition_count, self._ahead[p])
+            entries = read_log_partition(f.client, f.cache_name, p, f.partition_count, self._accepted[p])
             for start in range(0, len(entries), self._opts.batch_size):
                 region, gone, n, tags = self._rows_of(entries[start:start + self._opts.batch_size])
                 if not n:
