@@ -120,6 +120,7 @@ class LogEntry:
     prev: int  # the partition's previous update counter the writer saw (-1: unknown)
     key: bytes
     value: bytes | None  # the old value for removed and expired entries
+    writer: int = -1  # the topology order of the node whose writer wrote it (-1: not recorded)
 
     @classmethod
     def of(cls, key: Any, value: Any) -> "LogEntry":
@@ -127,7 +128,7 @@ class LogEntry:
         k, v = key.fields, value.fields
         data = v.get("v")
         return cls(int(k["p"]), int(k["c"]), int(v["t"]), int(v["prev"]), _bytes(v["k"]),
-                   None if data is None else _bytes(data))
+                   None if data is None else _bytes(data), int(v.get("w", -1)))
 
 
 def _bytes(a: Any) -> bytes:
