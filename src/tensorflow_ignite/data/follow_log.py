@@ -44,7 +44,6 @@ from ..client import IgniteClient
 from ..errors import (
     FollowPositionLostError,
     IgniteConnectionError,
-    NotificationOverflowError,
     ServerError,
 )
 from ..protocol import continuous, requests, responses
@@ -54,7 +53,7 @@ from ..protocol.hashing import affinity_partition
 from .follow import FollowRun, FollowState
 
 if TYPE_CHECKING:
-    from .follow import Follower
+    from .follow import Follower, _Query
 
 __all__ = ["ATTRIBUTE", "SERVICE_NAME", "LOG_PREFIX", "LogEntry", "LogRun", "has_follow_log", "log_cache_name",
            "log_head", "read_log_partition"]
@@ -164,6 +163,9 @@ class LogRun(FollowRun):
         #: gathered); a catch-up starts again from ``_ahead``, since a lost query drops that micro-batch.
         self._accepted: dict[int, int] = dict(self._positions)
         self._restored = known is not None
+        #: Whether the next query starts from the head (a fresh run, until its snapshot is read).
+        self._fresh = not self._restored
+        self._head_asked = False
         #: Pieces yielded but not yet handed out: (rows, partition -> last counter in the piece).
         self._pieces: collections.deque[tuple[int, dict[int, int]]] = collections.deque()
         f.stats.mode = "log"
@@ -188,44 +190,34 @@ class LogRun(FollowRun):
         self._ahead.update(pos)
 
     # ---------------------------------------------------------------- the read
-    def _run(self) -> Iterator[dict[str, Any]]:
+    def _register(self) -> "_Query":
+        """A query on the log (the base class's loop reads its events)."""
         f = self._f
-        cache = f.cache_name
-        timeout = f.client.options.timeout
-        fresh = not self._restored
-        if fresh:
-            log_head(f.client, cache, timeout)  # the log cache exists before its query is registered
-        try:
-            while not self._done():
-                self._query = f.open_query(log_cache_name(cache))
-                try:
-                    if fresh:
-                        head = log_head(f.client, cache, timeout)
-                        self._positions = {p: head[p] for p in self._parts}
-                        self._ahead = dict(self._positions)
-                        self._accepted = dict(self._positions)
-                        self._pieces.clear()
-                        if self._opts.start == "beginning" or self._resume is not None:
-                            yield from self._scan()
-                        fresh = False
-                    else:
-                        yield from self._catch_up()
-                    if self._scan_end is None:
-                        self._scan_end = self._yielded
-                        if self._rows >= self._scan_end:
-                            self._scanned = True
-                    yield from self._events(self._query)
-                    return
-                except (IgniteConnectionError, NotificationOverflowError) as exc:
-                    reason = f"{type(exc).__name__}: {exc}"
-                    log.warning("IgniteDataset.follow over cache %r: catching up from the log after %s", cache, reason)
-                    f.stats.catch_ups.append(reason)
-                finally:
-                    self._query.close()
-                    self._query = None
-        finally:
-            if self._query is not None:
-                self._query.close()
+        if not self._restored and not self._head_asked:
+            log_head(f.client, f.cache_name, f.client.options.timeout)  # the log cache exists before its query
+            self._head_asked = True
+        return f.open_query(log_cache_name(f.cache_name))
+
+    def _before_events(self, lost: str | None) -> Iterator[dict[str, Any]]:
+        """Fresh: the head is the position (then the snapshot, with ``start="beginning"``); restored
+        or after a lost query: the log after the position (:meth:`_catch_up`)."""
+        if self._fresh:
+            f = self._f
+            head = log_head(f.client, f.cache_name, f.client.options.timeout)
+            self._positions = {p: head[p] for p in self._parts}
+            self._ahead = dict(self._positions)
+            self._accepted = dict(self._positions)
+            self._pieces.clear()
+            if self._opts.start == "beginning" or self._resume is not None:
+                yield from self._scan()
+            self._fresh = False
+        else:
+            yield from self._catch_up()
+
+    def _lost(self, reason: str) -> None:
+        log.warning("IgniteDataset.follow over cache %r: catching up from the log after %s", self._f.cache_name,
+                    reason)
+        self._f.stats.catch_ups.append(reason)
 
     def _accept(self, e: LogEntry) -> bool:
         """Whether ``e`` is next to deliver for its partition (False: delivered already); raises on a gap."""
