@@ -42,13 +42,14 @@ NODE_KILL = "tf_follow_log_node_kill"
 KILL_BATCHING = {"small-batches": (16, 0.05), "micro-batch-gathering-at-the-kill": (100_000, 3.0)}
 NODE_KILLS = tuple(f"{NODE_KILL}_{batch}" for batch, _ in KILL_BATCHING.values())
 JOIN = "tf_follow_log_join"
+BEHIND = "tf_follow_log_behind"
 KEYS = 40
 
 
 @pytest.fixture(scope="module")
 def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     cluster = LocalCluster(tmp_path_factory.mktemp("follow-log"), nodes=3, name="tfi-follow-log", heap_mb=384,
-                           region_mb=256, follow_log=(CRASH, *NODE_KILLS, JOIN))
+                           region_mb=256, follow_log=(CRASH, *NODE_KILLS, JOIN, BEHIND))
     try:
         cluster.start()
         yield cluster
@@ -366,6 +367,34 @@ def test_a_node_joining_each_update_once(three_nodes: LocalCluster) -> None:
     assert ds.stats.mode == "log" and ds.stats.resyncs == [], ds.stats
     assert_each_update_once({k: [0] for k in range(KEYS)}, follower.after, last, writer.retried | logged_twice(log),
                             "through a node joining", lambda wrong: explain(log, follower.after, wrong, writers))
+
+
+def test_a_consumer_falling_behind_catches_up_each_update_once(three_nodes: LocalCluster) -> None:
+    """The consumer stops while updates are written: past ``max_buffered`` frames the query is
+    closed, and the follower catches up from the log -- including the events of the frame it had
+    already taken into the micro-batch it was gathering when the query's failure came (issue 29:
+    those were lost). No node dies: the same catch-up as after a kill, deterministically."""
+    cluster = three_nodes
+    with IgniteClient(cluster.addresses(), timeout=20) as client:
+        create_seq_cache(client, BEHIND)
+        ds = IgniteDataset.follow(BEHIND, client=client, batch_size=100_000, max_wait=1.0, max_buffered=1,
+                                  stream_timeout=8.0)
+        it = iter(ds)
+        snapshot = next(it)  # the scan; the query is registered before it and queues events from now on
+        assert sorted(snapshot["key"].numpy().tolist()) == list(range(KEYS))
+        rounds = 20  # 800 updates: several frames of at most 256 events, past max_buffered=1
+        for seq in range(1, rounds + 1):
+            client.cache(BEHIND).put_all({k: seq_row(k, seq) for k in range(KEYS)})
+        after: dict[int, list[int]] = defaultdict(list)
+        for batch in it:  # ends stream_timeout seconds after the last row
+            for k, s in zip(batch["key"].numpy().tolist(), batch["val"]["seq"].numpy().tolist()):
+                after[k].append(s)
+        writers = {n.order: f"node {n.consistent_id}" for n in client.server_nodes()}
+        log = read_log(client, BEHIND)
+    assert ds.stats.mode == "log" and ds.stats.resyncs == [], ds.stats
+    assert any("NotificationOverflowError" in r for r in ds.stats.catch_ups), ds.stats
+    assert_each_update_once({k: [0] for k in range(KEYS)}, after, dict.fromkeys(range(KEYS), rounds), set(),
+                            "through a consumer falling behind", lambda wrong: explain(log, after, wrong, writers))
 
 
 EXPIRY = "tf_follow_log_expiry"
