@@ -18,7 +18,7 @@ import textwrap
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ import tensorflow as tf
 from tensorflow_ignite import IgniteDataset
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.data.dataset import close_shared_clients
-from tensorflow_ignite.data.follow_log import read_log_partition
+from tensorflow_ignite.data.follow_log import LogEntry, read_log_partition
 from tensorflow_ignite.errors import IgniteConnectionError, ServerError
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol.cache_config import CacheConfiguration
@@ -38,14 +38,18 @@ from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced
 
 CRASH = "tf_follow_log_crash"
 NODE_KILL = "tf_follow_log_node_kill"
+#: The node-kill test's (batch_size, max_wait) cases, each with a cache of its own.
+KILL_BATCHING = {"small-batches": (16, 0.05), "micro-batch-gathering-at-the-kill": (100_000, 3.0)}
+NODE_KILLS = tuple(f"{NODE_KILL}_{batch}" for batch, _ in KILL_BATCHING.values())
 JOIN = "tf_follow_log_join"
+BEHIND = "tf_follow_log_behind"
 KEYS = 40
 
 
 @pytest.fixture(scope="module")
 def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     cluster = LocalCluster(tmp_path_factory.mktemp("follow-log"), nodes=3, name="tfi-follow-log", heap_mb=384,
-                           region_mb=256, follow_log=(CRASH, NODE_KILL, JOIN))
+                           region_mb=256, follow_log=(CRASH, *NODE_KILLS, JOIN, BEHIND))
     try:
         cluster.start()
         yield cluster
@@ -112,7 +116,20 @@ class SeqWriter:
         return dict(self.last)
 
 
-def logged_twice(client: IgniteClient, cache: str) -> set[tuple[int, int]]:
+def read_log(client: IgniteClient, cache: str) -> dict[int, list[tuple[LogEntry, int, int]]]:
+    """Every entry of ``cache``'s follow log with its (key, number), per partition in counter order."""
+    partitions = len(client.partition_map(cache).nodes)
+    dec = client.decoder()
+    out: dict[int, list[tuple[LogEntry, int, int]]] = {}
+    for p in range(partitions):
+        entries = read_log_partition(client, cache, p, partitions, -1)
+        if entries:
+            out[p] = [(e, int(dec.decode(e.key)), -1 if e.value is None else int(dec.decode(e.value).fields["seq"]))
+                      for e in entries]
+    return out
+
+
+def logged_twice(log: dict[int, list[tuple[LogEntry, int, int]]]) -> set[tuple[int, int]]:
     """(key, number) of the puts the follow log holds as two updates, each with its own update counter.
 
     An ATOMIC put in flight when its primary is killed can be applied twice (the node coordinating
@@ -120,20 +137,42 @@ def logged_twice(client: IgniteClient, cache: str) -> set[tuple[int, int]]:
     of the key (consecutive counters, the same value), sometimes with no error at the writer's
     client. Seen in 2 of 6 runs of the node-kill test; the follower rightly delivers both.
     """
-    partitions = len(client.partition_map(cache).nodes)
-    dec = client.decoder()
-    seen: Counter[tuple[int, int]] = Counter()
-    for p in range(partitions):
-        for e in read_log_partition(client, cache, p, partitions, -1):
-            if e.value is not None:
-                seen[(int(dec.decode(e.key)), int(dec.decode(e.value).fields["seq"]))] += 1
+    seen: Counter[tuple[int, int]] = Counter(
+        (k, s) for entries in log.values() for e, k, s in entries if e.value is not None)
     return {k for k, n in seen.items() if n > 1}
 
 
+def explain(log: dict[int, list[tuple[LogEntry, int, int]]], delivered: dict[int, list[int]],
+            wrong: set[tuple[int, int]], writers: dict[int, str]) -> str:
+    """What the log holds around each (key, number) not delivered exactly once, and what was delivered.
+
+    ``writers`` names the nodes by topology order (a log entry's ``writer``).
+    """
+    got = Counter((k, s) for k, seqs in delivered.items() for s in seqs)
+    where = {(k, s): (p, i) for p, entries in log.items() for i, (_, k, s) in enumerate(entries)}
+    lines = []
+    for key, seq in sorted(wrong)[:5]:
+        if (key, seq) not in where:
+            lines.append(f"key {key} number {seq}: delivered {got[(key, seq)]}x, NOT IN THE LOG")
+            continue
+        p, i = where[(key, seq)]
+        lines.append(f"key {key} number {seq}: delivered {got[(key, seq)]}x; log partition {p} around it:")
+        for e, k, s in log[p][max(0, i - 3):i + 4]:
+            lines.append(f"    counter {e.counter} prev {e.prev} key {k} number {s} type {e.kind} "
+                         f"written by {writers.get(e.writer, e.writer)}: delivered {got[(k, s)]}x")
+    return "\n".join(lines)
+
+
 def assert_each_update_once(before: dict[int, list[int]], after: dict[int, list[int]], last: dict[int, int],
-                            retried: set[tuple[int, int]], what: str) -> None:
-    """Per key: ``after`` holds each number from the last of ``before`` + 1 to ``last``, once and in order."""
+                            retried: set[tuple[int, int]], what: str,
+                            explain_wrong: Callable[[set[tuple[int, int]]], str] | None = None) -> None:
+    """Per key: ``after`` holds each number from the last of ``before`` + 1 to ``last``, once and in order.
+
+    On failure, ``explain_wrong`` (given the (key, number) pairs missing or repeated) adds what the
+    follow log holds around them.
+    """
     problems = []
+    wrong: set[tuple[int, int]] = set()
     for key in range(KEYS):
         got = after.get(key, [])
         # A put sent twice (connection lost under it), or applied twice by Ignite (logged_twice), is two
@@ -144,9 +183,12 @@ def assert_each_update_once(before: dict[int, list[int]], after: dict[int, list[
         if collapsed != want:
             dup = sorted({s for s in collapsed if collapsed.count(s) > 1})
             gaps = sorted(set(want) - set(collapsed))
+            wrong.update((key, s) for s in dup[:5] + gaps[:5])
             problems.append(f"key {key}: {len(collapsed)} delivered, {len(want)} written after {start - 1}; "
                             f"repeated {dup[:5]}, missing {gaps[:5]}, first {collapsed[:3]}")
-    assert not problems, f"{what}: not exactly once for {len(problems)} keys: {problems[:5]}"
+    if problems and explain_wrong is not None:
+        problems.append(explain_wrong(wrong))
+    assert not problems, f"{what}: not exactly once for {len(problems)} keys:\n" + "\n".join(problems)
 
 
 class FollowInThread:
@@ -260,34 +302,46 @@ def test_crash_and_restore_deliver_each_update_after_the_position_once(three_nod
     assert_each_update_once(before, after, last, writer.retried, "after kill -9 and a checkpoint restore")
 
 
-@pytest.mark.long_only("test_crash_and_restore_deliver_each_update_after_the_position_once and "
-                       "test_a_node_joining_each_update_once; this one failed once in six runs with an "
-                       "acknowledged put never delivered (a gap, cause not found: issue 29), so it runs "
-                       "under --long until that is explained")
-def test_kill_the_node_holding_the_query_each_update_once(three_nodes: LocalCluster) -> None:
-    """(b) kill -9 of the node holding the follower's query (and writing the log): still exactly once."""
+@pytest.mark.parametrize("batch_size, max_wait", list(KILL_BATCHING.values()), ids=list(KILL_BATCHING))
+def test_kill_the_node_holding_the_query_each_update_once(three_nodes: LocalCluster, batch_size: int,
+                                                          max_wait: float) -> None:
+    """(b) kill -9 of the node holding the follower's query (and writing the log): still exactly once.
+
+    With long micro-batches (``max_wait`` 3 s) the follower is almost always gathering one when
+    its query's node dies: those events are gone with the query and must be read again from the
+    log (issue 29: the catch-up started after them, and they were never delivered).
+    """
     cluster = three_nodes
+    cache = f"{NODE_KILL}_{batch_size}"
     with IgniteClient(cluster.addresses(), timeout=20) as client:
-        create_seq_cache(client, NODE_KILL)
-        ds = IgniteDataset.follow(NODE_KILL, client=client, batch_size=16, max_wait=0.05, stream_timeout=15.0)
+        create_seq_cache(client, cache)
+        writers = {n.order: f"node {n.consistent_id}" for n in client.server_nodes()}
+        ds = IgniteDataset.follow(cache, client=client, batch_size=batch_size, max_wait=max_wait,
+                                  stream_timeout=15.0)
         follower = FollowInThread(ds)
         follower.wait_rows(KEYS, 180, "the snapshot")
         snapshot = {k: list(v) for k, v in follower.after.items()}
         follower.after.clear()
-        holder = [i for i, (h, p) in enumerate(cluster.addresses()) if f"{h}:{p}" == ds.stats.query_address]
+        holder = [m for m in cluster.members if f"{m.host}:{m.client_port}" == ds.stats.query_address]
         assert holder, f"the query's node {ds.stats.query_address} is one of the cluster's"
-        survivors = [a for i, a in enumerate(cluster.addresses()) if i != holder[0]]
-        writer = SeqWriter(survivors, NODE_KILL)
+        survivors = [(m.host, m.client_port) for m in cluster.members
+                     if m is not holder[0] and cluster.is_alive(m)]
+        writer = SeqWriter(survivors, cache)
         follower.wait_rows(KEYS + 200, 60, "updates before the kill")
-        cluster.kill_node(holder[0], signal.SIGKILL)
-        follower.wait_rows(follower.rows + 400, 120, "updates after the kill")
-        last = writer.stop()
-        follower.join()
-        twice = logged_twice(client, NODE_KILL)
+        killed = cluster.kill_node(holder[0].index, signal.SIGKILL)
+        try:
+            writers = {o: n + (" (killed)" if n == f"node {killed.name}" else "") for o, n in writers.items()}
+            follower.wait_rows(follower.rows + 400, 120, "updates after the kill")
+            last = writer.stop()
+            follower.join()
+            log = read_log(client, cache)
+        finally:
+            cluster.restart_nodes([killed.index])  # the next test starts from three nodes again
     assert ds.stats.mode == "log" and ds.stats.resyncs == [], ds.stats
     assert ds.stats.catch_ups and ds.stats.registrations >= 2, ds.stats
-    assert_each_update_once({k: [0] for k in snapshot}, follower.after, last, writer.retried | twice,
-                            "through kill -9 of the node holding the query")
+    assert_each_update_once({k: [0] for k in snapshot}, follower.after, last, writer.retried | logged_twice(log),
+                            f"through kill -9 of the node holding the query ({killed.name})",
+                            lambda wrong: explain(log, follower.after, wrong, writers))
 
 
 def test_a_node_joining_each_update_once(three_nodes: LocalCluster) -> None:
@@ -308,10 +362,39 @@ def test_a_node_joining_each_update_once(three_nodes: LocalCluster) -> None:
         follower.wait_rows(follower.rows + 400, 120, "updates after the join")
         last = writer.stop()
         follower.join()
-        twice = logged_twice(client, JOIN)
+        writers = {n.order: f"node {n.consistent_id}" for n in client.server_nodes()}
+        log = read_log(client, JOIN)
     assert ds.stats.mode == "log" and ds.stats.resyncs == [], ds.stats
-    assert_each_update_once({k: [0] for k in range(KEYS)}, follower.after, last, writer.retried | twice,
-                            "through a node joining")
+    assert_each_update_once({k: [0] for k in range(KEYS)}, follower.after, last, writer.retried | logged_twice(log),
+                            "through a node joining", lambda wrong: explain(log, follower.after, wrong, writers))
+
+
+def test_a_consumer_falling_behind_catches_up_each_update_once(three_nodes: LocalCluster) -> None:
+    """The consumer stops while updates are written: past ``max_buffered`` frames the query is
+    closed, and the follower catches up from the log -- including the events of the frame it had
+    already taken into the micro-batch it was gathering when the query's failure came (issue 29:
+    those were lost). No node dies: the same catch-up as after a kill, deterministically."""
+    cluster = three_nodes
+    with IgniteClient(cluster.addresses(), timeout=20) as client:
+        create_seq_cache(client, BEHIND)
+        ds = IgniteDataset.follow(BEHIND, client=client, batch_size=100_000, max_wait=1.0, max_buffered=1,
+                                  stream_timeout=8.0)
+        it = iter(ds)
+        snapshot = next(it)  # the scan; the query is registered before it and queues events from now on
+        assert sorted(snapshot["key"].numpy().tolist()) == list(range(KEYS))
+        rounds = 20  # 800 updates: several frames of at most 256 events, past max_buffered=1
+        for seq in range(1, rounds + 1):
+            client.cache(BEHIND).put_all({k: seq_row(k, seq) for k in range(KEYS)})
+        after: dict[int, list[int]] = defaultdict(list)
+        for batch in it:  # ends stream_timeout seconds after the last row
+            for k, s in zip(batch["key"].numpy().tolist(), batch["val"]["seq"].numpy().tolist()):
+                after[k].append(s)
+        writers = {n.order: f"node {n.consistent_id}" for n in client.server_nodes()}
+        log = read_log(client, BEHIND)
+    assert ds.stats.mode == "log" and ds.stats.resyncs == [], ds.stats
+    assert any("NotificationOverflowError" in r for r in ds.stats.catch_ups), ds.stats
+    assert_each_update_once({k: [0] for k in range(KEYS)}, after, dict.fromkeys(range(KEYS), rounds), set(),
+                            "through a consumer falling behind", lambda wrong: explain(log, after, wrong, writers))
 
 
 EXPIRY = "tf_follow_log_expiry"

@@ -363,15 +363,14 @@ class FollowRun:
         return self._opts.max_rows is not None and self._yielded >= self._opts.max_rows
 
     def _run(self) -> Iterator[dict[str, Any]]:
-        f = self._f
-        # A restored run cannot know what was written since its position: it rescans.
-        scan = self._resume is not None or self._opts.start == "beginning"
+        """Register a query, read what its events cannot give (:meth:`_before_events`), then its
+        events; when the query is lost, all of it again with a new one (:meth:`_lost` says why)."""
+        lost: str | None = None
         try:
             while not self._done():
-                self._query = f.open_query()
+                self._query = self._register()
                 try:
-                    if scan:
-                        yield from self._scan()
+                    yield from self._before_events(lost)
                     if self._scan_end is None:
                         self._scan_end = self._yielded
                         if self._rows >= self._scan_end:
@@ -379,16 +378,30 @@ class FollowRun:
                     yield from self._events(self._query)
                     return
                 except (IgniteConnectionError, NotificationOverflowError) as exc:
-                    reason = f"{type(exc).__name__}: {exc}"
-                    log.warning("IgniteDataset.follow over cache %r: resync after %s", f.cache_name, reason)
-                    f.stats.resyncs.append(reason)
-                    scan = True
+                    lost = f"{type(exc).__name__}: {exc}"
+                    self._lost(lost)
                 finally:
                     self._query.close()
                     self._query = None
         finally:
             if self._query is not None:
                 self._query.close()
+
+    def _register(self) -> _Query:
+        """A new query whose events :meth:`_events` reads."""
+        return self._f.open_query()
+
+    def _before_events(self, lost: str | None) -> Iterator[dict[str, Any]]:
+        """What to deliver after registering a query and before its events (``lost``: why the
+        previous query was lost, None for the first one): here a scan -- a restored or resynced
+        run cannot know what was written since its position."""
+        if lost is not None or self._resume is not None or self._opts.start == "beginning":
+            yield from self._scan()
+
+    def _lost(self, reason: str) -> None:
+        """The query was lost (``reason``); a new one is registered next."""
+        log.warning("IgniteDataset.follow over cache %r: resync after %s", self._f.cache_name, reason)
+        self._f.stats.resyncs.append(reason)
 
     def _cut(self, batch: dict[str, Any], n: int, tags: list[Any] | None = None) -> Iterator[dict[str, Any]]:
         """``batch`` in pieces of at most ``batch_size`` rows, stopping at ``max_rows``.

@@ -18,7 +18,9 @@ bytes.  A :class:`LogRun` follows that log instead of the cache:
   registered first, then each partition's log entries after its position are
   read back (a scan of that log partition: log partition p holds the cache's
   partition p), then the query's events; entries at or before the position are
-  dropped, so nothing comes twice and nothing after the position is missed;
+  dropped, so nothing comes twice and nothing after the position is missed.
+  After a lost query the position is the last row *yielded*: the events of the
+  micro-batch being gathered went with the query and are read back too;
 * **order** -- a partition's log grows in counter order (the nodes' writers
   write in the order Ignite hands them the events), and a query's events of
   one partition come in the order they were written;
@@ -42,7 +44,6 @@ from ..client import IgniteClient
 from ..errors import (
     FollowPositionLostError,
     IgniteConnectionError,
-    NotificationOverflowError,
     ServerError,
 )
 from ..protocol import continuous, requests, responses
@@ -52,7 +53,7 @@ from ..protocol.hashing import affinity_partition
 from .follow import FollowRun, FollowState
 
 if TYPE_CHECKING:
-    from .follow import Follower
+    from .follow import Follower, _Query
 
 __all__ = ["ATTRIBUTE", "SERVICE_NAME", "LOG_PREFIX", "LogEntry", "LogRun", "has_follow_log", "log_cache_name",
            "log_head", "read_log_partition"]
@@ -118,6 +119,7 @@ class LogEntry:
     prev: int  # the partition's previous update counter the writer saw (-1: unknown)
     key: bytes
     value: bytes | None  # the old value for removed and expired entries
+    writer: int = -1  # the topology order of the node whose writer wrote it (-1: not recorded)
 
     @classmethod
     def of(cls, key: Any, value: Any) -> "LogEntry":
@@ -125,7 +127,7 @@ class LogEntry:
         k, v = key.fields, value.fields
         data = v.get("v")
         return cls(int(k["p"]), int(k["c"]), int(v["t"]), int(v["prev"]), _bytes(v["k"]),
-                   None if data is None else _bytes(data))
+                   None if data is None else _bytes(data), int(v.get("w", -1)))
 
 
 def _bytes(a: Any) -> bytes:
@@ -154,10 +156,16 @@ class LogRun(FollowRun):
         f = follower
         self._parts = sorted(f.partitions) if f.partitions is not None else list(range(f.partition_count))
         known = resume.positions if resume is not None and resume.scanned else None
-        #: Handed to TensorFlow (saved) and yielded (read ahead of it) positions.
+        #: Per partition, the last counter handed to TensorFlow (saved), and the last one yielded (ahead of it).
         self._positions: dict[int, int] = dict(known) if known is not None else {}
         self._ahead: dict[int, int] = dict(self._positions)
+        #: The last counter accepted from the log (ahead of ``_ahead`` by the rows of a micro-batch being
+        #: gathered); a catch-up starts again from ``_ahead``, since a lost query drops that micro-batch.
+        self._accepted: dict[int, int] = dict(self._positions)
         self._restored = known is not None
+        #: Whether the next query starts from the head (a fresh run, until its snapshot is read).
+        self._fresh = not self._restored
+        self._head_asked = False
         #: Pieces yielded but not yet handed out: (rows, partition -> last counter in the piece).
         self._pieces: collections.deque[tuple[int, dict[int, int]]] = collections.deque()
         f.stats.mode = "log"
@@ -179,49 +187,41 @@ class LogRun(FollowRun):
         for p, c in tags or ():
             pos[p] = c  # tags of a partition come in counter order
         self._pieces.append((rows, pos))
+        self._ahead.update(pos)
 
     # ---------------------------------------------------------------- the read
-    def _run(self) -> Iterator[dict[str, Any]]:
+    def _register(self) -> "_Query":
+        """A query on the log (the base class's loop reads its events)."""
         f = self._f
-        cache = f.cache_name
-        timeout = f.client.options.timeout
-        fresh = not self._restored
-        if fresh:
-            log_head(f.client, cache, timeout)  # the log cache exists before its query is registered
-        try:
-            while not self._done():
-                self._query = f.open_query(log_cache_name(cache))
-                try:
-                    if fresh:
-                        head = log_head(f.client, cache, timeout)
-                        self._positions = {p: head[p] for p in self._parts}
-                        self._ahead = dict(self._positions)
-                        self._pieces.clear()
-                        if self._opts.start == "beginning" or self._resume is not None:
-                            yield from self._scan()
-                        fresh = False
-                    else:
-                        yield from self._catch_up()
-                    if self._scan_end is None:
-                        self._scan_end = self._yielded
-                        if self._rows >= self._scan_end:
-                            self._scanned = True
-                    yield from self._events(self._query)
-                    return
-                except (IgniteConnectionError, NotificationOverflowError) as exc:
-                    reason = f"{type(exc).__name__}: {exc}"
-                    log.warning("IgniteDataset.follow over cache %r: catching up from the log after %s", cache, reason)
-                    f.stats.catch_ups.append(reason)
-                finally:
-                    self._query.close()
-                    self._query = None
-        finally:
-            if self._query is not None:
-                self._query.close()
+        if not self._restored and not self._head_asked:
+            log_head(f.client, f.cache_name, f.client.options.timeout)  # the log cache exists before its query
+            self._head_asked = True
+        return f.open_query(log_cache_name(f.cache_name))
+
+    def _before_events(self, lost: str | None) -> Iterator[dict[str, Any]]:
+        """Fresh: the head is the position (then the snapshot, with ``start="beginning"``); restored
+        or after a lost query: the log after the position (:meth:`_catch_up`)."""
+        if self._fresh:
+            f = self._f
+            head = log_head(f.client, f.cache_name, f.client.options.timeout)
+            self._positions = {p: head[p] for p in self._parts}
+            self._ahead = dict(self._positions)
+            self._accepted = dict(self._positions)
+            self._pieces.clear()
+            if self._opts.start == "beginning" or self._resume is not None:
+                yield from self._scan()
+            self._fresh = False
+        else:
+            yield from self._catch_up()
+
+    def _lost(self, reason: str) -> None:
+        log.warning("IgniteDataset.follow over cache %r: catching up from the log after %s", self._f.cache_name,
+                    reason)
+        self._f.stats.catch_ups.append(reason)
 
     def _accept(self, e: LogEntry) -> bool:
         """Whether ``e`` is next to deliver for its partition (False: delivered already); raises on a gap."""
-        last = self._ahead.get(e.partition)
+        last = self._accepted.get(e.partition)
         if last is None:
             return False  # not a followed partition
         if e.counter <= last:
@@ -234,7 +234,7 @@ class LogRun(FollowRun):
                 "resumed exactly once. Follow again from start='beginning' (a new snapshot), and raise the "
                 "retention (--follow-log-retention-s / FollowLog.configure) if the follower lags that long",
                 cache_name=self._f.cache_name, partition=e.partition)
-        self._ahead[e.partition] = e.counter
+        self._accepted[e.partition] = e.counter
         return True
 
     def _rows_of(self, entries: list[LogEntry]) -> tuple[bytes, np.ndarray, int, list[Any]]:
@@ -267,11 +267,16 @@ class LogRun(FollowRun):
         return self._rows_of(entries)
 
     def _catch_up(self) -> Iterator[dict[str, Any]]:
-        """Every followed partition's log entries after its position, partition by partition."""
+        """Every followed partition's log entries after the last row yielded, partition by partition.
+
+        From the last row *yielded*, not the last entry accepted: the events of a micro-batch being
+        gathered when the query was lost (accepted, not yet yielded) went with it and are read again.
+        """
         f = self._f
         flag = self._opts.deletes == "flag"
+        self._accepted = dict(self._ahead)
         for p in self._parts:
-            entries = read_log_partition(f.client, f.cache_name, p, f.partition_count, self._ahead[p])
+            entries = read_log_partition(f.client, f.cache_name, p, f.partition_count, self._accepted[p])
             for start in range(0, len(entries), self._opts.batch_size):
                 region, gone, n, tags = self._rows_of(entries[start:start + self._opts.batch_size])
                 if not n:

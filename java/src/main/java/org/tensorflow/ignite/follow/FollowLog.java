@@ -46,6 +46,7 @@ import org.tensorflow.ignite.launcher.TfLauncherModule;
  * {@code retentionSeconds} after they are written. Key {@value #KEY_TYPE} {p: int, c: long};
  * value {@value #ENTRY_TYPE} {t: byte event type (0 created, 1 updated, 2 removed, 3 expired),
  * prev: long (the counter of the partition's previous update the writer saw, -1 unknown),
+ * w: long (the topology order of the node whose writer wrote the entry: which node wrote what),
  * k: byte[] the key, v: byte[] the value -- the old value for removed and expired -- both in
  * Ignite's binary format as the thin client reads it}.
  */
@@ -62,7 +63,7 @@ public final class FollowLog {
     /** The log's key type: fields {@code p} (int, the affinity field) and {@code c} (long). */
     public static final String KEY_TYPE = "TfFollowLogKey";
 
-    /** The log's value type: fields {@code t}, {@code prev}, {@code k}, {@code v}. */
+    /** The log's value type: fields {@code t}, {@code prev}, {@code w}, {@code k}, {@code v}. */
     public static final String ENTRY_TYPE = "TfFollowLogEntry";
 
     /** Default retention of log entries: one hour. */

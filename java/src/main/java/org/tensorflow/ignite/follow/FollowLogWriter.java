@@ -39,6 +39,8 @@ final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object>
     private final CacheObjectContext objects;
     /** The last counter this writer saw per partition (-1: none yet). */
     private final long[] last;
+    /** This node's topology order, recorded in each entry it writes (which node wrote what). */
+    private final long writer;
 
     FollowLogWriter(Ignite ignite, IgniteLogger log, String cache, IgniteCache<Object, Object> logCache,
         int partitions) {
@@ -50,6 +52,7 @@ final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object>
         this.objects = ((IgniteEx)ignite).cachex(cache).context().cacheObjectContext();
         this.last = new long[partitions];
         Arrays.fill(last, -1L);
+        this.writer = ignite.cluster().localNode().order();
     }
 
     @Override public void onUpdated(Iterable<CacheEntryEvent<?, ?>> events) {
@@ -82,6 +85,7 @@ final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object>
         BinaryObject entry = ignite.binary().builder(FollowLog.ENTRY_TYPE)
             .setField("t", (byte)type(e.getEventType()))
             .setField("prev", prev)
+            .setField("w", writer)
             .setField("k", bytes(e.getKey()), byte[].class)
             .setField("v", bytes(value), byte[].class)
             .build();
