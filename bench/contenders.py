@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -44,15 +44,67 @@ def _spec(factory: F) -> F:
 
 __all__ = [
     "ignite_dataset", "our_reader", "java_scan", "pyignite_scan", "pyignite_sql", "sql_dataset", "sql_reader",
-    "loopback_ceiling", "keras_fit_ignite", "keras_fit_arrays", "node_traffic",
+    "loopback_ceiling", "keras_fit_ignite", "keras_fit_arrays", "node_traffic", "GeneratorRead",
 ]
 
 
-def _rows(batch: Mapping[str, Any]) -> int:
-    first = next(iter(batch.values()))
+def _rows(batch: Any) -> int:
+    """Rows in a batch: a dict of columns (nested dicts too) or a tuple of them."""
+    first = batch[0] if isinstance(batch, tuple) else next(iter(batch.values()))
     while isinstance(first, Mapping):
         first = next(iter(first.values()))
     return int(first.shape[0])
+
+
+class GeneratorRead:
+    """What users do today on Python clients: rows from a generator through ``from_generator().batch()``.
+
+    ``rows(read)`` yields one element per row and should stop when ``read.late()``:
+    a read stops after ``max_seconds`` (the rate of the rows read is what counts),
+    or goes to the end.  :meth:`run` is one timed read, :meth:`warm` a short one
+    (imports, per-schema classes, tf.function tracing).
+    """
+
+    def __init__(self, rows: Callable[["GeneratorRead"], Iterator[Any]], signature: Any, *, batch_size: int,
+                 row_bytes: int, max_seconds: float | None) -> None:
+        self._rows = rows
+        self.signature = signature
+        self.batch_size = batch_size
+        self.row_bytes = row_bytes
+        self.max_seconds = max_seconds
+        self._deadline = float("inf")
+
+    def late(self) -> bool:
+        return time.perf_counter() > self._deadline
+
+    def dataset(self) -> Any:
+        import tensorflow as tf
+
+        return tf.data.Dataset.from_generator(lambda: self._rows(self),
+                                              output_signature=self.signature).batch(self.batch_size)
+
+    def run(self) -> Run:
+        ds = self.dataset()
+        t0 = time.perf_counter()
+        self._deadline = t0 + self.max_seconds if self.max_seconds else float("inf")
+        n = 0
+        for batch in ds:
+            n += _rows(batch)
+        dt = time.perf_counter() - t0
+        self._deadline = float("inf")
+        partial = bool(self.max_seconds) and dt >= (self.max_seconds or 0)
+        return Run(dt, n, n * self.row_bytes, extra={"partial": n} if partial else {})
+
+    def warm(self) -> None:
+        for _ in self.dataset().take(2):
+            pass
+
+    def limits(self, max_reps: int | None) -> str:
+        """The note's words on when a read stops and how many are timed."""
+        limit = f"; stops after {self.max_seconds:g} s (rate of the rows read)" if self.max_seconds else ""
+        if max_reps is not None:
+            limit += f"; {max_reps} timed repetition(s)"
+        return limit
 
 
 def node_traffic(client: Any) -> dict[str, tuple[int, int, int]]:
@@ -210,34 +262,17 @@ def pyignite_scan(host: str, port: int, cache: str, *, fields: Mapping[str, tupl
         else:
             convert[name] = (lambda dt: lambda v: dt.type(v))(np.dtype(dtype))
 
-    deadline = [float("inf")]
-
-    def rows() -> Any:
+    def rows(read: GeneratorRead) -> Any:
         with pcache.scan(page_size=page_size) as cursor:
             for _key, value in cursor:
                 yield {name: f(getattr(value, name)) for name, f in convert.items()}
-                if time.perf_counter() > deadline[0]:
+                if read.late():
                     return
 
-    def run() -> Run:
-        ds = tf.data.Dataset.from_generator(rows, output_signature=signature).batch(batch_size)
-        t0 = time.perf_counter()
-        deadline[0] = t0 + max_seconds if max_seconds else float("inf")
-        n = 0
-        for batch in ds:
-            n += _rows(batch)
-        dt = time.perf_counter() - t0
-        return Run(dt, n, n * row_bytes, extra={"partial": n} if max_seconds and dt >= max_seconds else {})
-
-    def warm() -> None:  # imports, pyignite's per-schema classes, tf.function tracing: a short read does it
-        ds = tf.data.Dataset.from_generator(rows, output_signature=signature).batch(batch_size).take(2)
-        for _ in ds:
-            pass
-
-    limit = f"; stops after {max_seconds:g} s (rate of the rows read)" if max_seconds else ""
-    if max_reps is not None:
-        limit += f"; {max_reps} timed repetitions"
-    return Contender(key, label, run, warmup=warm, note=f"page_size={page_size}, batch({batch_size}){limit}",
+    # Warming up also builds pyignite's per-schema classes.
+    read = GeneratorRead(rows, signature, batch_size=batch_size, row_bytes=row_bytes, max_seconds=max_seconds)
+    return Contender(key, label, read.run, warmup=read.warm,
+                     note=f"page_size={page_size}, batch({batch_size}){read.limits(max_reps)}",
                      close=client.close, max_reps=max_reps)
 
 
@@ -256,33 +291,16 @@ def pyignite_sql(host: str, port: int, query: str, *, columns: Sequence[tuple[st
     client.connect(host, port)
     signature = tuple(tf.TensorSpec((), tf.as_dtype(dt)) for _, dt in columns)
 
-    deadline = [float("inf")]
-
-    def rows() -> Any:
+    def rows(read: GeneratorRead) -> Any:
         with client.sql(query, page_size=page_size) as cursor:
             for row in cursor:
                 yield tuple(row)
-                if time.perf_counter() > deadline[0]:
+                if read.late():
                     return
 
-    def run() -> Run:
-        ds = tf.data.Dataset.from_generator(rows, output_signature=signature).batch(batch_size)
-        t0 = time.perf_counter()
-        deadline[0] = t0 + max_seconds if max_seconds else float("inf")
-        n = 0
-        for batch in ds:
-            n += int(batch[0].shape[0])
-        dt = time.perf_counter() - t0
-        return Run(dt, n, n * row_bytes, extra={"partial": n} if max_seconds and dt >= max_seconds else {})
-
-    def warm() -> None:
-        for _ in tf.data.Dataset.from_generator(rows, output_signature=signature).batch(batch_size).take(2):
-            pass
-
-    limit = f"; stops after {max_seconds:g} s (rate of the rows read)" if max_seconds else ""
-    if max_reps is not None:
-        limit += f"; {max_reps} timed repetitions"
-    return Contender(key, label, run, warmup=warm, note=f"page_size={page_size}, batch({batch_size}){limit}",
+    read = GeneratorRead(rows, signature, batch_size=batch_size, row_bytes=row_bytes, max_seconds=max_seconds)
+    return Contender(key, label, read.run, warmup=read.warm,
+                     note=f"page_size={page_size}, batch({batch_size}){read.limits(max_reps)}",
                      close=client.close, max_reps=max_reps)
 
 

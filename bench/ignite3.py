@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .contenders import _rows, _spec
+from .contenders import GeneratorRead, _rows, _spec
 from .harness import Contender, Run, Scenario, Target
 
 if TYPE_CHECKING:
@@ -135,22 +135,30 @@ def _read(ds: Any) -> int:
 
 
 # ------------------------------------------------------------------ contenders
-@_spec
-def from_table_dataset(endpoints: list[str], table: str, *, row_bytes: int, batch_size: int, page_size: int,
-                       label: str = "ignite3.from_table in TF", key: str = "dataset") -> Contender:
-    """``ignite3.from_table(table, batch_size=...)`` built once (outside the clock), iterated eagerly to the end."""
+def _built_once(build: Callable[[], Any], row_bytes: int) -> Callable[[], Run]:
+    """A run of a dataset built on first use (outside the clock) and iterated eagerly to the end."""
     made: list[Any] = []
 
     def run() -> Run:
         if not made:
-            from tensorflow_ignite.ignite3 import from_table
-
-            made.append(from_table(table, options=_options(endpoints), batch_size=batch_size, page_size=page_size))
+            made.append(build())
         t0 = time.perf_counter()
         rows = _read(made[0])
-        dt = time.perf_counter() - t0
-        return Run(dt, rows, rows * row_bytes)
+        return Run(time.perf_counter() - t0, rows, rows * row_bytes)
 
+    return run
+
+
+@_spec
+def from_table_dataset(endpoints: list[str], table: str, *, row_bytes: int, batch_size: int, page_size: int,
+                       label: str = "ignite3.from_table in TF", key: str = "dataset") -> Contender:
+    """``ignite3.from_table(table, batch_size=...)`` built once (outside the clock), iterated eagerly to the end."""
+    def build() -> Any:
+        from tensorflow_ignite.ignite3 import from_table
+
+        return from_table(table, options=_options(endpoints), batch_size=batch_size, page_size=page_size)
+
+    run = _built_once(build, row_bytes)
     return Contender(key, label, run, warmup=run, note=f"batch_size={batch_size}, page_size={page_size}")
 
 
@@ -158,19 +166,13 @@ def from_table_dataset(endpoints: list[str], table: str, *, row_bytes: int, batc
 def from_sql_dataset(endpoints: list[str], table: str, *, row_bytes: int, batch_size: int, page_size: int,
                      label: str = "ignite3.from_sql in TF", key: str = "sql") -> Contender:
     """``ignite3.from_sql("SELECT * FROM table", batch_size=...)``, iterated eagerly to the end."""
-    made: list[Any] = []
+    def build() -> Any:
+        from tensorflow_ignite.ignite3 import from_sql
 
-    def run() -> Run:
-        if not made:
-            from tensorflow_ignite.ignite3 import from_sql
+        return from_sql(f"SELECT * FROM {table}", options=_options(endpoints), batch_size=batch_size,
+                        page_size=page_size)
 
-            made.append(from_sql(f"SELECT * FROM {table}", options=_options(endpoints), batch_size=batch_size,
-                                 page_size=page_size))
-        t0 = time.perf_counter()
-        rows = _read(made[0])
-        dt = time.perf_counter() - t0
-        return Run(dt, rows, rows * row_bytes)
-
+    run = _built_once(build, row_bytes)
     return Contender(key, label, run, warmup=run,
                      note=f"one SELECT *, batch_size={batch_size}, page_size={page_size}")
 
@@ -186,8 +188,6 @@ def dbapi_generator(endpoints: list[str], table: str, *, row_bytes: int, batch_s
     ``extra["partial"]`` says how many); ``max_reps`` caps its timed repetitions.  Raises
     ``ImportError`` naming :data:`DBAPI_PIP` when the driver is not installed.
     """
-    import tensorflow as tf
-
     try:
         import pyignite_dbapi
     except ImportError as exc:
@@ -199,9 +199,7 @@ def dbapi_generator(endpoints: list[str], table: str, *, row_bytes: int, batch_s
     spec = from_table(table, options=_options(endpoints)).element_spec
     names = list(spec)
     conn = pyignite_dbapi.connect(address=list(endpoints), page_size=page_size)
-    deadline = [float("inf")]
-
-    def rows() -> Iterator[tuple[Any, ...]]:
+    def rows(read: GeneratorRead) -> Iterator[tuple[Any, ...]]:
         with conn.cursor() as cursor:
             cursor.execute(f"SELECT {', '.join(names)} FROM {table}")
             while True:
@@ -210,33 +208,14 @@ def dbapi_generator(endpoints: list[str], table: str, *, row_bytes: int, batch_s
                     return
                 for row in page:
                     yield tuple(row)
-                if time.perf_counter() > deadline[0]:
+                if read.late():
                     return
 
-    signature = tuple(spec[n] for n in names)
-
-    def dataset() -> Any:
-        return tf.data.Dataset.from_generator(rows, output_signature=signature).batch(batch_size)
-
-    def run() -> Run:
-        ds = dataset()
-        t0 = time.perf_counter()
-        deadline[0] = t0 + max_seconds if max_seconds else float("inf")
-        n = 0
-        for batch in ds:
-            n += int(batch[0].shape[0])
-        dt = time.perf_counter() - t0
-        return Run(dt, n, n * row_bytes, extra={"partial": n} if max_seconds and dt >= max_seconds else {})
-
-    def warm() -> None:  # imports and tf.function tracing: a short read does it
-        for _ in dataset().take(2):
-            pass
-
-    limit = f"; stops after {max_seconds:g} s (rate of the rows read)" if max_seconds else ""
-    if max_reps is not None:
-        limit += f"; {max_reps} timed repetition(s)"
-    return Contender(key, label, run, warmup=warm, close=conn.close, max_reps=max_reps,
-                     note=f"fetchmany({page_size}), page_size={page_size}, batch({batch_size}){limit}")
+    read = GeneratorRead(rows, tuple(spec[n] for n in names), batch_size=batch_size, row_bytes=row_bytes,
+                         max_seconds=max_seconds)
+    return Contender(key, label, read.run, warmup=read.warm, close=conn.close, max_reps=max_reps,
+                     note=f"fetchmany({page_size}), page_size={page_size}, batch({batch_size})"
+                          f"{read.limits(max_reps)}")
 
 
 @_spec

@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import IgniteError, NodeError
 from ..launcher.module import LauncherSecurity
 from .java import JVM_OPENS, LAUNCHER_CLASS, java_runtime, launcher_classpath
+from .state import write_json_atomically
 from .tls import TLSMaterial, make_tls_material
 
 __all__ = [
@@ -606,10 +607,7 @@ class LocalCluster:
             "tls_dir": str(self.tls_material.directory) if self.tls_material else None,
             "members": [asdict(m) for m in self.members],
         }
-        path = self.work_dir / STATE_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        os.replace(tmp, path)
+        write_json_atomically(self.work_dir / STATE_FILE, state)
 
     @classmethod
     def load_state(cls, work_dir: str | os.PathLike[str]) -> "LocalCluster | None":

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from ..errors import IgniteError, NodeError
 from .cluster import STATE_FILE, _is_our_process, _log_tail, _owner_default, _port_free, find_free_port_block
 from .java import java_module_dir, java_runtime
+from .state import write_json_atomically
 from .tls import TLSMaterial, make_tls_material
 
 if TYPE_CHECKING:
@@ -357,10 +358,7 @@ class Ignite3Cluster:
             "ca_cert": str(self.tls_material.ca_cert) if self.tls_material is not None else None,
             "members": [asdict(m) for m in self.members],
         }
-        path = self.work_dir / STATE_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        os.replace(tmp, path)
+        write_json_atomically(self.work_dir / STATE_FILE, state)
 
     @classmethod
     def load_state(cls, work_dir: str | os.PathLike[str]) -> "Ignite3Cluster | None":

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
-__all__ = ["state_dir"]
+__all__ = ["state_dir", "write_json_atomically"]
 
 
 def state_dir() -> Path:
@@ -20,3 +22,10 @@ def state_dir() -> Path:
         return Path(home)
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "tensorflow-ignite"
+
+
+def write_json_atomically(path: Path, doc: Any) -> None:
+    """``doc`` as JSON into ``path``, replaced in one rename: a reader sees the old file or the new one."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=2))
+    os.replace(tmp, path)
