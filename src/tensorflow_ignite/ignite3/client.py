@@ -6,7 +6,8 @@ It connects to the first endpoint of its
 a query's columns without running it (:meth:`columns`) and reads a query's
 result page by page (:meth:`query`, a :class:`SqlCursor`).  A page stays
 undecoded rows until the caller turns it into columns
-(:meth:`SqlCursor.column_pages`).
+(:meth:`SqlCursor.column_pages`).  Rows by key: :meth:`table` (``.kv()``,
+:mod:`.kv`) and :meth:`transaction` (:mod:`.tx`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from ..client.client import parse_addresses
 from ..client.options import ConnectionOptions
 from ..errors import AuthenticationError, HandshakeError, IgniteConnectionError, ResourceNotFoundError, TLSError
 from .connection import Ignite3Connection
+from .kv import Table
 from .protocol import sql
 from .protocol.codes import ClientOp
 from .protocol.columns import PageColumns, decode_page
+from .tx import Transaction
 
 __all__ = ["Ignite3Client", "SqlCursor"]
 
@@ -93,6 +96,20 @@ class Ignite3Client:
               schema: str | None = None) -> "SqlCursor":
         """Run ``query``; its rows through the returned cursor (close it, or read it to the end)."""
         return SqlCursor(self, self._exec(query, args, page_size, schema))
+
+    def table(self, name: str) -> Table:
+        """The table ``name`` (as SQL writes it: unquoted names upper-cased); ``.kv()`` reads and writes rows by key.
+
+        Raises :class:`~tensorflow_ignite.errors.TableNotFoundError` when there is no such table.
+        """
+        return Table(self, name)
+
+    def transaction(self, *, read_only: bool = False, timeout: float | None = None) -> Transaction:
+        """Begin a transaction (a context manager: commits at the end of the block, rolls back when it raises).
+
+        ``timeout`` in seconds (None: the cluster's default); ``read_only`` reads a snapshot, takes no locks.
+        """
+        return Transaction(self, read_only=read_only, timeout=timeout)
 
     def _next_page(self, cursor_id: int) -> tuple[list[bytes], bool]:
         conn = self.connection()
