@@ -201,5 +201,6 @@ def test_a_column_added_meanwhile(client: Ignite3Client, table: str) -> None:
     client.execute(f"ALTER TABLE {table} ADD COLUMN EXTRA INT DEFAULT 7")
     view.put({"KEY": "b", "VAL": "2"})  # written in the old version, or again in the one the node asks for
     view.put({"KEY": "c", "VAL": "3", "EXTRA": 9})  # a column the loaded schema lacks: the latest is loaded
-    assert view.get_all(["a", "b", "c"]) == [{"KEY": "a", "VAL": "1", "EXTRA": 7}, {"KEY": "b", "VAL": "2", "EXTRA": 7},
+    assert view.get_all(["a", "b", "c"]) == [{"KEY": "a", "VAL": "1", "EXTRA": 7},
+                                             {"KEY": "b", "VAL": "2", "EXTRA": 7},
                                              {"KEY": "c", "VAL": "3", "EXTRA": 9}]
