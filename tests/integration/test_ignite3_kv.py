@@ -12,13 +12,16 @@ import itertools
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tensorflow_ignite.client.options import ConnectionOptions
 from tensorflow_ignite.errors import (ConfigurationError, Ignite3TransactionConflictError, TableNotFoundError,
                                       TransactionConflictError)
 from tensorflow_ignite.ignite3 import Ignite3Client, KeyValueView, TransactionClosedError
+from tensorflow_ignite.local.ignite3 import Ignite3Cluster
 
 _serial = itertools.count(1)
 
@@ -204,3 +207,35 @@ def test_a_column_added_meanwhile(client: Ignite3Client, table: str) -> None:
     assert view.get_all(["a", "b", "c"]) == [{"KEY": "a", "VAL": "1", "EXTRA": 7},
                                              {"KEY": "b", "VAL": "2", "EXTRA": 7},
                                              {"KEY": "c", "VAL": "3", "EXTRA": 9}]
+
+
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ignite3Cluster]:
+    with Ignite3Cluster(Path(tmp_path_factory.mktemp("ignite3kv")), nodes=2, name="tfi3kv", heap_mb=384) as c:
+        yield c
+
+
+def test_requests_without_a_transaction_go_to_the_keys_primary(two_nodes: Ignite3Cluster) -> None:
+    host, port = two_nodes.address(0)
+    options = ConnectionOptions(host=host, port=port, fallbacks=tuple(two_nodes.endpoints[1:]))
+    with Ignite3Client(options) as client:
+        client.execute("CREATE TABLE ROUTED (KEY VARCHAR PRIMARY KEY, VAL VARBINARY(1048576))")
+        table = client.table("ROUTED")
+        view = table.kv()
+        keys = [f"{i:016x}:{b}" for i in range(20) for b in range(5)]  # block keys: "<content id>:<block>"
+        for k in keys:
+            view.put({"KEY": k, "VAL": k.encode()})
+        # The node's own partition of each key (SQL's hidden column) has the node the client chose as primary.
+        with client.query('SELECT KEY, "__part" FROM ROUTED') as cur:
+            parts: dict[str, int] = {}
+            for page in cur.column_pages():
+                for k, p in zip(page.values[0].tolist(), page.values[1].tolist()):
+                    parts[k.decode() if isinstance(k, bytes) else k] = int(p)
+        assert sorted(parts) == sorted(keys)  # SQL through the first node sees writes routed to the second
+        primaries = table.assignment().primaries
+        routed = {k: view.node_of(k) for k in keys}
+        assert all(routed[k] == primaries[parts[k]] for k in keys)
+        assert set(routed.values()) == {m.name for m in two_nodes.members}  # both nodes serve keys
+        assert [r["VAL"] if r else None for r in view.get_all(keys)] == [k.encode() for k in keys]
+        assert all(view.get(k) == {"KEY": k, "VAL": k.encode()} for k in keys[:10])
+        client.execute("DROP TABLE ROUTED")

@@ -19,8 +19,14 @@ streamer's (:mod:`.protocol.rows`); values come back as
 
 Each operation is one request (:mod:`.protocol.tuples`).  Without ``tx=`` the
 node runs it in a transaction of its own (atomic: a ``put_all`` is all or
-nothing); with ``tx=`` it joins that transaction and goes over the
-transaction's connection.  The table's schema is loaded when first needed and
+nothing) and the request goes to the primary node of its (first) key's
+partition -- the colocation hash (:mod:`.protocol.colocation`) and the
+partition assignment (PARTITION_ASSIGNMENT_GET, loaded again when a response
+says it changed) -- when the client has a connection to that node
+(:meth:`~.client.Ignite3Client.node_connection`: the options name several
+endpoints), else over the client's connection (the node forwards it: routing
+saves a hop, correctness does not need it).  With ``tx=`` it joins that
+transaction and goes over the transaction's connection.  The table's schema is loaded when first needed and
 kept per version; a request the node answers with a schema version mismatch is
 written again in the version it names (as the Java client does), so columns
 added meanwhile do not fail an operation.
@@ -32,10 +38,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import ConfigurationError, Ignite3ServerError, TableNotFoundError
+from ..errors import ConfigurationError, Ignite3ServerError, IgniteConnectionError, TableNotFoundError
 from .protocol import table as tp
 from .protocol import tuples as tu
+from .connection import Ignite3Connection
 from .protocol.codes import ClientOp, ErrorCode
+from .protocol.colocation import partition_of
 from .protocol.msgpack_io import Reader
 from .tx import Transaction
 
@@ -68,6 +76,7 @@ class Table:
         self._lock = threading.Lock()
         self._schemas: dict[int, tp.TableSchema] = {}
         self._latest: int | None = None
+        self._assignment: tp.PartitionAssignment | None = None
 
     def _load(self, version: int | None) -> tp.TableSchema:
         what = f"reading {'the latest schema' if version is None else f'schema version {version}'} of table {self.name}"
@@ -100,6 +109,25 @@ class Table:
             if self._latest is not None and version > self._latest:
                 self._latest = None if version not in self._schemas else version
 
+    def assignment(self) -> tp.PartitionAssignment:
+        """The primary node of each partition (PARTITION_ASSIGNMENT_GET; kept until a response says it changed)."""
+        with self._lock:
+            known = self._assignment
+        if known is not None:
+            return known
+        body = tp.assignment_request(self.id, 0)
+        got = tp.parse_assignment(self.client.connection().call(ClientOp.PARTITION_ASSIGNMENT_GET, body,
+                                                                what=f"reading the partitions of table {self.name}"))
+        with self._lock:
+            self._assignment = got
+        return got
+
+    def saw_assignment(self, timestamp: int | None) -> None:
+        """A node said the assignment changed at ``timestamp``: a newer one than known is read on next use."""
+        with self._lock:
+            if timestamp is not None and self._assignment is not None and timestamp > self._assignment.timestamp:
+                self._assignment = None
+
     def kv(self) -> "KeyValueView":
         """Key-value operations on the table's rows."""
         return KeyValueView(self)
@@ -124,6 +152,23 @@ class KeyValueView:
                                      f"({', '.join(c.name for c in cols)}): give a key as a dict of them")
         return {cols[0].name: key}
 
+    def _route(self, key_hash: int) -> Ignite3Connection:
+        """The connection to the primary of the partition of ``key_hash`` if the client has one, else its own."""
+        client = self.table.client
+        if len(client.options.endpoints) > 1:
+            assignment = self.table.assignment()
+            node = assignment.primaries[partition_of(key_hash, assignment.partitions)]
+            routed = client.node_connection(node) if node is not None else None
+            if routed is not None:
+                return routed
+        return client.connection()
+
+    def node_of(self, key: Any) -> str:
+        """The node a request for ``key`` without a transaction goes to (its primary, when connected to it)."""
+        schema = self.table.schema()
+        enc = tu.encode_keys(schema, [self._key(key, schema)], self.table.name)
+        return self._route(enc.hashes[0]).handshake.node_name
+
     def _call(self, op: ClientOp, items: Sequence[Any], *, keys: bool, single: bool, tx: Transaction | None,
               parse: Callable[[Reader], T]) -> T:
         """Send ``items`` (keys or rows) as one request; written again in the schema version the node asks for."""
@@ -144,10 +189,19 @@ class KeyValueView:
                 refreshed = True
                 continue
             tx_id = tx.check_open() if tx is not None else None
-            conn = tx.connection if tx is not None else self.table.client.connection()
+            conn = tx.connection if tx is not None else self._route(enc.hashes[0])
             body = tu.tuples_request(self.table.id, tx_id, schema.version, enc, single=single)
             try:
-                reader = conn.call(op, body, what=f"{op.name} on table {self.table.name}")
+                try:
+                    reader = conn.call(op, body, what=f"{op.name} on table {self.table.name}")
+                except IgniteConnectionError:
+                    if tx is not None or conn is self.table.client.connection():
+                        raise
+                    # The routed node is gone: once more through the client's own connection (the node
+                    # forwards it), with the assignment read again next time.
+                    self.table.saw_assignment(self.table.assignment().timestamp + 1)
+                    conn = self.table.client.connection()
+                    reader = conn.call(op, body, what=f"{op.name} on table {self.table.name}")
             except Ignite3ServerError as exc:
                 if exc.status != ErrorCode.SCHEMA_VERSION_MISMATCH or attempt == SCHEMA_RETRIES:
                     raise
@@ -158,6 +212,10 @@ class KeyValueView:
                     self.table.refresh()
                     version = None
                 continue
+            finally:
+                self.table.saw_assignment(conn.assignment_time)
+            if conn is not self.table.client.connection():
+                self.table.client.observe(conn.observable_timestamp)  # its SQL and transactions see this write
             return parse(reader)
         raise AssertionError("unreachable")
 
