@@ -6,13 +6,14 @@
 
 The block commits when it ends normally and rolls back when it raises.  What
 isolation this gives is Ignite 3's, not Ignite 2's: a read-write transaction
-takes locks as it reads and writes (pessimistic, serializable) and a lock it
-cannot have -- another transaction holds it -- fails the operation at once
-(the younger transaction loses: Ignite's wait-die policy with no wait by
-default) with a :class:`~tensorflow_ignite.errors.Ignite3TransactionConflictError`;
-the node has rolled the transaction back by then, and running the whole block
-again may succeed.  A read-only transaction reads a snapshot (at a time no
-older than the client's observable timestamp) and takes no locks.
+takes locks as it reads and writes (pessimistic, serializable) under Ignite's
+wait-die policy: a younger transaction asking for a lock an older one holds
+fails at once with a
+:class:`~tensorflow_ignite.errors.Ignite3TransactionConflictError` (the node
+has rolled it back; running the whole block again may succeed), an older one
+waits for the younger to finish -- so one thread must not keep two open
+transactions on the same rows.  A read-only transaction reads a snapshot (at
+a time no older than the client's observable timestamp) and takes no locks.
 
 The transaction belongs to the connection it was begun on: its operations go
 over that connection, and losing the connection rolls it back on the node.
