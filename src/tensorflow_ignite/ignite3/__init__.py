@@ -5,7 +5,8 @@
 
 :func:`from_sql` / :func:`from_table` (:mod:`.dataset`), :func:`write`
 (:mod:`.write`: the streamer per partition, or SQL INSERT batches), :class:`Ignite3Client`
-(:mod:`.client`; rows by key through ``client.table(name).kv()`` and ``client.transaction()``); the wire in :mod:`.protocol`, without I/O.  Needs the
+(:mod:`.client`; rows by key through ``client.table(name).kv()``, :mod:`.kv`, and
+``client.transaction()``, :mod:`.tx`); the wire in :mod:`.protocol`, without I/O.  Needs the
 ``msgpack`` package: ``pip install 'tensorflow-ignite[ignite3]'`` (importing
 this package without it raises an ``ImportError`` saying so).  Ignite 2
 clusters are read with :class:`tensorflow_ignite.IgniteDataset`; a node of the

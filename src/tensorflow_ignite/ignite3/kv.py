@@ -79,7 +79,8 @@ class Table:
         self._assignment: tp.PartitionAssignment | None = None
 
     def _load(self, version: int | None) -> tp.TableSchema:
-        what = f"reading {'the latest schema' if version is None else f'schema version {version}'} of table {self.name}"
+        which = "the latest schema" if version is None else f"schema version {version}"
+        what = f"reading {which} of table {self.name}"
         body = tp.schemas_request(self.id, None if version is None else [version])
         schemas = tp.parse_schemas(self.client.connection().call(ClientOp.SCHEMAS_GET, body, what=what))
         if not schemas or not schemas[-1].columns:
@@ -118,8 +119,9 @@ class Table:
         body = tp.assignment_request(self.id, 0)
         got = tp.parse_assignment(self.client.connection().call(ClientOp.PARTITION_ASSIGNMENT_GET, body,
                                                                 what=f"reading the partitions of table {self.name}"))
-        with self._lock:
-            self._assignment = got
+        if got.timestamp:  # an assignment not known yet (no primaries) is asked again next time
+            with self._lock:
+                self._assignment = got
         return got
 
     def saw_assignment(self, timestamp: int | None) -> None:
@@ -127,6 +129,11 @@ class Table:
         with self._lock:
             if timestamp is not None and self._assignment is not None and timestamp > self._assignment.timestamp:
                 self._assignment = None
+
+    def forget_assignment(self) -> None:
+        """Read the assignment again on next use (a primary was lost)."""
+        with self._lock:
+            self._assignment = None
 
     def kv(self) -> "KeyValueView":
         """Key-value operations on the table's rows."""
@@ -199,7 +206,7 @@ class KeyValueView:
                         raise
                     # The routed node is gone: once more through the client's own connection (the node
                     # forwards it), with the assignment read again next time.
-                    self.table.saw_assignment(self.table.assignment().timestamp + 1)
+                    self.table.forget_assignment()
                     conn = self.table.client.connection()
                     reader = conn.call(op, body, what=f"{op.name} on table {self.table.name}")
             except Ignite3ServerError as exc:
