@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from tensorflow_ignite.client.options import ConnectionOptions
-from tensorflow_ignite.errors import (ConfigurationError, Ignite3TransactionConflictError, TableNotFoundError,
-                                      TransactionConflictError)
+from tensorflow_ignite.errors import (ConfigurationError, Ignite3ServerError, Ignite3TransactionConflictError,
+                                      TableNotFoundError, TransactionConflictError)
 from tensorflow_ignite.ignite3 import Ignite3Client, KeyValueView, TransactionClosedError
 from tensorflow_ignite.local.ignite3 import Ignite3Cluster
 
@@ -154,6 +154,26 @@ def test_transaction_rolls_back(client: Ignite3Client, table: str) -> None:
     tx2.rollback()
     assert view.get_all(["kept", "new"]) == [{"KEY": "kept", "VAL": "before"}, None]
     assert _count(client, f"SELECT COUNT(*) FROM {table}") == 1
+
+
+def test_a_read_only_transaction_reads_a_snapshot(client: Ignite3Client, table: str) -> None:
+    view = _meta(client, table)
+    view.put({"KEY": "a", "VAL": "1"})
+    with client.transaction(read_only=True) as ro:
+        assert view.get("a", tx=ro) == {"KEY": "a", "VAL": "1"}
+        view.put_all([{"KEY": "a", "VAL": "2"}, {"KEY": "b", "VAL": "2"}])  # committed meanwhile
+        assert view.get_all(["a", "b"], tx=ro) == [{"KEY": "a", "VAL": "1"}, None]
+        with pytest.raises(Ignite3ServerError):
+            view.put({"KEY": "c", "VAL": "3"}, tx=ro)  # a read-only transaction writes nothing
+    assert view.get_all(["a", "b", "c"]) == [{"KEY": "a", "VAL": "2"}, {"KEY": "b", "VAL": "2"}, None]
+
+
+def test_a_put_all_with_one_bad_row_writes_none(client: Ignite3Client, table: str) -> None:
+    client.execute(f"CREATE TABLE {table} (KEY VARCHAR PRIMARY KEY, VAL VARCHAR(4))")
+    view = client.table(table).kv()
+    with pytest.raises(Ignite3ServerError, match="VAL"):
+        view.put_all([{"KEY": "a", "VAL": "ok"}, {"KEY": "b", "VAL": "too long"}])
+    assert view.get_all(["a", "b"]) == [None, None]
 
 
 def test_conflicting_transactions(client: Ignite3Client, ignite3_node, table: str) -> None:  # type: ignore[no-untyped-def]
