@@ -132,3 +132,20 @@ def test_schema_mismatch_carries_the_expected_version() -> None:
     exc = framing.server_error(header.error, int(ClientOp.TUPLE_GET), "get")
     assert type(exc) is Ignite3ServerError and exc.code_name == "IGN-TBL-5"
     assert exc.extensions == {tu.EXPECTED_SCHEMA_VERSION: 3}
+
+
+def test_a_few_rows_encode_as_many_rows_do() -> None:
+    # Up to rows.SMALL_ROWS rows take a row-by-row path; bytes and colocation hashes must be the NumPy path's.
+    schema = TableSchema(1, (col("ID", T.INT64, 0, 1), col("S", T.STRING, 1, 0), col("D", T.DOUBLE),
+                             col("U", T.UUID), col("DEC", T.DECIMAL, scale=2, precision=10), col("BY", T.BYTE_ARRAY),
+                             col("TS", T.TIMESTAMP, precision=6)))
+    many = [{"ID": i * 7919 - 50_000, "S": f"key-{i}" * (i % 5), "D": i / 3 if i % 4 else None,
+             "U": uuid.UUID(int=i * 2**100 + i), "DEC": decimal.Decimal(i) / 7 if i % 3 else None,
+             "BY": bytes(range(i % 256)) * (i % 3), "TS": dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
+             + dt.timedelta(microseconds=i * 123_457)} for i in range(40)]
+    big = tu.encode_records(schema, many, "X")
+    one_by_one = [tu.encode_records(schema, [r], "X") for r in many]
+    assert big.tuples == [e.tuples[0] for e in one_by_one]
+    assert big.hashes == [e.hashes[0] for e in one_by_one]
+    threes = [tu.encode_records(schema, many[i:i + 3], "X") for i in range(0, 39, 3)]
+    assert [t for e in threes for t in e.tuples] == big.tuples[:39]
