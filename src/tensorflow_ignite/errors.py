@@ -437,16 +437,18 @@ class Ignite3ServerError(ServerError):
 
     ``status`` is Ignite 3's error code (``group << 16 | number``; ``code_name``
     prints it as Ignite does, ``IGN-SQL-4``), ``op`` the operation,
-    ``class_name`` the server's exception class and ``trace_id`` the id the
-    node's log shows for it.
+    ``class_name`` the server's exception class, ``trace_id`` the id the
+    node's log shows for it and ``extensions`` what the error carries besides
+    (``expected-schema-ver`` for a schema version mismatch).
     """
 
     def __init__(self, message: str, *, status: int, op: int | None = None, code_name: str = "",
-                 class_name: str = "", trace_id: object = None) -> None:
+                 class_name: str = "", trace_id: object = None, extensions: dict[str, object] | None = None) -> None:
         super().__init__(message, status=status, op=op)
         self.code_name = code_name
         self.class_name = class_name
         self.trace_id = trace_id
+        self.extensions: dict[str, object] = dict(extensions or {})
 
 
 class TableNotFoundError(Ignite3ServerError):

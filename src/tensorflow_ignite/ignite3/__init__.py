@@ -5,7 +5,8 @@
 
 :func:`from_sql` / :func:`from_table` (:mod:`.dataset`), :func:`write`
 (:mod:`.write`: the streamer per partition, or SQL INSERT batches), :class:`Ignite3Client`
-(:mod:`.client`); the wire in :mod:`.protocol`, without I/O.  Needs the
+(:mod:`.client`; rows by key through ``client.table(name).kv()``, :mod:`.kv`, and
+``client.transaction()``, :mod:`.tx`); the wire in :mod:`.protocol`, without I/O.  Needs the
 ``msgpack`` package: ``pip install 'tensorflow-ignite[ignite3]'`` (importing
 this package without it raises an ``ImportError`` saying so).  Ignite 2
 clusters are read with :class:`tensorflow_ignite.IgniteDataset`; a node of the
@@ -18,6 +19,9 @@ from __future__ import annotations
 from .protocol import msgpack_io as _msgpack_io  # noqa: F401  (the clear error when msgpack is missing)
 from .client import Ignite3Client, SqlCursor
 from .dataset import element_dtypes, from_sql, from_table
+from .kv import KeyValueView, Table
+from .tx import Transaction, TransactionClosedError
 from .write import write
 
-__all__ = ["Ignite3Client", "SqlCursor", "from_sql", "from_table", "element_dtypes", "write"]
+__all__ = ["Ignite3Client", "SqlCursor", "Table", "KeyValueView", "Transaction", "TransactionClosedError",
+           "from_sql", "from_table", "element_dtypes", "write"]

@@ -6,7 +6,8 @@ It connects to the first endpoint of its
 a query's columns without running it (:meth:`columns`) and reads a query's
 result page by page (:meth:`query`, a :class:`SqlCursor`).  A page stays
 undecoded rows until the caller turns it into columns
-(:meth:`SqlCursor.column_pages`).
+(:meth:`SqlCursor.column_pages`).  Rows by key: :meth:`table` (``.kv()``,
+:mod:`.kv`) and :meth:`transaction` (:mod:`.tx`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from ..client.client import parse_addresses
 from ..client.options import ConnectionOptions
 from ..errors import AuthenticationError, HandshakeError, IgniteConnectionError, ResourceNotFoundError, TLSError
 from .connection import Ignite3Connection
+from .kv import Table
 from .protocol import sql
 from .protocol.codes import ClientOp
 from .protocol.columns import PageColumns, decode_page
+from .tx import Transaction
 
 __all__ = ["Ignite3Client", "SqlCursor"]
 
@@ -35,6 +38,9 @@ class Ignite3Client:
         self.options = options if options is not None else ConnectionOptions(**fields)
         self._conn: Ignite3Connection | None = None
         self._lock = threading.Lock()
+        #: Connections by node name (besides ``_conn``), dialled on the first :meth:`node_connection`.
+        self._nodes: dict[str, Ignite3Connection] | None = None
+        self._nodes_lock = threading.Lock()
 
     @classmethod
     def connect(cls, address: str = "127.0.0.1:10800", **options: Any) -> "Ignite3Client":
@@ -63,6 +69,49 @@ class Ignite3Client:
                 raise refused
             raise IgniteConnectionError("no Ignite 3 node answered at " + ", ".join(self.options.endpoints) +
                                         ": " + "; ".join(errors), address=self.options.endpoints[0])
+
+    def node_connection(self, node: str) -> Ignite3Connection | None:
+        """The client's connection to the node named ``node``, if it has one (None otherwise).
+
+        The first call dials every endpoint of the options besides the one :meth:`connection` uses and
+        learns each node's name at its handshake (an endpoint that does not answer is left out); a
+        connection that closed since is dropped, not dialled again.
+        """
+        default = self.connection()
+        if default.handshake.node_name == node:
+            return default
+        with self._nodes_lock:
+            if self._nodes is None:
+                self._nodes = self._dial_others(default)
+            conn = self._nodes.get(node)
+            if conn is not None and conn.closed:
+                del self._nodes[node]
+                conn = None
+            return conn
+
+    def _dial_others(self, default: Ignite3Connection) -> dict[str, Ignite3Connection]:
+        nodes: dict[str, Ignite3Connection] = {}
+        for host, port in parse_addresses(self.options.endpoints):
+            if f"{host}:{port}" == default.address:
+                continue
+            try:
+                conn = Ignite3Connection(self.options, host, port)
+            except IgniteConnectionError:
+                continue  # its keys go through the default connection (the node forwards them)
+            name = conn.handshake.node_name
+            if name == default.handshake.node_name or name in nodes:
+                conn.close()
+            else:
+                nodes[name] = conn
+        return nodes
+
+    def observe(self, timestamp: int) -> None:
+        """Raise the observable timestamp of the client's connections to ``timestamp`` (a time another of
+        its connections saw), so its statements and read-only transactions see what those wrote."""
+        conns = [self._conn] + list((self._nodes or {}).values())
+        for c in conns:
+            if c is not None and c.observable_timestamp < timestamp:
+                c.observable_timestamp = timestamp
 
     @property
     def server_version(self) -> str:
@@ -94,6 +143,20 @@ class Ignite3Client:
         """Run ``query``; its rows through the returned cursor (close it, or read it to the end)."""
         return SqlCursor(self, self._exec(query, args, page_size, schema))
 
+    def table(self, name: str) -> Table:
+        """The table ``name`` (as SQL writes it: unquoted names upper-cased); ``.kv()`` reads and writes rows by key.
+
+        Raises :class:`~tensorflow_ignite.errors.TableNotFoundError` when there is no such table.
+        """
+        return Table(self, name)
+
+    def transaction(self, *, read_only: bool = False, timeout: float | None = None) -> Transaction:
+        """Begin a transaction (a context manager: commits at the end of the block, rolls back when it raises).
+
+        ``timeout`` in seconds (None: the cluster's default); ``read_only`` reads a snapshot, takes no locks.
+        """
+        return Transaction(self, read_only=read_only, timeout=timeout)
+
     def _next_page(self, cursor_id: int) -> tuple[list[bytes], bool]:
         conn = self.connection()
         return sql.parse_next_page(conn.call(ClientOp.SQL_CURSOR_NEXT_PAGE, sql.cursor_request(cursor_id),
@@ -110,8 +173,11 @@ class Ignite3Client:
         """Close the connection."""
         with self._lock:
             conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        with self._nodes_lock:
+            others, self._nodes = list((self._nodes or {}).values()), None
+        for c in [conn, *others]:
+            if c is not None:
+                c.close()
 
     def __enter__(self) -> "Ignite3Client":
         return self

@@ -27,8 +27,13 @@ class ClientOp(IntEnum):
     TABLES_GET = 3
     TABLE_GET = 4
     SCHEMAS_GET = 5
+    TUPLE_UPSERT = 10
+    TUPLE_GET = 12
     TUPLE_UPSERT_ALL = 13
     TUPLE_GET_ALL = 15
+    TUPLE_DELETE = 28
+    TUPLE_DELETE_ALL = 29
+    TUPLE_CONTAINS_KEY = 33
     TX_BEGIN = 43
     TX_COMMIT = 44
     TX_ROLLBACK = 45
@@ -116,6 +121,7 @@ class ErrorCode(IntEnum):
     TABLE_ALREADY_EXISTS = _code(ErrorGroup.TBL, 1)
     TABLE_NOT_FOUND = _code(ErrorGroup.TBL, 2)
     COLUMN_NOT_FOUND = _code(ErrorGroup.TBL, 4)
+    SCHEMA_VERSION_MISMATCH = _code(ErrorGroup.TBL, 5)
     CONNECTION = _code(ErrorGroup.CLIENT, 1)
     PROTOCOL = _code(ErrorGroup.CLIENT, 2)
     HANDSHAKE_HEADER = _code(ErrorGroup.CLIENT, 8)
@@ -128,6 +134,8 @@ class ErrorCode(IntEnum):
     RUNTIME = _code(ErrorGroup.SQL, 7)
     ACQUIRE_LOCK = _code(ErrorGroup.TX, 4)
     ACQUIRE_LOCK_TIMEOUT = _code(ErrorGroup.TX, 5)
+    TX_ALREADY_FINISHED = _code(ErrorGroup.TX, 13)
+    TX_ALREADY_FINISHED_WITH_TIMEOUT = _code(ErrorGroup.TX, 16)
     UNSUPPORTED_AUTHENTICATION_TYPE = _code(ErrorGroup.AUTHENTICATION, 1)
     INVALID_CREDENTIALS = _code(ErrorGroup.AUTHENTICATION, 2)
     BASIC_PROVIDER = _code(ErrorGroup.AUTHENTICATION, 3)

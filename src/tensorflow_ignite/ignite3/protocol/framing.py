@@ -188,6 +188,8 @@ _BY_CODE: dict[int, type[Ignite3ServerError]] = {
     ErrorCode.SCHEMA_NOT_FOUND: TableNotFoundError,
     ErrorCode.ACQUIRE_LOCK: Ignite3TransactionConflictError,
     ErrorCode.ACQUIRE_LOCK_TIMEOUT: Ignite3TransactionConflictError,
+    # Rolled back by the node when its timeout passed: as Ignite 2's TX_NOT_FOUND, running it again may succeed.
+    ErrorCode.TX_ALREADY_FINISHED_WITH_TIMEOUT: Ignite3TransactionConflictError,
 }
 
 
@@ -208,4 +210,5 @@ def server_error(info: ServerErrorInfo, op: int | None, what: str) -> Ignite3Ser
     """The typed exception of ``info`` for ``what`` (the request, in words)."""
     cls = error_class(info.code, info.message)
     return cls(f"{what} failed on the Ignite 3 node: {info.describe()}", status=info.code, op=op,
-               code_name=info.code_name, class_name=info.class_name, trace_id=info.trace_id)
+               code_name=info.code_name, class_name=info.class_name, trace_id=info.trace_id,
+               extensions=info.extensions)

@@ -38,7 +38,7 @@ import numpy as np
 
 from ...errors import ConfigurationError
 from . import colocation as co
-from .binary_tuple import VARLEN_EMPTY
+from .binary_tuple import VARLEN_EMPTY, build
 from .codes import ColumnType
 from .table import TableColumn, TableSchema
 
@@ -53,6 +53,8 @@ _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _INT_RANGES = {T.INT8: (-2**7, 2**7 - 1), T.INT16: (-2**15, 2**15 - 1), T.INT32: (-2**31, 2**31 - 1),
                T.INT64: (-2**63, 2**63 - 1)}
 _NULL_HASH = co.hash_fixed(0, 1)
+#: Up to this many rows, tuples are assembled and hashes combined row by row (same bytes as the NumPy path).
+SMALL_ROWS = 8
 
 
 @dataclass
@@ -378,6 +380,13 @@ def encode_rows(schema: TableSchema, data: Mapping[str, np.ndarray], table: str)
         elements.append(elems)
         if hashes is not None:
             col_hashes[col.name] = hashes
+    if n <= SMALL_ROWS:
+        # A few rows (the key-value ops): per-row Python costs less than NumPy's per-call overhead.
+        hl = [0] * n
+        for col in schema.colocation_columns:
+            hl = [co.combine(a, b) for a, b in zip(hl, col_hashes[col.name].tolist())]
+        return EncodedRows([build(list(parts)) for parts in zip(*elements)], np.asarray(hl, np.int32),
+                           tuple(no_value))
     h = np.zeros(n, np.int32)
     for col in schema.colocation_columns:
         h = co.combine_arrays(h, col_hashes[col.name])

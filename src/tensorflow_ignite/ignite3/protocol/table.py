@@ -7,7 +7,8 @@ Facts of Ignite 3.1.0's ``client-handler`` (``ClientTableGetRequest``,
 
 * TABLE_GET: the table's name as SQL writes it (unquoted: upper-cased) ->
   nil, or its id and its name.
-* SCHEMAS_GET: table id, nil (the latest version) -> a count of schemas, each:
+* SCHEMAS_GET: table id, nil (the latest version) or a count of versions and
+  each version -> a count of schemas, each:
   version, a count of columns, each column 7 properties -- name, type id,
   position in the key (-1: not a key column), nullable, position in the
   colocation key (-1: not one), scale, precision.
@@ -90,9 +91,11 @@ def parse_table_get(r: Reader) -> tuple[int, str] | None:
     return r.int(), r.str()
 
 
-def schemas_request(table_id: int) -> bytes:
-    """SCHEMAS_GET of the latest schema version."""
-    return Writer().values(table_id, None).bytes()
+def schemas_request(table_id: int, versions: Sequence[int] | None = None) -> bytes:
+    """SCHEMAS_GET of the latest schema version, or of the given ``versions`` (a count, then each)."""
+    if versions is None:
+        return Writer().values(table_id, None).bytes()
+    return Writer().values(table_id, len(versions), *versions).bytes()
 
 
 def parse_schemas(r: Reader) -> list[TableSchema]:
