@@ -12,7 +12,6 @@ import itertools
 import os
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -229,10 +228,9 @@ def test_a_column_added_meanwhile(client: Ignite3Client, table: str) -> None:
                                              {"KEY": "c", "VAL": "3", "EXTRA": 9}]
 
 
-@pytest.fixture(scope="module")
-def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ignite3Cluster]:
-    with Ignite3Cluster(Path(tmp_path_factory.mktemp("ignite3kv")), nodes=2, name="tfi3kv", heap_mb=384) as c:
-        yield c
+@pytest.fixture
+def two_nodes(ignite3_plain_nodes: Ignite3Cluster) -> Ignite3Cluster:
+    return ignite3_plain_nodes
 
 
 def test_requests_without_a_transaction_go_to_the_keys_primary(two_nodes: Ignite3Cluster) -> None:

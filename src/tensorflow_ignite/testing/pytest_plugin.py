@@ -283,6 +283,22 @@ def ignite3_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ignite3Cl
             _started.remove(cluster)
 
 
+@pytest.fixture(scope="session")
+def ignite3_plain_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ignite3Cluster]:
+    """Two Apache Ignite 3.1 server nodes without TLS or authentication, shared by the session: for
+    clients that cannot speak the secure node's TLS (Ignite 3's Java client and pyignite-dbapi in the
+    benchmark's tests) and for what needs two nodes (routing to a key's primary)."""
+    cluster = Ignite3Cluster(Path(tmp_path_factory.mktemp("ignite3plain")), nodes=2, name="tfi3p", heap_mb=384)
+    with _lock:
+        _started.append(cluster)
+    cluster.start()
+    yield cluster
+    cluster.stop()
+    with _lock:
+        if cluster in _started:
+            _started.remove(cluster)
+
+
 _cache_serial = itertools.count(1)
 
 
