@@ -399,8 +399,8 @@ def test_a_consumer_falling_behind_catches_up_each_update_once(three_nodes: Loca
 
 
 def test_a_burst_is_logged_whole_and_in_counter_order(three_nodes: LocalCluster) -> None:
-    """20 000 new rows put at once, more than a node's log writer queues (16 384 entries: the
-    listener then waits): each partition's log holds every counter once, each entry's ``prev`` the
+    """20 000 new rows put at once, more than a node's log writer's queue holds (16 384 entries; a
+    full queue makes the listener wait): each partition's log holds every counter once, each entry's ``prev`` the
     counter before it (or -1: a writer's first event), and a follower started before the burst
     gets every row exactly once -- it drops or refuses entries that become visible out of counter
     order, so the batched writes must keep that order."""
