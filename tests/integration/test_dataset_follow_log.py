@@ -28,7 +28,7 @@ import tensorflow as tf
 from tensorflow_ignite import IgniteDataset
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.data.dataset import close_shared_clients
-from tensorflow_ignite.data.follow_log import LogEntry, read_log_partition
+from tensorflow_ignite.data.follow_log import LogEntry, log_head, read_log_partition
 from tensorflow_ignite.errors import IgniteConnectionError, ServerError
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol.cache_config import CacheConfiguration
@@ -43,13 +43,14 @@ KILL_BATCHING = {"small-batches": (16, 0.05), "micro-batch-gathering-at-the-kill
 NODE_KILLS = tuple(f"{NODE_KILL}_{batch}" for batch, _ in KILL_BATCHING.values())
 JOIN = "tf_follow_log_join"
 BEHIND = "tf_follow_log_behind"
+BURST = "tf_follow_log_burst"
 KEYS = 40
 
 
 @pytest.fixture(scope="module")
 def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     cluster = LocalCluster(tmp_path_factory.mktemp("follow-log"), nodes=3, name="tfi-follow-log", heap_mb=384,
-                           region_mb=256, follow_log=(CRASH, *NODE_KILLS, JOIN, BEHIND))
+                           region_mb=256, follow_log=(CRASH, *NODE_KILLS, JOIN, BEHIND, BURST))
     try:
         cluster.start()
         yield cluster
@@ -395,6 +396,39 @@ def test_a_consumer_falling_behind_catches_up_each_update_once(three_nodes: Loca
     assert any("NotificationOverflowError" in r for r in ds.stats.catch_ups), ds.stats
     assert_each_update_once({k: [0] for k in range(KEYS)}, after, dict.fromkeys(range(KEYS), rounds), set(),
                             "through a consumer falling behind", lambda wrong: explain(log, after, wrong, writers))
+
+
+def test_a_burst_is_logged_whole_and_in_counter_order(three_nodes: LocalCluster) -> None:
+    """20 000 new rows put at once, more than a node's log writer's queue holds (16 384 entries; a
+    full queue makes the listener wait): each partition's log holds every counter once, each entry's ``prev`` the
+    counter before it (or -1: a writer's first event), and a follower started before the burst
+    gets every row exactly once -- it drops or refuses entries that become visible out of counter
+    order, so the batched writes must keep that order."""
+    rows = 20_000
+    with IgniteClient(three_nodes.addresses(), timeout=30) as client:
+        client.create_cache(CacheConfiguration(BURST, cache_mode=CacheMode.PARTITIONED, backups=1,
+                                               write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC))
+        log_head(client, BURST, 30)  # a node's log query is registered: every update from here is logged
+        client.cache(BURST).put(-1, seq_row(-1, 0))
+        ds = IgniteDataset.follow(BURST, client=client, batch_size=4096, max_wait=0.5, stream_timeout=10.0)
+        it = iter(ds)
+        assert next(it)["key"].numpy().tolist() == [-1]  # the snapshot; the query is registered before it
+        for start in range(0, rows, 1000):
+            client.cache(BURST).put_all({k: seq_row(k, 0) for k in range(start, start + 1000)})
+        seen: Counter[int] = Counter()
+        for batch in it:  # ends stream_timeout seconds after the last row
+            seen.update(batch["key"].numpy().tolist())
+        log = read_log(client, BURST)
+    assert ds.stats.mode == "log", ds.stats
+    assert sum(len(entries) for entries in log.values()) == rows + 1
+    for p, entries in log.items():
+        counters = [e.counter for e, _, _ in entries]
+        assert counters == list(range(1, len(entries) + 1)), f"partition {p}: counters {counters}"
+        broken = [(e.counter, e.prev) for e, _, _ in entries if e.prev not in (e.counter - 1, -1)]
+        assert not broken, f"partition {p}: (counter, prev) with prev not the counter before: {broken}"
+    twice = {k: n for k, n in seen.items() if n != 1}
+    missing = set(range(rows)) - set(seen)
+    assert not twice and not missing, f"delivered more than once: {twice}; never delivered: {sorted(missing)[:20]}"
 
 
 EXPIRY = "tf_follow_log_expiry"

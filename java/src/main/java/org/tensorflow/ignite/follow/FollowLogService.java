@@ -46,6 +46,7 @@ public class FollowLogService implements Service {
     private transient IgniteLogger log;
 
     private transient Map<String, QueryCursor<?>> running;
+    private transient Map<String, FollowLogWriter> writers;
     private transient volatile boolean cancelled;
 
     public void setCaches(Collection<String> names) {
@@ -68,6 +69,7 @@ public class FollowLogService implements Service {
 
     @Override public void init(ServiceContext ctx) {
         running = new HashMap<>();
+        writers = new HashMap<>();
     }
 
     @Override public void execute(ServiceContext ctx) throws InterruptedException {
@@ -99,6 +101,9 @@ public class FollowLogService implements Service {
                 for (QueryCursor<?> q : running.values())
                     q.close();
                 running.clear();
+                for (FollowLogWriter w : writers.values())
+                    w.close();
+                writers.clear();
             }
         }
     }
@@ -117,8 +122,16 @@ public class FollowLogService implements Service {
             FollowLog.logConfiguration(cache, partitions, cfg.getBackups(), retentionSeconds)).withKeepBinary();
         ContinuousQuery<Object, Object> q = new ContinuousQuery<>();
         q.setIncludeExpired(true);
-        q.setLocalListener(new FollowLogWriter(ignite, log, cache, logCache, partitions));
-        running.put(cache, source.withKeepBinary().query(q));
+        FollowLogWriter writer = new FollowLogWriter(ignite, log, cache, logCache, partitions);
+        q.setLocalListener(writer);
+        try {
+            running.put(cache, source.withKeepBinary().query(q));
+        }
+        catch (RuntimeException e) {
+            writer.close();
+            throw e;
+        }
+        writers.put(cache, writer);
         log.info("tf-ignite follow log of cache '" + cache + "' started on this node (log cache '"
             + FollowLog.logCacheName(cache) + "', retention " + retentionSeconds + " s)");
     }

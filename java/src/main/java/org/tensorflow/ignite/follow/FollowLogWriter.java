@@ -24,10 +24,11 @@ import org.apache.ignite.lang.IgniteAsyncCallback;
  * <p>Ignite hands a continuous query's listener every event once, per partition in update-counter
  * order, also across a primary's death (the backups' queues resend what the primary had not
  * sent). Being an {@link IgniteAsyncCallback}, it runs in the async-callback pool, striped by
- * partition, so it may write to a cache and a partition's events stay in order. Writing in order
- * with {@code putIfAbsent} makes the log of a partition grow in counter order whichever of the
- * nodes' writers gets there first: the entry (p, c) exists before (p, c') for every c &lt; c' the
- * writer of c' saw.
+ * partition, and a partition's events stay in order. It builds each entry and hands it to this
+ * node's {@link FollowLogFlusher}, which writes them in batches, set-if-absent, keeping each
+ * partition's counter order: the log of a partition grows in counter order whichever of the
+ * nodes' writers gets there first -- the entry (p, c) exists before (p, c') for every c &lt; c'
+ * the writer of c' saw.
  */
 @IgniteAsyncCallback
 final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object> {
@@ -35,6 +36,8 @@ final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object>
     private final IgniteLogger log;
     private final String cache;
     private final IgniteCache<Object, Object> logCache;
+    /** Writes what this listener hands it, in batches, in the order handed. */
+    private final FollowLogFlusher flusher;
     private final Affinity<Object> affinity;
     private final CacheObjectContext objects;
     /** The last counter this writer saw per partition (-1: none yet). */
@@ -53,6 +56,8 @@ final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object>
         this.last = new long[partitions];
         Arrays.fill(last, -1L);
         this.writer = ignite.cluster().localNode().order();
+        this.flusher = new FollowLogFlusher(log, cache, logCache, String.valueOf(writer));
+        this.flusher.start();
     }
 
     @Override public void onUpdated(Iterable<CacheEntryEvent<?, ?>> events) {
@@ -66,6 +71,11 @@ final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object>
                     + ex + ")");
             }
         }
+    }
+
+    /** Stop handing entries to the flusher (the query is being closed). */
+    void close() {
+        flusher.close();
     }
 
     private void write(CacheEntryEvent<?, ?> e) throws IgniteCheckedException {
@@ -89,7 +99,7 @@ final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object>
             .setField("k", bytes(e.getKey()), byte[].class)
             .setField("v", bytes(value), byte[].class)
             .build();
-        logCache.putIfAbsent(key, entry);
+        flusher.add(new FollowLogFlusher.Item(part, counter, key, entry));
     }
 
     private byte[] bytes(Object o) throws IgniteCheckedException {
