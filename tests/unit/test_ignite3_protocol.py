@@ -21,7 +21,7 @@ from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, Ignit
                                       SqlError, TableNotFoundError)
 from tensorflow_ignite.ignite3.protocol import binary_tuple, columns, framing, sql
 from tensorflow_ignite.ignite3.protocol.codes import ClientOp, ColumnType, ErrorCode, error_name
-from tensorflow_ignite.ignite3.protocol.msgpack_io import Reader, pack_uuid
+from tensorflow_ignite.ignite3.protocol.msgpack_io import Reader, RowPage, pack_uuid
 
 T = ColumnType
 NODE_ID = uuid.UUID("9e8e16bc-a727-4e47-826a-1ec57a6d55f6")
@@ -157,6 +157,29 @@ def test_parse_exec_with_rows() -> None:
     assert res.rows == [b"\x00\x01\x05", b"\x00\x01a"]
     rows, more = sql.parse_next_page(Reader(pack(1, b"\x00\x01\x07", False)))
     assert rows == [b"\x00\x01\x07"] and more is False
+
+
+def test_a_page_of_rows_stays_in_its_frame_and_reading_goes_on_after_it() -> None:
+    rows = [b"\x00\x01\x05", b"r" * 300, b"s" * 70_000, b""]  # bin 8, bin 16, bin 32, empty
+    big = "x" * 200_000  # a value of many feed slices before the rows
+    body = pack(big, len(rows), *rows, "after", 7)
+    r = Reader(bytearray(body))
+    assert r.str() == big
+    page = r.binaries(r.int())
+    assert isinstance(page, RowPage) and list(page) == rows and page[1] == rows[1] and page[-1] == b""
+    assert page.nbytes == sum(map(len, rows))
+    assert r.str() == "after" and r.int() == 7 and r.at_end()
+    # spans of the frame: the second row starts 3 bytes after its header
+    assert bytes(page.data[page.starts[1]:page.starts[1] + 3]) == b"rrr"
+
+
+def test_rows_that_are_not_binary_or_run_past_the_frame_are_protocol_errors() -> None:
+    with pytest.raises(ProtocolError, match="row 1 is not a binary value"):
+        Reader(pack(b"ab", "str")).binaries(2)
+    with pytest.raises(ProtocolError, match="ends .* after the body"):
+        Reader(pack(b"abcdef")[:-2]).binaries(1)
+    with pytest.raises(ProtocolError, match="header"):
+        Reader(b"\xc5\x01").binaries(1)
 
 
 # ---------------------------------------------------------------- binary tuples

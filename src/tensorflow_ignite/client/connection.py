@@ -555,8 +555,16 @@ class Connection(DirectAnswers, Notifications):
                     frame = self._read_answer(request_id)
             finally:
                 self._read_deadline = None
-                self._recv_lock.release()
+                self._release_reader()
             return self._body(frame, op)
+
+    def _release_reader(self) -> None:
+        """Give up the reader's role: release the receive lock and wake the threads parked for
+        their answers, so one of them takes the role at once (not when its wait times out: a
+        hand-over stalled 50 ms whenever the previous reader had waited long for its answer)."""
+        self._recv_lock.release()
+        with self._parked_cv:
+            self._parked_cv.notify_all()
 
     def _check_deadline(self, deadline: float) -> None:
         """Give up on a request whose ``timeout`` has passed (closing the connection: its answer

@@ -56,6 +56,7 @@ class DirectAnswers:
         _read_deadline: float | None
 
         def _read_answer(self, mine: int) -> memoryview | None: ...
+        def _release_reader(self) -> None: ...
         def _check_deadline(self, deadline: float) -> None: ...
         def _body(self, frame: memoryview, op: int | None) -> memoryview: ...
         def receive(self, request_id: int, op: int | None = None) -> memoryview: ...
@@ -123,7 +124,7 @@ class DirectAnswers:
                         frame = self._read_answer(request_id)
                 finally:
                     self._read_deadline = None
-                    self._recv_lock.release()
+                    self._release_reader()
                 break
         finally:
             with self._parked_cv:

@@ -40,6 +40,7 @@ class Notifications:
         _parked_cv: threading.Condition
 
         def _read_answer(self, mine: int) -> memoryview | None: ...
+        def _release_reader(self) -> None: ...
         def _body(self, frame: memoryview, op: int | None) -> memoryview: ...
 
     def _init_notifications(self) -> None:
@@ -94,7 +95,7 @@ class Notifications:
                 if self._readable(min(left, 0.05)):
                     self._read_answer(-1)
             finally:
-                self._recv_lock.release()
+                self._release_reader()
 
     def forget_notifications(self, resource_id: int) -> None:
         """Drop the frames kept for ``resource_id`` (its resource was closed)."""

@@ -25,6 +25,7 @@ from .kv import Table
 from .protocol import sql
 from .protocol.codes import ClientOp
 from .protocol.columns import PageColumns, decode_page
+from .protocol.msgpack_io import RowPage
 from .tx import Transaction
 
 __all__ = ["Ignite3Client", "SqlCursor"]
@@ -157,7 +158,7 @@ class Ignite3Client:
         """
         return Transaction(self, read_only=read_only, timeout=timeout)
 
-    def _next_page(self, cursor_id: int) -> tuple[list[bytes], bool]:
+    def _next_page(self, cursor_id: int) -> tuple[RowPage, bool]:
         conn = self.connection()
         return sql.parse_next_page(conn.call(ClientOp.SQL_CURSOR_NEXT_PAGE, sql.cursor_request(cursor_id),
                                              what="reading the next page of an SQL result"))
@@ -195,17 +196,17 @@ class SqlCursor:
     def __init__(self, client: Ignite3Client, first: sql.ExecResult) -> None:
         self.client = client
         self.columns: tuple[sql.ColumnMeta, ...] = first.columns
-        self._first: list[bytes] | None = first.rows
+        self._first: RowPage | None = first.rows
         self._cursor_id = first.cursor_id
         self._more = first.has_more
 
-    def pages(self, *, prefetch: bool = True) -> Iterator[list[bytes]]:
+    def pages(self, *, prefetch: bool = True) -> Iterator[RowPage]:
         """Each page's rows, the first page first; the cursor closes when the last is read.
 
         With ``prefetch`` the next page is requested (on a helper thread) before the
         current one is handed out, so the node produces it while the caller decodes.
         """
-        pending: Future[tuple[list[bytes], bool]] | None = None
+        pending: Future[tuple[RowPage, bool]] | None = None
         executor = ThreadPoolExecutor(1, thread_name_prefix="ignite3-page") if prefetch else None
         try:
             if self._first is not None:

@@ -1,6 +1,6 @@
 """A page of SQL rows (binary tuples) turned into NumPy columns, a column at a time.
 
-The rows of a page are joined into one byte array; each row's offset table is
+The rows of a page are spans of one buffer (the frame they came in); each row's offset table is
 read with a few vectorized gathers (rows grouped by offset-entry size), giving
 every element's begin and length.  Fixed-size types are then one gather per
 value length present in the column (Ignite writes an INT64 of 5 in one byte, a
@@ -28,6 +28,7 @@ import numpy as np
 from ...errors import ProtocolError, SchemaError
 from .binary_tuple import VARLEN_EMPTY
 from .codes import ColumnType
+from .msgpack_io import RowPage
 from .sql import ColumnMeta
 
 __all__ = ["NUMPY_DTYPES", "TF_DTYPES", "PageColumns", "decode_page", "SUPPORTED_TYPES"]
@@ -167,7 +168,7 @@ def _fixed(col: ColumnMeta, buf: np.ndarray, begin: np.ndarray, length: np.ndarr
             raise ProtocolError(f"column {col.name!r} ({t.name}): a value of {width} bytes")
 
 
-def _varlen(col: ColumnMeta, data: bytes, begin: np.ndarray, length: np.ndarray, decimal_as: str) -> np.ndarray:
+def _varlen(col: ColumnMeta, data: memoryview, begin: np.ndarray, length: np.ndarray, decimal_as: str) -> np.ndarray:
     out = np.empty(len(begin), object)
     t = col.type
     for i, (b, n) in enumerate(zip(begin.tolist(), length.tolist())):
@@ -189,21 +190,22 @@ def _varlen(col: ColumnMeta, data: bytes, begin: np.ndarray, length: np.ndarray,
         else:
             if data[b] == VARLEN_EMPTY:
                 b += 1
-            out[i] = data[b:e]
+            out[i] = bytes(data[b:e])
     return out
 
 
-def decode_page(rows: Sequence[bytes], columns: Sequence[ColumnMeta], *, decimal_as: str = "float64",
+def decode_page(rows: RowPage | Sequence[bytes], columns: Sequence[ColumnMeta], *, decimal_as: str = "float64",
                 select: Sequence[int] | None = None) -> PageColumns:
-    """The columns of one page of rows (``select``: indices of the columns wanted, default all)."""
+    """The columns of one page of rows (``select``: indices of the columns wanted, default all).
+
+    ``rows``: a :class:`~.msgpack_io.RowPage` (read in place) or a list of binary tuples.
+    """
     columns = tuple(columns)
-    n = len(rows)
-    data = b"".join(rows)
+    page = RowPage.of(rows)
+    n = len(page)
+    data = page.data
     buf = np.frombuffer(data, np.uint8)
-    lens = np.fromiter(map(len, rows), np.int64, n)
-    starts = np.zeros(n, np.int64)
-    if n > 1:
-        np.cumsum(lens[:-1], out=starts[1:])
+    starts, lens = page.starts, page.lengths
     begins, lengths = _bounds(buf, starts, lens, len(columns))
     values, present = [], []
     wanted = range(len(columns)) if select is None else select

@@ -4,7 +4,12 @@ The MsgPack codec itself is the ``msgpack`` package (the ``ignite3`` extra); thi
 module adds what Ignite's ``ClientMessagePacker``/``ClientMessageUnpacker`` add
 on top of MsgPack: UUIDs as extension type 3 (two little-endian longs, most
 significant first), values read one after the other with their types checked,
-and a page of rows (``count`` then ``count`` binary values) read in one call.
+and a page of rows (``count`` then ``count`` binary values) read in one call,
+as spans of the frame (:class:`RowPage`) rather than copies.
+
+The reader feeds ``msgpack`` the frame a slice at a time, as values are read:
+a frame of many megabytes of rows is not copied into the unpacker to read the
+few values around the rows.
 
 Every failure to read -- a frame cut short, a length claiming more bytes than
 the frame holds, a value of the wrong type -- is a
@@ -16,7 +21,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+import numpy as np
 
 from ...errors import ProtocolError
 
@@ -28,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'tensorflow-ignite[ignite3]'"
     ) from exc
 
-__all__ = ["UUID_EXT", "Reader", "Writer", "pack_uuid"]
+__all__ = ["UUID_EXT", "Reader", "RowPage", "Writer", "pack_uuid"]
 
 #: ``ClientMsgPackType.UUID``: the MsgPack extension type of a UUID.
 UUID_EXT = 3
@@ -49,6 +57,71 @@ def _ext_hook(code: int, data: bytes) -> Any:
     return msgpack.ExtType(code, data)
 
 
+#: Bytes of the frame handed to the unpacker at a time (more when one value needs more).
+_FEED = 1 << 16
+
+
+class RowPage(Sequence[bytes]):
+    """A page of rows: spans of one buffer (the frame they arrived in), not a copy of each.
+
+    ``data`` is the buffer, ``starts[i]`` and ``lengths[i]`` the bytes of row ``i``.
+    Indexing gives a row as ``bytes`` (a copy); the page decoder
+    (:func:`~.columns.decode_page`) reads the spans in place.
+    """
+
+    __slots__ = ("data", "starts", "lengths")
+
+    def __init__(self, data: bytes | bytearray | memoryview, starts: np.ndarray, lengths: np.ndarray) -> None:
+        self.data = memoryview(data)
+        self.starts = starts
+        self.lengths = lengths
+
+    @classmethod
+    def of(cls, rows: Sequence[bytes]) -> "RowPage":
+        """The page of ``rows`` (joined into one buffer; a ``RowPage`` is returned as it is)."""
+        if isinstance(rows, RowPage):
+            return rows
+        lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+        starts = np.zeros(len(rows), np.int64)
+        if len(rows) > 1:
+            np.cumsum(lengths[:-1], out=starts[1:])
+        return cls(b"".join(rows), starts, lengths)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        s = int(self.starts[i])
+        return bytes(self.data[s:s + int(self.lengths[i])])
+
+    def __iter__(self) -> Iterator[bytes]:
+        data = self.data
+        for s, n in zip(self.starts.tolist(), self.lengths.tolist()):
+            yield bytes(data[s:s + n])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (RowPage, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of all rows."""
+        return int(self.lengths.sum())
+
+    def __repr__(self) -> str:
+        return f"RowPage({len(self)} rows, {self.nbytes} bytes)"
+
+
 def _unpacker(size: int) -> msgpack.Unpacker:
     # No length may claim more than the frame holds (the buffer limit bounds every
     # str/bin/array/map length msgpack accepts).
@@ -60,11 +133,28 @@ class Reader:
     """Values of one message body, read in order; ``what`` names the message in errors."""
 
     def __init__(self, data: bytes | bytearray | memoryview, what: str = "message") -> None:
-        self._data = memoryview(data)
+        view = memoryview(data)
+        self._data = view if view.format == "B" and view.ndim == 1 else view.cast("B")
         self._what = what
-        self._base = 0  # offset in data of what the current unpacker was fed
-        self._u = _unpacker(len(self._data))
-        self._u.feed(self._data)
+        self._restart(0)
+
+    def _restart(self, offset: int) -> None:
+        """A fresh unpacker that reads the body from ``offset`` on."""
+        self._base = offset  # offset in data of the current unpacker's first byte
+        self._fed = offset  # data[:_fed] has been handed to it
+        self._u = _unpacker(len(self._data) - offset)
+        self._feed()
+
+    def _feed(self) -> bool:
+        """Hand the unpacker the next slice of the body; False when all of it was handed over."""
+        n = len(self._data)
+        if self._fed >= n:
+            return False
+        # Doubling what is handed over keeps a value of many slices linear to read.
+        end = min(n, self._fed + max(_FEED, self._fed - self._base))
+        self._u.feed(self._data[self._fed:end])
+        self._fed = end
+        return True
 
     @property
     def position(self) -> int:
@@ -83,7 +173,13 @@ class Reader:
     def value(self) -> Any:
         """The next value, whatever its type."""
         try:
-            return self._u.unpack()
+            while True:
+                try:
+                    return self._u.unpack()
+                except msgpack.OutOfData:
+                    # The unpacker keeps a partly read value and goes on with the next slice.
+                    if not self._feed():
+                        raise
         except msgpack.OutOfData:
             raise ProtocolError(f"{self._what}: the body ends before its values do "
                                 f"({len(self._data)} bytes)") from None
@@ -132,32 +228,53 @@ class Reader:
         """Skip ``count`` values (of any type)."""
         for _ in range(count):
             try:
-                self._u.skip()
+                while True:
+                    try:
+                        self._u.skip()
+                        break
+                    except msgpack.OutOfData:
+                        if not self._feed():
+                            raise
             except msgpack.OutOfData:
                 raise ProtocolError(f"{self._what}: the body ends before its values do") from None
             except (ValueError, msgpack.FormatError, msgpack.StackError) as e:
                 raise ProtocolError(f"{self._what}: not valid MsgPack at byte {self.position}: {e}") from None
 
-    def binaries(self, count: int) -> list[bytes]:
-        """The next ``count`` values, each binary (a page of rows), read in one call.
+    def binaries(self, count: int) -> RowPage:
+        """The next ``count`` values, each binary (a page of rows), as spans of the body.
 
-        The rows follow one another with no array header; prefixing one lets
-        ``msgpack`` read them all in C.  Reading then goes on after them.
+        The rows follow one another with no array header.  Only their MsgPack
+        headers are read here (bin 8/16/32: a tag and a 1-, 2- or 4-byte
+        big-endian length); the rows stay where they arrived.  Reading then
+        goes on after them.
         """
-        if count < 0 or count > len(self._data) - self.position:
-            raise ProtocolError(f"{self._what}: {count} rows claimed, {len(self._data) - self.position} "
-                                "bytes left")
-        if count == 0:
-            return []
-        start = self.position
-        u = _unpacker(len(self._data) - start + 5)
-        u.feed(b"\xdd" + count.to_bytes(4, "big"))
-        u.feed(self._data[start:])
-        self._u, self._base = u, start - 5
-        rows = self.value()
-        if not all(type(r) is bytes for r in rows):
-            raise ProtocolError(f"{self._what}: a row that is not a binary value")
-        return rows
+        data = self._data
+        end = len(data)
+        pos = self.position
+        if count < 0 or count > end - pos:
+            raise ProtocolError(f"{self._what}: {count} rows claimed, {end - pos} bytes left")
+        starts = [0] * count
+        lengths = [0] * count
+        for i in range(count):
+            if pos >= end:
+                raise ProtocolError(f"{self._what}: the body ends after {i} of {count} rows")
+            tag = data[pos]
+            if tag == 0xC4 and pos + 2 <= end:
+                n, pos = data[pos + 1], pos + 2
+            elif tag == 0xC5 and pos + 3 <= end:
+                n, pos = (data[pos + 1] << 8) | data[pos + 2], pos + 3
+            elif tag == 0xC6 and pos + 5 <= end:
+                n, pos = int.from_bytes(data[pos + 1:pos + 5], "big"), pos + 5
+            elif tag in (0xC4, 0xC5, 0xC6):
+                raise ProtocolError(f"{self._what}: the body ends inside row {i}'s header")
+            else:
+                raise ProtocolError(f"{self._what}: row {i} is not a binary value (MsgPack tag 0x{tag:02x})")
+            starts[i], lengths[i] = pos, n
+            pos += n
+        if pos > end:
+            raise ProtocolError(f"{self._what}: the last of {count} rows ends {pos - end} bytes after the body")
+        self._restart(pos)
+        return RowPage(data, np.asarray(starts, np.int64), np.asarray(lengths, np.int64))
 
 
 class Writer:

@@ -9,7 +9,7 @@ observable timestamp.  The answer: cursor id (nil when the server closed it),
 has-row-set, has-more-pages, was-applied, affected rows, column metadata, and
 the first page of rows when there is a row set (count, then one binary tuple
 per row).  A next page is the rows and has-more-pages.  The rows stay
-undecoded bytes here; :mod:`.columns` turns a page into columns.
+undecoded spans of the frame here (:class:`~.msgpack_io.RowPage`); :mod:`.columns` turns a page into columns.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from ...errors import ProtocolError
 from .binary_tuple import build, encode_arguments
 from .codes import ColumnType
-from .msgpack_io import Reader, Writer
+from .msgpack_io import Reader, RowPage, Writer
 
 __all__ = ["ColumnMeta", "ExecResult", "exec_request", "parse_exec", "batch_request", "parse_batch", "cursor_request", "parse_next_page",
            "meta_request", "parse_meta", "DEFAULT_PAGE_SIZE"]
@@ -55,7 +55,7 @@ class ExecResult:
     was_applied: bool
     affected_rows: int
     columns: tuple[ColumnMeta, ...]
-    rows: list[bytes]
+    rows: RowPage
 
 
 def exec_request(query: str, args: Sequence[Any] = (), *, schema: str | None = None,
@@ -131,7 +131,10 @@ def _columns(r: Reader) -> tuple[ColumnMeta, ...]:
     return tuple(cols)
 
 
-def _rows(r: Reader) -> list[bytes]:
+_NO_ROWS = RowPage.of([])
+
+
+def _rows(r: Reader) -> RowPage:
     return r.binaries(r.int())
 
 
@@ -141,7 +144,7 @@ def parse_exec(r: Reader) -> ExecResult:
     has_row_set, has_more, was_applied = r.bool(), r.bool(), r.bool()
     affected = r.int()
     columns = _columns(r)
-    rows = _rows(r) if has_row_set else []
+    rows = _rows(r) if has_row_set else _NO_ROWS
     return ExecResult(cursor_id, has_row_set, has_more, was_applied, affected, columns, rows)
 
 
@@ -150,7 +153,7 @@ def cursor_request(cursor_id: int) -> bytes:
     return Writer().value(cursor_id).bytes()
 
 
-def parse_next_page(r: Reader) -> tuple[list[bytes], bool]:
+def parse_next_page(r: Reader) -> tuple[RowPage, bool]:
     """The rows of a next page and whether more follow."""
     rows = _rows(r)
     return rows, r.bool()
