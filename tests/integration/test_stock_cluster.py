@@ -62,6 +62,9 @@ def test_follow_delivers_rows_then_each_update_once(stock_cluster: StockCluster,
         follow_on_our_node.rows_then_each_update_once(*stock_cluster.address(), client, cache_name)
 
 
+# Under --long only (~50 s): every CI run kills a stock node under a launcher job (below) and a worker
+# under a job on our nodes (test_launcher_jobs.py); the worker-crash restart path is the same.
+@pytest.mark.long_only("test_launcher_jobs.py::test_killed_worker_restarts_all_and_resumes_from_checkpoint")
 def test_start_restarts_after_a_worker_crash_and_reads_every_row_once(
     stock_cluster: StockCluster, cache_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
