@@ -303,17 +303,11 @@ def test_crash_and_restore_deliver_each_update_after_the_position_once(three_nod
     assert_each_update_once(before, after, last, writer.retried, "after kill -9 and a checkpoint restore")
 
 
-@pytest.mark.parametrize("batch_size, max_wait", list(KILL_BATCHING.values()), ids=list(KILL_BATCHING))
-def test_kill_the_node_holding_the_query_each_update_once(three_nodes: LocalCluster, batch_size: int,
-                                                          max_wait: float) -> None:
-    """(b) kill -9 of the node holding the follower's query (and writing the log): still exactly once.
-
-    With long micro-batches (``max_wait`` 3 s) the follower is almost always gathering one when
-    its query's node dies: those events are gone with the query and must be read again from the
-    log (issue 29: the catch-up started after them, and they were never delivered).
-    """
-    cluster = three_nodes
-    cache = f"{NODE_KILL}_{batch_size}"
+def kill_the_query_holder_each_update_once(cluster: LocalCluster, cache: str, batch_size: int,
+                                           max_wait: float) -> None:
+    """Follow ``cache`` (created here; the nodes keep its follow log), kill -9 the node holding the query
+    while a writer writes through the others, restart it; each update arrives once. Shared with the stock
+    nodes' test (``test_follow_log_stock.py``)."""
     with IgniteClient(cluster.addresses(), timeout=20) as client:
         create_seq_cache(client, cache)
         writers = {n.order: f"node {n.consistent_id}" for n in client.server_nodes()}
@@ -337,7 +331,7 @@ def test_kill_the_node_holding_the_query_each_update_once(three_nodes: LocalClus
             follower.join()
             log = read_log(client, cache)
         finally:
-            cluster.restart_nodes([killed.index])  # the next test starts from three nodes again
+            cluster.restart_nodes([killed.index])  # the next test starts from every node again
     assert ds.stats.mode == "log" and ds.stats.resyncs == [], ds.stats
     assert ds.stats.catch_ups and ds.stats.registrations >= 2, ds.stats
     assert_each_update_once({k: [0] for k in snapshot}, follower.after, last, writer.retried | logged_twice(log),
@@ -345,29 +339,47 @@ def test_kill_the_node_holding_the_query_each_update_once(three_nodes: LocalClus
                             lambda wrong: explain(log, follower.after, wrong, writers))
 
 
-def test_a_node_joining_each_update_once(three_nodes: LocalCluster) -> None:
-    """(c) a node joins while a writer writes and a follower follows: partitions of the cache and of
-    its log move to it (rebalancing), and each update still arrives once."""
-    cluster = three_nodes
+@pytest.mark.parametrize("batch_size, max_wait", list(KILL_BATCHING.values()), ids=list(KILL_BATCHING))
+def test_kill_the_node_holding_the_query_each_update_once(three_nodes: LocalCluster, batch_size: int,
+                                                          max_wait: float) -> None:
+    """(b) kill -9 of the node holding the follower's query (and writing the log): still exactly once.
+
+    With long micro-batches (``max_wait`` 3 s) the follower is almost always gathering one when
+    its query's node dies: those events are gone with the query and must be read again from the
+    log (issue 29: the catch-up started after them, and they were never delivered).
+    """
+    kill_the_query_holder_each_update_once(three_nodes, f"{NODE_KILL}_{batch_size}", batch_size, max_wait)
+
+
+def a_node_joining_each_update_once(cluster: LocalCluster, cache: str) -> None:
+    """Follow ``cache`` (created here; the nodes keep its follow log) while a writer writes, start one
+    more node, wait until the cache and its log rebalanced to it; each update arrives once. Shared with
+    the stock nodes' test (``test_follow_log_stock.py``)."""
     with IgniteClient(cluster.addresses(), timeout=20) as client:
-        create_seq_cache(client, JOIN)
-        ds = IgniteDataset.follow(JOIN, client=client, batch_size=16, max_wait=0.05, stream_timeout=15.0)
+        create_seq_cache(client, cache)
+        ds = IgniteDataset.follow(cache, client=client, batch_size=16, max_wait=0.05, stream_timeout=15.0)
         follower = FollowInThread(ds)
         follower.wait_rows(KEYS, 180, "the snapshot")
         follower.after.clear()
-        writer = SeqWriter(cluster.addresses(), JOIN)
+        writer = SeqWriter(cluster.addresses(), cache)
         follower.wait_rows(KEYS + 200, 60, "updates before the join")
         cluster.add_node()
         # Rebalanced: the new node is a primary of the cache and of its log, every entry has its backup.
-        wait_rebalanced(cluster, [JOIN, f"tf_follow_log_{JOIN}"])
+        wait_rebalanced(cluster, [cache, f"tf_follow_log_{cache}"])
         follower.wait_rows(follower.rows + 400, 120, "updates after the join")
         last = writer.stop()
         follower.join()
         writers = {n.order: f"node {n.consistent_id}" for n in client.server_nodes()}
-        log = read_log(client, JOIN)
+        log = read_log(client, cache)
     assert ds.stats.mode == "log" and ds.stats.resyncs == [], ds.stats
     assert_each_update_once({k: [0] for k in range(KEYS)}, follower.after, last, writer.retried | logged_twice(log),
                             "through a node joining", lambda wrong: explain(log, follower.after, wrong, writers))
+
+
+def test_a_node_joining_each_update_once(three_nodes: LocalCluster) -> None:
+    """(c) a node joins while a writer writes and a follower follows: partitions of the cache and of
+    its log move to it (rebalancing), and each update still arrives once."""
+    a_node_joining_each_update_once(three_nodes, JOIN)
 
 
 def test_a_consumer_falling_behind_catches_up_each_update_once(three_nodes: LocalCluster) -> None:
