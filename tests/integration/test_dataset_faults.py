@@ -145,7 +145,10 @@ def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cach
         # everything, the next kill cannot lose a partition either.
         alive = [m.index for m in cluster.members if (m.host, m.client_port) in cluster.addresses()]
         victim = rng.choice(alive)
-        kill_at = rng.randrange(ROWS)
+        # In the epoch's first quarter: the reader reads ahead of the rows handed out, so a kill later in
+        # the epoch often comes after its last request to the victim (nothing to re-route: seen in CI, 4
+        # of 6 trials killed after 3,000-5,500 rows re-routed nothing) and the trial tests no failover.
+        kill_at = rng.randrange(ROWS // 4)
         before = len(ds.stats.failovers)
         rescans_before = len(ds.stats.rescans)
         t0 = time.monotonic()
