@@ -108,7 +108,7 @@ REVISIONS ?= b8809f9
 bench-revisions: setup
 	$(PY) -m bench.revisions $(REVISIONS)
 
-# The long soak (30 minutes by default; CI runs a 2-minute form in the tests):
+# The long soak (30 minutes by default; CI runs a 90-second form in the tests):
 # epochs, writes and ignite:// checkpoints on 3 nodes while a node is killed
 # every 3 minutes; figures and resource curves in soak-report/.
 SOAK_MINUTES ?= 30
