@@ -125,12 +125,25 @@ def test_rows_then_each_update_once_then_stream_timeout(ignite_node: LocalCluste
     rows_then_each_update_once(*ignite_node.address(), client, cache_name)
 
 
-def rows_then_each_update_once(host: str, port: int, client: IgniteClient, cache_name: str) -> None:
-    """The live guarantee (also run on stock nodes by test_stock_cluster.py)."""
+def test_follow_over_tls_with_client_certificates_and_a_password(ignite_secure_node: LocalCluster,
+                                                                 cache_name: str) -> None:
+    """The same guarantee on a node that requires TLS, a client certificate and a password: the
+    follower's query connection and its reads take the dataset's connection keywords."""
+    settings = ignite_secure_node.client_settings()
+    host, port = ignite_secure_node.address()
+    with IgniteClient(f"{host}:{port}", **settings) as secure:
+        rows_then_each_update_once(host, port, secure, cache_name, **settings)
+
+
+def rows_then_each_update_once(host: str, port: int, client: IgniteClient, cache_name: str,
+                               **connection: Any) -> None:
+    """The live guarantee (also run on stock nodes by test_stock_cluster.py and over TLS with
+    authentication above); ``connection``: the dataset's credentials and TLS keywords."""
     cache = client.get_or_create_cache(cache_name)
     cache.put_all({i: _row(i, 0.0) for i in range(300)})
     # 6 s without events ends it: room for a loaded machine to deliver the 100 writes below.
-    ds = IgniteDataset.follow(cache_name, host, port, batch_size=64, max_wait=0.05, stream_timeout=6.0)
+    ds = IgniteDataset.follow(cache_name, host, port, batch_size=64, max_wait=0.05, stream_timeout=6.0,
+                              **connection)
     consumer = _Consumer(ds)
     consumer.wait_rows(300)
     assert sorted(k for k, _ in consumer.rows) == list(range(300))  # the rows that exist, once

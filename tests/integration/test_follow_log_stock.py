@@ -4,8 +4,8 @@ Two stock nodes (2.17 by default: ``CommandLineStartup`` and a Spring XML file h
 module's fragment with ``--follow-log``, i.e. what ``ignite-tf module config --follow-log
 CACHE`` prints; 2.18 is configured in Java) keep the follow log of one cache with one backup.
 A follower restored from a checkpoint yields every update after its position exactly once, and
-so does a follower whose query's node is killed, or while a third node joins (the writer, the check and the kill are those of
-``test_dataset_follow_log.py``).
+so does a follower whose query's node is killed or while a third node joins (the writer, the
+check, the kill and the join are those of ``test_dataset_follow_log.py``).
 """
 
 from __future__ import annotations

@@ -280,6 +280,22 @@ def test_on_stock_xml_nodes_with_authentication_the_listed_user_runs_and_others_
     assert f"action=submit job={cache_name}-b user=bob" in logs and f"action=remove job={cache_name}-a user=alice" in logs
 
 
+def test_follow_on_stock_xml_nodes_with_authentication(stock_auth_node: dict[str, Any], cache_name: str) -> None:
+    """IgniteDataset.follow on the stock node from Spring XML with authentication: the rows, then each
+    update once, through the dataset's user name and password (a wrong password is refused by name)."""
+    from tensorflow_ignite import IgniteDataset
+    from tensorflow_ignite.errors import AuthenticationError
+
+    from .test_dataset_follow import rows_then_each_update_once
+
+    settings = stock_auth_node["cluster"].client_settings()
+    host, port = stock_auth_node["host"], stock_auth_node["port"]
+    with pytest.raises(AuthenticationError):
+        IgniteDataset.follow(cache_name, host, port, username=settings["username"], password="wrong")
+    with IgniteClient(f"{host}:{port}", **settings) as client:
+        rows_then_each_update_once(host, port, client, cache_name, **settings)
+
+
 def _submit_archive(jobs: JobClient, job_id: str, cache: str, archive: bytes, **spec: Any) -> dict[str, Any]:
     """Ship ``archive`` as a job directory and submit it (the client's packing bypassed)."""
     files = jobs.client.get_or_create_cache(layout.cache_config(layout.FILES))

@@ -154,9 +154,9 @@ def test_parse_exec_with_rows() -> None:
     assert res.cursor_id == 11 and res.has_more and res.has_row_set
     assert [c.name for c in res.columns] == ["ID", "S"]
     assert res.columns[1].schema == "PUBLIC" and res.columns[1].table == "T1" and res.columns[1].origin == "S"
-    assert res.rows == [b"\x00\x01\x05", b"\x00\x01a"]
+    assert list(res.rows) == [b"\x00\x01\x05", b"\x00\x01a"]
     rows, more = sql.parse_next_page(Reader(pack(1, b"\x00\x01\x07", False)))
-    assert rows == [b"\x00\x01\x07"] and more is False
+    assert list(rows) == [b"\x00\x01\x07"] and more is False
 
 
 def test_a_page_of_rows_stays_in_its_frame_and_reading_goes_on_after_it() -> None:
@@ -180,6 +180,8 @@ def test_rows_that_are_not_binary_or_run_past_the_frame_are_protocol_errors() ->
         Reader(pack(b"abcdef")[:-2]).binaries(1)
     with pytest.raises(ProtocolError, match="header"):
         Reader(b"\xc5\x01").binaries(1)
+    with pytest.raises(ProtocolError, match="2 rows claimed, 3 bytes left"):  # a row is at least 2 bytes
+        Reader(b"\xc4\x00\xc4").binaries(2)
 
 
 # ---------------------------------------------------------------- binary tuples

@@ -106,13 +106,6 @@ class RowPage(Sequence[bytes]):
         for s, n in zip(self.starts.tolist(), self.lengths.tolist()):
             yield bytes(data[s:s + n])
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (RowPage, list, tuple)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
     @property
     def nbytes(self) -> int:
         """The bytes of all rows."""
@@ -251,10 +244,10 @@ class Reader:
         data = self._data
         end = len(data)
         pos = self.position
-        if count < 0 or count > end - pos:
+        if count < 0 or 2 * count > end - pos:  # a row takes at least its 2-byte header
             raise ProtocolError(f"{self._what}: {count} rows claimed, {end - pos} bytes left")
-        starts = [0] * count
-        lengths = [0] * count
+        starts: list[int] = []
+        lengths: list[int] = []
         for i in range(count):
             if pos >= end:
                 raise ProtocolError(f"{self._what}: the body ends after {i} of {count} rows")
@@ -269,7 +262,8 @@ class Reader:
                 raise ProtocolError(f"{self._what}: the body ends inside row {i}'s header")
             else:
                 raise ProtocolError(f"{self._what}: row {i} is not a binary value (MsgPack tag 0x{tag:02x})")
-            starts[i], lengths[i] = pos, n
+            starts.append(pos)
+            lengths.append(n)
             pos += n
         if pos > end:
             raise ProtocolError(f"{self._what}: the last of {count} rows ends {pos - end} bytes after the body")
