@@ -453,6 +453,18 @@ def test_submitter_cut_off_the_job_runs_on_and_attach_follows_it_again(
     assert not restarts, f"the job restarted: {restarts}"  # the submitter's cut is not the workers' business
 
 
+def test_follow_across_hosts_delivers_rows_then_each_update_once(three_hosts: HostCluster, cache_name: str) -> None:
+    """IgniteDataset.follow with its query on host 0 while the rows' primaries are on all three hosts:
+    the rows, then each update and insert once (events cross the network from every host)."""
+    from .test_dataset_follow import rows_then_each_update_once
+
+    host, port = three_hosts.address(0)
+    with IgniteClient([f"{h}:{p}" for h, p in three_hosts.addresses()], timeout=20) as client:
+        rows_then_each_update_once(host, port, client, cache_name)
+        owners = set(client.partition_map(cache_name).nodes) - {None}
+    assert len(owners) == 3, f"the cache's primaries are on {len(owners)} hosts, not 3"
+
+
 @pytest.mark.parametrize("rtt,loss", [pytest.param(0.02, 0.0, id="20ms"), pytest.param(0.02, 0.03, id="20ms-3pct-loss")])
 def test_slow_lossy_link_reads_every_row_once_without_abandoning_the_node(
         ignite_node: LocalCluster, cache_name: str, rtt: float, loss: float) -> None:
