@@ -3,7 +3,8 @@
     python wheel_smoke.py PORT
 
 Writes a cache, reads it back through IgniteDataset and asserts that the native
-source op served it (prebuilt: nothing compiled), then writes, lists and reads a
+source op served it (prebuilt: nothing compiled), follows the cache through one new row, then writes,
+lists and reads a
 file through tf.io.gfile and round-trips a checkpoint through ignite://.  Prints
 one line per check.  Also run on an install from source (tests/integration/test_source_install.py).
 """
@@ -43,6 +44,19 @@ assert seen.all() and total == labels.sum(), (int(seen.sum()), total)
 op_path = sys.modules["tensorflow_ignite.native._tf_ignite_data"].__file__
 assert op_path == str(build.library_path(None, build.DATA_OPS)), op_path
 print(f"IgniteDataset: 1000 rows through the prebuilt op {op_path}")
+
+# IgniteDataset.follow: the rows that exist, then an update made while following, then max_rows ends it.
+followed = ti.IgniteDataset.follow("WHEEL_SMOKE", host, port, batch_size=250, max_wait=0.05, max_rows=1001)
+it = iter(followed)
+got = 0
+while got < 1000:
+    got += len(next(it)["key"])
+ti.write("WHEEL_SMOKE", {"label": np.array([5], np.int64), "features": np.full((1, 4), -1, np.float32)},
+         host=host, port=port, mode="append", progress=False)
+update = next(it)
+assert update["key"].numpy().tolist() == [1000] and update["val"]["features"].numpy()[0, 0] == -1, update
+assert next(it, None) is None, "max_rows=1001 ends the dataset"
+print(f"IgniteDataset.follow: {got} rows, then the row written while following, then the end (max_rows)")
 
 # ignite:// through tf.io.gfile: a file written, listed, statted and read back.
 root = f"ignite://{host}:{port}/wheel-smoke/gfile"
