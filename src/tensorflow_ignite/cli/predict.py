@@ -33,7 +33,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
             "Exactly once and resumable: partitions are recorded complete once their predictions are\n"
             "stored.  --mode skip-existing (default) skips partitions an earlier run of the same model\n"
             "completed and rescores the rest (so an interrupted run is finished by running it again);\n"
-            "--mode overwrite replaces the output cache and scores everything.\n\n"
+            "--mode overwrite scores everything again (an output of the same layout is rewritten in\n"
+            "place, key by key; another layout is replaced).  A run over a whole cache removes the\n"
+            "predictions of keys the source no longer holds.\n\n"
             "--on-cluster runs it on the nodes that hold the data: a launcher job (see ignite-tf start) with\n"
             "one worker per server node holding primary partitions of the SOURCE cache, each loading the model\n"
             "once and scoring its node's partitions (a local MODEL is shipped with the job). The checks and the\n"
@@ -51,7 +53,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--out", required=True, metavar="OUTPUT", help="the cache receiving the predictions")
     p.add_argument("--mode", choices=("skip-existing", "overwrite"), default="skip-existing",
                    help="skip-existing (default): skip partitions already scored by this model; "
-                        "overwrite: replace the output and score everything")
+                        "overwrite: score everything again, rewriting the output")
     p.add_argument("--inputs", metavar="INPUT=FIELD,...", help="map model inputs to source fields")
     p.add_argument("--key", metavar="COLUMN", help="the key column of an SQL SOURCE (default KEY, _KEY or ID)")
     p.add_argument("--batch-size", type=validate.int_between(1), default=1024,

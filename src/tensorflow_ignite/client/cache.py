@@ -106,9 +106,11 @@ class Cache:
                           node_id=self._key_node(key, key_type))
         return responses.decode_object(body, self.client.decoder())
 
-    def get_all(self, keys: Iterable[Any]) -> dict[Any, Any]:
+    def get_all(self, keys: Iterable[Any], *, key_type: int | None = None) -> dict[Any, Any]:
+        """The entries of ``keys`` that exist; ``key_type`` (a type code) as for :meth:`get`."""
         keys = list(keys)
-        body = self._call(lambda rid: requests.cache_get_all(rid, self.cache_id, keys), Op.CACHE_GET_ALL)
+        body = self._call(lambda rid: requests.cache_get_all(rid, self.cache_id, keys, key_type=key_type),
+                          Op.CACHE_GET_ALL)
         return dict(responses.decode_get_all(body, self.client.decoder()))
 
     def put(self, key: Any, value: Any, *, key_type: int | None = None, value_type: int | None = None) -> None:
@@ -155,9 +157,11 @@ class Cache:
                           node_id=self._key_node(key))
         return responses.decode_bool(body)
 
-    def remove_keys(self, keys: Iterable[Any]) -> None:
+    def remove_keys(self, keys: Iterable[Any], *, key_type: int | None = None) -> None:
+        """Remove the entries of ``keys`` (absent ones are no error); ``key_type`` as for :meth:`get`."""
         keys = list(keys)
-        self._call(lambda rid: requests.cache_remove_keys(rid, self.cache_id, keys), Op.CACHE_REMOVE_KEYS)
+        self._call(lambda rid: requests.cache_remove_keys(rid, self.cache_id, keys, key_type=key_type),
+                   Op.CACHE_REMOVE_KEYS)
 
     def remove_all(self) -> None:
         self._call(lambda rid: requests.cache_remove_all(rid, self.cache_id), Op.CACHE_REMOVE_ALL)

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import ConfigurationError, PredictError
+from ..protocol.codes import TypeCode
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from .ledger import Ledger
 from .model import load_model
-from .output import OutputCache
+from .output import CREATED, KEPT, REPLACED, OutputCache
 from .signature import bind_inputs
 from .source import WHOLE, is_query, open_scoring_source
 
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["skip-existing", "overwrite"]
 _MODES = ("skip-existing", "overwrite")
+#: Cache key types whose output can be overwritten in place and checked against the source by key.
+_IN_PLACE_KEYS = (TypeCode.LONG, TypeCode.INT, TypeCode.SHORT, TypeCode.BYTE, TypeCode.STRING)
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,10 @@ class PredictResult:
     model (every entry's ``model_hash`` is the first 64 bits of the SHA-256,
     as a signed integer); ``sql_table`` is the output's SQL table, if any;
     ``rows_per_node`` counts the predictions sent to each node (by node id;
-    ``"any"`` when the client could not place keys).
+    ``"any"`` when the client could not place keys).  ``output_action`` says what became of the
+    output cache: ``"created"``, ``"replaced in place"`` (``mode="overwrite"`` over an output of the
+    same layout: every entry rewritten) or ``"kept"`` (``mode="skip-existing"``);
+    ``stale_removed`` counts the entries removed at the end because their keys have left the source.
     """
 
     output: str
@@ -56,6 +62,8 @@ class PredictResult:
     bytes_sent: int = 0
     sql_table: str | None = None
     rows_per_node: Mapping[str, int] = field(default_factory=dict)
+    output_action: str = CREATED
+    stale_removed: int = 0
 
     @property
     def rows_per_second(self) -> float:
@@ -66,6 +74,10 @@ class PredictResult:
         text = (f"scored {self.rows:,} rows of {self.source} into cache {self.output!r} in {self.seconds:.2f} s "
                 f"({self.rows_per_second:,.0f} rows/s); {self.units_scored} unit(s) scored, "
                 f"{self.units_skipped} already complete")
+        if self.output_action == REPLACED:
+            text += "; output overwritten in place"
+        if self.stale_removed:
+            text += f"; {self.stale_removed:,} prediction(s) of keys no longer in the source removed"
         if self.sql_table:
             text += f"; SQL table {self.sql_table}"
         return text
@@ -120,8 +132,16 @@ def predict(
     earlier run of the same model over the same source and output completed,
     and scores the rest again -- a partition an interrupted run left half
     written is rewritten key by key, so every key ends with exactly one entry.
-    ``mode="overwrite"`` destroys the output (and its records) and scores
-    everything.  An SQL query is one unit: recorded when all of it is written.
+    ``mode="overwrite"`` forgets the output's records and scores everything.  Over a cache source
+    scored whole, an existing output of this model's layout and the asked configuration is
+    overwritten in place, key by key (every write an update, not an insert: about half the nodes'
+    work, and readers of the output keep finding a prediction for every key); otherwise (an SQL
+    query, ``parts=``, another layout) the output is destroyed and created again.  An SQL query is
+    one unit: recorded when all of it is written.
+
+    **The output follows the source's keys.**  A run over a whole cache ends by removing the
+    predictions of keys the source no longer holds (found when the output has more entries than
+    the source: rows deleted since an earlier run, or before an in-place overwrite).
 
     **Checked before anything is written**: the model loads
     (:class:`~tensorflow_ignite.errors.ModelLoadError`), its inputs fit the
@@ -183,11 +203,14 @@ def predict(
     # The output is created before the source is read, not while: creating a cache changes the
     # cluster's topology version, and the reader then no longer trusts node scans' partitions as
     # complete until the read ends (nothing would be recorded on the way; measured).
-    created = out.open(overwrite=overwrite, backups=backups, atomicity=AtomicityMode.ATOMIC,
-                       write_sync=WriteSynchronizationMode.FULL_SYNC, sql=sql, expected_rows=expected)
-    ledger.begin(created)  # a created output starts a new generation: older records say nothing
+    whole = src.key_type in _IN_PLACE_KEYS and parts is None  # every key of the cache is this run's
+    action = out.open(overwrite=overwrite, backups=backups, atomicity=AtomicityMode.ATOMIC,
+                      write_sync=WriteSynchronizationMode.FULL_SYNC, sql=sql, expected_rows=expected,
+                      in_place=whole)
+    # A created or overwritten output starts a new generation: older records say nothing.
+    ledger.begin(action != KEPT, keep_models=action == REPLACED)
     ledger.record_model(scoring_model.hash64, scoring_model.uri)
-    done = ledger.completed(units) if not created else set()
+    done = ledger.completed(units) if action == KEPT else set()
     todo = [u for u in units if u not in done]
 
     from ..data.write.sender import progress_bar
@@ -239,13 +262,16 @@ def predict(
         raise PredictError(f"predict: partitions {sorted(missing)[:10]} of {src.describe()} were read but the "
                            "reader never reported them complete, so they are not recorded as scored; run predict "
                            "again (it rescores them) and report this as a bug")
+    stale = out.remove_absent(source, src.key_type) if whole and action != CREATED else 0
+    ledger.forget_carried(scoring_model.hash64)  # every key now holds this model's prediction
     assert out.sender is not None
     result = PredictResult(output=output, source=src.describe(), rows=out.sender.rows_acked,
                            seconds=time.perf_counter() - started, units_scored=len(todo),
                            units_skipped=len(done), model_uri=scoring_model.uri,
                            model_sha256=scoring_model.sha256, model_hash=scoring_model.hash64,
                            bytes_sent=out.sender.bytes_sent, sql_table=out.sql_table,
-                           rows_per_node=dict(out.sender.rows_per_node))
+                           rows_per_node=dict(out.sender.rows_per_node), output_action=action,
+                           stale_removed=stale)
     log.info("%s", result.summary())
     return result
 

@@ -118,16 +118,26 @@ class Ledger:
         self.model_sha256 = model_sha256
         config = CacheConfiguration(LEDGER_CACHE, backups=1,
                                     write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC)
+        self.client = client
         self.cache = client.get_or_create_cache(config)
         self.token = ""
+        #: The ``model_hash`` records carried over from the old token by ``begin(keep_models=True)``.
+        self.carried: set[int] = set()
         self._sweep: threading.Thread | None = None
 
-    def begin(self, created: bool) -> None:
-        """Find the output's token; ``created``: the output is new, so start a new one (forgetting every
-        record about the old output, whose stale records a background sweep removes until :meth:`finish`)."""
+    def begin(self, created: bool, *, keep_models: bool = False) -> None:
+        """Find the output's token; ``created``: the output is new (or is overwritten), so start a new one
+        (forgetting every record about the old output, whose stale records a background sweep removes
+        until :meth:`finish`).  ``keep_models``: the new token still says which model each ``model_hash``
+        of the old entries stands for (an output overwritten in place keeps them until rewritten)."""
         key = _generation_key(self.output)
         if created:
+            models = models_of(self.client, self.output) if keep_models else {}
+            self.carried = set(models)
             self.token = secrets.token_hex(8)
+            if models:
+                self.cache.put_all({self._model_key(h): json.dumps({"uri": m.uri, "sha256": m.sha256})
+                                    for h, m in models.items()})
             self.cache.put(key, self.token)
             self._sweep = threading.Thread(target=self._remove_stale, name=f"ledger-sweep-{self.output}",
                                            daemon=True)
@@ -176,5 +186,15 @@ class Ledger:
 
     def record_model(self, hash64: int, uri: str) -> None:
         assert self.token, "begin() first"
-        self.cache.put(f"{self.output}{_SEP}{self.token}{_SEP}model{_SEP}{hash64}",
-                       json.dumps({"uri": uri, "sha256": self.model_sha256}))
+        self.cache.put(self._model_key(hash64), json.dumps({"uri": uri, "sha256": self.model_sha256}))
+
+    def forget_carried(self, keep: int) -> None:
+        """Drop the model records :meth:`begin` carried over except ``keep``'s: every entry has been
+        rewritten by the model ``keep`` stands for."""
+        gone = [self._model_key(h) for h in self.carried if h != keep]
+        if gone:
+            self.cache.remove_keys(gone)
+        self.carried = set()
+
+    def _model_key(self, hash64: int) -> str:
+        return f"{self.output}{_SEP}{self.token}{_SEP}model{_SEP}{hash64}"

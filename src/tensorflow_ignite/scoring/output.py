@@ -22,7 +22,7 @@ import numpy as np
 from ..capacity import CapacityGuard
 from ..errors import ConfigurationError, OutputLayoutError, ServerError
 from ..data.tensor_schema import load_schema, save_schema
-from ..data.write.cache import default_type_name, prepare_cache
+from ..data.write.cache import default_type_name, existing_sql_table, prepare_cache, sql_engine_available
 from ..data.write.plan import check_append_schema, estimate_row_bytes, make_plan
 from ..data.write.sender import PutAllSender, send_all
 from ..data.write.sources import open_source
@@ -33,7 +33,11 @@ if TYPE_CHECKING:
 
     from ..client import IgniteClient
 
-__all__ = ["KEY", "MODEL_HASH", "OutputCache"]
+__all__ = ["KEY", "MODEL_HASH", "OutputCache", "CREATED", "REPLACED", "KEPT"]
+
+#: What :meth:`OutputCache.open` did with the output cache: created it (new, or destroyed and created
+#: again), kept it to overwrite its entries in place, or kept it to add to (skip-existing).
+CREATED, REPLACED, KEPT = "created", "replaced in place", "kept"
 
 #: The key column of the output (the source row's key).
 KEY = "key"
@@ -108,11 +112,19 @@ class OutputCache:
                 f"{exc}") from None
 
     def open(self, *, overwrite: bool, backups: int, atomicity: int, write_sync: int, sql: bool,
-             expected_rows: int | None) -> bool:
+             expected_rows: int | None, in_place: bool = False) -> str:
         """Create the cache (destroyed first with ``overwrite``), register the type, record the schema.
-        Returns whether the cache was created (it holds nothing from earlier runs)."""
+
+        With ``overwrite`` and ``in_place``, an existing output of this layout and configuration is kept
+        and its entries are overwritten key by key (the caller removes the keys its source no longer
+        has, :meth:`remove_absent`): no destroy, and every write an update rather than an insert into
+        new partitions, which costs the nodes about half as much; applications reading the output keep
+        seeing a prediction for every key meanwhile.  Returns :data:`CREATED` (the cache holds nothing
+        from earlier runs), :data:`REPLACED` or :data:`KEPT`.
+        """
         existing = self.exists
-        kept = existing and not overwrite
+        replace = existing and overwrite and in_place and self._replaceable(backups, atomicity, write_sync, sql)
+        kept = existing and (not overwrite or replace)
         copies = 1 + backups
         if kept:
             copies = 1 + int(self.client.cache(self.name).configuration().backups or 0)
@@ -120,8 +132,9 @@ class OutputCache:
         self.guard = CapacityGuard(self.client, self.name, copies=copies, what="predict", region=None if kept else "",
                                    module=JobClient)
         rows = expected_rows or 0
-        self.guard.check(self.row_bytes * rows, rows, largest_entry=self.row_bytes,
-                         new_partitions=0 if kept else 1024)
+        # Overwriting in place replaces entries of about the same size: no new room is needed for them.
+        self.guard.check(0 if replace else self.row_bytes * rows, 0 if replace else rows,
+                         largest_entry=self.row_bytes, new_partitions=0 if kept else 1024)
         try:
             self.client.put_binary_type(self.plan.binary_type())
         except ServerError as exc:
@@ -129,12 +142,66 @@ class OutputCache:
                 f"binary type {self.plan.type_name!r} is registered on the cluster with other field types "
                 f"than output cache {self.name!r} needs (Ignite keeps binary metadata for good); score into "
                 f"a cache of another name. Server: {' '.join(str(exc).split())}") from None
+        mode = "append" if replace else "overwrite" if overwrite else "append"
         _cache, created, _emptied, self.sql_table = prepare_cache(
-            self.client, self.name, existing, self.plan, mode="overwrite" if overwrite else "append",
+            self.client, self.name, existing, self.plan, mode=mode,
             backups=backups, atomicity=atomicity, write_sync=write_sync, sql=sql)
-        save_schema(self.client, self.name, self.plan.record())
+        if not replace:
+            save_schema(self.client, self.name, self.plan.record())
         self.sender = _CountingSender(self.client, self.name)
-        return created
+        return CREATED if created else REPLACED if replace else KEPT
+
+    def _replaceable(self, backups: int, atomicity: int, write_sync: int, sql: bool) -> bool:
+        """Whether the existing output is what :meth:`open` would create: this layout (the recorded
+        tensor schema), these backups, atomicity and write synchronization, and an SQL table as asked."""
+        recorded = load_schema(self.client, self.name)
+        if recorded is None:
+            return False
+        try:
+            check_append_schema(self.name, recorded, self.plan.record())
+        except ConfigurationError:
+            return False
+        cache = self.client.cache(self.name)
+        config = cache.configuration()
+        if (int(config.backups or 0), config.atomicity_mode, config.write_synchronization_mode) != (
+                backups, atomicity, write_sync):
+            return False
+        has_table = existing_sql_table(cache) is not None
+        if has_table != sql:
+            # Asked for a table the cluster cannot make (no SQL engine): a new cache would lack one too.
+            return sql and not has_table and not sql_engine_available(self.client)[0]
+        return True
+
+    def remove_absent(self, source: str, key_type: int | None, *, page_size: int = 4096) -> int:
+        """Remove the entries whose key ``source`` (a cache) no longer holds; how many were removed.
+
+        Called at the end of a run that scored or skipped every partition of ``source``: every key
+        read has its entry, so when the output holds no more entries than the source, nothing is
+        stale and this is two size requests.  Otherwise the output's keys are checked against the
+        source's in pages (a key missing there loses its prediction).
+        """
+        out = self.client.cache(self.name)
+        src = self.client.cache(source)
+        if out.size() <= src.size():
+            return 0
+        removed = 0
+        keys: list[Any] = []
+
+        def check() -> int:
+            present = src.get_all(keys, key_type=key_type)
+            gone = [k for k in keys if k not in present]
+            if gone:
+                out.remove_keys(gone)
+            keys.clear()
+            return len(gone)
+
+        for k, _v in out.scan(page_size=page_size):
+            keys.append(k)
+            if len(keys) >= page_size:
+                removed += check()
+        if keys:
+            removed += check()
+        return removed
 
     def send(self, keys: np.ndarray, predictions: Mapping[str, np.ndarray]) -> None:
         """Encode one batch and send it, each row to the primary node of its key (answers collected later)."""

@@ -70,6 +70,9 @@ class ScoringSource:
     identity: str
     key: TensorSpec
     _read: Callable[[list[int], list[str]], Reading]
+    #: The type code of a cache's scalar keys (``long``, ``int``, ``String``...); None for an SQL
+    #: query or object keys.
+    key_type: int | None = None
 
     def describe(self) -> str:
         return f"cache {self.name!r}" if self.kind == "cache" else f"SQL query {self.name!r}"
@@ -180,8 +183,9 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
 
         return Reading(batches(), completed)
 
+    key_type = int(key_field.type_code) if key_field is not None and not key_field.is_object else None
     return ScoringSource("cache", cache, fields, units, rows, _identity("cache", cache), _spec("key", spec["key"]),
-                         read)
+                         read, key_type)
 
 
 def _sql_source(client: "IgniteClient", query: str, args: Sequence[Any], key: str | None,

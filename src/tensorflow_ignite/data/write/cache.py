@@ -55,7 +55,7 @@ def _query_entity(type_name: str, table: str, key: FieldPlan, fields: Sequence[F
                        key_field_name=key.name, fields=qfields, aliases=aliases)
 
 
-def _sql_engine_available(client: "IgniteClient") -> tuple[bool, str]:
+def sql_engine_available(client: "IgniteClient") -> tuple[bool, str]:
     """Whether the cluster runs SQL; Ignite 2.18 ``ignite-core`` alone accepts query entities but has no engine."""
     try:
         client.sql("SELECT 1").fetchall()
@@ -80,9 +80,9 @@ def prepare_cache(client: "IgniteClient", cache_name: str, existing: bool, plan:
                 "rows or mode='overwrite' to replace them"
             )
         log.info("writing into the existing, empty cache %r (its configuration is kept)", cache_name)
-        return cache, False, True, _existing_sql_table(cache)
+        return cache, False, True, existing_sql_table(cache)
     if existing and mode == "append":
-        return cache, False, False, _existing_sql_table(cache)
+        return cache, False, False, existing_sql_table(cache)
     if existing and mode == "overwrite":
         log.info("overwrite: destroying cache %r", cache_name)
         client.destroy_cache(cache_name)
@@ -92,7 +92,7 @@ def prepare_cache(client: "IgniteClient", cache_name: str, existing: bool, plan:
                                 write_synchronization_mode=write_sync)
     sql_table = None
     if sql:
-        available, why = _sql_engine_available(client)
+        available, why = sql_engine_available(client)
         if available:
             table = sql_table_name(cache_name)
             config.query_entities = [_query_entity(plan.type_name, table, plan.key, plan.fields)]
@@ -121,7 +121,9 @@ def prepare_cache(client: "IgniteClient", cache_name: str, existing: bool, plan:
     return cache, True, False, sql_table
 
 
-def _existing_sql_table(cache: "Cache") -> str | None:
+def existing_sql_table(cache: "Cache") -> str | None:
+    """The SQL table (``SCHEMA.TABLE``) of an existing cache, None when it has none (or its configuration
+    cannot be read)."""
     try:
         cfg = cache.configuration()
         entities = cfg.query_entities
