@@ -23,6 +23,7 @@ from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table, write
 from tensorflow_ignite.ignite3.protocol.colocation import partitions_of
 from tensorflow_ignite.ignite3.protocol.rows import encode_rows
 from tensorflow_ignite.ignite3.streamer import table_route
+from tensorflow_ignite.local.tls import make_tls_material
 
 _serial = itertools.count(1)
 
@@ -122,7 +123,9 @@ def test_query_with_arguments_and_early_stop(client: Ignite3Client, ignite3_node
     host, port = ignite3_node.address()
     ds = from_sql(f"SELECT NAME, ID * 2 AS TWICE FROM {table} WHERE ID <= ? ORDER BY ID", [2500], host=host,
                   port=port, username=ignite3_node.username, password=ignite3_node.password,
-                  cafile=str(ignite3_node.tls_material.ca_cert), page_size=100)
+                  cafile=str(ignite3_node.tls_material.ca_cert), certfile=str(ignite3_node.tls_material.client_cert),
+                  keyfile=str(ignite3_node.tls_material.client_key),
+                  cert_password=ignite3_node.tls_material.client_key_password, page_size=100)
     head = [r for r in ds.take(3).as_numpy_iterator()]
     assert [r["NAME"] for r in head] == [b"n1", b"n2", b"n3"] and [int(r["TWICE"]) for r in head] == [2, 4, 6]
     # Stopping early closed the cursor; reading to the end still works.
@@ -140,9 +143,22 @@ def test_errors_name_what_failed(client: Ignite3Client, ignite3_node) -> None:  
 
 
 def test_tls(ignite3_node) -> None:  # type: ignore[no-untyped-def]
-    # The fixture's node only speaks TLS: every other test went through it with the CA file.
+    # The fixture's node only speaks TLS and requires a client certificate signed by its CA: every
+    # other test went through it with the CA file and the client certificate.
+    plain = {"cafile": None, "certfile": None, "keyfile": None, "cert_password": None}
     with pytest.raises(HandshakeError, match="expects TLS"):
-        Ignite3Client(ignite3_node.client_options(cafile=None)).connection()
+        Ignite3Client(ignite3_node.client_options(**plain)).connection()
+    # TLS without a client certificate: refused by the node, and the error says what to pass.
+    with pytest.raises(TLSError, match="certfile=") as refused:
+        with Ignite3Client(ignite3_node.client_options(certfile=None, keyfile=None, cert_password=None)) as c:
+            c.execute("SELECT 1")
+    assert ignite3_node.endpoints[0] in str(refused.value)
+    # A certificate the node's CA did not sign is refused too.
+    other = make_tls_material(ignite3_node.work_dir / "other-ca")
+    with pytest.raises(TLSError, match="certfile="):
+        with Ignite3Client(ignite3_node.client_options(certfile=str(other.client_cert), keyfile=str(other.client_key),
+                                                       cert_password=other.client_key_password)) as c:
+            c.execute("SELECT 1")
     # A CA that did not sign the node's certificate is refused by the chain check.
     with pytest.raises(TLSError):
         Ignite3Client(ignite3_node.client_options(cafile=system_ca_bundle())).connection()

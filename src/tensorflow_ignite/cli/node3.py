@@ -21,7 +21,6 @@ __all__ = ["start", "stop", "status", "UNSUPPORTED"]
 #: ``node start`` flags that have no meaning for Ignite 3 nodes: (attribute, flag, why).
 UNSUPPORTED: tuple[tuple[str, str, str], ...] = (
     ("persistence", "--persistence", "Ignite 3 tables are always stored on disk (aipersist) here"),
-    ("tls_client_auth", "--tls-client-auth", "client certificates are not configured for Ignite 3 nodes yet"),
     ("sql", "--sql", "Ignite 3 always has its SQL engine"),
     ("classpath", "--classpath", "Ignite 3 loads code through deployment units, not the node's classpath"),
 )
@@ -35,7 +34,7 @@ def start(args: argparse.Namespace, work_dir: Path) -> int:
         work_dir=work_dir, nodes=args.nodes, host=args.host, client_port=args.client_port or None,
         heap_mb=args.heap_mb, storage_mb=args.region_mb, owner_pid=None,
         username=DEFAULT_USER if args.auth else None, password=DEFAULT_PASSWORD if args.auth else None,
-        tls=args.tls,
+        tls=args.tls or args.tls_client_auth, tls_client_auth=args.tls_client_auth,
     )
     print(f"Starting {args.nodes} Ignite 3 node(s) in {work_dir} ...", flush=True)
     cluster.start(timeout=args.timeout)
@@ -62,8 +61,12 @@ def _print_started(cluster: Ignite3Cluster) -> None:
     print(f"Read them with: tensorflow_ignite.ignite3.from_table(TABLE, host={endpoints!r})")
     if cluster.username:
         print(f"Authentication: user {cluster.username}, password {DEFAULT_PASSWORD}")
-    if cluster.tls_material is not None:
-        print(f"TLS: CA certificate {cluster.tls_material.ca_cert}")
+    m = cluster.tls_material
+    if m is not None:
+        print(f"TLS: CA certificate {m.ca_cert}")
+        if cluster.tls_client_auth:
+            print(f"TLS client certificate (required): certfile={m.client_cert} keyfile={m.client_key} "
+                  f"(the key's password: {m.directory / 'client-key-password'})")
 
 
 def stop(cluster: Ignite3Cluster) -> int:

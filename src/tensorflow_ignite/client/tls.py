@@ -117,7 +117,8 @@ def tls_error(exc: BaseException, address: str, hostname: str, *, stage: str = "
         hint = ""
         if "WRONG_VERSION_NUMBER" in text or "record layer" in text or "PACKET_LENGTH_TOO_LONG" in text:
             hint = " The node does not seem to speak TLS on this port (plaintext client connector?)."
-        elif "CERTIFICATE_REQUIRED" in text or "HANDSHAKE_FAILURE" in text or "BAD_CERTIFICATE" in text:
+        elif any(alert in text for alert in ("CERTIFICATE_REQUIRED", "HANDSHAKE_FAILURE", "BAD_CERTIFICATE",
+                                               "UNKNOWN_CA", "CERTIFICATE_UNKNOWN")):
             hint = (" The node may require a client certificate signed by a CA it trusts: pass "
                     "certfile=... and keyfile=... (and cert_password=... for an encrypted key)")
         return TLSError(f"TLS {stage} with {address} failed: {exc.reason or exc}.{hint}", address=address)

@@ -22,7 +22,7 @@ import threading
 
 from ..client.options import ConnectionOptions
 from ..client.tls import tls_error
-from ..errors import ConnectionTimeoutError, HandshakeError, IgniteConnectionError, ProtocolError
+from ..errors import ConnectionTimeoutError, HandshakeError, IgniteConnectionError, ProtocolError, TLSError
 from .protocol.codes import MAGIC, ClientOp
 from .protocol.framing import Handshake, frame_length, handshake_request, parse_handshake, parse_response, \
     request, server_error
@@ -88,7 +88,7 @@ class Ignite3Connection:
             self.close()
             raise HandshakeError(f"{self.address} answered the Ignite 3 handshake with something else: {exc}",
                                  address=self.address) from None
-        except (HandshakeError, ConnectionTimeoutError):
+        except (HandshakeError, ConnectionTimeoutError, TLSError):
             self.close()
             raise
         except IgniteConnectionError:
@@ -96,7 +96,8 @@ class Ignite3Connection:
             hint = ("a node whose client connector expects TLS (give cafile=, or the other TLS options), "
                     "or an Ignite 2 node (use tensorflow_ignite.IgniteDataset for Ignite 2)"
                     if not self.options.uses_tls else
-                    "an Ignite 2 node? (use tensorflow_ignite.IgniteDataset for Ignite 2)")
+                    "a node requiring a client certificate (pass certfile= and keyfile=), or an Ignite 2 "
+                    "node? (use tensorflow_ignite.IgniteDataset for Ignite 2)")
             raise HandshakeError(f"{self.address} closed the connection during the Ignite 3 handshake: not an "
                                  f"Ignite 3 client port as configured here -- {hint}", address=self.address) from None
         except BaseException:
@@ -125,6 +126,10 @@ class Ignite3Connection:
         except IgniteConnectionError:
             self.close()
             raise
+        except ssl.SSLError as exc:
+            # With TLS 1.3 a refused client certificate only shows on the first read.
+            self.close()
+            raise tls_error(exc, self.address, self.options.tls_hostname(self.host), stage="connection") from None
         except OSError as exc:
             self.close()
             raise IgniteConnectionError(f"connection to Ignite 3 node {self.address} lost: {exc}",

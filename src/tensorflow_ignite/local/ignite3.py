@@ -137,7 +137,10 @@ class Ignite3Cluster:
     into a file of the work directory, never onto a command line.  ``tls``: the
     client connector speaks TLS with a certificate from a private CA made here
     (:func:`~tensorflow_ignite.local.tls.make_tls_material`; the keystore's
-    password is in the node's configuration file, mode 0600).
+    password is in the node's configuration file, mode 0600).  ``tls_client_auth``
+    (implies ``tls``): the client connector also requires a client certificate
+    signed by that CA (``clientAuth = "require"``, the CA in its trust store);
+    :meth:`client_options` then carries the client certificate and key.
     """
 
     work_dir: Path
@@ -151,6 +154,7 @@ class Ignite3Cluster:
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     tls: bool = False
+    tls_client_auth: bool = False
     #: The private CA, server keystore and client certificate of a ``tls`` cluster (made by :meth:`start`).
     tls_material: TLSMaterial | None = field(default=None, repr=False)
     members: list[Ignite3Node] = field(default_factory=list)
@@ -161,6 +165,8 @@ class Ignite3Cluster:
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir)
+        if self.tls_client_auth:
+            self.tls = True
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
 
     def __enter__(self) -> "Ignite3Cluster":
@@ -198,8 +204,13 @@ class Ignite3Cluster:
         m = self.tls_material
         if m is None:
             return ""
+        secret = _hocon_string(m.keystore_password)
+        trust = ""
+        if self.tls_client_auth:  # the CA that signs client certificates, in the node's trust store
+            trust = (f', clientAuth = "require", trustStore {{ type = PKCS12, '
+                     f"path = {_hocon_string(str(m.server_truststore))}, password = {secret} }}")
         return (f"\n  clientConnector.ssl {{ enabled = true, keyStore {{ type = PKCS12, "
-                f"path = {_hocon_string(str(m.server_keystore))}, password = {_hocon_string(m.keystore_password)} }} }}")
+                f"path = {_hocon_string(str(m.server_keystore))}, password = {secret} }}{trust} }}")
 
     def _security_config(self) -> Path:
         """The cluster configuration turning basic authentication on for :attr:`username` (mode 0600)."""
@@ -218,8 +229,12 @@ class Ignite3Cluster:
         host, port = self.address(index)
         given: dict[str, object] = {"host": host, "port": port, "username": self.username,
                                     "password": self.password}
-        if self.tls_material is not None:
-            given["cafile"] = str(self.tls_material.ca_cert)
+        m = self.tls_material
+        if m is not None:
+            given["cafile"] = str(m.ca_cert)
+            if self.tls_client_auth:
+                given.update(certfile=str(m.client_cert), keyfile=str(m.client_key),
+                             cert_password=m.client_key_password)
         given.update(fields)
         return ConnectionOptions(**given)  # type: ignore[arg-type]
 
@@ -355,6 +370,7 @@ class Ignite3Cluster:
         state = {
             "generation": GENERATION, "name": self.name, "host": self.host, "nodes": self.nodes,
             "version": self.version, "username": self.username, "tls": self.tls,
+            "tls_client_auth": self.tls_client_auth,
             "ca_cert": str(self.tls_material.ca_cert) if self.tls_material is not None else None,
             "members": [asdict(m) for m in self.members],
         }
@@ -371,7 +387,7 @@ class Ignite3Cluster:
             return None
         cluster = cls(work_dir=Path(work_dir), nodes=state["nodes"], host=state["host"], name=state["name"],
                       version=state["version"], username=state.get("username"), tls=bool(state.get("tls")),
-                      owner_pid=None)
+                      tls_client_auth=bool(state.get("tls_client_auth")), owner_pid=None)
         cluster.members = [Ignite3Node(**m) for m in state["members"]]
         return cluster
 

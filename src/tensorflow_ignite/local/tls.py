@@ -3,7 +3,8 @@
 Generates, into a directory of its own, a CA, a server certificate valid for
 ``localhost``/``127.0.0.1`` packed as a PKCS#12 keystore for the Java node, a
 truststore holding the CA (so the node can verify client certificates), and a
-client certificate whose private key is protected by a password.  Nothing made
+client certificate whose private key is protected by a password (kept beside it in
+``client-key-password``, mode 0600, like every file there).  Nothing made
 here is meant for production, and nothing is ever committed: the files live under
 the node's work directory.
 """
@@ -140,6 +141,8 @@ def make_tls_material(directory: str | os.PathLike[str]) -> TLSMaterial:
     )
     if proc.returncode != 0:
         raise NodeError(f"keytool could not write the truststore: {proc.stderr.strip()}")
+    # The client key's password, for a command line or another process (the directory and files are 0600).
+    (out / "client-key-password").write_text(client_pw + "\n")
     for f in out.iterdir():
         os.chmod(f, 0o600)
     return TLSMaterial(

@@ -269,10 +269,12 @@ def three_hosts(_three_hosts_of_module: HostCluster) -> HostCluster:
 @pytest.fixture(scope="session")
 def ignite3_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ignite3Cluster]:
     """One Apache Ignite 3.1 server node (embedded ``IgniteServer``, cluster initialised) with TLS on
-    its client connector and basic authentication (``.client_options()`` carries the CA file and the
+    its client connector, client certificates required, and basic authentication
+    (``.client_options()`` carries the CA file, the client certificate and key, and the
     credentials), shared by the session; its start time is in ``.start_seconds``."""
     cluster = Ignite3Cluster(Path(tmp_path_factory.mktemp("ignite3")), nodes=1, name="tfi3", heap_mb=512,
-                             username="tf-tests", password=f"pw-{os.getpid()}-{os.urandom(6).hex()}", tls=True)
+                             username="tf-tests", password=f"pw-{os.getpid()}-{os.urandom(6).hex()}",
+                             tls_client_auth=True)
     with _lock:
         _started.append(cluster)  # stopped with the others at exit and on SIGTERM
     cluster.start()
