@@ -8,6 +8,8 @@ fresh work directory, and stopped by ``node stop`` even when a check fails.
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,23 +25,35 @@ from tensorflow_ignite.local.ignite3 import Ignite3Cluster  # noqa: E402
 CLI = [sys.executable, "-m", "tensorflow_ignite.cli.main"]
 
 
-def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+def run(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
 
 
-def read_table(host: str, port: int, table: str) -> dict[str, np.ndarray]:
-    rows = list(ignite3.from_table(table, host=host, port=port).as_numpy_iterator())
+def read_table(host: str, port: int, table: str, **connection: object) -> dict[str, np.ndarray]:
+    rows = list(ignite3.from_table(table, host=host, port=port, **connection).as_numpy_iterator())
     rows.sort(key=lambda r: int(r["ID"]))
     return {name: np.array([r[name] for r in rows]) for name in (rows[0] if rows else {})}
 
 
 def test_node_start_load_and_stop_on_ignite3(tmp_path: Path) -> None:
     work = tmp_path / "nodes3"
+    # Secure as a production cluster: TLS, client certificates required, authentication.
     start = run("node", "start", "--ignite", "3", "--client-port", "0", "--work-dir", str(work),
-                "--heap-mb", "512", "--region-mb", "256", timeout=400)
+                "--heap-mb", "512", "--region-mb", "256", "--tls-client-auth", "--auth", timeout=400)
     try:
         assert start.returncode == 0, start.stderr + start.stdout
         assert "1/1 recorded node(s) running and ready" in start.stdout
+        # What to pass is printed: the CA, the client certificate and key, the key's password file.
+        ca = re.search(r"CA certificate (\S+)", start.stdout)
+        cert = re.search(r"certfile=(\S+) keyfile=(\S+?),.* password in (\S+)", start.stdout)
+        assert ca and cert, start.stdout
+        tls = {"cafile": ca.group(1), "certfile": cert.group(1), "keyfile": cert.group(2),
+               "cert_password": Path(cert.group(3)).read_text().strip()}
+        conn = {**tls, "username": "ignite", "password": "ignite"}
+        flags = ["--cafile", tls["cafile"], "--certfile", tls["certfile"], "--keyfile", tls["keyfile"],
+                 "--username", "ignite"]
+        env = {"IGNITE_PASSWORD": "ignite", "IGNITE_CERT_PASSWORD": tls["cert_password"]}
         status = run("node", "status", "--json", "--work-dir", str(work))
         assert status.returncode == 0, status.stdout + status.stderr
         doc = json.loads(status.stdout)
@@ -48,29 +62,34 @@ def test_node_start_load_and_stop_on_ignite3(tmp_path: Path) -> None:
 
         csv = tmp_path / "rows.csv"
         csv.write_text("x,label,name\n" + "".join(f"{i / 4},{i % 3},n{i}\n" for i in range(500)))
-        load = run("load", "--ignite", "3", "ROWS3", str(csv), "--host", host, "--port", str(port))
+        # Without the client certificate the node refuses the load, and the error says what to pass.
+        refused = run("load", "--ignite", "3", "ROWS3", str(csv), "--host", host, "--port", str(port),
+                      "--cafile", tls["cafile"], "--username", "ignite", env=env)
+        assert refused.returncode != 0 and "certfile" in refused.stderr, refused.stderr
+        load = run("load", "--ignite", "3", "ROWS3", str(csv), "--host", host, "--port", str(port), *flags, env=env)
         assert load.returncode == 0, load.stderr + load.stdout
         assert "500 rows" in load.stdout and "Ignite 3 table ROWS3 (primary key ID)" in load.stdout
-        got = read_table(host, port, "ROWS3")
+        got = read_table(host, port, "ROWS3", **conn)
         np.testing.assert_array_equal(got["ID"], np.arange(500))
         np.testing.assert_allclose(got["X"], np.arange(500) / 4)
         np.testing.assert_array_equal(got["LABEL"], np.arange(500) % 3)
         assert got["NAME"][7] == b"n7"
 
         # create refuses a table holding rows, and says what to do; nothing changes.
-        again = run("load", "--ignite", "3", "ROWS3", str(csv), "--host", host, "--port", str(port))
+        again = run("load", "--ignite", "3", "ROWS3", str(csv), "--host", host, "--port", str(port), *flags,
+                    env=env)
         assert again.returncode == 1 and "already holds 500 rows" in again.stderr and "--mode" in again.stderr
         # Ignite 2 cache settings are refused by name, before anything is written.
         wrong = run("load", "--ignite", "3", "OTHER3", str(csv), "--backups", "1", "--host", host,
-                    "--port", str(port))
+                    "--port", str(port), *flags, env=env)
         assert wrong.returncode == 1 and "--backups" in wrong.stderr
         # overwrite replaces the table: only the new rows remain.
         small = tmp_path / "small.csv"
         small.write_text("x,label,name\n" + "".join(f"{-i},{i},m{i}\n" for i in range(20)))
         over = run("load", "--ignite", "3", "ROWS3", str(small), "--mode", "overwrite", "--host", host,
-                   "--port", str(port))
+                   "--port", str(port), *flags, env=env)
         assert over.returncode == 0, over.stderr + over.stdout
-        got = read_table(host, port, "ROWS3")
+        got = read_table(host, port, "ROWS3", **conn)
         np.testing.assert_array_equal(got["ID"], np.arange(20))
         np.testing.assert_allclose(got["X"], -np.arange(20))
     finally:

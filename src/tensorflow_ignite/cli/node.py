@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import NodeError
 from ..local.cluster import DEFAULT_PASSWORD, DEFAULT_USER, DISCOVERY_SLOTS, LocalCluster
 from ..local.state import state_dir
+from ..local.tls import describe_tls
 from ..protocol.endpoint import DEFAULT_HOST
 from . import validate
 
@@ -133,7 +134,7 @@ def _start(args: argparse.Namespace) -> int:
 def _print_started(cluster: LocalCluster) -> None:
     _print_status(cluster)
     if cluster.tls_material is not None:
-        print(f"TLS: CA certificate {cluster.tls_material.ca_cert}")
+        print("\n".join(describe_tls(cluster.tls_material, cluster.tls_client_auth)))
     print(f"Launcher (ignite-tf start): {_launcher_note(cluster)}")
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..errors import ConfigurationError, NodeError
 from ..local.cluster import DEFAULT_PASSWORD, DEFAULT_USER
 from ..local.ignite3 import Ignite3Cluster
+from ..local.tls import describe_tls
 
 __all__ = ["start", "stop", "status", "UNSUPPORTED"]
 
@@ -61,12 +62,8 @@ def _print_started(cluster: Ignite3Cluster) -> None:
     print(f"Read them with: tensorflow_ignite.ignite3.from_table(TABLE, host={endpoints!r})")
     if cluster.username:
         print(f"Authentication: user {cluster.username}, password {DEFAULT_PASSWORD}")
-    m = cluster.tls_material
-    if m is not None:
-        print(f"TLS: CA certificate {m.ca_cert}")
-        if cluster.tls_client_auth:
-            print(f"TLS client certificate (required): certfile={m.client_cert} keyfile={m.client_key} "
-                  f"(the key's password: {m.directory / 'client-key-password'})")
+    if cluster.tls_material is not None:
+        print("\n".join(describe_tls(cluster.tls_material, cluster.tls_client_auth)))
 
 
 def stop(cluster: Ignite3Cluster) -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..errors import NodeError
 
-__all__ = ["TLSMaterial", "make_tls_material"]
+__all__ = ["TLSMaterial", "describe_tls", "make_tls_material"]
 
 
 @dataclass(frozen=True)
@@ -155,3 +155,15 @@ def make_tls_material(directory: str | os.PathLike[str]) -> TLSMaterial:
         client_key=out / "client.key",
         client_key_password=client_pw,
     )
+
+
+def describe_tls(material: TLSMaterial, client_auth: bool) -> list[str]:
+    """Lines telling a user of ``node start`` what to pass to connect: the CA, and with ``client_auth``
+    the client certificate, its key and where the key's password is (never the password itself)."""
+    lines = [f"TLS: CA certificate {material.ca_cert} (cafile=)"]
+    if client_auth:
+        lines.append(f"TLS client certificate (required): certfile={material.client_cert} "
+                     f"keyfile={material.client_key}, the key's password in "
+                     f"{material.directory / 'client-key-password'} (cert_password=; ignite-tf reads "
+                     "$IGNITE_CERT_PASSWORD)")
+    return lines
