@@ -7,14 +7,16 @@ Two models over digits-shaped rows (``image`` float32[8, 8, 1], the demo's ``DIG
 * ``heavy`` -- the same input through two 2048-wide dense layers, where the model's compute does.
 
 Three contenders each score every row of the source and leave one prediction per key in an output
-cache of their own, created by the timed call:
+cache of their own, replaced by the timed call:
 
 * ``predict`` -- ``tensorflow_ignite.predict(model, cache, output, mode="overwrite")`` (the Keras
-  object; the call loads nothing, hashes the model's weights for its identity, creates the output,
-  reads, predicts, writes, records completion);
+  object; the call loads nothing, hashes the model's weights for its identity, reads, predicts,
+  writes, records completion; the output its warm-up created has this layout, so each timed call
+  overwrites its entries in place -- updates of the same keys -- and checks it holds no key the
+  source lacks);
 * ``dataset`` -- the one-process path users write today, the reference: ``IgniteDataset`` batches
   -> ``model.predict_on_batch`` -> one ``tensorflow_ignite.write(..., mode="overwrite")`` of the keys
-  and predictions;
+  and predictions (``write``'s overwrite destroys the cache and creates it again);
 * ``pyignite`` -- pyignite ``scan`` rows -> NumPy batches -> ``predict_on_batch`` -> pyignite
   ``put_all`` of each batch (a float array per key), stopped after ``pyignite_read_seconds``
   (the rate is that of the rows scored).
@@ -79,7 +81,7 @@ def _predict(client: Any, model: Any, cache: str, output: str) -> Contender:
         return Run(dt, result.rows, result.rows * _ROW_BYTES, extra={"rows_per_node": dict(result.rows_per_node)})
 
     return Contender("predict", "tensorflow_ignite.predict", run, warmup=lambda: None if run() else None,
-                     note=f"batch {BATCH}, mode=overwrite (output created in the call)", close=client.close)
+                     note=f"batch {BATCH}, mode=overwrite (the output overwritten in place)", close=client.close)
 
 
 def _dataset_path(client: Any, model: Any, cache: str, output: str) -> Contender:
@@ -222,8 +224,9 @@ def predict_scenarios(addresses: list[tuple[str, int]], sizes: Any, log: Any = p
         out.append(Scenario(
             f"predict{nodes}_{name}", f"7. Scoring in place: {name} model, {nodes} node{'s' if nodes > 1 else ''}",
             f"{rows:,} rows of image float32[8,8,1] on {nodes} local node(s), {what}; each contender scores "
-            f"every row in batches of {BATCH} and writes one prediction per key into an output cache it creates "
-            "in the timed call.",
+            f"every row in batches of {BATCH} and leaves one prediction per key in an output cache of its own, "
+            "replaced in the timed call (predict overwrites its entries in place; write(mode=overwrite) "
+            "destroys and creates the cache; pyignite creates it, destroyed untimed).",
             "rows/s", contenders, reference="dataset",
             targets=[] if nodes > 1 else [
                 Target("predict", "dataset", 1.0, f"predict ({name}) >= 1.0x IgniteDataset -> model -> write"),
