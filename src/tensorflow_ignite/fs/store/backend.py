@@ -89,6 +89,8 @@ class StoreTables(Protocol):
     generation: int
     #: The meta table outside transactions.
     meta: MetaTable
+    #: The longest pause (seconds) between two runs of a transaction that lost a race.
+    max_backoff: float
     #: Names of the meta and data tables (caches on Ignite 2), for messages.
     meta_name: str
     data_name: str

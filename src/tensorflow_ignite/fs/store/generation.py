@@ -5,8 +5,8 @@ One connection-options type serves both generations
 TLS, credentials); the generation is named in the settings
 (``IGNITE_FS_GENERATION=2|3``) or, with ``auto`` (the default), found by the
 handshake: an Ignite 2 node answers the thin-client handshake, an Ignite 3
-node refuses it at once (it expects ``IGNI``), and the Ignite 3 handshake is
-tried next.  Wrong credentials or TLS settings are reported as they are, not
+node drops it at once (it expects ``IGNI``; over TLS the Ignite 2 client sees
+the TLS connection closed), and the Ignite 3 handshake is tried next.  Wrong credentials or TLS settings are reported as they are, not
 taken for the other generation.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING, Any
 
-from ...errors import AuthenticationError, HandshakeError
+from ...errors import AuthenticationError, HandshakeError, IgniteConnectionError, TLSError
 from ..config import parse_generation
 
 if TYPE_CHECKING:
@@ -44,16 +44,21 @@ def connect_client(options: "ConnectionOptions", generation: str = "auto") -> An
         return options.connect()
     except AuthenticationError:
         raise
-    except HandshakeError as exc2:
+    except (HandshakeError, TLSError) as exc2:
+        # An Ignite 3 node drops the Ignite 2 handshake: over TLS that looks like a TLS failure.
         try:
             return _ignite3_client(options)
         except AuthenticationError:
             raise
         except HandshakeError as exc3:
+            if isinstance(exc2, TLSError):
+                raise exc2 from None  # not Ignite 3 either: the TLS problem is the likelier story
             raise HandshakeError(
                 f"{options.endpoints[0]} answered neither the Ignite 2 thin-client handshake ({exc2}) nor the "
                 f"Ignite 3 one ({exc3}); check the port and the TLS settings, or name the generation "
                 "(IGNITE_FS_GENERATION=2 or 3)", address=options.endpoints[0]) from None
+        except IgniteConnectionError:
+            raise exc2 from None
 
 
 def is_ignite3(client: Any) -> bool:

@@ -87,6 +87,8 @@ class Ignite2Tables:
     """The store's two caches on an Ignite 2 cluster (a :class:`~.backend.StoreTables`)."""
 
     generation = 2
+    #: Optimistic transactions fail only at the commit: racers are short, pauses too.
+    max_backoff = 0.05
 
     def __init__(self, client: IgniteClient, prefix: str, backups: int, stats: collections.Counter[str]) -> None:
         self.client = client

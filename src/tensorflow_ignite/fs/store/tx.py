@@ -186,7 +186,7 @@ class Transactions(StoreState):
                         self.stats["tx_conflicts"] += 1
                         log.debug("%s: transaction conflict (attempt %d): %s", what, attempt + 1, exc)
                         time.sleep(delay * random.uniform(0.5, 1.5))  # jitter: racers drift apart
-                        delay = min(delay * 2, 0.05)
+                        delay = min(delay * 2, self.tables.max_backoff)
                         continue
                     raise
             self.stats["tx_commits"] += 1
