@@ -232,6 +232,28 @@ def test_ignite3_files_are_rows_of_two_tables(ignite3_node: Ignite3Cluster) -> N
         s.close()
 
 
+def test_ignite3_tables_dropped_are_created_again(ignite3_node: Ignite3Cluster) -> None:
+    """As lost caches on Ignite 2 (a restarted in-memory cluster): the next operation finds the tables
+    gone, creates them again and succeeds (the files stored before are gone)."""
+    prefix = f"fs_drop_{uuid.uuid4().hex[:6]}"
+    s = IgniteFileStore(connect_client(ignite3_node.client_options()), cache_prefix=prefix, block_size=BS)
+    other = Ignite3Client(ignite3_node.client_options())
+    try:
+        s.write_file("/a", pattern(BS + 5))
+        other.execute(f"DROP TABLE {prefix}_META")
+        other.execute(f"DROP TABLE {prefix}_DATA")
+        assert s.lookup("/a") is None
+        assert s.stats["caches_recreated"] == 1
+        s.write_file("/b", pattern(BS + 7))
+        assert s.read_file("/b") == pattern(BS + 7) and s.listdir("/") == ["b"]
+    finally:
+        s.close()
+        for t in ("META", "DATA"):
+            other.execute(f"DROP TABLE IF EXISTS {prefix}_{t}")
+        other.execute(f"DROP ZONE IF EXISTS {prefix}_ZONE")
+        other.close()
+
+
 @pytest.fixture(scope="module")
 def ignite3_uri(ignite3_node: Ignite3Cluster) -> Iterator[str]:
     """``ignite://host:port`` of the Ignite 3 node, its TLS and credentials configured as for Ignite 2."""
