@@ -36,11 +36,12 @@ guard (:meth:`Ignite3Tables.capacity` is None).
 from __future__ import annotations
 
 import collections
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...client import TransactionConflictError
 from ...errors import (ClientError, ConfigurationError, Ignite3ServerError, IgniteConnectionError,
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
     from ...ignite3 import Ignite3Client, KeyValueView, Transaction
 
 __all__ = ["Ignite3Tables"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: Clients (connections) the tables open at most; a borrower beyond waits for one.
 MAX_CLIENTS = 64
@@ -97,6 +101,16 @@ class _Pool:
         finally:
             self.give(p)
 
+    def call(self, fn: Callable[[_Pooled], T]) -> T:
+        """``fn`` on a borrowed client; run once more if its connection failed (the connection closes
+        itself and the client dials again).  For idempotent requests only: reads, upserts, removes."""
+        with self.borrowed() as p:
+            try:
+                return fn(p)
+            except IgniteConnectionError as exc:
+                log.info("ignite:// on Ignite 3: %s; sending the request again on a new connection", exc)
+                return fn(p)
+
     def take(self) -> _Pooled:
         with self._cond:
             while not self._free and len(self._all) >= MAX_CLIENTS:
@@ -141,38 +155,32 @@ class _Meta:
         self.name = name
 
     def get(self, key: str) -> Any:
-        with self._pool.borrowed() as p:
-            row = p.view(self.name).get(key)
+        row = self._pool.call(lambda p: p.view(self.name).get(key))
         return None if row is None else row["VAL"]
 
     def get_all(self, keys: Iterable[str]) -> dict[Any, Any]:
         keys = list(dict.fromkeys(keys))
         if not keys:
             return {}
-        with self._pool.borrowed() as p:
-            rows = p.view(self.name).get_all(keys)
+        rows = self._pool.call(lambda p: p.view(self.name).get_all(keys))
         return {k: r["VAL"] for k, r in zip(keys, rows) if r is not None}
 
     def put(self, key: str, value: str) -> None:
-        with self._pool.borrowed() as p:
-            p.view(self.name).put({"KEY": key, "VAL": value})
+        self._pool.call(lambda p: p.view(self.name).put({"KEY": key, "VAL": value}))
 
     def put_all(self, entries: Mapping[str, str] | Iterable[tuple[str, str]]) -> None:
         items = entries.items() if isinstance(entries, Mapping) else entries
         rows = [{"KEY": k, "VAL": v} for k, v in items]
         if rows:
-            with self._pool.borrowed() as p:
-                p.view(self.name).put_all(rows)
+            self._pool.call(lambda p: p.view(self.name).put_all(rows))
 
     def remove_key(self, key: str) -> bool:
-        with self._pool.borrowed() as p:
-            return p.view(self.name).remove(key)
+        return self._pool.call(lambda p: p.view(self.name).remove(key))
 
     def remove_keys(self, keys: Iterable[str]) -> None:
         keys = list(keys)
         if keys:
-            with self._pool.borrowed() as p:
-                p.view(self.name).remove_all(keys)
+            self._pool.call(lambda p: p.view(self.name).remove_all(keys))
 
 
 class _Tx:
@@ -308,15 +316,13 @@ class Ignite3Tables:
     def block_node(self, key: str) -> str | None:
         """The name of the node a request for block ``key`` goes to (its primary when the client
         is connected to it)."""
-        with self._pool.borrowed() as p:
-            return p.view(self.data_name).node_of(key)
+        return self._pool.call(lambda p: p.view(self.data_name).node_of(key))
 
     def node_name(self, node: Any) -> str:
         return "the cluster (any node)" if node is None else f"node {node}"
 
     def get_block(self, key: str) -> memoryview | None:
-        with self._pool.borrowed() as p:
-            row = p.view(self.data_name).get(key)
+        row = self._pool.call(lambda p: p.view(self.data_name).get(key))
         if row is None or row["VAL"] is None:
             return None
         self.stats["blocks_read"] += 1
@@ -333,8 +339,7 @@ class Ignite3Tables:
         return short
 
     def _put(self, key: str, value: bytes | memoryview) -> None:
-        with self._pool.borrowed() as p:
-            p.view(self.data_name).put({"KEY": key, "VAL": value})
+        self._pool.call(lambda p: p.view(self.data_name).put({"KEY": key, "VAL": value}))
         self.stats["blocks_written"] += 1
 
     def put_block(self, buffer: bytearray, key: str, length: int) -> None:
@@ -354,18 +359,15 @@ class Ignite3Tables:
     def put_blocks(self, items: Sequence[tuple[str, bytes]]) -> None:
         rows = [{"KEY": k, "VAL": v} for k, v in items]
         if rows:
-            with self._pool.borrowed() as p:
-                p.view(self.data_name).put_all(rows)
+            self._pool.call(lambda p: p.view(self.data_name).put_all(rows))
             self.stats["blocks_written"] += len(rows)
 
     def contains_block(self, key: str) -> bool:
-        with self._pool.borrowed() as p:
-            return p.view(self.data_name).contains(key)
+        return self._pool.call(lambda p: p.view(self.data_name).contains(key))
 
     def remove_blocks(self, keys: Sequence[str]) -> None:
         if keys:
-            with self._pool.borrowed() as p:
-                p.view(self.data_name).remove_all(list(keys))
+            self._pool.call(lambda p: p.view(self.data_name).remove_all(list(keys)))
 
 
 def _text(value: object) -> str:
