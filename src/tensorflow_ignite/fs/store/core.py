@@ -117,8 +117,9 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
 
     @property
     def data(self) -> Any:
-        """The data cache (Ignite 2) or the data table's key-value view (Ignite 3)."""
-        return self.tables.data
+        """The data cache on Ignite 2 (tests and diagnostics read its size); None on Ignite 3, whose
+        store reaches its data table through :attr:`tables` only."""
+        return getattr(self.tables, "data", None)
 
     def _open_caches(self) -> None:
         self.tables.ensure_tables()
