@@ -1,4 +1,8 @@
-"""The ignite:// file store against real Ignite nodes (no TensorFlow in this module)."""
+"""The ignite:// file store against real Ignite nodes (no TensorFlow in this module).
+
+Tests taking the ``store`` fixture run twice: on an Ignite 2 node's caches and on an Ignite 3.1
+node's tables (the session's ``ignite3_node``); the others are about Ignite 2 (its caches, its
+connections, its cluster of three)."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from tensorflow_ignite.fs import config as fs_config
 from tensorflow_ignite.fs.layout import SPLIT_NAMES, FileEntry, block_key, decode_garbage, encode_garbage
 from tensorflow_ignite.fs.store import FileWriter, IgniteFileStore, StaleFileError
 from tensorflow_ignite.fs.store.common import GARBAGE_DELAY
+from tensorflow_ignite.fs.store.generation import connect_client
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol import requests, responses
 from tensorflow_ignite.protocol.codes import Op
@@ -32,8 +37,24 @@ def client(ignite_node: LocalCluster) -> Iterator[IgniteClient]:
 
 
 @pytest.fixture(scope="module")
-def store(client: IgniteClient) -> Iterator[IgniteFileStore]:
+def store2(client: IgniteClient) -> Iterator[IgniteFileStore]:
+    """A store on the Ignite 2 node (for tests of Ignite 2's wire: caches, connections)."""
     s = IgniteFileStore(client, cache_prefix="fs_store_tests", block_size=BS, owns_client=False)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module", params=["ignite2", "ignite3"])
+def store(request: pytest.FixtureRequest) -> Iterator[IgniteFileStore]:
+    """The store the file-semantics tests run on, once per Ignite generation: the Ignite 2 node's
+    caches, and the tables of the session's Ignite 3 node (TLS + authentication; the generation
+    found at the handshake)."""
+    if request.param == "ignite2":
+        yield request.getfixturevalue("store2")
+        return
+    client = connect_client(request.getfixturevalue("ignite3_node").client_options())
+    s = IgniteFileStore(client, cache_prefix="fs_store_tests", block_size=BS)
+    assert s.tables.generation == 3
     yield s
     s.close()
 
@@ -144,7 +165,8 @@ def test_large_reads_land_in_the_buffer_from_many_threads(store: IgniteFileStore
         assert bytes(buf[:2 * BS]) == data[BS:3 * BS]
 
 
-def test_receive_into_reads_the_answer_into_the_buffer(store: IgniteFileStore, root: str) -> None:
+def test_receive_into_reads_the_answer_into_the_buffer(store2: IgniteFileStore) -> None:
+    store, root = store2, "/test_receive_into_reads_the_answer_into_the_buffer"
     data = pattern(BS, seed=5)
     store.write_file(f"{root}/f", data)
     e = store.lookup(f"{root}/f")
@@ -209,6 +231,7 @@ def test_receive_into_reads_the_answer_into_the_buffer(store: IgniteFileStore, r
     conn.forget_into(conn.send(encode_late))
     assert store.read_file(f"{root}/f") == data  # the connection still works
     assert late == bytearray(BS) or bytes(late) == data  # filled before it was cancelled, or not at all
+    store.rmtree(root)
 
 
 def test_directories(store: IgniteFileStore, root: str) -> None:

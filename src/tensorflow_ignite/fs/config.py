@@ -19,7 +19,8 @@ file-store options (``IGNITE_FS_`` only): ``CACHE_PREFIX`` (default
 ``BACKUPS`` (default 1), ``GARBAGE_DELAY`` (seconds replaced or removed content
 stays readable for readers in other processes that opened it before; default 10),
 ``READ_AHEAD`` (bytes a sequential reader fetches ahead, per open file, suffixes
-allowed; default 16m, 0 turns it off).
+allowed; default 16m, 0 turns it off), ``GENERATION`` (``2``, ``3`` or ``auto``, the
+default: the endpoint's handshake tells whether it is an Ignite 2 or an Ignite 3 node).
 
 ``ignite://host:port/path`` always uses that host and port; credentials and
 TLS are never taken from a URI (a ``user@`` part is rejected without echoing
@@ -67,6 +68,18 @@ __all__ = [
 
 _PREFIXES = (FS_PREFIX, DATASET_PREFIX)
 
+#: What ``generation`` accepts.
+GENERATIONS = ("auto", "2", "3")
+
+
+def parse_generation(value: object, name: str = "generation") -> str:
+    """``"auto"``, ``"2"`` or ``"3"`` from a setting (an int or a string)."""
+    text = str(value).strip().lower()
+    if text not in GENERATIONS:
+        raise ConfigurationError(f"{name}={value!r}: expected one of {', '.join(GENERATIONS)} (the Ignite "
+                                 "generation of the cluster; auto asks the node at the handshake)")
+    return text
+
 
 @dataclass(frozen=True)
 class FsSettings:
@@ -81,6 +94,8 @@ class FsSettings:
     garbage_delay: float = 10.0
     #: Bytes a sequential reader fetches ahead, per open file (whole blocks; 0: none).
     read_ahead: int = 16 << 20
+    #: The cluster's Ignite generation: ``"2"``, ``"3"`` or ``"auto"`` (the handshake tells).
+    generation: str = "auto"
 
     def updated(self, **changes: Any) -> "FsSettings":
         """A copy with ``changes`` applied: fields of this class or of :class:`ConnectionOptions`."""
@@ -141,6 +156,8 @@ def _store_env(environ: Any) -> dict[str, Any]:
             out[key] = _parse_size(name, raw, minimum=0)
         elif key == "backups":
             out[key] = parse_int(name, raw)
+        elif key == "generation":
+            out[key] = parse_generation(raw, name)
         elif key == "garbage_delay":
             try:
                 out[key] = float(raw)
@@ -158,7 +175,7 @@ def configure(**options: Any) -> FsSettings:
     (``host``, ``port``, ``username``, ``password``, ``cafile``, ``certfile``,
     ``keyfile``, ``cert_password``, ``server_hostname``, the ``insecure_*``
     opt-outs, ``timeout``) and the store's own (``cache_prefix``,
-    ``block_size``, ``backups``, ``garbage_delay``, ``read_ahead``).  Passing ``None`` removes
+    ``block_size``, ``backups``, ``garbage_delay``, ``read_ahead``, ``generation``).  Passing ``None`` removes
     an override.  Returns the resulting default settings.
     Stores already open keep their settings; new paths use the new ones.
     """
@@ -193,6 +210,8 @@ def parse_settings(options: Mapping[str, Any]) -> dict[str, Any]:
     for name, minimum in (("block_size", 1024), ("read_ahead", 0)):
         if out.get(name) is not None:
             out[name] = _parse_size(name, str(out[name]), minimum=minimum)
+    if out.get("generation") is not None:
+        out["generation"] = parse_generation(out["generation"])
     return out
 
 

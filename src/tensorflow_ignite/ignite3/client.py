@@ -114,6 +114,12 @@ class Ignite3Client:
             if c is not None and c.observable_timestamp < timestamp:
                 c.observable_timestamp = timestamp
 
+    def observed_timestamp(self) -> int:
+        """The latest observable timestamp of the client's open connections: what it has seen (to hand
+        to another client with :meth:`observe`, so that it reads what this one wrote)."""
+        conns = [self._conn, *(self._nodes or {}).values()]
+        return max((c.observable_timestamp for c in conns if c is not None and not c.closed), default=0)
+
     @property
     def server_version(self) -> str:
         """The version the connected node reported (``3.1.0``)."""

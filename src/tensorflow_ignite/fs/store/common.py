@@ -11,14 +11,10 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ...errors import CacheNotFoundError
-
 if TYPE_CHECKING:
-    import uuid
-
     from ...capacity import CapacityGuard
-    from ...client import Cache, IgniteClient
     from ..layout import Entry, Range
+    from .backend import MetaTable, StoreTables
     from .tx import TxView
 
 T = TypeVar("T")
@@ -59,9 +55,12 @@ class StoreState:
     use of each other, so that each module says what it relies on.
     """
 
-    client: IgniteClient
-    meta: Cache
-    data: Cache
+    #: The cluster client (an ``IgniteClient`` on Ignite 2, an ``Ignite3Client`` on Ignite 3).
+    client: Any
+    #: The two tables and every operation on them (:mod:`.backend`).
+    tables: StoreTables
+    #: The meta table outside transactions.
+    meta: MetaTable
     block_size: int
     #: Bytes a sequential reader fetches ahead of the block it reads.
     read_ahead: int
@@ -71,7 +70,8 @@ class StoreState:
     stats: collections.Counter[str]
     #: Seconds between the commit that makes blocks garbage and their deletion.
     garbage_delay: float
-    capacity: CapacityGuard
+    #: The capacity guard of the data table (None: the cluster reports no storage figures).
+    capacity: CapacityGuard | None
     _lock: threading.Lock
     _pins: collections.Counter[str]
     _deferred: dict[str, tuple[list[Range], int]]
@@ -85,14 +85,14 @@ class StoreState:
     if TYPE_CHECKING:
         def uri(self, path: str) -> str: ...
         def _background(self, fn: Callable[..., Any], *args: Any) -> None: ...
-        def _caches_lost(self, exc: CacheNotFoundError) -> None: ...
+        def _caches_lost(self, exc: BaseException) -> None: ...
         def _transact(self, body: Callable[[TxView], T], what: str) -> T: ...
         def _collect(self, gid: str, ranges: list[Range], seq: int) -> None: ...
         def _garbage_committed(self, gid: str, ranges: list[Range], seq: int) -> None: ...
         def admit_write(self, payload: int, entries: int, **kwargs: Any) -> None: ...
         def drain(self) -> None: ...
         def _delete_blocks(self, ranges: Any) -> None: ...
-        def block_node(self, key: str) -> uuid.UUID | None: ...
+        def block_node(self, key: str) -> Any: ...
         def lookup(self, path: str) -> Entry | None: ...
 
 
@@ -100,16 +100,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def recreates_caches(method: F) -> F:
-    """Run a store operation once more after re-creating caches that vanished.
+    """Run a store operation once more after re-creating tables (caches) that vanished.
 
-    A missing cache is reported before anything was changed, so running the
-    operation again is safe.  Only the first-level operations carry this."""
+    A missing cache or table is reported before anything was changed, so running
+    the operation again is safe.  Only the first-level operations carry this."""
 
     @functools.wraps(method)
     def wrapper(self: StoreState, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except CacheNotFoundError as exc:
+        except Exception as exc:
+            if not self.tables.missing_tables(exc):
+                raise
             self._caches_lost(exc)
             return method(self, *args, **kwargs)
 

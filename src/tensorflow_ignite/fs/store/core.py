@@ -16,12 +16,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from ...capacity import CapacityGuard
-from ...client import IgniteClient
-from ...errors import CacheNotFoundError
-from ...launcher.jobs import JobClient
 from ...protocol.cache_config import CacheConfiguration
-from ...protocol.codes import AtomicityMode, CacheMode, PartitionLossPolicy, WriteSynchronizationMode
 from ..layout import (
     DEFAULT_BLOCK_SIZE,
     DirEntry,
@@ -33,9 +28,12 @@ from ..layout import (
     parent_of,
     pending_key,
 )
+from .backend import StoreTables
 from .blocks import Blocks
 from .common import FILES_PER_TX, GARBAGE_DELAY, IO_THREADS, MAX_CONCURRENT_TX, now_ns, os_error, recreates_caches
 from .gc import Garbage
+from .generation import connect_client, is_ignite3, open_tables
+from .ignite2 import cache_configurations
 from .namespace import Namespace
 from .reader import FileReader
 from .readahead import DEFAULT_READ_AHEAD
@@ -43,13 +41,19 @@ from .tx import Transactions, TxView
 from .writer import FileWriter
 
 if TYPE_CHECKING:
+    from ...client import IgniteClient
+    from ...ignite3 import Ignite3Client
     from ..config import FsSettings
 
 log = logging.getLogger(__name__)
 
 
 class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
-    """A file tree stored in two caches of one Ignite cluster.
+    """A file tree stored in two caches (Ignite 2) or tables (Ignite 3) of one cluster.
+
+    ``client`` is an :class:`~tensorflow_ignite.client.IgniteClient` (Ignite 2) or an
+    :class:`~tensorflow_ignite.ignite3.Ignite3Client` (Ignite 3); the store talks to
+    it through :mod:`.backend`'s interface only (:mod:`.ignite2`, :mod:`.ignite3`).
 
     Paths are absolute (``/dir/file``); :func:`~.layout.normalize_path` cleans
     them.  Errors are the builtin ``OSError`` subclasses the
@@ -59,7 +63,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
 
     def __init__(
         self,
-        client: IgniteClient,
+        client: "IgniteClient | Ignite3Client",
         *,
         cache_prefix: str = "ignite_fs",
         block_size: int = DEFAULT_BLOCK_SIZE,
@@ -79,14 +83,16 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         self.read_ahead = int(read_ahead)
         self.cache_prefix = cache_prefix
         self.backups = backups
-        h, p = client.seeds[0]
-        self.endpoint = endpoint or f"{h}:{p}"
+        self.endpoint = endpoint or client.options.endpoints[0]
         self._owns_client = owns_client
-        self._open_caches()
+        #: Counters for tests and diagnostics.
+        self.stats: collections.Counter[str] = collections.Counter()
+        self.tables: StoreTables = open_tables(client, cache_prefix, backups, self.block_size, self.stats)
+        self.meta = self.tables.meta
         #: The capacity guard of the data cache's region (capacity.py): writers admit every
         #: block before storing it, so a write that would fill the region fails instead.
-        self.capacity = CapacityGuard(client, self.data.name, copies=1 + backups, what="ignite:// write",
-                                      module=JobClient)
+        #: None on Ignite 3 (its client protocol reports no storage figures).
+        self.capacity = self.tables.capacity()
         self._lock = threading.Lock()
         self._pins: collections.Counter[str] = collections.Counter()
         self._deferred: dict[str, tuple[list[Range], int]] = {}
@@ -104,52 +110,41 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         self._background_work: set[Future[Any]] = set()
         self._init_garbage(garbage_delay)
         self.closed = False
-        #: Counters for tests and diagnostics.
-        self.stats: collections.Counter[str] = collections.Counter()
 
     def cache_configurations(self) -> tuple[CacheConfiguration, CacheConfiguration]:
-        """The meta and data caches: partitioned, ``backups`` copies, FULL_SYNC (a write
-        returns once primary and backups have it, so losing a node loses no
-        acknowledged write), READ_WRITE_SAFE on partition loss.  Caches that
-        already exist keep the configuration they were created with."""
-        meta = CacheConfiguration(
-            name=f"{self.cache_prefix}_meta", cache_mode=CacheMode.PARTITIONED,
-            atomicity_mode=AtomicityMode.TRANSACTIONAL, backups=self.backups,
-            write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC,
-            # A partition whose every copy is gone makes reads fail rather than
-            # return "no such block/entry" (a file silently missing or torn).
-            partition_loss_policy=PartitionLossPolicy.READ_WRITE_SAFE,
-        )
-        data = CacheConfiguration(
-            name=f"{self.cache_prefix}_data", cache_mode=CacheMode.PARTITIONED,
-            atomicity_mode=AtomicityMode.ATOMIC, backups=self.backups,
-            write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC,
-            # A partition whose every copy is gone makes reads fail rather than
-            # return "no such block/entry" (a file silently missing or torn).
-            partition_loss_policy=PartitionLossPolicy.READ_WRITE_SAFE,
-        )
-        return meta, data
+        """The meta and data caches this store creates on Ignite 2 (:func:`.ignite2.cache_configurations`)."""
+        return cache_configurations(self.cache_prefix, self.backups)
+
+    @property
+    def data(self) -> Any:
+        """The data cache on Ignite 2 (tests and diagnostics read its size); None on Ignite 3, whose
+        store reaches its data table through :attr:`tables` only."""
+        return getattr(self.tables, "data", None)
 
     def _open_caches(self) -> None:
-        meta, data = self.cache_configurations()
-        self.meta = self.client.get_or_create_cache(meta)
-        self.data = self.client.get_or_create_cache(data)
+        self.tables.ensure_tables()
+        self.meta = self.tables.meta
 
-    def _caches_lost(self, exc: CacheNotFoundError) -> None:
-        """The caches are gone: an in-memory cluster was restarted (or someone
-        destroyed them).  The file tree is then empty; create the caches again
+    def _caches_lost(self, exc: BaseException) -> None:
+        """The tables are gone: an in-memory cluster was restarted (or someone
+        dropped them).  The file tree is then empty; create the tables again
         so that this pooled store keeps working instead of failing forever."""
-        log.warning("ignite:// caches %s_meta/_data missing on %s (%s); creating them again: files stored "
-                    "before the cluster restarted are gone", self.cache_prefix, self.endpoint, exc)
+        log.warning("ignite:// %s missing on %s (%s); creating them again: files stored "
+                    "before the cluster restarted are gone", self.tables.describe(), self.endpoint, exc)
         self.stats["caches_recreated"] += 1
         self._open_caches()
 
     @classmethod
     def connect(cls, settings: "FsSettings") -> "IgniteFileStore":
-        """A store on the process's shared client for ``settings`` (its caches created if missing)."""
-        client = settings.connection.connect()
+        """A store on the process's shared client for ``settings`` (its tables created if missing).
+
+        The generation is ``settings.generation`` (``2``, ``3``), or with ``auto`` the one whose
+        handshake the endpoint answers (:func:`.generation.connect_client`)."""
+        client = connect_client(settings.connection, settings.generation)
+        # Ignite 2's client is the process's shared one; an Ignite 3 client is this store's own.
         return cls(client, cache_prefix=settings.cache_prefix, block_size=settings.block_size,
-                   backups=settings.backups, endpoint=settings.connection.endpoints[0], owns_client=False,
+                   backups=settings.backups, endpoint=settings.connection.endpoints[0],
+                   owns_client=is_ignite3(client),
                    garbage_delay=settings.garbage_delay, read_ahead=settings.read_ahead)
 
     def close(self) -> None:
@@ -165,11 +160,12 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         self.drain()
         self._io.shutdown(wait=True)
         self._executor.shutdown(wait=True)
+        self.tables.close()
         if self._owns_client:
             self.client.close()
 
     def __repr__(self) -> str:
-        return f"<IgniteFileStore ignite://{self.endpoint} caches {self.cache_prefix}_meta/_data>"
+        return f"<IgniteFileStore ignite://{self.endpoint} {self.tables.describe()}>"
 
     def uri(self, path: str) -> str:
         return f"ignite://{self.endpoint}{path}"
@@ -293,7 +289,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
 
             def store(batch: list[tuple[str, bytes]], batch_bytes: int) -> None:
                 self.admit_write(batch_bytes, len(batch), largest_entry=bs)
-                self.data.put_all(batch)
+                self.tables.put_blocks(batch)
 
             try:
                 for (path, entry), (_, data) in zip(planned, chunk):

@@ -99,6 +99,8 @@ class Garbage(StoreState):
         rather than fail for room that is only being kept as a courtesy (a
         loop rewriting large checkpoints holds ``garbage_delay`` seconds' worth).
         """
+        if self.capacity is None:
+            return  # no storage figures (Ignite 3): a write that does not fit fails at the node
         try:
             self.capacity.admit(payload, entries, **kwargs)
         except CapacityError:
@@ -107,7 +109,7 @@ class Garbage(StoreState):
             if not delayed:
                 raise
             log.info("ignite:// write short of room in cache %s: deleting %d delayed garbage record(s) now",
-                     self.data.name, delayed)
+                     self.tables.data_name, delayed)
             self.stats["garbage_released_for_room"] += delayed
             self.drain()
             self.capacity.regions(refresh=True)
@@ -187,8 +189,7 @@ class Garbage(StoreState):
                                      "blocks_deleted": 0})
         before = self.stats["blocks_deleted"]
         now = now_ns()
-        records = [(k, v) for k, v in self.meta.scan(page_size=1024)
-                   if isinstance(k, str) and k[:2] in ("g:", "w:")]
+        records = [*self.tables.scan_meta("g:"), *self.tables.scan_meta("w:")]
         for key, value in records:
             if key.startswith("g:"):
                 ranges, written_ns, delay = decode_garbage(value)
@@ -223,8 +224,8 @@ class Garbage(StoreState):
         misses, index = 0, start
         while misses < 8:
             key = block_key(cid, index)
-            if self.data.contains_key(key):
-                self.data.remove_key(key)
+            if self.tables.contains_block(key):
+                self.tables.remove_blocks([key])
                 self.stats["blocks_deleted"] += 1
                 misses = 0
             else:

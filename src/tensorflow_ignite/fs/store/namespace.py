@@ -138,7 +138,7 @@ class Namespace(StoreState):
         """Names in directory ``path``, sorted.
 
         Small directories (one listing bucket) take one read; larger ones are
-        read in a transaction so that the buckets are seen at one instant.
+        read in a (read-only) transaction so that the buckets are seen at one instant.
         """
         path = normalize_path(path)
         got = self.meta.get_all([entry_key(path), bucket_key(path, 0)])
@@ -161,7 +161,7 @@ class Namespace(StoreState):
                 raise os_error(NotADirectoryError, errno.ENOTDIR, self.uri(path))
             return sorted(self._names(v, path, e))
 
-        return self._transact(body, f"listdir {path}")
+        return self._transact(body, f"listdir {path}", read_only=True)
 
     def list_entries(self, path: str) -> list[tuple[str, Entry]]:
         """``(name, entry)`` of every child of ``path`` (for ``ls -l`` style listings)."""

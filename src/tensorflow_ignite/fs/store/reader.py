@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import collections
 import errno
-import struct
 import threading
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from ...errors import IgniteConnectionError, IgniteError, ProtocolError, StaleFileError
-from ...protocol import requests
-from ...protocol.codes import Op, TypeCode
+from ...errors import IgniteError, StaleFileError
 from ..layout import FileEntry
-from .common import DIRECT_AHEAD, READ_CACHE_BLOCKS
+from .common import READ_CACHE_BLOCKS
 from .readahead import ReadAheadWindow, ReadStats, window_blocks
 
 if TYPE_CHECKING:
-    import uuid
-
-    from ...client.connection import Connection
     from .core import IgniteFileStore
-
-_I32 = struct.Struct("<i")
 
 
 class _Slot:
@@ -90,20 +82,10 @@ class FileReader:
                 # Same type and attributes (TF's status code follows the type); the
                 # message names the file, the block and the node it was asked of.
                 exc.args = (f"{self.store.uri(self.path)}: reading block {index} (key {key}) from "
-                            f"{self._node_name(self.store.block_node(key))} failed: {exc.args[0]}",
+                            f"{self.store.tables.node_name(self.store.block_node(key))} failed: {exc.args[0]}",
                             *exc.args[1:])
             raise
         return self._checked(index, data)
-
-    def _node_name(self, node: "uuid.UUID | None") -> str:
-        if node is None:
-            return "the cluster (no partition map: any node)"
-        try:
-            addresses = self.store.client.node_endpoints().get(node) or []
-        except Exception:  # noqa: BLE001 - only for the message
-            addresses = []
-        where = ", ".join(f"{h}:{p}" for h, p in addresses[:2])
-        return f"node {node}" + (f" ({where})" if where else "")
 
     def _checked(self, index: int, data: memoryview | None) -> memoryview:
         """Block ``index`` as fetched, or :class:`StaleFileError` if it is gone or short."""
@@ -307,14 +289,10 @@ class FileReader:
     def _read_direct(self, first: int, last: int, view: memoryview) -> None:
         """Receive blocks ``[first, last)`` into ``view`` (which starts at block ``first``).
 
-        Up to :data:`DIRECT_AHEAD` gets are in flight; each answer is read from the
-        socket into its place in ``view`` (:meth:`Connection.receive_into`), by
-        whichever thread receives on that connection.  Blocks already cached (a
-        read-ahead) are copied.  A connection that fails (its node died, or fell
-        silent for ``idle_timeout``: its host cut off) is dropped and the gets that
-        were on it are fetched again the ordinary way (another node, with its
-        retry); the gets in flight to the other nodes are still received -- their
-        connections are healthy and stay open.
+        The tables receive each block into its place in ``view`` (on Ignite 2 several
+        gets in flight, each answer read from the socket into place, a failed
+        connection's gets fetched again elsewhere: :meth:`.ignite2.Ignite2Tables.get_blocks_into`).
+        Blocks already cached (a read-ahead) are copied.
         """
         bs = self.entry.block_size
         with self._lock:
@@ -349,75 +327,19 @@ class FileReader:
 
     def _receive_direct(self, first: int, last: int, view: memoryview,
                         cached: dict[int, Future[memoryview]]) -> None:
-        """The gets of :meth:`_read_direct` for the blocks not in ``cached``."""
-        store, bs = self.store, self.entry.block_size
-        todo = collections.deque(i for i in range(first, last) if i not in cached)
-        inflight: collections.deque[tuple[int, Connection, int]] = collections.deque()
-        lost: list[int] = []  # blocks whose connection failed: fetched again below
-        cache_id = store.data.cache_id
-
-        def target(index: int) -> memoryview:
+        """The gets of :meth:`_read_direct` for the blocks not in ``cached``, each received into
+        its place in ``view`` (:meth:`~.backend.StoreTables.get_blocks_into`)."""
+        bs = self.entry.block_size
+        todo = [i for i in range(first, last) if i not in cached]
+        if not todo:
+            return
+        views = []
+        for index in todo:
             start = (index - first) * bs
-            return view[start:start + min(bs, self.entry.size - index * bs)]
-
-        def abandon(conn: Connection) -> None:
-            """Drop a failed connection; its gets in flight join ``lost``, the others stay."""
-            store.client.drop_connection(conn)
-            kept = [e for e in inflight if e[1] is not conn]
-            for index, c, rid in inflight:
-                if c is conn:
-                    conn.forget_into(rid)
-                    lost.append(index)
-            inflight.clear()
-            inflight.extend(kept)
-
-        def send(index: int) -> None:
-            key = self.entry.key_of(index)
-            conn = store.client.connection_for_node(store.block_node(key))
-            into = target(index)
-
-            def encode(rid: int) -> bytes:
-                frame = requests.cache_get(rid, cache_id, key)
-                # Registered before the request leaves: no thread can read the answer first.
-                conn.expect_into(rid, into, 5)
-                inflight.append((index, conn, rid))
-                return frame
-
-            try:
-                conn.send(encode)
-            except IgniteConnectionError:
-                if not any(i == index for i, _, _ in inflight):
-                    lost.append(index)
-                abandon(conn)
-
-        try:
-            while todo or inflight:
-                while todo and len(inflight) < DIRECT_AHEAD:
-                    send(todo.popleft())
-                if not inflight:
-                    continue
-                index, conn, rid = inflight[0]
-                try:
-                    body, filled = conn.receive_into(rid, Op.CACHE_GET)
-                except IgniteConnectionError:
-                    abandon(conn)
-                    continue
-                inflight.popleft()
-                into = target(index)
-                if filled:
-                    (n,) = _I32.unpack_from(body, 1)
-                    if body[0] != TypeCode.BYTE_ARR or n != len(into):
-                        raise ProtocolError(f"data block {self.entry.key_of(index)}: unexpected answer header")
-                    store.stats["blocks_read"] += 1
-                else:
-                    data = self._checked(index, store._block_of(self.entry.key_of(index), body))
-                    into[:] = data[:len(into)]  # a block being rewritten may be longer
-        finally:
-            for _, conn, rid in inflight:
-                conn.forget_into(rid)
-        for i in sorted(lost):  # their connection failed: the ordinary way, another node, with its retry
-            into = target(i)
-            into[:] = self._fetch(i)[:len(into)]
+            views.append(view[start:start + min(bs, self.entry.size - index * bs)])
+        short = self.store.tables.get_blocks_into([self.entry.key_of(i) for i in todo], views)
+        if short:
+            self._checked(todo[short[0]], None)  # raises StaleFileError
 
     def close(self) -> None:
         with self._lock:

@@ -1,9 +1,12 @@
-"""Metadata transactions: the meta cache as one transaction sees it, and the retry loop.
+"""Metadata transactions: the meta table as one transaction sees it, and the retry loop.
 
-Every metadata change is an optimistic serializable transaction on the meta
-cache: it reads what it depends on (the entry, the parents, a listing bucket),
-computes, writes, and commits; a commit that lost a race is run again from the
-start (a multi-key compare-and-set: no locks, no deadlocks).
+Every metadata change is a serializable transaction on the meta table: it
+reads what it depends on (the entry, the parents, a listing bucket),
+computes, writes, and commits; a transaction that lost a race is run again
+from the start (a multi-key compare-and-set).  On Ignite 2 the transaction is
+optimistic (no locks; the commit fails if a key read changed); on Ignite 3 it
+takes locks as it reads and writes, and a conflict fails at the lock (wait-die:
+the younger dies) -- the loop treats both the same (:meth:`~.backend.StoreTables.retryable`).
 """
 
 from __future__ import annotations
@@ -13,9 +16,8 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ...client import TransactionConflictError
 from ...errors import IgniteConnectionError
 from ..layout import (
     ROOT_ENTRY,
@@ -33,23 +35,26 @@ from ..layout import (
 )
 from .common import MAX_TX_ATTEMPTS, StoreState, T, now_ns
 
+if TYPE_CHECKING:
+    from .backend import MetaTransaction
+
 log = logging.getLogger(__name__)
 
 _DELETED = object()
 
 
 class TxView:
-    """The meta cache as one transaction sees it: reads go to the server once per key
-    (recording the versions the commit validates), writes are buffered and sent
+    """The meta table as one transaction sees it: reads go to the server once per key
+    (recording the versions the commit validates, or taking the read locks), writes are buffered and sent
     in two batches just before the commit.  Listing buckets are kept decoded
     (a set per bucket) while the transaction runs, so adding many names to one
     directory costs one encoding per bucket, not one per name."""
 
-    def __init__(self, store: StoreState, tx: Any) -> None:
+    def __init__(self, store: StoreState, tx: "MetaTransaction") -> None:
         self.store = store
         self.tx = tx
-        self._values: dict[str, Any] = {}
-        self._dirty: dict[str, Any] = {}
+        self._values: dict[str, object] = {}
+        self._dirty: dict[str, object] = {}
         self._buckets: dict[str, tuple[int, set[str]]] = {}
         self._dirty_buckets: set[str] = set()
         self.garbage: list[Range] = []
@@ -59,18 +64,18 @@ class TxView:
     def fetch(self, keys: Iterable[str]) -> None:
         missing = [k for k in dict.fromkeys(keys) if k not in self._values]
         if missing:
-            got = self.tx.get_all(self.store.meta, missing)
+            got = self.tx.get_all(missing)
             for k in missing:
                 self._values[k] = got.get(k)
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str) -> object:
         if key in self._buckets:
             nb, names = self._buckets[key]
             return encode_bucket(nb, names)
         self.fetch([key])
         return self._values[key]
 
-    def put(self, key: str, value: Any) -> None:
+    def put(self, key: str, value: object) -> None:
         self._buckets.pop(key, None)
         self._dirty_buckets.discard(key)
         self._values[key] = value
@@ -137,21 +142,22 @@ class TxView:
             self._dirty[garbage_key(gid)] = encode_garbage(self.garbage, now_ns(), self.store.garbage_delay)
         puts = [(k, v) for k, v in self._dirty.items() if v is not _DELETED]
         removes = [k for k, v in self._dirty.items() if v is _DELETED]
-        self.tx.put_all(self.store.meta, puts)
-        self.tx.remove_keys(self.store.meta, removes)
+        self.tx.put_all(puts)  # type: ignore[arg-type]
+        self.tx.remove_all(removes)
         return gid
 
 
 class Transactions(StoreState):
     """Part of :class:`~.core.IgniteFileStore`: running metadata transactions."""
 
-    def _transact(self, body: Callable[[TxView], T], what: str) -> T:
-        """Run ``body`` in an optimistic serializable transaction, retrying lost races.
+    def _transact(self, body: Callable[[TxView], T], what: str, *, read_only: bool = False) -> T:
+        """Run ``body`` in a serializable transaction, retrying lost races.
 
         ``body`` reads and writes through the view only, so running it again is
         safe.  A connection that fails before the commit is sent is replaced and
         the transaction run again; one that fails during the commit is reported
-        (the outcome is unknown).
+        (the outcome is unknown).  ``read_only``: ``body`` only reads (Ignite 3
+        then reads a snapshot and takes no locks).
         """
         delay = 0.001
         reconnects = 0
@@ -160,26 +166,27 @@ class Transactions(StoreState):
                 tx = None
                 committing = False
                 try:
-                    tx = self.client.transaction(timeout=30.0, label=f"ignite-fs {what}")
+                    tx = self.tables.transaction(label=f"ignite-fs {what}", read_only=read_only)
                     view = TxView(self, tx)
                     result = body(view)
                     gid = view.flush()
                     committing = True
                     tx.commit()
                 except BaseException as exc:
-                    if tx is not None and not isinstance(exc, IgniteConnectionError):
-                        tx.rollback()
+                    if tx is not None:
+                        if isinstance(exc, IgniteConnectionError):
+                            tx.abandon()  # the node rolls back a lost connection's transaction
+                        else:
+                            tx.rollback()
                     if isinstance(exc, IgniteConnectionError) and not committing and reconnects < 2:
                         reconnects += 1
-                        if tx is not None:
-                            self.client.drop_connection(tx.connection)
                         log.info("%s: connection lost (%s); running the transaction again", what, exc)
                         continue
-                    if TransactionConflictError.retryable(exc):
+                    if self.tables.retryable(exc):
                         self.stats["tx_conflicts"] += 1
                         log.debug("%s: transaction conflict (attempt %d): %s", what, attempt + 1, exc)
                         time.sleep(delay * random.uniform(0.5, 1.5))  # jitter: racers drift apart
-                        delay = min(delay * 2, 0.05)
+                        delay = min(delay * 2, self.tables.max_backoff)
                         continue
                     raise
             self.stats["tx_commits"] += 1
