@@ -114,11 +114,12 @@ def test_ignite3_tables_dropped_are_created_again(ignite3_node: Ignite3Cluster) 
 
 @pytest.fixture(scope="module")
 def ignite3_uri(ignite3_node: Ignite3Cluster) -> Iterator[str]:
-    """``ignite://host:port`` of the Ignite 3 node, its TLS and credentials configured as for Ignite 2."""
+    """``ignite://host:port`` of the Ignite 3 node, its TLS (client certificate included) and credentials
+    configured as for Ignite 2."""
     o = ignite3_node.client_options()
     saved = fs_config.overrides()
-    fs_config.configure(username=o.username, password=o.password, cafile=o.cafile, cache_prefix="fs_gen_tf",
-                        block_size="64k")
+    fs_config.configure(username=o.username, password=o.password, cafile=o.cafile, certfile=o.certfile,
+                        keyfile=o.keyfile, cert_password=o.cert_password, cache_prefix="fs_gen_tf", block_size="64k")
     yield f"ignite://{o.host}:{o.port}"
     fs_config.close_stores()
     fs_config.reset()
@@ -179,6 +180,7 @@ def test_fsspec_on_ignite3(ignite3_node: Ignite3Cluster) -> None:
 
     o = ignite3_node.client_options()
     fs = IgniteFileSystem(host=o.host, port=o.port, username=o.username, password=o.password, cafile=o.cafile,
+                          certfile=o.certfile, keyfile=o.keyfile, cert_password=o.cert_password,
                           cache_prefix="fs_gen_fsspec", block_size=BS)
     base = f"/fsspec-{uuid.uuid4().hex[:8]}"
     data = pattern(2 * BS + 9)
