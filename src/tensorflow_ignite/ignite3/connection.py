@@ -50,7 +50,34 @@ class Ignite3Connection:
         self.observable_timestamp = 0
         #: Set when a response says the partition assignment changed (its time).
         self.assignment_time: int | None = None
-        self.handshake: Handshake = self._connect()
+        self.handshake: Handshake = self._connect_confirmed()
+
+    #: Handshakes tried per connection when the node drops the first request after one (below).
+    HANDSHAKE_ATTEMPTS = 3
+
+    def _connect_confirmed(self) -> Handshake:
+        """The handshake, then a heartbeat: the connection is open for requests once the heartbeat is answered.
+
+        An Ignite 3.1 node with authentication answers the handshake before it marks the
+        connection's handshake complete (``sendHandshakeResponse`` writes the answer, then sets
+        the state), and it may run that on another event loop than the connection's reads. A
+        request arriving in between fails with "Unexpected message received before handshake
+        completion" and the node closes the connection (seen in ~5% of new connections on a busy
+        machine). A heartbeat has no effect, so it takes that risk instead of the caller's first
+        request; a connection the node drops there is made again.
+        """
+        for attempt in range(1, self.HANDSHAKE_ATTEMPTS + 1):
+            hs = self._connect()
+            try:
+                self.call(ClientOp.HEARTBEAT, what="heartbeat after the handshake")
+                return hs
+            except (ConnectionTimeoutError, TLSError):
+                raise
+            except IgniteConnectionError:
+                self.close()
+                if attempt == self.HANDSHAKE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ connect
     def _connect(self) -> Handshake:
