@@ -209,18 +209,24 @@ def test_parts_follow_only_their_partitions(ignite_node: LocalCluster, client: I
         share: dict[str, Any] = {"per_worker": True}
     else:
         share = {"parts": mine}
-    ds = IgniteDataset.follow(cache_name, host, port, batch_size=64, max_wait=0.05, stream_timeout=3.0, **share)
+    ours = {i for i in range(600) if affinity_partition(java_key_hash(i), partitions) in set(mine)}
+    assert 0 < len(ours) < 600
+    want_events = [k for k in range(0, 600, 3) if k in ours]
+    # The stream ends after exactly the rows expected (a node busy for a few seconds under load must not
+    # end it early, as an idle timeout would); the long timeout only keeps a broken filter from hanging.
+    expected = len([k for k in ours if k < 400]) + len(want_events)
+    ds = IgniteDataset.follow(cache_name, host, port, batch_size=64, max_wait=0.05, stream_timeout=60.0,
+                              max_rows=expected, **share)
     assert ds.partitions == mine
     consumer = _Consumer(ds)
     wait_for(lambda: ds.stats.scanned_rows > 0 and ds.stats.registrations == 1, 30, "the follower's scan")
     for i in range(0, 600, 3):  # updates and inserts in every partition
         cache.put(i, _row(i, 1.0))
     consumer.join()
-    ours = {i for i in range(600) if affinity_partition(java_key_hash(i), partitions) in set(mine)}
-    assert 0 < len(ours) < 600
+    assert len(consumer.rows) == expected
     scanned, events = consumer.rows[:ds.stats.scanned_rows], consumer.rows[ds.stats.scanned_rows:]
     assert sorted(k for k, _ in scanned) == sorted(k for k in ours if k < 400)
-    assert Counter(k for k, _ in events) == Counter(k for k in range(0, 600, 3) if k in ours)
+    assert Counter(k for k, _ in events) == Counter(want_events)
 
 
 def test_bad_options_are_named(ignite_node: LocalCluster, client: IgniteClient, cache_name: str) -> None:
