@@ -142,7 +142,7 @@ class OutputCache:
                 f"binary type {self.plan.type_name!r} is registered on the cluster with other field types "
                 f"than output cache {self.name!r} needs (Ignite keeps binary metadata for good); score into "
                 f"a cache of another name. Server: {' '.join(str(exc).split())}") from None
-        mode = "append" if replace else "overwrite" if overwrite else "append"
+        mode = "overwrite" if overwrite and not replace else "append"
         _cache, created, _emptied, self.sql_table = prepare_cache(
             self.client, self.name, existing, self.plan, mode=mode,
             backups=backups, atomicity=atomicity, write_sync=write_sync, sql=sql)
