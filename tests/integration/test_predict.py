@@ -98,6 +98,10 @@ def test_predict_cache_matches_model_predict(client: IgniteClient, ignite_node: 
     tensorflow_ignite.predict(str(path), cache_name, out, client=client, mode="overwrite", progress=False)
     assert client.cache(LEDGER_CACHE).size() == size
     assert sum(len(u) for u in recorded_units(client, out).values()) == 1024
+    # A run that completed the whole source recorded it in one entry, not one per partition: the output's
+    # records are its generation, its model and that entry.
+    mine = [k for k, _v in client.cache(LEDGER_CACHE).scan() if isinstance(k, str) and k.startswith(out + "\x1f")]
+    assert len(mine) == 3, mine
 
 
 def test_predict_sql_table_matches_model_predict(sql_client: IgniteClient, cache_name: str,

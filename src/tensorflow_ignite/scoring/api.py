@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
@@ -207,10 +208,22 @@ def predict(
     action = out.open(overwrite=overwrite, backups=backups, atomicity=AtomicityMode.ATOMIC,
                       write_sync=WriteSynchronizationMode.FULL_SYNC, sql=sql, expected_rows=expected,
                       in_place=whole)
-    # A created or overwritten output starts a new generation: older records say nothing.
-    ledger.begin(action != KEPT, keep_models=action == REPLACED)
-    ledger.record_model(scoring_model.hash64, scoring_model.uri)
-    done = ledger.completed(units) if action == KEPT else set()
+
+    def start_ledger() -> None:
+        # A created or overwritten output starts a new generation: older records say nothing.
+        ledger.begin(action != KEPT, keep_models=action == REPLACED)
+        ledger.record_model(scoring_model.hash64, scoring_model.uri)
+
+    if action == KEPT:  # the records say what to skip: needed before reading
+        start_ledger()
+        done = ledger.completed(units)
+        ledger_ready = _done_future()
+    else:
+        # Nothing is skipped, so the ledger's round trips (a new generation, the model's record) run
+        # on a thread while the first batch is read and scored; every send waits for them, so no
+        # entry of this run is stored before the ledger says which generation and model it belongs to.
+        ledger_ready = _on_thread(start_ledger, f"predict-ledger-{output}")
+        done = set()
     todo = [u for u in units if u not in done]
 
     from ..data.write.sender import progress_bar
@@ -220,12 +233,14 @@ def predict(
     assert out.sender is not None
     out.sender.on_ack = bar.update
     fields = [b.field.name for b in bindings]
-    recorder = _Recorder(out, ledger)
+    # A run over every partition of a cache records them in one entry when it completes them all at its end.
+    recorder = _Recorder(out, ledger, whole=len(src.units) if parts is None and len(src.units) > 1 else 0)
 
     def score(keys: np.ndarray, columns: Mapping[str, np.ndarray]) -> None:
         features = {b.input.name: b.convert(columns[b.field.name]) for b in bindings}
-        assert out.sender is not None
-        out.send(keys, scoring_model.predict(features))
+        predictions = scoring_model.predict(features)
+        ledger_ready.result()
+        out.send(keys, predictions)
 
     # One batch is predicted and sent on a worker thread while this thread reads and decodes the
     # next (the model and the socket release the GIL), as a prefetching tf.data pipeline would.
@@ -249,11 +264,14 @@ def predict(
                         on_record(out.sender.rows_acked, len(recorder.recorded), len(todo))
             if pending is not None:
                 pending.result()
+            ledger_ready.result()  # (scored batches waited for it; none may have had rows)
             recorder.step(reading.completed(), final=True)
             if on_record is not None:
                 on_record(out.sender.rows_acked, len(recorder.recorded), len(todo))
+        ledger_ready.result()  # also when nothing was scored (parts=()): the new generation all the same
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        _settle(ledger_ready)
         bar.close()
         ledger.finish()
     recorded = recorder.recorded
@@ -276,6 +294,37 @@ def predict(
     return result
 
 
+def _done_future() -> "Future[None]":
+    f: Future[None] = Future()
+    f.set_result(None)
+    return f
+
+
+def _on_thread(fn: Callable[[], None], name: str) -> "Future[None]":
+    """``fn()`` on a daemon thread of its own; the future holds its end (result or exception)."""
+    f: Future[None] = Future()
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the future
+            f.set_exception(exc)
+        else:
+            f.set_result(None)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return f
+
+
+def _settle(f: "Future[None]") -> None:
+    """Wait for ``f`` to end without raising: a failure has been raised to the caller already, or the
+    run is failing for another reason."""
+    try:
+        f.result()
+    except BaseException:  # noqa: BLE001
+        pass
+
+
 def _chosen_units(units: tuple[int, ...], parts: Sequence[int], source: str) -> tuple[int, ...]:
     """The units ``parts`` names, checked against the source's."""
     chosen = tuple(sorted(set(parts)))
@@ -296,11 +345,14 @@ class _Recorder:
     A step notes the units newly complete and the put-alls in flight at that moment; the
     units are recorded at a later step once those put-alls are answered (they usually are by
     then: the sender collects answers as it goes), and the final step waits for all of them.
+    With ``whole`` (the source's number of partitions, for a run over all of them), a final step
+    that finds every partition complete and none recorded yet records them in one entry.
     """
 
-    def __init__(self, out: OutputCache, ledger: Ledger) -> None:
+    def __init__(self, out: OutputCache, ledger: Ledger, *, whole: int = 0) -> None:
         self.out = out
         self.ledger = ledger
+        self.whole = whole
         self.recorded: set[int] = set()
         self._waiting: list[tuple[frozenset[int], set[int]]] = []
 
@@ -318,6 +370,9 @@ class _Recorder:
             if final or sender.answered(mark):
                 ready |= units
                 self._waiting.remove((mark, units))
-        if ready:
+        if ready and self.whole and not self.recorded and len(ready) == self.whole:
+            self.ledger.record_whole(self.whole)  # units are the partitions 0..whole-1
+            self.recorded |= ready
+        elif ready:
             self.ledger.record(sorted(ready))
             self.recorded |= ready

@@ -9,6 +9,10 @@ unit separator, ``\\x1f``):
   created again by ``mode="overwrite"``);
 * ``"<output>|<token>|<source id>|<unit>"``: a completed unit, value the
   SHA-256 of the model that scored it;
+* ``"<output>|<token>|<source id>|all"``: every unit of the source completed by
+  one run, value ``"<SHA-256>/<number of units>"`` -- what a run over a whole
+  cache records at its end instead of a record per partition (1,024 of them),
+  so the ledger stays small and quick to scan however many outputs it serves;
 * ``"<output>|<token>|model|<model_hash>"``: value JSON ``{"uri", "sha256"}``,
   which model a ``model_hash`` field of the output stands for.
 
@@ -46,6 +50,8 @@ log = logging.getLogger(__name__)
 LEDGER_CACHE = "__tensorflow_ignite_predictions"
 
 _SEP = "\x1f"
+#: The unit part of the record that says every unit of a source is complete.
+_ALL = "all"
 
 
 @dataclass(frozen=True)
@@ -95,12 +101,23 @@ def recorded_units(client: "IgniteClient", output: str) -> dict[str, set[int]]:
     cache, token = current
     prefix = f"{output}{_SEP}{token}{_SEP}"
     out: dict[str, set[int]] = {}
-    for k, _v in cache.scan(page_size=4096):
+    for k, v in cache.scan(page_size=4096):
         if isinstance(k, str) and k.startswith(prefix):
             source, _, unit = k[len(prefix):].partition(_SEP)
-            if source != "model":
-                out.setdefault(source, set()).add(int(unit))
+            if source == "model":
+                continue
+            units = out.setdefault(source, set())
+            if unit == _ALL:
+                units.update(range(_whole_count(v)))
+            else:
+                units.add(int(unit))
     return out
+
+
+def _whole_count(value: object) -> int:
+    """The number of units of a ``...|all`` record's value ``"<sha256>/<units>"`` (0 if unreadable)."""
+    _sha, _, count = str(value).partition("/")
+    return int(count) if count.isdigit() else 0
 
 
 class Ledger:
@@ -166,12 +183,15 @@ class Ledger:
             log.warning("predict: could not remove stale ledger records of output %r (%s); they are never read "
                         "and the next created output removes them", self.output, exc)
 
-    def _key(self, unit: int) -> str:
+    def _key(self, unit: int | str) -> str:
         return f"{self.output}{_SEP}{self.token}{_SEP}{self.source_id}{_SEP}{unit}"
 
     def completed(self, units: Sequence[int]) -> set[int]:
         """The units recorded as scored by this model."""
         assert self.token, "begin() first"
+        whole = self.cache.get(self._key(_ALL))
+        if whole is not None and str(whole).partition("/")[0] == self.model_sha256:
+            return set(units)
         done: set[int] = set()
         for start in range(0, len(units), 4096):
             chunk = units[start:start + 4096]
@@ -183,6 +203,11 @@ class Ledger:
         """Record ``units`` as completely scored (after their predictions were acknowledged)."""
         assert self.token, "begin() first"
         self.cache.put_all({self._key(u): self.model_sha256 for u in units})
+
+    def record_whole(self, units: int) -> None:
+        """Record every one of the source's ``units`` units as completely scored, in one entry."""
+        assert self.token, "begin() first"
+        self.cache.put(self._key(_ALL), f"{self.model_sha256}/{units}")
 
     def record_model(self, hash64: int, uri: str) -> None:
         assert self.token, "begin() first"
