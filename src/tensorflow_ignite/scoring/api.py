@@ -188,14 +188,15 @@ def predict(
     zeros = {b.input.name: b.convert(np.zeros((1, *b.field.shape), dtype=b.field.dtype)) for b in bindings}
     sample = scoring_model.predict(zeros)
     key_sample = np.array(["k"], dtype=object) if src.key.dtype == "object" else np.zeros(1, dtype=np.int64)
-    out = OutputCache(client, output, sample, key_sample, scoring_model.hash64)
+    # The model's hash is asked for when first needed (a Keras object's weights are hashed on a thread).
+    out = OutputCache(client, output, sample, key_sample, lambda: scoring_model.hash64)
     overwrite = mode == "overwrite"
     if not overwrite:
         out.check()
 
     from ..protocol.codes import AtomicityMode, WriteSynchronizationMode
 
-    ledger = Ledger(client, output, src.identity, scoring_model.sha256)
+    ledger = Ledger(client, output, src.identity, lambda: scoring_model.sha256)
     # FULL_SYNC: an acknowledged prediction is on the backups too, so a primary killed right after
     # the ledger records its partition complete loses nothing of it.
     expected = src.rows

@@ -35,7 +35,7 @@ import json
 import logging
 import secrets
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -126,13 +126,15 @@ class Ledger:
     :meth:`begin` before anything is read or recorded, :meth:`finish` at the end of the run.
     """
 
-    def __init__(self, client: "IgniteClient", output: str, source_id: str, model_sha256: str) -> None:
+    def __init__(self, client: "IgniteClient", output: str, source_id: str,
+                 model_sha256: "str | Callable[[], str]") -> None:
+        """``model_sha256``: the scoring model's hash, or a function giving it (called when first needed)."""
         from ..protocol.cache_config import CacheConfiguration
         from ..protocol.codes import WriteSynchronizationMode
 
         self.output = output
         self.source_id = source_id
-        self.model_sha256 = model_sha256
+        self._model_sha256 = model_sha256
         config = CacheConfiguration(LEDGER_CACHE, backups=1,
                                     write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC)
         self.client = client
@@ -141,6 +143,12 @@ class Ledger:
         #: The ``model_hash`` records carried over from the old token by ``begin(keep_models=True)``.
         self.carried: set[int] = set()
         self._sweep: threading.Thread | None = None
+
+    @property
+    def model_sha256(self) -> str:
+        if callable(self._model_sha256):
+            self._model_sha256 = str(self._model_sha256())
+        return self._model_sha256
 
     def begin(self, created: bool, *, keep_models: bool = False) -> None:
         """Find the output's token; ``created``: the output is new (or is overwritten), so start a new one

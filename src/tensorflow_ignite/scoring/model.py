@@ -21,7 +21,9 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,15 +48,27 @@ class TensorSpec:
 
 
 class ScoringModel:
-    """A loaded model: :attr:`inputs`, :attr:`outputs`, :meth:`predict`, :attr:`uri`, :attr:`sha256`."""
+    """A loaded model: :attr:`inputs`, :attr:`outputs`, :meth:`predict`, :attr:`uri`, :attr:`sha256`.
 
-    def __init__(self, uri: str, sha256: str, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
-                 call: Any) -> None:
+    ``sha256`` may be given as a future: a Keras object's weights are hashed on a thread while
+    the run opens its source and output (tens of megabytes take tens of milliseconds);
+    :attr:`sha256` waits for it.
+    """
+
+    def __init__(self, uri: str, sha256: "str | Future[str]", inputs: tuple[TensorSpec, ...],
+                 outputs: tuple[TensorSpec, ...], call: Any) -> None:
         self.uri = uri
-        self.sha256 = sha256
+        self._sha256 = sha256
         self.inputs = inputs
         self.outputs = outputs
         self._call = call
+
+    @property
+    def sha256(self) -> str:
+        """The model's SHA-256 (hex): of its file(s), or of an object's architecture and weights."""
+        if isinstance(self._sha256, Future):
+            self._sha256 = self._sha256.result()
+        return self._sha256
 
     @property
     def hash64(self) -> int:
@@ -78,7 +92,7 @@ def load_model(model: Any) -> ScoringModel:
     if isinstance(model, (str, os.PathLike)):
         return _from_path(os.fspath(model))
     if _is_keras_model(model):
-        return _from_keras(model, f"keras:{model.name}", _object_digest(model))
+        return _from_keras(model, f"keras:{model.name}", _object_digest_later(model))
     raise ModelLoadError(
         f"cannot score with a {type(model).__name__}: pass a Keras model, a .keras file or a SavedModel "
         "directory (local or ignite://)", path=repr(model)[:80])
@@ -130,7 +144,7 @@ def _from_keras_file(path: str) -> ScoringModel:
     return _from_keras(model, path, digest.hexdigest())
 
 
-def _from_keras(model: Any, uri: str, sha256: str) -> ScoringModel:
+def _from_keras(model: Any, uri: str, sha256: "str | Future[str]") -> ScoringModel:
     try:
         tensors = list(model.inputs)
     except (AttributeError, ValueError) as exc:
@@ -203,6 +217,20 @@ def _from_saved_model(path: str) -> ScoringModel:
         return {n: y[n].numpy() for n in out_specs}
 
     return ScoringModel(path, digest.hexdigest(), inputs, outputs, call)
+
+
+def _object_digest_later(model: Any) -> "Future[str]":
+    """:func:`_object_digest` on a daemon thread (hashlib releases the GIL over large buffers)."""
+    f: Future[str] = Future()
+
+    def run() -> None:
+        try:
+            f.set_result(_object_digest(model))
+        except BaseException as exc:  # noqa: BLE001 - raised to whoever asks for the hash
+            f.set_exception(exc)
+
+    threading.Thread(target=run, name="predict-model-hash", daemon=True).start()
+    return f
 
 
 def _object_digest(model: Any) -> str:

@@ -14,7 +14,7 @@ node in flight.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -70,22 +70,31 @@ class OutputCache:
     """The planned output of one run; :meth:`check` before anything is written, :meth:`open`, :meth:`send`."""
 
     def __init__(self, client: "IgniteClient", name: str, sample: Mapping[str, np.ndarray], key_sample: np.ndarray,
-                 model_hash: int) -> None:
+                 model_hash: "int | Callable[[], int]") -> None:
+        """``model_hash``: the value of every entry's ``model_hash`` field, or a function giving it (called
+        at the first :meth:`send`, so the model's hash may still be computing while the output is opened)."""
         clash = [n for n in sample if n.lower() in (KEY, MODEL_HASH)]
         if clash:
             raise ConfigurationError(f"model output(s) {clash} clash with the output's own fields "
                                      f"{KEY!r}/{MODEL_HASH!r}; rename the model's outputs")
         self.client = client
         self.name = name
-        self.model_hash = model_hash
+        self._model_hash = model_hash
         self.outputs = list(sample)
-        columns = {KEY: key_sample, **sample, MODEL_HASH: np.full(len(key_sample), model_hash, dtype=np.int64)}
+        columns = {KEY: key_sample, **sample, MODEL_HASH: np.zeros(len(key_sample), dtype=np.int64)}
         self.plan = make_plan(open_source(columns, None, KEY), KEY, default_type_name(name))
         self.row_bytes = estimate_row_bytes(self.plan, columns)
         self.sender: _CountingSender | None = None
         self.guard: CapacityGuard | None = None
         self.sql_table: str | None = None
         self.used: set[str] = set()
+
+    @property
+    def model_hash(self) -> int:
+        """The ``model_hash`` field of every entry this run writes."""
+        if callable(self._model_hash):
+            self._model_hash = int(self._model_hash())
+        return self._model_hash
 
     @property
     def exists(self) -> bool:
