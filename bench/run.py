@@ -60,8 +60,8 @@ rows (``bench/ignite3.py``); an estimate from its quick run, not yet timed at fu
 
 Not cut: the repetitions of the contenders of the targets (IgniteDataset, the Java thin
 client, Keras fit, the checkpoint contenders, ``write`` against Java, the DataStreamer and
-pyignite loads), the sizes, and the 9 / 5 rounds of the short scenarios (small rows,
-training) whose ratios swing most on this machine.
+pyignite loads), the sizes, and the 9 / 5 / 9 rounds of the short scenarios (small rows,
+training, one-node scoring) whose ratios swing most on this machine.
 """
 
 from __future__ import annotations
