@@ -237,35 +237,41 @@ def predict(
     # A run over every partition of a cache records them in one entry when it completes them all at its end.
     recorder = _Recorder(out, ledger, whole=len(src.units) if parts is None and len(src.units) > 1 else 0)
 
-    def score(keys: np.ndarray, columns: Mapping[str, np.ndarray]) -> None:
-        features = {b.input.name: b.convert(columns[b.field.name]) for b in bindings}
-        predictions = scoring_model.predict(features)
+    def predict_batch(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return scoring_model.predict({b.input.name: b.convert(columns[b.field.name]) for b in bindings})
+
+    def send(keys: np.ndarray, predicted: "Future[dict[str, np.ndarray]]") -> None:
+        predictions = predicted.result()
         ledger_ready.result()
         out.send(keys, predictions)
 
-    # One batch is predicted and sent on a worker thread while this thread reads and decodes the
-    # next (the model and the socket release the GIL), as a prefetching tf.data pipeline would.
-    # Before a recording step the batch in flight is finished, so "sent" covers every row the
-    # reader counted as handed out.
+    # The model runs on a worker thread, batch after batch, while this thread reads and decodes the
+    # next batch and sends the predictions of the one before (the model and the socket release the
+    # GIL), as a prefetching tf.data pipeline would: sending is off the model's path, and at most
+    # two batches wait for the model.  Before a recording step every batch read has been sent, so
+    # "sent" covers every row the reader counted as handed out.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="predict")
-    pending: Future[None] | None = None
+    scoring: tuple[np.ndarray, Future[dict[str, np.ndarray]]] | None = None
     try:
         if todo:
             reading = src.read(todo, fields)
             for i, (keys, columns) in enumerate(reading, 1):
                 if not len(keys):
                     continue
-                if pending is not None:
-                    pending.result()
-                pending = pool.submit(score, keys, columns)
+                predicted = pool.submit(predict_batch, columns)
+                if scoring is not None:
+                    send(*scoring)
+                scoring = (keys, predicted)
                 if i % record_every == 0:
-                    pending.result()
+                    send(*scoring)
+                    scoring = None
                     recorder.step(reading.completed())
                     if on_record is not None:
                         on_record(out.sender.rows_acked, len(recorder.recorded), len(todo))
-            if pending is not None:
-                pending.result()
-            ledger_ready.result()  # (scored batches waited for it; none may have had rows)
+            if scoring is not None:
+                send(*scoring)
+                scoring = None
+            ledger_ready.result()  # (sends waited for it; no batch may have had rows)
             recorder.step(reading.completed(), final=True)
             if on_record is not None:
                 on_record(out.sender.rows_acked, len(recorder.recorded), len(todo))
