@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigurationError, SqlError, TableNotFoundError, WriteError
+from ..errors import ConfigurationError, TableNotFoundError, WriteError
 
 __all__ = ["load", "KEY_COLUMN"]
 
@@ -86,15 +86,14 @@ def load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
 
 
 def _rows_in(client: Any, table: str) -> int | None:
-    """Rows ``table`` holds; None when it does not exist."""
+    """Rows ``table`` (an SQL identifier) holds; None when it does not exist (the cluster's table lookup says)."""
     try:
-        with client.query(f"SELECT COUNT(*) FROM {table}") as cursor:
-            for page in cursor.column_pages():
-                return int(page.values[0][0])
-    except (TableNotFoundError, SqlError) as exc:
-        if "not found" in str(exc).lower():
-            return None
-        raise
+        client.table(table)
+    except TableNotFoundError:
+        return None
+    with client.query(f"SELECT COUNT(*) FROM {table}") as cursor:
+        for page in cursor.column_pages():
+            return int(page.values[0][0])
     return 0
 
 
