@@ -20,6 +20,7 @@ from tensorflow_ignite.client.options import ConnectionOptions
 from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, IgniteConnectionError, SqlError,
                                       TableNotFoundError, TLSError, WriteError)
 from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table, write
+from tensorflow_ignite.ignite3.partitioned import TableReader
 from tensorflow_ignite.ignite3.protocol.colocation import partitions_of
 from tensorflow_ignite.ignite3.protocol.rows import encode_rows
 from tensorflow_ignite.ignite3.streamer import table_route
@@ -296,10 +297,8 @@ KEY_TYPES = {
 }
 
 
-@pytest.mark.parametrize("keys", sorted(KEY_TYPES))
-def test_streamer_round_trips_every_column_type(client: Ignite3Client, table: str, keys: str) -> None:
-    client.execute(f"CREATE TABLE {table} ({KEY_TYPES[keys]})")
-    n = 200
+def _key_type_rows(n: int) -> dict[str, object]:
+    """``n`` rows of KEY_TYPES' columns."""
     rng = np.random.default_rng(11)
     base = np.datetime64("2024-03-01T12:00:00", "us")
     data = {
@@ -315,6 +314,14 @@ def test_streamer_round_trips_every_column_type(client: Ignite3Client, table: st
         "DTM": base + np.arange(n) * np.timedelta64(3_600_001, "ms"),
         "TS": base - np.arange(n) * np.timedelta64(86_400_007, "ms"),
     }
+    return data
+
+
+@pytest.mark.parametrize("keys", sorted(KEY_TYPES))
+def test_streamer_round_trips_every_column_type(client: Ignite3Client, table: str, keys: str) -> None:
+    client.execute(f"CREATE TABLE {table} ({KEY_TYPES[keys]})")
+    n = 200
+    data = _key_type_rows(n)
     assert write(table, data, client=client, batch_rows=50) == n
     got = sorted(from_table(table, client=client, decimal_as="string").as_numpy_iterator(), key=lambda r: r["ID"])
     assert [int(r["ID"]) for r in got] == list(range(n))
@@ -394,3 +401,54 @@ def test_a_dataset_reads_rows_another_client_just_wrote(ignite3_node, client: Ig
     # Written after the dataset was built, through another client: the next epoch has them.
     client.execute(f"INSERT INTO {table} SELECT x, 2.0 FROM TABLE(SYSTEM_RANGE(300, 399))")
     assert sum(len(b["ID"]) for b in ds) == 400
+
+
+@pytest.mark.parametrize("keys", [*sorted(KEY_TYPES), "colocated"])
+def test_from_table_computes_each_rows_partition_as_the_node_does(client: Ignite3Client, table: str,
+                                                                   keys: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # from_table selects no "__part": a row's partition -- which its exactly-once ledger and the
+    # failover's dropped rows go by -- is the colocation hash of the key columns it reads, computed on
+    # the client. The rows go in through SQL, so the node alone chooses their partitions, and "__part"
+    # says which they are. Every key type is a key column of a table here ("colocated": COLOCATE BY
+    # names the columns in another order than the key, one of them not at all).
+    ddl = KEY_TYPES.get(keys) or ("ID BIGINT, I32 INT, S VARCHAR, D DOUBLE, PRIMARY KEY (ID, I32, S)) "
+                                  "COLOCATE BY (S, ID")
+    client.execute(f"CREATE TABLE {table} ({ddl})")
+    n = 400
+    data = _key_type_rows(n)
+    if keys == "colocated":
+        data = {k: data[k] for k in ("ID", "I32", "S", "D")}
+    else:  # as the SQL arguments of their columns
+        data.update(
+            DEC=[decimal.Decimal(x) for x in data["DEC"]], U=[uuid.UUID(x) for x in data["U"]],
+            DT=data["DT"].astype(object).tolist(),
+            TM=[(dt.datetime(2000, 1, 1) + dt.timedelta(microseconds=int(x) // 1000)).time() for x in data["TM"]],
+            DTM=data["DTM"].astype(object).tolist(),
+            TS=[x.replace(tzinfo=dt.timezone.utc) for x in data["TS"].astype(object).tolist()])
+    assert write(table, data, client=client, method="sql") == n
+    ds = from_table(table, client=client, decimal_as="string")
+    r = ds._reader
+    assert r.extra_columns == (1 if keys == "a" else 0)  # a DECIMAL key is selected again as text
+    query = r.query(r.partitions).replace(" FROM ", ' , "__part" AS P FROM ', 1)
+    ours, theirs = [], []
+    with client.query(query, page_size=128) as cursor:
+        for page in cursor.column_pages(decimal_as="string"):
+            ours.append(r.row_partitions([page.values[i] for i in r.key_columns]))
+            theirs.append(page.values[-1])
+    ours_all, theirs_all = np.concatenate(ours), np.concatenate(theirs).astype(np.int64)
+    assert len(ours_all) == n and len(set(theirs_all.tolist())) > 10
+    np.testing.assert_array_equal(ours_all, theirs_all)
+    # A read of some partitions only (the node filters on "__part"): exactly the rows "__part" puts there.
+    some = list(range(0, r.partition_count, 3))
+    got = np.sort(np.concatenate([b["ID"] for b in from_table(table, ["ID"], client=client, parts=some,
+                                                               batch_size=64).as_numpy_iterator()]))
+    want = np.sort(np.array([int(x["ID"]) for x in from_sql(
+        f'SELECT ID FROM {table} WHERE "__part" IN ({", ".join(map(str, some))})', client=client).as_numpy_iterator()]))
+    np.testing.assert_array_equal(got, want)
+    if keys != "colocated":
+        return
+    # Were the client's partitions wrong, such a read would stop rather than mislay rows in the ledger.
+    right = TableReader.row_partitions
+    monkeypatch.setattr(TableReader, "row_partitions", lambda self, k: (right(self, k) + 1) % self.partition_count)
+    with pytest.raises(tf.errors.OpError, match="colocation hash"):
+        list(from_table(table, ["ID"], client=client, parts=some, batch_size=64))

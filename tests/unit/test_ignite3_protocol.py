@@ -241,6 +241,20 @@ def test_wide_rows_use_two_byte_offsets() -> None:
     assert page.values[0][0] == b"a" * 300 and page.values[1][0] == 5
 
 
+def test_strings_and_bytes_escaped_empty_null_short_and_long() -> None:
+    # A value that begins with the marker byte 0x80 is escaped by one (as is the empty value); NULL is
+    # no bytes. Short values are sliced from one copy of the frame, long ones copied one by one.
+    values = [b"\x80\x01", b"", None, b"plain", b"\x80", "é".encode()]
+    for pad in (0, 5000):
+        vals = [v + b"x" * pad if v is not None else None for v in values]
+        rows = [binary_tuple.build([binary_tuple._varlen(v) if v is not None else None, b"\x07"]) for v in vals]
+        page = columns.decode_page(rows, [sql.ColumnMeta("B", T.BYTE_ARRAY), sql.ColumnMeta("N", T.INT8)])
+        assert page.values[0].tolist() == [v if v is not None else b"" for v in vals]
+        assert all(type(v) is bytes for v in page.values[0])
+        assert page.present[0].tolist() == [v is not None for v in vals]
+        assert page.values[1].tolist() == [7] * len(vals)
+
+
 # ---------------------------------------------------------------- hostile input
 @pytest.mark.parametrize("row", [b"", b"\x00", b"\x00\x09\x01", b"\x00\x02\x01\x00\x00", b"\x03" + b"\x00" * 20])
 def test_corrupt_rows_are_protocol_errors(row: bytes) -> None:

@@ -192,14 +192,19 @@ def from_table(table: str, columns: Sequence[str] | None = None, *, where: str |
     try:
         route = table_route(probe.connection(), table)
         keys = sorted((c for c in route.schema.columns if c.is_key), key=lambda c: c.key_index)
+        position = {c.name: i for i, c in enumerate(keys)}
+        if any(c.name not in position for c in route.schema.colocation_columns):
+            raise ConfigurationError(f"table {table}: a colocation column is not a key column "
+                                     f"({[c.name for c in route.schema.colocation_columns]}, key {list(position)})")
+        colocation = [(position[c.name], c.scale, c.precision) for c in route.schema.colocation_columns]
         select = [_identifier(c) for c in columns] if columns else ["*"]
         reader = TableReader(opts, table, select, (), [(c.name, c.type) for c in keys], (), 1,
-                             where=where, args=args, table_sql=_identifier(table))
+                             colocation=colocation, where=where, args=args, table_sql=_identifier(table))
         metas = probe.columns(reader.query([0]))
     finally:
         if probe is not client:
             probe.close()
-    output = metas[:len(metas) - len(keys) - 1]
+    output = metas[:len(metas) - reader.extra_columns]
     element_dtypes(output, decimal_as=decimal_as, null_masks=null_masks)  # every column has a tensor form
     count = route.assignment.partitions
     env_parts = os.environ.get(PARTS_VARIABLE)
@@ -210,7 +215,8 @@ def from_table(table: str, columns: Sequence[str] | None = None, *, where: str |
             raise ConfigurationError(f"parts={list(chosen)[:20]}: table {table} has partitions 0..{count - 1}"
                                      + (f"; {outside[:10]} are not among them" if outside else ""))
     reader = TableReader(opts, table, select, output, [(c.name, c.type) for c in keys],
-                         range(count) if chosen is None else chosen, count, where=where, args=args,
+                         range(count) if chosen is None else chosen, count, colocation=colocation,
+                         where=where, args=args,
                          page_size=page_size, decimal_as=decimal_as, null_masks=null_masks,
                          failover_timeout=failover_timeout, client=client, table_sql=_identifier(table),
                          per_node=per_node)

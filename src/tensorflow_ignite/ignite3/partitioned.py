@@ -6,20 +6,30 @@ it dials every endpoint of its options (one connection per node, named at the
 handshake), asks the partition assignment (PARTITION_ASSIGNMENT_GET) and
 sends each primary node one query over its own partitions::
 
-    SELECT <columns>, <key columns>, "__part" FROM T WHERE "__part" IN (...) [AND (<where>)]
+    SELECT <columns>[, <key columns not among them>] FROM T WHERE "__part" IN (...) [AND (<where>)]
 
-The queries run in parallel, one thread each (pages decoded there into NumPy
-columns), and their pages meet in one bounded queue that the run's consumer
--- the native source op (:mod:`tensorflow_ignite.native.data_source`) --
-empties.  A partition whose primary is not among the connected nodes goes to
-any connected node (the node forwards; routing saves work, it is not needed
-for correctness).
+A query over every partition of the table (one node, or the only one that
+answers) has no ``"__part"`` filter; ``SELECT *`` of such a read is then
+exactly the table's columns, the cheapest query for the node (no projection
+to build per row).  The queries run in parallel, one thread each (pages
+decoded there into NumPy columns), and their pages meet in one bounded queue
+that the run's consumer -- the native source op
+(:mod:`tensorflow_ignite.native.data_source`) -- empties.  A partition whose
+primary is not among the connected nodes goes to any connected node (the
+node forwards; routing saves work, it is not needed for correctness).
 
 Progress is the Ignite 2 reader's (:class:`~tensorflow_ignite.data.progress.ReadProgress`):
 every page enters the ledger with each row's partition and *identity* -- the
 primary key: the value itself for one integer key column, else a 64-bit
 BLAKE2b digest of the key columns' values -- when it is handed on, and a
-partition is done when the query that read it has ended.  So a saved
+partition is done when the query that read it has ended.  A row's partition
+is not selected (``"__part"`` in the select list made the node project every
+row: ~20% more node CPU for a read on one node): it is computed here from
+the key columns read anyway, with the table's colocation hash
+(:func:`~.protocol.colocation.row_hashes`, vectorized a column at a time), as
+the node computes it.  A row of a partition its query was not asked for stops
+the read (:class:`~tensorflow_ignite.errors.ProtocolError`): the hash would
+disagree with the node's, and the ledger would be wrong.  So a saved
 iterator holds, per partition, "done" or the identities of the rows handed
 out so far, and a restored one reads the partitions not done and drops the
 rows it already handed out.  Identities rather than positions: a query over
@@ -54,10 +64,11 @@ from ..client.options import ConnectionOptions
 from ..client.env import parse_partition_list
 from ..data.progress import ReadProgress, ResumeState, format_ranges, plan_fingerprint
 from ..errors import (AuthenticationError, ConfigurationError, IgniteConnectionError, Ignite3ServerError,
-                      TableNotFoundError, UnsupportedOperationError)
+                      ProtocolError, TableNotFoundError, UnsupportedOperationError)
 from .client import Ignite3Client
 from .protocol import table as tp
 from .protocol.codes import ClientOp, ColumnType, ErrorCode, ErrorGroup, error_group
+from .protocol.colocation import partitions_of, row_hashes
 from .protocol.columns import decode_page
 from .protocol.sql import ColumnMeta
 
@@ -65,9 +76,8 @@ __all__ = ["TableReader", "TableRun", "TableReadStats", "PART_COLUMN", "key_iden
 
 log = logging.getLogger(__name__)
 
-#: Ignite 3's hidden column: the partition a row is stored in.
+#: Ignite 3's hidden column: the partition a row is stored in (the queries filter on it, never select it).
 PART_COLUMN = '"__part"'
-_PART_ALIAS = "TFI__PART"
 _KEY_ALIAS = "TFI__KEY"
 #: Ignite 3.1 turns a query whose condition fixes the whole primary key into a key lookup
 #: (KeyValueGet), which reads "__part" as -1: the partition filter then drops the row.  The planner
@@ -125,11 +135,14 @@ class TableReader:
 
     ``select``: the SQL expressions of the output columns (quoted as needed);
     ``output``: their columns as SQL_QUERY_META reports them; ``keys``: the
-    table's primary key columns (name, type) in key order.
+    table's primary key columns (name, type) in key order; ``colocation``: the
+    table's colocation columns in colocation order, each ``(position in keys,
+    scale, precision)`` -- what each row's partition is computed from.
     """
 
     def __init__(self, options: ConnectionOptions, table: str, select: Sequence[str], output: Sequence[ColumnMeta],
                  keys: Sequence[tuple[str, ColumnType]], partitions: Sequence[int], partition_count: int, *,
+                 colocation: Sequence[tuple[int, int, int]],
                  where: str | None = None, args: Sequence[Any] = (), page_size: int = 4096,
                  decimal_as: str = "float64", null_masks: bool = False, failover_timeout: float = 120.0,
                  client: Ignite3Client | None = None, table_sql: str | None = None, per_node: bool = True) -> None:
@@ -142,6 +155,10 @@ class TableReader:
         self.table_sql = table_sql or _quote_table(table)
         self.output = tuple(output)
         self.keys = tuple(keys)
+        self.colocation = tuple((int(k), int(scale), int(precision)) for k, scale, precision in colocation)
+        if not self.colocation or any(not 0 <= k < len(self.keys) for k, _, _ in self.colocation):
+            raise ConfigurationError(f"table {table}: colocation columns {list(self.colocation)} are not among its "
+                                     f"{len(self.keys)} key columns")
         self.partitions = tuple(sorted(set(int(p) for p in partitions)))
         self.partition_count = int(partition_count)
         self.where = where
@@ -154,9 +171,23 @@ class TableReader:
         self.per_node = bool(per_node)
         #: The client the dataset was built with: runs read no earlier than its observable time.
         self.client = client
-        key_exprs = [f"CAST({_quote(n)} AS VARCHAR)" if t is ColumnType.DECIMAL else _quote(n) for n, t in keys]
-        self._columns_sql = ", ".join([*select, *(f"{e} AS {_KEY_ALIAS}{i}" for i, e in enumerate(key_exprs)),
-                                       f"{PART_COLUMN} AS {_PART_ALIAS}"])
+        # A key column among the output columns is read from there (a DECIMAL one as text, selected again):
+        # a query of exactly the table's columns is the cheapest for the node to run.
+        named = {c.name: i for i, c in reversed(list(enumerate(self.output)))}
+        extra: list[str] = []
+        #: Where each key column is in a page: its output column, or one selected after them.
+        self.key_columns: tuple[int, ...] = ()
+        for i, (name, t) in enumerate(self.keys):
+            j = named.get(name)
+            if t is not ColumnType.DECIMAL and j is not None and self.output[j].type is t:
+                self.key_columns += (j,)
+                continue
+            self.key_columns += (len(self.output) + len(extra),)
+            extra.append(f"{'CAST(' + _quote(name) + ' AS VARCHAR)' if t is ColumnType.DECIMAL else _quote(name)} "
+                         f"AS {_KEY_ALIAS}{i}")
+        #: Columns selected after the output columns (the key columns not among them).
+        self.extra_columns = len(extra)
+        self._columns_sql = ", ".join([*select, *extra])
         self.fingerprint = plan_fingerprint(f"ignite3\x00{table}\x00{where or ''}\x00{self.args!r}",
                                             self.partitions)
         self._lock = threading.Lock()
@@ -178,7 +209,8 @@ class TableReader:
         return {
             "table": self.table, "table_sql": self.table_sql, "select": list(self.select),
             "output": [[c.name, int(c.type), c.nullable, c.scale, c.precision] for c in self.output],
-            "keys": [[name, int(t)] for name, t in self.keys], "partitions": format_ranges(self.partitions),
+            "keys": [[name, int(t)] for name, t in self.keys], "colocation": [list(c) for c in self.colocation],
+            "partitions": format_ranges(self.partitions),
             "count": self.partition_count, "where": self.where, "args": list(self.args),
             "page_size": self.page_size, "decimal_as": self.decimal_as, "null_masks": self.null_masks,
             "failover_timeout": self.failover_timeout, "per_node": self.per_node,
@@ -189,8 +221,13 @@ class TableReader:
         """The reader :meth:`describe` described, connecting with ``options``."""
         output = [ColumnMeta(name, ColumnType(t), bool(nullable), int(scale), int(precision))
                   for name, t, nullable, scale, precision in d["output"]]
+        if "colocation" not in d:
+            raise ConfigurationError(f"the description of the read of Ignite 3 table {d['table']!r} names no "
+                                     "colocation columns (made by an older tensorflow-ignite); build the dataset "
+                                     "again with this version")
         return cls(options, d["table"], d["select"], output, [(n, ColumnType(t)) for n, t in d["keys"]],
-                   parse_partition_list(d["partitions"], name="partitions"), int(d["count"]), where=d["where"],
+                   parse_partition_list(d["partitions"], name="partitions"), int(d["count"]),
+                   colocation=[tuple(c) for c in d["colocation"]], where=d["where"],
                    args=d["args"], page_size=int(d["page_size"]), decimal_as=d["decimal_as"],
                    null_masks=bool(d["null_masks"]), failover_timeout=float(d["failover_timeout"]),
                    table_sql=d["table_sql"], per_node=bool(d.get("per_node", True)))
@@ -205,7 +242,7 @@ class TableReader:
         return {name: tf.TensorSpec([None], tf.as_dtype(dtype)) for name, dtype in dtypes.items()}
 
     def query(self, partitions: Sequence[int]) -> str:
-        """The SQL that reads ``partitions`` (with every output, key and partition column)."""
+        """The SQL that reads ``partitions``: the output columns, then the key columns not among them."""
         text = f"SELECT {_NO_KEY_LOOKUP} {self._columns_sql} FROM {self.table_sql}"
         conditions = []
         if set(partitions) != set(range(self.partition_count)):  # every partition: no filter to evaluate
@@ -213,6 +250,12 @@ class TableReader:
         if self.where:
             conditions.append(f"({self.where})")
         return text + (" WHERE " + " AND ".join(conditions) if conditions else "")
+
+    def row_partitions(self, keys: Sequence[np.ndarray]) -> np.ndarray:
+        """The partition of each row (int64) from its key columns' values as a page decodes them: the
+        table's colocation hash (:mod:`.protocol.colocation`), as the node computes it."""
+        columns = [(keys[k], self.keys[k][1], scale, precision) for k, scale, precision in self.colocation]
+        return partitions_of(row_hashes(columns), self.partition_count)
 
     def stats(self) -> TableReadStats:
         with self._lock:
@@ -377,16 +420,28 @@ class TableRun:
     def _work(self, q: _Query, client: Ignite3Client) -> None:
         r = self.reader
         try:
+            ours = np.zeros(r.partition_count, bool)
+            ours[list(q.partitions)] = True
             with client.query(r.query(q.partitions), r.args, page_size=r.page_size) as cursor:
                 columns = cursor.columns
                 n_out = len(r.output)
-                n_keys = len(r.keys)
+                if len(columns) != n_out + r.extra_columns:
+                    raise ProtocolError(f"reading Ignite 3 table {r.table}: the query returned {len(columns)} "
+                                        f"columns, {n_out + r.extra_columns} expected")
                 for rows in cursor.pages():
                     if self._stop.is_set():
                         return
                     page = decode_page(rows, columns, decimal_as=r.decimal_as)
-                    parts = page.values[n_out + n_keys].astype(np.int64)
-                    ids = key_identities(page.values[n_out:n_out + n_keys], r.keys)
+                    keys = [page.values[i] for i in r.key_columns]
+                    parts = r.row_partitions(keys)
+                    if not ours[parts].all():
+                        strays = format_ranges(sorted(set(parts[~ours[parts]].tolist())))
+                        raise ProtocolError(
+                            f"reading Ignite 3 table {r.table}: the query over partitions "
+                            f"{format_ranges(q.partitions)} returned rows of partitions {strays} "
+                            "by this client's colocation hash; the client computes partitions differently from "
+                            "the node (a bug: please report it with the table's key columns)")
+                    ids = key_identities(keys, r.keys)
                     out = {}
                     for col, values, present in zip(r.output, page.values[:n_out], page.present[:n_out]):
                         out[col.name] = values

@@ -23,7 +23,10 @@ folded to 64 bits as ``h1 + h2`` and to 32 as ``h ^ (h >>> 32)``),
   dividend's sign).
 
 The row-by-row functions take Python values; :func:`hash_ints` hashes a whole
-NumPy column of integers at once (the common key: BIGINT or INT).
+NumPy column of integers at once (the common key: BIGINT or INT), and
+:func:`hash_column` / :func:`row_hashes` a column (or the colocation columns)
+of a page as :mod:`.columns` decodes it -- the partitioned reader's partition
+of each row it reads -- vectorized for every type but DECIMAL.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from .codes import ColumnType
 
 __all__ = ["hash_fixed", "hash_bytes", "combine", "value_hash", "row_hash", "partition_of", "hash_ints",
            "combine_arrays", "partitions_of", "java_bigint_bytes", "date_hash", "time_hash", "timestamp_hash",
-           "INT_WIDTHS"]
+           "hash_bytes_array", "hash_column", "row_hashes", "decimal_unscaled", "INT_WIDTHS"]
 
 _M64 = (1 << 64) - 1
 _C1 = 0x87C37B91114253D5
@@ -196,9 +199,7 @@ def value_hash(col_type: ColumnType, value: Any, scale: int = 0, precision: int 
         msb, lsb = u.int >> 64, u.int & _M64
         return hash_fixed(lsb, 8, hash_fixed(msb, 8))
     if t is ColumnType.DECIMAL:
-        d = decimal.Decimal(str(value)) if isinstance(value, float) else decimal.Decimal(value)
-        unscaled = int(d.scaleb(scale).quantize(decimal.Decimal(1), rounding=decimal.ROUND_HALF_UP))
-        return hash_bytes(java_bigint_bytes(unscaled))
+        return hash_bytes(java_bigint_bytes(decimal_unscaled(value, scale)))
     if t is ColumnType.DATE:
         return _date_hash(value)
     if t is ColumnType.TIME:
@@ -209,6 +210,14 @@ def value_hash(col_type: ColumnType, value: Any, scale: int = 0, precision: int 
         seconds, nanos = _epoch_parts(value)
         return timestamp_hash(seconds, nanos, precision)
     raise ConfigurationError(f"a {t.name} column cannot be a colocation (key) column")
+
+
+def decimal_unscaled(value: Any, scale: int) -> int:
+    """A DECIMAL value (Decimal, int, float, or its text as str or bytes) set to ``scale`` (half-up), unscaled."""
+    if isinstance(value, bytes):
+        value = value.decode()
+    d = decimal.Decimal(str(value)) if isinstance(value, float) else decimal.Decimal(value)
+    return int(d.scaleb(scale).quantize(decimal.Decimal(1), rounding=decimal.ROUND_HALF_UP))
 
 
 def row_hash(values: Sequence[tuple[ColumnType, Any, int, int]]) -> int:
@@ -267,3 +276,166 @@ def combine_arrays(h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
 def partitions_of(hashes: np.ndarray, partitions: int) -> np.ndarray:
     """:func:`partition_of` element-wise (int32 hashes in, int64 partitions out)."""
     return np.abs(np.fmod(hashes.astype(np.int64), partitions))
+
+
+def _v_u64(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """The little-endian uint64 at each of ``pos`` in the byte array ``buf``."""
+    return np.ascontiguousarray(buf[pos[:, None] + np.arange(8)]).view("<u8").reshape(-1)
+
+
+def _v_fold(h: np.ndarray) -> np.ndarray:
+    return (h ^ (h >> np.uint64(32))).astype(np.uint32).view(np.int32)
+
+
+#: Byte strings of more 16-byte blocks than this are hashed one at a time (a NumPy pass per block of
+#: the longest string would cost more than Python over the few long ones).
+_VECTOR_BLOCKS = 64
+
+
+def hash_bytes_array(items: Sequence[bytes]) -> np.ndarray:
+    """:func:`hash_bytes` of each of ``items`` (int32), the blocks of every string at once."""
+    n = len(items)
+    out = np.empty(n, np.int32)
+    if n == 0:
+        return out
+    lens = np.fromiter(map(len, items), np.int64, n)
+    nblocks = lens >> 4
+    long_rows = np.flatnonzero(nblocks > _VECTOR_BLOCKS)
+    for i in long_rows.tolist():
+        out[i] = hash_bytes(bytes(items[i]))
+    rows = np.flatnonzero(nblocks <= _VECTOR_BLOCKS) if len(long_rows) else np.arange(n)
+    if not len(rows):
+        return out
+    if len(long_rows):
+        items = [items[i] for i in rows.tolist()]
+        lens, nblocks = lens[rows], nblocks[rows]
+    buf = np.frombuffer(b"".join(items) + bytes(16), np.uint8)
+    starts = np.zeros(len(items), np.int64)
+    np.cumsum(lens[:-1], out=starts[1:])
+    m = len(items)
+    h1 = np.zeros(m, np.uint64)
+    h2 = np.zeros(m, np.uint64)
+    c1, c2 = np.uint64(_C1), np.uint64(_C2)
+    with np.errstate(over="ignore"):
+        for j in range(int(nblocks.max())):
+            act = np.flatnonzero(nblocks > j)
+            pos = starts[act] + 16 * j
+            k1, k2 = _v_u64(buf, pos), _v_u64(buf, pos + 8)
+            a, b = h1[act], h2[act]
+            a ^= _v_rotl(k1 * c1, 31) * c2
+            a = (_v_rotl(a, 27) + b) * np.uint64(5) + np.uint64(0x52DCE729)
+            b ^= _v_rotl(k2 * c2, 33) * c1
+            b = (_v_rotl(b, 31) + a) * np.uint64(5) + np.uint64(0x38495AB5)
+            h1[act], h2[act] = a, b
+        # The tail (0-15 bytes), zero-padded: mixing a zero word changes nothing, as Java skips it.
+        tail = lens - (nblocks << 4)
+        raw = buf[(starts + (nblocks << 4))[:, None] + np.arange(16)]
+        raw[np.arange(16)[None, :] >= tail[:, None]] = 0
+        words = np.ascontiguousarray(raw).view("<u8")
+        h2 ^= _v_rotl(words[:, 1] * c2, 33) * c1
+        h1 ^= _v_rotl(words[:, 0] * c1, 31) * c2
+        length = lens.astype(np.uint64)
+        h1 ^= length
+        h2 ^= length
+        h1 = h1 + h2
+        h2 = h2 + h1
+        h1, h2 = _v_fmix(h1), _v_fmix(h2)
+        out[rows] = _v_fold(h1 + h2)
+    return out
+
+
+def _v_civil(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Year, month, day of days since 1970-01-01 (proleptic Gregorian; Howard Hinnant's algorithm)."""
+    z = days.astype(np.int64) + 719468
+    era = np.floor_divide(z, 146097)
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = np.where(mp < 10, mp + 3, mp - 9)
+    return yoe + era * 400 + (month <= 2), month, day
+
+
+def _v_date_hash(days: np.ndarray) -> np.ndarray:
+    y, m, d = _v_civil(days)
+    return _v_hash_fixed(d, 4, _v_hash_fixed(m, 4, _v_hash_fixed(y, 4, None)))
+
+
+def _v_nanos(nanos: np.ndarray, precision: int) -> np.ndarray:
+    if precision >= 9:
+        return nanos
+    unit = 10 ** (9 - max(precision, 0))
+    return nanos // unit * unit
+
+
+def _v_time_hash(ns_of_day: np.ndarray, precision: int) -> np.ndarray:
+    seconds, nanos = np.divmod(ns_of_day.astype(np.int64), 1_000_000_000)
+    h = _v_hash_fixed(seconds // 3600, 4, None)
+    h = _v_hash_fixed(seconds // 60 % 60, 4, h)
+    h = _v_hash_fixed(seconds % 60, 4, h)
+    return _v_hash_fixed(_v_nanos(nanos, precision), 4, h)
+
+
+_HEX = np.full(256, 255, np.uint8)
+_HEX[np.frombuffer(b"0123456789", np.uint8)] = np.arange(10)
+_HEX[np.frombuffer(b"abcdef", np.uint8)] = np.arange(10, 16)
+_HEX[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
+_UUID_HEX = np.array([i for i in range(36) if i not in (8, 13, 18, 23)])
+
+
+def _v_uuid_hash(items: Sequence[Any]) -> np.ndarray:
+    texts = [v if isinstance(v, bytes) else str(v).encode() for v in items]
+    if any(len(t) != 36 for t in texts):
+        return np.asarray([value_hash(ColumnType.UUID, uuid.UUID(t.decode())) for t in texts], np.int32)
+    nib = _HEX[np.frombuffer(b"".join(texts), np.uint8).reshape(len(texts), 36)[:, _UUID_HEX]]
+    if np.any(nib == 255):
+        raise ConfigurationError("a UUID value that is not hexadecimal text")
+    raw = np.ascontiguousarray((nib[:, 0::2] << 4) | nib[:, 1::2])
+    halves = raw.view(">u8")  # (n, 2): the most and the least significant 64 bits
+    return _v_hash_fixed(halves[:, 1], 8, _v_hash_fixed(halves[:, 0], 8, None))
+
+
+def hash_column(values: np.ndarray, col_type: ColumnType, scale: int = 0, precision: int = 0) -> np.ndarray:
+    """The column hash (:func:`value_hash`) of each value of a column as :mod:`.columns` decodes it (int32).
+
+    BOOLEAN bool, INT8..INT64 integers, FLOAT/DOUBLE floats, DATE int64 milliseconds since 1970-01-01,
+    TIME int64 nanoseconds since midnight, DATETIME/TIMESTAMP int64 nanoseconds since 1970-01-01,
+    STRING UTF-8 bytes, BYTE_ARRAY bytes, UUID its text, DECIMAL its text (``scale`` the column's;
+    ``precision`` the fractional digits of a TIME/DATETIME/TIMESTAMP column).  No NULLs (key columns).
+    """
+    t = col_type
+    if t in INT_WIDTHS:
+        return _v_hash_fixed(np.asarray(values), INT_WIDTHS[t], None)
+    if t is ColumnType.BOOLEAN:
+        return np.where(np.asarray(values, bool), hash_fixed(1, 1), hash_fixed(0, 1)).astype(np.int32)
+    if t is ColumnType.FLOAT:
+        return _v_hash_fixed(np.asarray(values, np.float32).view(np.int32), 4, None)
+    if t is ColumnType.DOUBLE:
+        return _v_hash_fixed(np.asarray(values, np.float64).view(np.int64), 8, None)
+    if t is ColumnType.DATE:
+        return _v_date_hash(np.floor_divide(np.asarray(values, np.int64), 86_400_000))
+    if t is ColumnType.TIME:
+        return _v_time_hash(np.asarray(values, np.int64), precision)
+    if t is ColumnType.DATETIME:
+        days, ns_of_day = np.divmod(np.asarray(values, np.int64), 86_400 * 1_000_000_000)
+        return _v_hash_fixed(_v_date_hash(days), 4, _v_time_hash(ns_of_day, precision))
+    if t is ColumnType.TIMESTAMP:
+        seconds, nanos = np.divmod(np.asarray(values, np.int64), 1_000_000_000)
+        return _v_hash_fixed(_v_nanos(nanos, precision), 4, _v_hash_fixed(seconds, 8, None))
+    if t in (ColumnType.STRING, ColumnType.BYTE_ARRAY):
+        return hash_bytes_array([v if isinstance(v, bytes) else str(v).encode() for v in values])
+    if t is ColumnType.UUID:
+        return _v_uuid_hash(values)
+    if t is ColumnType.DECIMAL:
+        return hash_bytes_array([java_bigint_bytes(decimal_unscaled(v, scale)) for v in values])
+    raise ConfigurationError(f"a {t.name} column cannot be a colocation (key) column")
+
+
+def row_hashes(columns: Sequence[tuple[np.ndarray, ColumnType, int, int]]) -> np.ndarray:
+    """The colocation hash of each row (int32): ``(values, type, scale, precision)`` of each colocation
+    column, in colocation order (:func:`row_hash`, a column at a time)."""
+    h = np.zeros(len(columns[0][0]) if columns else 0, np.int32)
+    for values, col_type, scale, precision in columns:
+        h = combine_arrays(h, hash_column(values, col_type, scale, precision))
+    return h

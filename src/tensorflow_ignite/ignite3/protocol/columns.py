@@ -5,7 +5,9 @@ read with a few vectorized gathers (rows grouped by offset-entry size), giving
 every element's begin and length.  Fixed-size types are then one gather per
 value length present in the column (Ignite writes an INT64 of 5 in one byte, a
 DOUBLE that is exactly a float in four), viewed as little-endian numbers.
-Strings, byte arrays, UUIDs and decimals are sliced row by row.
+Strings and byte arrays are sliced out of one copy of the frame (a first
+byte marking an escaped value found for all rows at once); UUIDs and decimals
+are converted row by row.
 
 Column dtypes (:data:`NUMPY_DTYPES`): BOOLEAN bool; INT8..INT64 int8..int64;
 FLOAT float32; DOUBLE float64; DECIMAL float64 (or its text with
@@ -168,6 +170,28 @@ def _fixed(col: ColumnMeta, buf: np.ndarray, begin: np.ndarray, length: np.ndarr
             raise ProtocolError(f"column {col.name!r} ({t.name}): a value of {width} bytes")
 
 
+#: Mean value length up to which a page's strings are sliced from one ``bytes`` copy of its frame
+#: (cheaper than a memoryview slice per value); longer values are copied from the frame one by one.
+_COPY_FRAME_MAX = 4096
+
+
+def _bytes_values(data: memoryview, buf: np.ndarray, begin: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The STRING / BYTE_ARRAY values at ``begin``/``length`` (b"" for NULL and empty) as bytes objects."""
+    out = np.empty(len(begin), object)
+    if not len(begin):
+        return out
+    b = begin.copy()
+    nz = np.flatnonzero(length)
+    b[nz] += buf[begin[nz]] == VARLEN_EMPTY  # a value that would begin with the marker byte is escaped by it
+    starts, ends = b.tolist(), (begin + length).tolist()
+    if int(length.sum()) <= _COPY_FRAME_MAX * len(begin):
+        raw = data.tobytes()
+        out[:] = [raw[x:y] for x, y in zip(starts, ends)]
+    else:
+        out[:] = [bytes(data[x:y]) for x, y in zip(starts, ends)]
+    return out
+
+
 def _varlen(col: ColumnMeta, data: memoryview, begin: np.ndarray, length: np.ndarray, decimal_as: str) -> np.ndarray:
     out = np.empty(len(begin), object)
     t = col.type
@@ -215,7 +239,9 @@ def decode_page(rows: RowPage | Sequence[bytes], columns: Sequence[ColumnMeta], 
             raise SchemaError(f"column {col.name!r} has type {col.type.name}, which has no tensor form here; "
                               "select it cast to another type (CAST(... AS VARCHAR))")
         b, ln = begins[:, i], lengths[:, i]
-        if col.type in (T.UUID, T.STRING, T.BYTE_ARRAY) or (col.type is T.DECIMAL):
+        if col.type in (T.STRING, T.BYTE_ARRAY):
+            v = _bytes_values(data, buf, b, ln)
+        elif col.type in (T.UUID, T.DECIMAL):
             v = _varlen(col, data, b, ln, decimal_as)
             if col.type is T.DECIMAL and decimal_as != "string":
                 v = v.astype(np.float64) if n else np.zeros(0, np.float64)
