@@ -376,7 +376,9 @@ WHAT_WAS_TRIED = """\
 #: What section 9 (``bench/ignite3.py``) measures, for the report's preamble.
 IGNITE3_TEXT = (
     "Ignite 3 (section 9, `bench/ignite3.py`, issue 30): one Apache Ignite 3.1 node started by the run (embedded "
-    "`ignite-runner`, no TLS), two tables written with `ignite3.write` before the clock starts (the bulk and "
+    "`ignite-runner`, no TLS; its metastorage idle sync interval at 25 ms instead of 250: every read-only scan "
+    "first waits for the cluster's safe time, which an idle cluster advances once per interval, and a 0-250 ms "
+    "wait per query was as long as a whole small-row read, for every contender), two tables written with `ignite3.write` before the clock starts (the bulk and "
     "small-row shapes of sections 1 and 2a, with fewer rows: 1/8 and 1/3, to keep the section near 3 minutes), "
     "each read to the end by `ignite3.from_table` in TF (the target's contender), `ignite3.from_sql` (reference), "
     "pyignite-dbapi 3.1.0 (`cursor.fetchmany` rows yielded one by one into `from_generator().batch()`, the same "

@@ -141,6 +141,8 @@ class Ignite3Cluster:
     (implies ``tls``): the client connector also requires a client certificate
     signed by that CA (``clientAuth = "require"``, the CA in its trust store);
     :meth:`client_options` then carries the client certificate and key.
+    ``cluster_config``: HOCON merged into the configuration the cluster is
+    initialised with (e.g. ``ignite { system { ... } }``).
     """
 
     work_dir: Path
@@ -162,6 +164,8 @@ class Ignite3Cluster:
     start_seconds: float = 0.0
     #: The first node's client port (node i: ``client_port + i``); None: free ports.
     client_port: int | None = None
+    #: HOCON added to the cluster's initial configuration (after the security settings, if any).
+    cluster_config: str = ""
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir)
@@ -212,14 +216,19 @@ class Ignite3Cluster:
         return (f"\n  clientConnector.ssl {{ enabled = true, keyStore {{ type = PKCS12, "
                 f"path = {_hocon_string(str(m.server_keystore))}, password = {secret} }}{trust} }}")
 
-    def _security_config(self) -> Path:
-        """The cluster configuration turning basic authentication on for :attr:`username` (mode 0600)."""
-        path = self.work_dir / "cluster-security.conf"
-        user = _hocon_string(self.username or "")
-        secret = _hocon_string(self.password or "")
+    def _cluster_config(self) -> Path:
+        """The cluster's initial configuration (mode 0600): basic authentication on for :attr:`username`,
+        then :attr:`cluster_config` (HOCON merges the two)."""
+        path = self.work_dir / "cluster-init.conf"
+        text = ""
+        if self.username is not None:
+            user = _hocon_string(self.username)
+            secret = _hocon_string(self.password or "")
+            text += ("ignite { security { enabled = true, authentication.providers = [ { name = default, "
+                     f"type = basic, users = [ {{ username = {user}, password = {secret} }} ] }} ] }} }}\n")
+        text += self.cluster_config + "\n"
         path.touch(mode=0o600)
-        path.write_text("ignite { security { enabled = true, authentication.providers = [ { name = default, "
-                        f"type = basic, users = [ {{ username = {user}, password = {secret} }} ] }} ] }} }}\n")
+        path.write_text(text)
         return path
 
     def client_options(self, index: int = 0, **fields: object) -> "ConnectionOptions":
@@ -246,8 +255,8 @@ class Ignite3Cluster:
                "--status-file", node.status_file]
         if node.index == 0:
             cmd += ["--init", self.name, "--meta-storage", self.members[0].name]
-            if self.username is not None:
-                cmd += ["--cluster-config", str(self._security_config())]
+            if self.username is not None or self.cluster_config:
+                cmd += ["--cluster-config", str(self._cluster_config())]
         if self.owner_pid is not None:
             cmd += ["--exit-with", str(self.owner_pid)]
         return cmd

@@ -141,9 +141,11 @@ class OutputCache:
         self.guard = CapacityGuard(self.client, self.name, copies=copies, what="predict", region=None if kept else "",
                                    module=JobClient)
         rows = expected_rows or 0
-        # Overwriting in place replaces entries of about the same size: no new room is needed for them.
-        self.guard.check(0 if replace else self.row_bytes * rows, 0 if replace else rows,
-                         largest_entry=self.row_bytes, new_partitions=0 if kept else 1024)
+        # Overwriting in place replaces entries of about the same size: no new room is needed for them,
+        # so no check up front (a round trip to every node's region figures); the sends are guarded as always.
+        if not replace:
+            self.guard.check(self.row_bytes * rows, rows, largest_entry=self.row_bytes,
+                             new_partitions=0 if kept else 1024)
         try:
             self.client.put_binary_type(self.plan.binary_type())
         except ServerError as exc:
