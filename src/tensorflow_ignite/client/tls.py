@@ -121,5 +121,10 @@ def tls_error(exc: BaseException, address: str, hostname: str, *, stage: str = "
                                                "UNKNOWN_CA", "CERTIFICATE_UNKNOWN")):
             hint = (" The node may require a client certificate signed by a CA it trusts: pass "
                     "certfile=... and keyfile=... (and cert_password=... for an encrypted key)")
+        elif isinstance(exc, ssl.SSLEOFError) or "EOF" in text:
+            # The node closed the TLS connection: how a refused client certificate looks when its
+            # alert loses the race with the close.
+            hint = (" The node closed the connection; it may require a client certificate signed by a CA it "
+                    "trusts: pass certfile=... and keyfile=... (and cert_password=... for an encrypted key)")
         return TLSError(f"TLS {stage} with {address} failed: {exc.reason or exc}.{hint}", address=address)
     return TLSError(f"TLS {stage} with {address} failed: {exc}", address=address)

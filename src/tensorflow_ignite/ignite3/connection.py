@@ -103,7 +103,13 @@ class Ignite3Connection:
         sock.settimeout(o.timeout)
         self._sock = sock
         try:
-            sock.sendall(handshake_request(o.username, o.password if o.username is not None else None))
+            try:
+                sock.sendall(handshake_request(o.username, o.password if o.username is not None else None))
+            except ssl.SSLError as exc:  # a TLS 1.3 refusal of the client certificate may show here too
+                raise tls_error(exc, self.address, o.tls_hostname(self.host), stage="connection") from None
+            except OSError as exc:
+                raise IgniteConnectionError(f"connection to Ignite 3 node {self.address} lost: {exc}",
+                                            address=self.address) from None
             magic = self._recv_exact(4)
             if magic != MAGIC:
                 raise HandshakeError(f"{self.address} is not an Ignite 3 client port (it answered {magic!r}, "
@@ -120,13 +126,18 @@ class Ignite3Connection:
             raise
         except IgniteConnectionError:
             self.close()
-            hint = ("a node whose client connector expects TLS (give cafile=, or the other TLS options), "
-                    "or an Ignite 2 node (use tensorflow_ignite.IgniteDataset for Ignite 2)"
-                    if not self.options.uses_tls else
-                    "a node requiring a client certificate (pass certfile= and keyfile=), or an Ignite 2 "
-                    "node? (use tensorflow_ignite.IgniteDataset for Ignite 2)")
+            if self.options.uses_tls:
+                # The TLS handshake itself succeeded, so the node hung up on what came after: a node
+                # that requires a client certificate closes the connection (TLS 1.3 sends its alert
+                # after the handshake; the alert or a reset may come first, whichever the timing gives).
+                raise TLSError(f"TLS connection with {self.address} closed by the node during the Ignite 3 "
+                               "handshake: a node requiring a client certificate (pass certfile= and keyfile=, "
+                               "cert_password= for an encrypted key), or an Ignite 2 node? (use "
+                               "tensorflow_ignite.IgniteDataset for Ignite 2)", address=self.address) from None
             raise HandshakeError(f"{self.address} closed the connection during the Ignite 3 handshake: not an "
-                                 f"Ignite 3 client port as configured here -- {hint}", address=self.address) from None
+                                 "Ignite 3 client port as configured here -- a node whose client connector expects "
+                                 "TLS (give cafile=, or the other TLS options), or an Ignite 2 node (use "
+                                 "tensorflow_ignite.IgniteDataset for Ignite 2)", address=self.address) from None
         except BaseException:
             self.close()
             raise
