@@ -63,7 +63,7 @@ class PythonCall {
     // Increment before checking g_closed (both seq_cst): either shutdown()
     // sees this call in flight and waits for it, or this call sees g_closed.
     g_in_flight.fetch_add(1);
-    gil_.emplace(!g_closed.load());
+    gil_.emplace(!g_closed.load(), /*pause_gc=*/true);  // see python_guard.h
     if (!gil_->ok() && status != nullptr) TF_SetStatus(status, TF_CANCELLED, kShutdownMessage);
   }
   ~PythonCall() {

@@ -11,6 +11,17 @@
 //   `raise`): calling Python with it pending let the callee clear it, and
 //   CPython then crashed re-raising a NULL exception.  Whatever the guarded
 //   code leaves pending is dropped when the set-aside exception is restored.
+//
+// And one the filesystem's calls follow (`pause_gc`): Python's cyclic garbage
+// collector does not run while TensorFlow waits on them.  TensorFlow calls the
+// filesystem from inside ops that hold its own mutexes (creating a summary
+// writer writes its events file under the resource manager's lock); a
+// collection triggered by the callee's allocations could free an unreachable
+// EagerTensor holding a resource handle, whose destructor takes that same
+// mutex: the thread deadlocked on itself (seen once in CI, Keras's TensorBoard
+// callback logging to ignite://).  A count of the scopes that paused it (the
+// GIL guards it; scopes nest across threads while callees release the GIL)
+// turns collection back on when the last one ends, if it was on.
 
 #ifndef TF_IGNITE_PYTHON_GUARD_H_
 #define TF_IGNITE_PYTHON_GUARD_H_
@@ -33,14 +44,19 @@ inline bool InterpreterFinalizing() {
 // interpreter is usable; ok() says whether it did.
 class GilScope {
  public:
-  explicit GilScope(bool allowed) {
+  explicit GilScope(bool allowed, bool pause_gc = false) {
     if (!allowed || !Py_IsInitialized() || InterpreterFinalizing()) return;
     state_ = PyGILState_Ensure();
     entered_ = true;
     PyErr_Fetch(&type_, &value_, &traceback_);
+    if (pause_gc) {
+      paused_ = true;
+      if (GcPauses()++ == 0) GcWasEnabled() = PyGC_Disable() != 0;
+    }
   }
   ~GilScope() {
     if (!entered_ || InterpreterFinalizing()) return;  // see the file comment
+    if (paused_ && --GcPauses() == 0 && GcWasEnabled()) PyGC_Enable();
     PyErr_Restore(type_, value_, traceback_);
     PyGILState_Release(state_);
   }
@@ -49,8 +65,19 @@ class GilScope {
   bool ok() const { return entered_; }
 
  private:
+  // Scopes of this library pausing the collector now, and whether it was on before the first.
+  static int& GcPauses() {
+    static int pauses = 0;
+    return pauses;
+  }
+  static bool& GcWasEnabled() {
+    static bool enabled = false;
+    return enabled;
+  }
+
   PyGILState_STATE state_{};
   bool entered_ = false;
+  bool paused_ = false;
   PyObject* type_ = nullptr;
   PyObject* value_ = nullptr;
   PyObject* traceback_ = nullptr;
