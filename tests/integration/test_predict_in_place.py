@@ -96,3 +96,35 @@ def test_int_keys_written_by_another_client_are_checked_as_ints(client: IgniteCl
     assert sorted(entries) == kept
     got = np.stack([np.asarray(entries[k].fields["scores"], dtype=np.float32) for k in kept])
     np.testing.assert_allclose(got, model.predict(values[kept], verbose=0), rtol=1e-5, atol=1e-6)
+
+
+def test_one_model_whole_another_partly_then_the_first_again(client: IgniteClient, cache_name: str) -> None:
+    # A run over the whole cache records it in one entry; a later run of another model over some
+    # partitions rewrites their entries, so the first model's next skip-existing run must score them
+    # again -- and the reverse order (partial first, whole second) must not leave stale unit records.
+    from tensorflow_ignite.scoring import recorded_units
+
+    rng = np.random.default_rng(11)
+    tensorflow_ignite.write(cache_name, {"features": rng.normal(size=(600, 4)).astype(np.float32)}, client=client)
+    a, b = tiny_model(), other_model()
+    out = cache_name + "_mix"
+
+    def hashes() -> set[int]:
+        return {int(v.fields[MODEL_HASH]) for _k, v in client.cache(out).scan(page_size=4096)}
+
+    first = tensorflow_ignite.predict(a, cache_name, out, client=client, progress=False)
+    assert first.units_scored == 1024 and hashes() == {first.model_hash}
+    other = tensorflow_ignite.predict(b, cache_name, out, client=client, progress=False, parts=range(0, 1024, 2))
+    assert other.units_scored == 512 and hashes() == {first.model_hash, other.model_hash}
+    again = tensorflow_ignite.predict(a, cache_name, out, client=client, progress=False)
+    assert again.units_scored > 0 and hashes() == {first.model_hash}  # b's predictions all replaced
+    assert sum(len(u) for u in recorded_units(client, out).values()) == 1024
+
+    # Reverse: b over some partitions (unit records), then b over everything, then a: a scores it all.
+    out2 = cache_name + "_mix2"
+    tensorflow_ignite.predict(b, cache_name, out2, client=client, progress=False, parts=range(0, 1024, 3))
+    tensorflow_ignite.predict(a, cache_name, out2, client=client, progress=False)
+    last = tensorflow_ignite.predict(b, cache_name, out2, client=client, progress=False)
+    assert last.units_scored == 1024  # a rewrote every entry: b's old unit records say nothing
+    assert {int(v.fields[MODEL_HASH]) for _k, v in client.cache(out2).scan(page_size=4096)} == {last.model_hash}
+    assert sum(len(u) for u in recorded_units(client, out2).values()) == 1024

@@ -12,7 +12,12 @@ unit separator, ``\\x1f``):
 * ``"<output>|<token>|<source id>|all"``: every unit of the source completed by
   one run, value ``"<SHA-256>/<number of units>"`` -- what a run over a whole
   cache records at its end instead of a record per partition (1,024 of them),
-  so the ledger stays small and quick to scan however many outputs it serves;
+  so the ledger stays small and quick to scan however many outputs it serves.
+  It never stands beside unit records of the same source: a run of another
+  model drops it before writing anything (:meth:`Ledger.completed`), and a
+  run writing it first removes the unit records that the marker
+  ``"<output>|<token>|<source id>|parts"`` (put before the first of them)
+  says may exist;
 * ``"<output>|<token>|model|<model_hash>"``: value JSON ``{"uri", "sha256"}``,
   which model a ``model_hash`` field of the output stands for.
 
@@ -52,6 +57,8 @@ LEDGER_CACHE = "__tensorflow_ignite_predictions"
 _SEP = "\x1f"
 #: The unit part of the record that says every unit of a source is complete.
 _ALL = "all"
+#: The unit part of the marker saying unit records of a source may exist.
+_PARTS = "parts"
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,8 @@ def recorded_units(client: "IgniteClient", output: str) -> dict[str, set[int]]:
             source, _, unit = k[len(prefix):].partition(_SEP)
             if source == "model":
                 continue
+            if unit == _PARTS:
+                continue
             units = out.setdefault(source, set())
             if unit == _ALL:
                 units.update(range(_whole_count(v)))
@@ -143,6 +152,7 @@ class Ledger:
         #: The ``model_hash`` records carried over from the old token by ``begin(keep_models=True)``.
         self.carried: set[int] = set()
         self._sweep: threading.Thread | None = None
+        self._parts_marked = False
 
     @property
     def model_sha256(self) -> str:
@@ -198,8 +208,12 @@ class Ledger:
         """The units recorded as scored by this model."""
         assert self.token, "begin() first"
         whole = self.cache.get(self._key(_ALL))
-        if whole is not None and str(whole).partition("/")[0] == self.model_sha256:
-            return set(units)
+        if whole is not None:
+            if str(whole).partition("/")[0] == self.model_sha256:
+                return set(units)
+            # Another model completed the whole source; this run will rewrite some of its entries, so
+            # that record goes before anything is written (that model would score everything again).
+            self.cache.remove_keys([self._key(_ALL)])
         done: set[int] = set()
         for start in range(0, len(units), 4096):
             chunk = units[start:start + 4096]
@@ -210,11 +224,19 @@ class Ledger:
     def record(self, units: Iterable[int]) -> None:
         """Record ``units`` as completely scored (after their predictions were acknowledged)."""
         assert self.token, "begin() first"
+        if not self._parts_marked:
+            self.cache.put(self._key(_PARTS), "1")  # a later whole record removes the unit records first
+            self._parts_marked = True
         self.cache.put_all({self._key(u): self.model_sha256 for u in units})
 
     def record_whole(self, units: int) -> None:
         """Record every one of the source's ``units`` units as completely scored, in one entry."""
         assert self.token, "begin() first"
+        if self.cache.get(self._key(_PARTS)) is not None:
+            # Unit records of earlier runs (of any model) would stand beside this one: removed first.
+            for start in range(0, units, 4096):
+                self.cache.remove_keys([self._key(u) for u in range(start, min(units, start + 4096))])
+            self.cache.remove_keys([self._key(_PARTS)])
         self.cache.put(self._key(_ALL), f"{self.model_sha256}/{units}")
 
     def record_model(self, hash64: int, uri: str) -> None:
