@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
@@ -16,7 +15,7 @@ from ..errors import ConfigurationError, PredictError
 from ..protocol.codes import TypeCode
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from .ledger import Ledger
-from .model import load_model
+from .model import load_model, on_thread
 from .output import CREATED, KEPT, REPLACED, OutputCache
 from .signature import bind_inputs
 from .source import WHOLE, is_query, open_scoring_source
@@ -223,7 +222,7 @@ def predict(
         # Nothing is skipped, so the ledger's round trips (a new generation, the model's record) run
         # on a thread while the first batch is read and scored; every send waits for them, so no
         # entry of this run is stored before the ledger says which generation and model it belongs to.
-        ledger_ready = _on_thread(start_ledger, f"predict-ledger-{output}")
+        ledger_ready = on_thread(start_ledger, f"predict-ledger-{output}")
         done = set()
     todo = [u for u in units if u not in done]
 
@@ -304,22 +303,6 @@ def predict(
 def _done_future() -> "Future[None]":
     f: Future[None] = Future()
     f.set_result(None)
-    return f
-
-
-def _on_thread(fn: Callable[[], None], name: str) -> "Future[None]":
-    """``fn()`` on a daemon thread of its own; the future holds its end (result or exception)."""
-    f: Future[None] = Future()
-
-    def run() -> None:
-        try:
-            fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the future
-            f.set_exception(exc)
-        else:
-            f.set_result(None)
-
-    threading.Thread(target=run, name=name, daemon=True).start()
     return f
 
 

@@ -22,16 +22,18 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..errors import ModelLoadError
 
-__all__ = ["TensorSpec", "ScoringModel", "load_model"]
+__all__ = ["TensorSpec", "ScoringModel", "load_model", "on_thread"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -221,15 +223,20 @@ def _from_saved_model(path: str) -> ScoringModel:
 
 def _object_digest_later(model: Any) -> "Future[str]":
     """:func:`_object_digest` on a daemon thread (hashlib releases the GIL over large buffers)."""
-    f: Future[str] = Future()
+    return on_thread(lambda: _object_digest(model), "predict-model-hash")
+
+
+def on_thread(fn: Callable[[], T], name: str) -> "Future[T]":
+    """``fn()`` on a daemon thread of its own; the future holds its end (result or exception)."""
+    f: Future[T] = Future()
 
     def run() -> None:
         try:
-            f.set_result(_object_digest(model))
-        except BaseException as exc:  # noqa: BLE001 - raised to whoever asks for the hash
+            f.set_result(fn())
+        except BaseException as exc:  # noqa: BLE001 - raised to whoever waits on the future
             f.set_exception(exc)
 
-    threading.Thread(target=run, name="predict-model-hash", daemon=True).start()
+    threading.Thread(target=run, name=name, daemon=True).start()
     return f
 
 
