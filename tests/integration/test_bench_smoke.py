@@ -35,8 +35,8 @@ EXPECTED = {
     "fs_file": {"ignite", "tfrecord", "ckpt", "local", "tfrecord_local", "s3"},
     "latency_bulk": {"rtt0", "rtt1", "rtt5", "rtt20", "direct"},
     "latency_small": {"rtt0", "rtt1", "rtt5", "rtt20", "direct"},
-    "predict1_digits": {"predict", "dataset", "pyignite"},
-    "predict1_heavy": {"predict", "dataset", "pyignite"},
+    "predict1_digits": {"predict", "dataset", "pyignite", "model"},
+    "predict1_heavy": {"predict", "dataset", "pyignite", "model"},
     "predict3_digits": {"predict", "dataset", "pyignite", "cluster"},
     "predict3_heavy": {"predict", "dataset", "pyignite", "cluster"},
     "follow": {"dataset", "java"},
@@ -82,6 +82,7 @@ def test_bench_quick_run_reports_every_contender(tmp_path: Path) -> None:
     # Scoring (bench/scoring.py): both models on 1 and 3 nodes, the targets and the per-node bytes.
     assert "## 7. Scoring in place: digits model, 1 node" in text
     assert "| predict (heavy) >= 5x pyignite rows -> model -> put_all |" in text
+    assert "is as far as any path can get ahead of pyignite's here" in text  # the model alone, the floor
     assert "| worker's node | rows scored | bytes exchanged | of them with its own node |" in text
     # Following (bench/follow.py): every row written reached both followers; the latency table.
     assert "| Contender | p50 ms | p99 ms | max ms | rows/s |" in text
