@@ -1,8 +1,15 @@
 """The file store's tables on Ignite 3: ``<PREFIX>_META`` and ``<PREFIX>_DATA`` in a zone of their own.
 
-    CREATE ZONE IF NOT EXISTS <PREFIX>_ZONE (REPLICAS <backups + 1>) STORAGE PROFILES ['default']
+    CREATE ZONE IF NOT EXISTS <PREFIX>_ZONE (REPLICAS <2 * backups + 1>) STORAGE PROFILES ['default']
     CREATE TABLE IF NOT EXISTS <PREFIX>_META (KEY VARCHAR PRIMARY KEY, VAL VARCHAR(2147483647)) ZONE ...
     CREATE TABLE IF NOT EXISTS <PREFIX>_DATA (KEY VARCHAR PRIMARY KEY, VAL VARBINARY(2147483647)) ZONE ...
+
+``backups`` means what it means on Ignite 2: how many nodes may be lost with
+no file lost or unwritable.  Ignite 3 replicates each partition by Raft, which
+needs a majority of its replicas to read and write, so surviving ``b`` lost
+nodes takes ``2b + 1`` replicas (the default, 1, gives 3).  A zone with more
+replicas than the cluster has nodes is allowed: each partition has a replica on
+every node (one node: one replica, which is its own majority).
 
 The keys and values are :mod:`..layout`'s, as in Ignite 2's caches.  The value
 columns are as long as Ignite allows: a listing bucket of long names, or a
@@ -37,8 +44,10 @@ from __future__ import annotations
 
 import collections
 import logging
+import random
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -46,12 +55,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ...client import TransactionConflictError
 from ...errors import (ClientError, ConfigurationError, Ignite3ServerError, IgniteConnectionError,
                        TableNotFoundError)
+from ...ignite3.protocol.codes import ErrorGroup, error_group
 from .common import FRAME_ROOM
 
 if TYPE_CHECKING:
     from ...ignite3 import Ignite3Client, KeyValueView, Transaction
 
-__all__ = ["Ignite3Tables"]
+__all__ = ["Ignite3Tables", "replicas_for"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -60,10 +70,21 @@ T = TypeVar("T")
 MAX_CLIENTS = 64
 #: Seconds a metadata transaction may run before the node rolls it back.
 TX_TIMEOUT = 30.0
+#: Seconds an idempotent request (a block's get or put, a meta get) is sent again while its partition has
+#: no reachable primary replica (a node lost: Raft elects a leader, the placement driver a new primary;
+#: measured on 3 local nodes: the lost node's partitions answered again ~30 s after the kill).
+REPLICA_WAIT = 90.0
+#: Error groups of "this partition's replica cannot serve now": the replicator's and the placement driver's.
+_REPLICA_GROUPS = (ErrorGroup.REP, ErrorGroup.PLACEMENTDRIVER)
 #: The longest VARCHAR / VARBINARY Ignite 3 accepts.
 MAX_LENGTH = 2147483647
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def replicas_for(backups: int) -> int:
+    """The zone's replicas for ``backups`` nodes that may be lost: a Raft majority must survive them."""
+    return 2 * backups + 1
 
 
 class _Pooled:
@@ -103,13 +124,32 @@ class _Pool:
 
     def call(self, fn: Callable[[_Pooled], T]) -> T:
         """``fn`` on a borrowed client; run once more if its connection failed (the connection closes
-        itself and the client dials again).  For idempotent requests only: reads, upserts, removes."""
+        itself and the client dials again), and again for up to ``REPLICA_WAIT`` seconds while the node
+        answers that the partition's replica cannot serve it (a node of the cluster was lost and its
+        partitions are moving to other replicas).  For idempotent requests only: reads, upserts, removes."""
         with self.borrowed() as p:
             try:
                 return fn(p)
             except IgniteConnectionError as exc:
                 log.info("ignite:// on Ignite 3: %s; sending the request again on a new connection", exc)
                 return fn(p)
+            except Ignite3ServerError as exc:
+                if error_group(exc.status) not in _REPLICA_GROUPS:
+                    raise
+                first = exc
+            deadline = time.monotonic() + REPLICA_WAIT
+            delay = 0.05
+            while True:
+                log.warning("ignite:// on Ignite 3: %s; sending the request again (for up to %.0f s more)",
+                            first, deadline - time.monotonic())
+                time.sleep(delay * random.uniform(0.5, 1.5))
+                delay = min(delay * 2, 1.0)
+                try:
+                    return fn(p)
+                except Ignite3ServerError as exc:
+                    if error_group(exc.status) not in _REPLICA_GROUPS or time.monotonic() > deadline:
+                        raise
+                    first = exc
 
     def take(self) -> _Pooled:
         with self._cond:
@@ -256,7 +296,7 @@ class Ignite3Tables:
             raise ConfigurationError(f"backups must be >= 0, not {backups}")
         self.client = client
         self.prefix = prefix.upper()
-        self.replicas = backups + 1
+        self.replicas = replicas_for(backups)
         self.block_size = block_size
         self.stats = stats
         self.zone = f"{self.prefix}_ZONE"
