@@ -28,7 +28,9 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -47,6 +49,7 @@ from tensorflow_ignite.protocol.codes import PartitionLossPolicy, WriteSynchroni
 from tensorflow_ignite.testing.waiting import wait_for, wait_rebalanced  # noqa: E402
 
 gfile = tf.io.gfile
+C = TypeVar("C", LocalCluster, Ignite3Cluster)
 PREFIX = "fs_faults"
 #: 4 variables of 1 Mi float32 = 16 MiB per checkpoint: 16 blocks of 1 MiB, so
 #: "kill after k blocks" lands inside the data file for every k used below.
@@ -73,15 +76,21 @@ def backend() -> Iterator[None]:
         loader.set_backend(previous)
 
 
-@pytest.fixture
-def three_nodes(tmp_path: Path, backend: None) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(tmp_path / "nodes", nodes=3, name="tfi-fsfault", heap_mb=384, region_mb=256)
+@contextmanager
+def _started(cluster: C) -> Iterator[C]:
+    """``cluster`` started, and stopped after the stores pointing at it are closed."""
     try:
         cluster.start()
         yield cluster
     finally:
         ignite_fs.close_stores()
         cluster.stop()
+
+
+@pytest.fixture
+def three_nodes(tmp_path: Path, backend: None) -> Iterator[LocalCluster]:
+    with _started(LocalCluster(tmp_path / "nodes", nodes=3, name="tfi-fsfault", heap_mb=384, region_mb=256)) as c:
+        yield c
 
 
 def _values(step: int) -> list[np.ndarray]:
@@ -213,13 +222,8 @@ def _save_killed_midway(saver: _Saver, store: IgniteFileStore, previous: int, at
 @pytest.fixture
 def three_ignite3_nodes(tmp_path: Path, backend: None) -> Iterator[Ignite3Cluster]:
     """Three Ignite 3.1 nodes (node 0 holds the meta-storage and cluster-management groups)."""
-    cluster = Ignite3Cluster(tmp_path / "ignite3", nodes=3, name="tfi3-fsfault", heap_mb=384)
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        ignite_fs.close_stores()
-        cluster.stop()
+    with _started(Ignite3Cluster(tmp_path / "ignite3", nodes=3, name="tfi3-fsfault", heap_mb=384)) as c:
+        yield c
 
 
 @pytest.mark.slow
