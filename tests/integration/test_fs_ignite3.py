@@ -22,6 +22,7 @@ from tensorflow_ignite.fs import config as fs_config
 from tensorflow_ignite.fs.layout import FileEntry
 from tensorflow_ignite.fs.store import IgniteFileStore
 from tensorflow_ignite.fs.store.generation import connect_client
+from tensorflow_ignite.fs.store.ignite3 import Ignite3Tables
 from tensorflow_ignite.ignite3 import Ignite3Client
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.local.ignite3 import Ignite3Cluster
@@ -84,6 +85,10 @@ def test_ignite3_files_are_rows_of_two_tables(store: IgniteFileStore) -> None:
     store.write_file(name, pattern(BS + 1))
     e = store.stat(name)
     assert isinstance(e, FileEntry)
+    # The blocks went through whichever pooled clients were free: this one reads a snapshot that has
+    # them once it has observed what the store's clients saw.
+    assert isinstance(store.tables, Ignite3Tables)
+    client.observe(store.tables.observed_timestamp())
     with client.query(f"SELECT COUNT(*) FROM {PREFIX}_DATA WHERE KEY = ? OR KEY = ?",
                       (e.key_of(0), e.key_of(1))) as cur:
         assert int(next(iter(cur.column_pages())).values[0][0]) == 2

@@ -173,6 +173,12 @@ class _Pool:
             self._free.append(p)
             self._cond.notify()
 
+    @property
+    def seen(self) -> int:
+        """The latest observable timestamp any borrower brought back."""
+        with self._cond:
+            return self._seen
+
     def forget_views(self) -> None:
         with self._cond:
             for p in self._all:
@@ -323,6 +329,13 @@ class Ignite3Tables:
 
     def describe(self) -> str:
         return f"tables {self.meta_name}/{self.data_name}"
+
+    def observed_timestamp(self) -> int:
+        """The latest observable timestamp the tables' clients brought back.  The store's writes may
+        have gone through any of its pooled clients: another client reading the tables by SQL
+        (a read-only snapshot no older than what it has observed) first observes this
+        (:meth:`Ignite3Client.observe <tensorflow_ignite.ignite3.Ignite3Client.observe>`) to see them all."""
+        return self._pool.seen
 
     def capacity(self) -> None:
         return None
