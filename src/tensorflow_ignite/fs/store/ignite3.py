@@ -128,28 +128,29 @@ class _Pool:
         answers that the partition's replica cannot serve it (a node of the cluster was lost and its
         partitions are moving to other replicas).  For idempotent requests only: reads, upserts, removes."""
         with self.borrowed() as p:
-            try:
-                return fn(p)
-            except IgniteConnectionError as exc:
-                log.info("ignite:// on Ignite 3: %s; sending the request again on a new connection", exc)
-                return fn(p)
-            except Ignite3ServerError as exc:
-                if error_group(exc.status) not in _REPLICA_GROUPS:
-                    raise
-                first = exc
-            deadline = time.monotonic() + REPLICA_WAIT
+            redialed = False
+            deadline: float | None = None
             delay = 0.05
             while True:
-                log.warning("ignite:// on Ignite 3: %s; sending the request again (for up to %.0f s more)",
-                            first, deadline - time.monotonic())
-                time.sleep(delay * random.uniform(0.5, 1.5))
-                delay = min(delay * 2, 1.0)
                 try:
                     return fn(p)
-                except Ignite3ServerError as exc:
-                    if error_group(exc.status) not in _REPLICA_GROUPS or time.monotonic() > deadline:
+                except IgniteConnectionError as exc:
+                    if redialed:
                         raise
-                    first = exc
+                    redialed = True
+                    log.info("ignite:// on Ignite 3: %s; sending the request again on a new connection", exc)
+                except Ignite3ServerError as exc:
+                    if error_group(exc.status) not in _REPLICA_GROUPS:
+                        raise
+                    now = time.monotonic()
+                    if deadline is None:
+                        deadline = now + REPLICA_WAIT
+                        log.warning("ignite:// on Ignite 3: %s; sending the request again for up to %.0f s",
+                                    exc, REPLICA_WAIT)
+                    elif now > deadline:
+                        raise
+                    time.sleep(delay * random.uniform(0.5, 1.5))
+                    delay = min(delay * 2, 1.0)
 
     def take(self) -> _Pooled:
         with self._cond:
