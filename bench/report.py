@@ -362,14 +362,30 @@ WHAT_WAS_TRIED = """\
    as it arrives (`data/reader.py`, `_read`). Same process, alternating with the old rule, on a
    machine at load 4.7-13 (other engineers' tests): in TF 226/162, 304/306, 169/214 ms (new/old,
    medians of 11-15 rounds), paired ratios to the raw-page contender 0.35 vs 0.31 over 31
-   rounds -- within the noise, so not kept; it needs a measurement on a quiet machine. Not tried:
-   a second page request in flight per cursor (whether a node serves two get-page requests of
-   one cursor in order is not established), a receive thread keeping the request loop going
-   while the consumer holds the GIL. Where the time of a read in TF goes (py-spy, 30 reads, the
+   rounds -- within the noise, so not kept; it needs a measurement on a quiet machine. Not done:
+   a second page request in flight per cursor (Ignite's thin-client cursor fills a page by
+   walking one unsynchronized iterator, and requests of one connection are handled by a pool of
+   threads, so two page requests of one cursor could interleave). Done since: a receive thread
+   (item 14). Where the time of a read in TF goes (py-spy, 30 reads, the
    same loaded machine; inclusive shares of the samples): TensorFlow's iterator around our op
    ~25 %; receiving pages 18 % and sending the get-page requests 14 % (mostly the `recv`/`send`
    system calls, the node running on the same two cores); decoding pages 17 %; each row's
    partition and key for exactly-once 13 %; cutting batches and the op's call into Python < 2 %.
+14. **Node scans read ahead by a thread** (issue 31; `client/cursor.py`: `stream_pages(ahead_bytes=)`,
+   `data/reader.py`: `_READ_AHEAD_BATCHES`). A thread keeps one page request in flight while the
+   decoder and TensorFlow work, holding up to two coalesced batches (8 MiB) of answers. Same
+   process, one node, 60k MNIST rows, alternating with and without, paired ratios to the raw-page
+   contender (medians of 21-25 rounds, three runs): IgniteDataset in TF 0.55-0.56x -> 0.65-0.68x,
+   our reader alone unchanged (0.85-0.87x: it already kept up), bulk unchanged (0.88 -> 0.84x, 9
+   rounds, within its spread). Budgets of 4 and 16 MiB measured alike. What bounds it now is CPU:
+   per 60k-row read in TF the client uses 85-92 ms of CPU (the reader alone 47-52 ms, raw pages
+   14 ms) and the node ~75 ms, on two cores: 0.9x the raw-page rate (~86 ms) would need both
+   cores busy 93 % of the time. The per-read costs, measured in-process on the 59 received pages:
+   joining pages into one region 6-7 ms and the strided column copies 5 ms (both plain memory
+   copies of the 50 MB, ~4-8 GB/s on this machine), row partitions and keys 5-9 ms. Tried and
+   not kept: decoding the pages of a batch without joining them first (strided copies straight
+   from each page): 12.7-14.9 ms against 10.6-11.7 ms for join + decode, alternating, 3 rounds
+   -- the copy from the cold pages costs what the join saved.
 """
 
 

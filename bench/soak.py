@@ -66,6 +66,8 @@ class Sample:
     connections: int
     #: Of ``threads``, those of the bounded ``ignite-fs`` worker pools (created on demand up to their size).
     pool_threads: int = 0
+    #: Of ``threads``, scan read-ahead threads (one per node scan in progress, gone with it).
+    read_ahead_threads: int = 0
 
 
 @dataclass
@@ -123,7 +125,7 @@ class SoakReport:
 
 def _value(sample: Sample, name: str) -> float:
     if name == "other_threads":
-        return sample.threads - sample.pool_threads
+        return sample.threads - sample.pool_threads - sample.read_ahead_threads
     return float(getattr(sample, name))
 
 
@@ -168,10 +170,12 @@ def _connections_to(ports: set[int]) -> int:
 
 
 def _sample(started: float, ports: set[int]) -> Sample:
-    pools = sum(1 for t in threading.enumerate() if t.name.startswith("ignite-fs"))
+    names = [t.name for t in threading.enumerate()]
+    pools = sum(1 for name in names if name.startswith("ignite-fs"))
+    ahead = sum(1 for name in names if name.startswith("ignite-read-ahead"))
     return Sample(t=round(time.monotonic() - started, 1), rss_mb=round(_proc_status("VmRSS") / 1024, 1),
                   fds=len(os.listdir("/proc/self/fd")), threads=_proc_status("Threads"),
-                  connections=_connections_to(ports), pool_threads=pools)
+                  connections=_connections_to(ports), pool_threads=pools, read_ahead_threads=ahead)
 
 
 def run_soak(work_dir: Path, *, minutes: float, kill_every: float, seed: int = 20261125,

@@ -194,15 +194,18 @@ class Cache:
     # ---------------------------------------------------------------- scans
     def scan_pages(
         self, *, page_size: int = 1024, partition: int = -1, local: bool = False,
-        connection: Connection | None = None,
+        connection: Connection | None = None, read_ahead: int = 0,
     ) -> Iterator[ScanPage]:
         """Stream raw scan pages (rows undecoded), one page requested ahead.
 
         A single-partition scan goes to that partition's primary node.  The
         cursor is closed on the server if the iterator is abandoned early.
+        ``read_ahead`` > 0: a thread keeps fetching pages while the caller
+        works, holding up to about that many bytes of them
+        (:func:`~.cursor.stream_pages`).
         """
         conn = connection if connection is not None else self._route(partition)
-        yield from _scan(conn, self, page_size=page_size, partition=partition, local=local)
+        yield from _scan(conn, self, page_size=page_size, partition=partition, local=local, ahead_bytes=read_ahead)
 
     def _route(self, partition: int) -> Connection:
         """The connection to the primary of ``partition`` (the default one for ``-1``)."""
@@ -289,6 +292,7 @@ class Cache:
         on_failover: Callable[[int, BaseException], None] | None = None,
         on_rescan: Callable[[list[int]], None] | None = None,
         progress: "NodeScanProgress | None" = None,
+        read_ahead: int = 0,
     ) -> Iterator[tuple[Any, Any, ScanPage]]:
         """Scan the whole cache with one scan per node, every row exactly once despite failures.
 
@@ -312,6 +316,8 @@ class Cache:
         ``progress`` is kept up to date with what the scan has established so
         far (which partitions will be scanned again, which were), for a reader
         that must tell at any moment which partitions it has read completely.
+        ``read_ahead`` > 0: each node's pages are fetched by a thread while the
+        caller works, up to about that many bytes (:func:`~.cursor.stream_pages`).
         """
         watch = progress if progress is not None else NodeScanProgress()
         size = page_size if callable(page_size) else (lambda: page_size)
@@ -345,7 +351,7 @@ class Cache:
         try:
             for i, scan in enumerate(scans):
                 mine = owner_index == i
-                pages = self._stream(scan)
+                pages = self._stream(scan, read_ahead)
                 try:
                     for page in pages:
                         if not page.row_count:
@@ -457,12 +463,12 @@ class Cache:
         cid = self.cache_id
         return lambda rid: requests.query_scan(rid, cid, page_size=page_size, partition=partition, local=local)
 
-    def _stream(self, scan: "_PartitionScan") -> Iterator[ScanPage]:
+    def _stream(self, scan: "_PartitionScan", ahead_bytes: int = 0) -> Iterator[ScanPage]:
         if scan.error is not None:
             raise scan.error
         assert scan.conn is not None and scan.request_id is not None
         conn, rid = scan.conn, scan.request_id
-        yield from _scan_pages(conn, self.name, lambda: conn.receive(rid, Op.QUERY_SCAN))
+        yield from _scan_pages(conn, self.name, lambda: conn.receive(rid, Op.QUERY_SCAN), ahead_bytes)
 
     def _drain(
         self, scan: "_PartitionScan", local: bool, size: Callable[[], int], timeout: float,
@@ -649,16 +655,19 @@ def select_rows(page: ScanPage, keep: Any) -> ScanPage:
     return ScanPage(page.cursor_id, int(np.count_nonzero(keep)), memoryview(region), page.has_more)
 
 
-def _scan(conn: Connection, cache: Cache, *, page_size: int, partition: int, local: bool) -> Iterator[ScanPage]:
+def _scan(conn: Connection, cache: Cache, *, page_size: int, partition: int, local: bool,
+          ahead_bytes: int = 0) -> Iterator[ScanPage]:
     cid = cache.cache_id
     yield from _scan_pages(conn, cache.name, lambda: conn.request(
         lambda rid: requests.query_scan(rid, cid, page_size=page_size, partition=partition, local=local),
         Op.QUERY_SCAN,
-    ))
+    ), ahead_bytes)
 
 
-def _scan_pages(conn: Connection, cache_name: str, first_answer: Callable[[], memoryview]) -> Iterator[ScanPage]:
-    """The pages of one scan whose first answer ``first_answer`` waits for, later pages fetched on ``conn``."""
+def _scan_pages(conn: Connection, cache_name: str, first_answer: Callable[[], memoryview],
+                ahead_bytes: int = 0) -> Iterator[ScanPage]:
+    """The pages of one scan whose first answer ``first_answer`` waits for, later pages fetched on ``conn``
+    (read ahead by a thread up to ``ahead_bytes``: :func:`~.cursor.stream_pages`)."""
     try:
         body = first_answer()
     except CacheNotFoundError as exc:
@@ -669,4 +678,5 @@ def _scan_pages(conn: Connection, cache_name: str, first_answer: Callable[[], me
     yield from stream_pages(
         conn, body, first.cursor_id, lambda _b: first, requests.query_scan_cursor_get_page,
         Op.QUERY_SCAN_CURSOR_GET_PAGE, lambda b: responses.decode_scan_page(b, first=False),
+        ahead_bytes=ahead_bytes,
     )

@@ -56,6 +56,12 @@ _PIPELINE_BYTES = 16 << 20
 _MAX_WINDOW = 16
 #: Most bytes of reused memory a dataset keeps for decoding (coalesced pages, array columns).
 _DECODE_POOL_BYTES = 128 << 20
+#: A node scan's pages are read ahead of the decoder by a thread, up to this many coalesced
+#: batches' worth (``page_bytes`` each): the node keeps serving while a batch is decoded and
+#: handed out. Measured on 60k MNIST rows, one node, pages of 1024 rows: IgniteDataset in TF
+#: 0.55-0.56x -> 0.65-0.68x the raw-page rate (paired medians of 21-25 reads; 4 and 16 MiB alike);
+#: bulk rows unchanged (one 21 MB page is already more than this).
+_READ_AHEAD_BATCHES = 2
 #: Rows of a reader's first coalesced batch; each next one may be twice as large.
 _FIRST_BATCH_ROWS = 512
 
@@ -383,7 +389,8 @@ class ScanReader:
             progress.trust = lambda partitions: watch.trusted(partitions, cache)
         for partitions, ids, page in cache.scan_nodes(self._row_ids, self.partitions, page_size=self.sizer.rows,
                                                       window=self._window, on_failover=self._note_failover,
-                                                      on_rescan=self.rescans.append, progress=watch):
+                                                      on_rescan=self.rescans.append, progress=watch,
+                                                      read_ahead=_READ_AHEAD_BATCHES * self.sizer.page_bytes):
             counts = np.bincount(partitions)
             for p in np.flatnonzero(counts).tolist():
                 index = task_of[p]
