@@ -376,8 +376,11 @@ WHAT_WAS_TRIED = """\
    decoder and TensorFlow work, holding up to two coalesced batches (8 MiB) of answers. Same
    process, one node, 60k MNIST rows, alternating with and without, paired ratios to the raw-page
    contender (medians of 21-25 rounds, three runs): IgniteDataset in TF 0.55-0.56x -> 0.65-0.68x,
-   our reader alone unchanged (0.85-0.87x: it already kept up), bulk unchanged (0.88 -> 0.84x, 9
-   rounds, within its spread). Budgets of 4 and 16 MiB measured alike. What bounds it now is CPU:
+   our reader alone unchanged (0.85-0.87x: it already kept up); `bench.run --scenarios small,bulk`
+   (one run, 9 reads): 0.72x. Bulk rows lost 5-7 % (0.88 -> 0.84x, 0.78 -> 0.73x over 9 and 15
+   rounds: with 21 MB pages the thread can hold only the next page, and each hand-over waits
+   for the GIL), so pages larger than half the budget are not read ahead. Budgets of 4 and 16
+   MiB measured alike. What bounds it now is CPU:
    per 60k-row read in TF the client uses 85-92 ms of CPU (the reader alone 47-52 ms, raw pages
    14 ms) and the node ~75 ms, on two cores: 0.9x the raw-page rate (~86 ms) would need both
    cores busy 93 % of the time. The per-read costs, measured in-process on the 59 received pages:
