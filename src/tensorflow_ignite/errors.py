@@ -66,6 +66,7 @@ __all__ = [
     "TableNotFoundError",
     "SqlError",
     "Ignite3TransactionConflictError",
+    "ReplicaUnavailableError",
 ]
 
 
@@ -461,3 +462,12 @@ class SqlError(Ignite3ServerError):
 
 class Ignite3TransactionConflictError(Ignite3ServerError, TransactionConflictError):
     """An Ignite 3 node could not take a lock for a concurrent transaction; running the work again may succeed."""
+
+
+class ReplicaUnavailableError(Ignite3ServerError):
+    """An Ignite 3 partition's replica cannot serve now (error groups ``REP`` and ``PLACEMENTDRIVER``): the
+    node holding its primary was lost and another replica is taking over (~30 s), or the zone lost its
+    majority.  A request that had no effect may be sent again a little later; through ``ignite://`` it is a
+    ``tf.errors.UnavailableError``."""
+
+    tf_error_code = 14  # UNAVAILABLE (native/status.py)

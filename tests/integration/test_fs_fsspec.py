@@ -94,6 +94,34 @@ def test_urls_entry_points_and_pooling(endpoint: tuple[str, int], monkeypatch: p
     fs.rm("/urls", recursive=True)
 
 
+def test_a_host_of_several_nodes_starts_while_any_answers(endpoint: tuple[str, int],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ignite://dead:port,live:port/...``: the first node named is down; fsspec and tf.io.gfile reach
+    the same tree through the next one, and name the whole host in what they return."""
+    import socket
+
+    import tensorflow as tf
+
+    host, port = endpoint
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    monkeypatch.setenv("IGNITE_FS_CACHE_PREFIX", PREFIX)
+    several = f"127.0.0.1:{dead},{host}:{port}"
+    with fsspec.open(f"ignite://{host}:{port}/several/a.txt", "wb") as f:
+        f.write(b"through the live node")
+    fs, path = fsspec.core.url_to_fs(f"ignite://{several}/several/a.txt")
+    assert isinstance(fs, IgniteFileSystem) and path == "/several/a.txt"
+    assert fs.cat(path) == b"through the live node"
+    assert fs.unstrip_protocol("/b") == f"ignite://{several}/b"
+    assert tf.io.gfile.GFile(f"ignite://{several}/several/a.txt", "rb").read() == b"through the live node"
+    tf.io.gfile.rename(f"ignite://{several}/several/a.txt", f"ignite://{several}/several/b.txt")
+    assert fsspec.filesystem("ignite", host=host, port=port).cat("/several/b.txt") == b"through the live node"
+    with pytest.raises(ValueError, match="empty endpoint"):
+        fsspec.core.url_to_fs(f"ignite://{host}:{port},,{host}:{port}/x")
+    fs.rm("/several", recursive=True)
+
+
 def test_mv_is_an_atomic_rename(endpoint: tuple[str, int]) -> None:
     host, port = endpoint
     fs = IgniteFileSystem(host=host, port=port, cache_prefix=PREFIX)

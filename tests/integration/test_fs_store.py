@@ -743,6 +743,13 @@ def test_endpoints_and_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert fs_config.parse_endpoint("h") == ("h", 1111)
     assert fs_config.parse_endpoint("h:42") == ("h", 42)
     assert fs_config.parse_endpoint("[::1]:42") == ("::1", 42)
+    # Several nodes of one cluster, dialled in order; the default port fills in.
+    assert fs_config.parse_endpoints("h:42") == [("h", 42)]
+    assert fs_config.parse_endpoints("a:1,b,[::1]:3") == [("a", 1), ("b", 1111), ("::1", 3)]
+    with pytest.raises(ConfigurationError, match="empty endpoint"):
+        fs_config.parse_endpoints("a:1,,b:2")
+    with pytest.raises(ConfigurationError, match="bad port"):
+        fs_config.parse_endpoints("a:1,b:x")
     monkeypatch.setenv("IGNITE_FS_BLOCK_SIZE", "512k")
     monkeypatch.setenv("IGNITE_DATASET_USERNAME", "u")
     monkeypatch.setenv("IGNITE_FS_GARBAGE_DELAY", "2.5")

@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, Ignite3ServerError, ProtocolError,
-                                      SqlError, TableNotFoundError)
+                                      ReplicaUnavailableError, SqlError, TableNotFoundError)
 from tensorflow_ignite.ignite3.protocol import binary_tuple, columns, framing, sql
-from tensorflow_ignite.ignite3.protocol.codes import ClientOp, ColumnType, ErrorCode, error_name
+from tensorflow_ignite.ignite3.protocol.codes import ClientOp, ColumnType, ErrorCode, ErrorGroup, error_name
 from tensorflow_ignite.ignite3.protocol.msgpack_io import Reader, RowPage, pack_uuid
 
 T = ColumnType
@@ -134,6 +134,11 @@ def test_parse_response_with_error_maps_to_typed_errors() -> None:
     assert type(framing.server_error(parse, 50, "q")) is SqlError
     other = framing.ServerErrorInfo(ErrorCode.INTERNAL, "x", None, TRACE)
     assert type(framing.server_error(other, 50, "q")) is Ignite3ServerError
+    # IGN-REP-1 and the placement driver's group: a replica that cannot serve yet, UNAVAILABLE through TensorFlow.
+    for group in (ErrorGroup.REP, ErrorGroup.PLACEMENTDRIVER):
+        moving = framing.ServerErrorInfo((int(group) << 16) | 1, "x", "Failed to process replica request", TRACE)
+        exc = framing.server_error(moving, 12, "put")
+        assert type(exc) is ReplicaUnavailableError and exc.tf_error_code == 14
 
 
 def test_parse_response_assignment_flag() -> None:

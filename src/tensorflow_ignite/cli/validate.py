@@ -50,7 +50,7 @@ def logdir(text: str) -> str:
     Messages never repeat a URI's user-info or query string (they may hold a password).
     """
     from ..errors import ConfigurationError
-    from ..fs.config import parse_endpoint, reject_query
+    from ..fs.config import parse_endpoints, reject_query
     from ..native.uri import SCHEMES
 
     if not text.strip():
@@ -61,7 +61,7 @@ def logdir(text: str) -> str:
             reject_query(text)
             host = rest.partition("/")[0]
             if host:
-                parse_endpoint(host)
+                parse_endpoints(host)
         except ConfigurationError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     return text

@@ -28,6 +28,7 @@ from ..errors import (
     AuthenticationError,
     CacheNotFoundError,
     ConfigurationError,
+    HandshakeError,
     IgniteConnectionError,
     ServerError,
     TLSError,
@@ -324,7 +325,11 @@ class IgniteClient:
             return strangers[0]
         if len(failures) == 1:
             raise failures[0]
-        raise IgniteConnectionError(
+        # Every address answered but refused the handshake: a HandshakeError still (what it is when one
+        # address is given: e.g. nodes of an Ignite 3 cluster, which the file store then dials as such).
+        kind = HandshakeError if failures and all(isinstance(f, HandshakeError) for f in failures) \
+            else IgniteConnectionError
+        raise kind(
             "could not connect to any Ignite node:\n  " + "\n  ".join(errors or ["no addresses"]),
             address=",".join(f"{h}:{p}" for h, p in candidates),
         )

@@ -22,7 +22,12 @@ stays readable for readers in other processes that opened it before; default 10)
 allowed; default 16m, 0 turns it off), ``GENERATION`` (``2``, ``3`` or ``auto``, the
 default: the endpoint's handshake tells whether it is an Ignite 2 or an Ignite 3 node).
 
-``ignite://host:port/path`` always uses that host and port; credentials and
+``ignite://host:port/path`` always uses that host and port; a host of several
+nodes of one cluster, ``ignite://h1:10800,h2:10800/path``, dials them in that
+order (the first that answers), so the store starts and goes on while any of
+them is up.  An Ignite 2 client also learns every other node's address from
+the cluster; an Ignite 3 client knows only the nodes named, so there naming
+several is the way to survive the loss of the first.  Credentials and
 TLS are never taken from a URI (a ``user@`` part is rejected without echoing
 it).  One :class:`~tensorflow_ignite.fs.store.IgniteFileStore` exists per
 (endpoint, settings), its client the process's shared one for those
@@ -46,7 +51,7 @@ from ..client.env import CONNECTION_VARIABLES, DATASET_PREFIX, FS_PREFIX, connec
 from ..client.options import ConnectionOptions
 from ..client.pool import at_fork_in_child
 from ..errors import ConfigurationError
-from ..protocol.endpoint import DEFAULT_PORT
+from ..protocol.endpoint import DEFAULT_PORT, format_endpoint
 
 if TYPE_CHECKING:
     from .store import IgniteFileStore
@@ -59,6 +64,7 @@ __all__ = [
     "overrides",
     "reset",
     "parse_endpoint",
+    "parse_endpoints",
     "reject_query",
     "store_for",
     "close_stores",
@@ -289,6 +295,18 @@ def parse_endpoint(host: str, defaults: FsSettings | None = None) -> tuple[str, 
     return name or d.connection.host, port
 
 
+def parse_endpoints(host: str, defaults: FsSettings | None = None) -> list[tuple[str, int]]:
+    """The endpoints of a URI host: one as :func:`parse_endpoint` reads it, or several, comma-separated
+    (``"h1:10800,h2:10800"``: nodes of one cluster, dialled in that order -- the store goes on through
+    another when the first is lost)."""
+    if "," not in host:
+        return [parse_endpoint(host, defaults)]
+    pieces = [piece.strip() for piece in host.split(",")]
+    if not all(pieces):
+        raise ConfigurationError(f"empty endpoint in ignite:// host {host!r}: write host:port,host:port")
+    return [parse_endpoint(piece, defaults) for piece in pieces]
+
+
 def store_for(host: str = "", **overrides: Any) -> "IgniteFileStore":
     """The shared store for a URI host (``""`` = the default endpoint), opened on first use."""
     fast_key = (host, _env_snapshot(), _overrides_version, tuple(sorted(overrides.items())) if overrides else ())
@@ -307,8 +325,9 @@ def _store_for(host: str, overrides: dict[str, Any]) -> "IgniteFileStore":
     base = settings()
     if overrides:
         base = base.updated(**{k: v for k, v in parse_settings(overrides).items() if v is not None})
-    name, port = parse_endpoint(host, base)
-    key = base.updated(host=name.lower(), port=port)
+    (name, port), *others = parse_endpoints(host, base)
+    key = base.updated(host=name.lower(), port=port,
+                       fallbacks=tuple(format_endpoint(h.lower(), p) for h, p in others))
     with _lock:
         store = _stores.get(key)
         if store is not None and not store.closed:

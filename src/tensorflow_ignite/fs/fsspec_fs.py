@@ -94,9 +94,12 @@ class IgniteFileSystem(AbstractFileSystem):
                 netloc = path[len(proto) + 3:].partition("/")[0]
                 if not netloc:
                     return {}
-                from .config import parse_endpoint
+                from .config import parse_endpoints
 
-                host, port = parse_endpoint(netloc)
+                endpoints = parse_endpoints(netloc)
+                if len(endpoints) > 1:  # several nodes: the store resolves the list itself
+                    return {"host": netloc}
+                host, port = endpoints[0]
                 return {"host": host, "port": port}
         return {}
 

@@ -91,6 +91,8 @@ class StoreTables(Protocol):
     meta: MetaTable
     #: The longest pause (seconds) between two runs of a transaction that lost a race.
     max_backoff: float
+    #: Seconds requests are sent again while :meth:`recovering` says the cluster will serve them soon.
+    recovery_wait: float
     #: Names of the meta and data tables (caches on Ignite 2), for messages.
     meta_name: str
     data_name: str
@@ -109,6 +111,11 @@ class StoreTables(Protocol):
 
     def missing_tables(self, exc: BaseException) -> bool:
         """Whether ``exc`` says the tables are gone (a restarted in-memory cluster): create them again."""
+
+    def recovering(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says the cluster cannot serve the request *yet*: a lost node's partitions are
+        getting new primaries (Ignite 3's replica errors).  A request that had no effect -- an idempotent
+        one, or a transaction not yet committing -- may be sent again for up to ``recovery_wait`` seconds."""
 
     def transaction(self, *, label: str, read_only: bool = False) -> MetaTransaction:
         """Begin a metadata transaction."""

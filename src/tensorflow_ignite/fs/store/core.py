@@ -143,7 +143,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         client = connect_client(settings.connection, settings.generation)
         # Ignite 2's client is the process's shared one; an Ignite 3 client is this store's own.
         return cls(client, cache_prefix=settings.cache_prefix, block_size=settings.block_size,
-                   backups=settings.backups, endpoint=settings.connection.endpoints[0],
+                   backups=settings.backups, endpoint=",".join(settings.connection.endpoints),
                    owns_client=is_ignite3(client),
                    garbage_delay=settings.garbage_delay, read_ahead=settings.read_ahead)
 

@@ -89,6 +89,7 @@ class Ignite2Tables:
     generation = 2
     #: Optimistic transactions fail only at the commit: racers are short, pauses too.
     max_backoff = 0.05
+    recovery_wait = 0.0
 
     def __init__(self, client: IgniteClient, prefix: str, backups: int, stats: collections.Counter[str]) -> None:
         self.client = client
@@ -116,6 +117,9 @@ class Ignite2Tables:
 
     def missing_tables(self, exc: BaseException) -> bool:
         return isinstance(exc, CacheNotFoundError)
+
+    def recovering(self, exc: BaseException) -> bool:
+        return False  # a lost node's partitions move with the topology: the client re-routes, no error waits
 
     def transaction(self, *, label: str, read_only: bool = False) -> _Tx:
         # Ignite 2: the same optimistic serializable transaction either way (a read-only one

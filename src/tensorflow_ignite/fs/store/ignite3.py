@@ -54,8 +54,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...client import TransactionConflictError
 from ...errors import (ClientError, ConfigurationError, Ignite3ServerError, IgniteConnectionError,
-                       TableNotFoundError)
-from ...ignite3.protocol.codes import ErrorGroup, error_group
+                       ReplicaUnavailableError, TableNotFoundError)
 from .common import FRAME_ROOM
 
 if TYPE_CHECKING:
@@ -74,12 +73,16 @@ TX_TIMEOUT = 30.0
 #: no reachable primary replica (a node lost: Raft elects a leader, the placement driver a new primary;
 #: measured on 3 local nodes: the lost node's partitions answered again ~30 s after the kill).
 REPLICA_WAIT = 90.0
-#: Error groups of "this partition's replica cannot serve now": the replicator's and the placement driver's.
-_REPLICA_GROUPS = (ErrorGroup.REP, ErrorGroup.PLACEMENTDRIVER)
 #: The longest VARCHAR / VARBINARY Ignite 3 accepts.
 MAX_LENGTH = 2147483647
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def replica_moving(exc: BaseException) -> bool:
+    """Whether ``exc`` is a node saying a partition's replica cannot serve now (its primary was lost and
+    another is taking over: :class:`~tensorflow_ignite.errors.ReplicaUnavailableError`)."""
+    return isinstance(exc, ReplicaUnavailableError)
 
 
 def replicas_for(backups: int) -> int:
@@ -139,9 +142,7 @@ class _Pool:
                         raise
                     redialed = True
                     log.info("ignite:// on Ignite 3: %s; sending the request again on a new connection", exc)
-                except Ignite3ServerError as exc:
-                    if error_group(exc.status) not in _REPLICA_GROUPS:
-                        raise
+                except ReplicaUnavailableError as exc:
                     now = time.monotonic()
                     if deadline is None:
                         deadline = now + REPLICA_WAIT
@@ -293,6 +294,7 @@ class Ignite3Tables:
     #: Wait-die kills the younger of two transactions at the lock, so a retried one (the youngest)
     #: dies again while older ones hold the lock: pauses grow further than on Ignite 2.
     max_backoff = 0.5
+    recovery_wait = REPLICA_WAIT
 
     def __init__(self, client: "Ignite3Client", prefix: str, backups: int, block_size: int,
                  stats: collections.Counter[str]) -> None:
@@ -346,6 +348,9 @@ class Ignite3Tables:
 
     def missing_tables(self, exc: BaseException) -> bool:
         return isinstance(exc, TableNotFoundError)
+
+    def recovering(self, exc: BaseException) -> bool:
+        return replica_moving(exc)
 
     def transaction(self, *, label: str, read_only: bool = False) -> _Tx:
         return _Tx(self._pool, self.meta_name, read_only)

@@ -156,12 +156,18 @@ class Transactions(StoreState):
         ``body`` reads and writes through the view only, so running it again is
         safe.  A connection that fails before the commit is sent is replaced and
         the transaction run again; one that fails during the commit is reported
-        (the outcome is unknown).  ``read_only``: ``body`` only reads (Ignite 3
+        (the outcome is unknown).  So is a transaction that the cluster cannot
+        serve yet before its commit (:meth:`~.backend.StoreTables.recovering`: a
+        lost node's partitions getting new primaries), run again for up to
+        ``recovery_wait`` seconds.  ``read_only``: ``body`` only reads (Ignite 3
         then reads a snapshot and takes no locks).
         """
         delay = 0.001
         reconnects = 0
-        for attempt in range(MAX_TX_ATTEMPTS):
+        attempt = 0
+        recovery_deadline: float | None = None
+        recovery_delay = 0.05
+        while attempt < MAX_TX_ATTEMPTS:
             with self._tx_slots:
                 tx = None
                 committing = False
@@ -182,9 +188,21 @@ class Transactions(StoreState):
                         reconnects += 1
                         log.info("%s: connection lost (%s); running the transaction again", what, exc)
                         continue
+                    if not committing and self.tables.recovering(exc):
+                        now = time.monotonic()
+                        if recovery_deadline is None:
+                            recovery_deadline = now + self.tables.recovery_wait
+                            log.warning("%s: %s; running the transaction again for up to %.0f s", what, exc,
+                                        self.tables.recovery_wait)
+                        if now < recovery_deadline:
+                            self.stats["tx_recovery_waits"] += 1
+                            time.sleep(recovery_delay * random.uniform(0.5, 1.5))
+                            recovery_delay = min(recovery_delay * 2, 1.0)
+                            continue
                     if self.tables.retryable(exc):
+                        attempt += 1
                         self.stats["tx_conflicts"] += 1
-                        log.debug("%s: transaction conflict (attempt %d): %s", what, attempt + 1, exc)
+                        log.debug("%s: transaction conflict (attempt %d): %s", what, attempt, exc)
                         time.sleep(delay * random.uniform(0.5, 1.5))  # jitter: racers drift apart
                         delay = min(delay * 2, self.tables.max_backoff)
                         continue

@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from ...errors import (AuthenticationError, HandshakeError, Ignite3ServerError, Ignite3TransactionConflictError,
-                       ProtocolError, SqlError, TableNotFoundError)
+                       ProtocolError, ReplicaUnavailableError, SqlError, TableNotFoundError)
 from .codes import (CLIENT_TYPE_GENERAL, MAGIC, PROTOCOL_VERSION, ErrorCode, ErrorGroup, ResponseFlag, error_group,
                     error_name)
 from .msgpack_io import Reader, Writer
@@ -198,6 +198,8 @@ def error_class(code: int, message: str | None = None) -> type[Ignite3ServerErro
     cls = _BY_CODE.get(code)
     if cls is not None:
         return cls
+    if error_group(code) in (ErrorGroup.REP, ErrorGroup.PLACEMENTDRIVER):
+        return ReplicaUnavailableError
     if error_group(code) == ErrorGroup.SQL:
         # SQL's validator names a missing table "Object 'X' not found".
         if message and "Object '" in message and "not found" in message:
