@@ -92,13 +92,18 @@ def stream_pages(
                 conn.receive(pending, next_op)
             except (ServerError, IgniteConnectionError):
                 pass
-        if open_cursor and cursor_id is not None and not conn.closed:
-            cid2 = cursor_id
-            try:
-                conn.request(lambda rid: requests.resource_close(rid, cid2), Op.RESOURCE_CLOSE)
-            except (ServerError, IgniteConnectionError) as exc:
-                log.debug("closing cursor %s failed: %s", cid2, exc)
+        if open_cursor and cursor_id is not None:
+            _close_cursor(conn, cursor_id)
 
+
+def _close_cursor(conn: Connection, cursor_id: int) -> None:
+    """Close a cursor the caller abandoned on the server (nothing to do if the connection is gone)."""
+    if conn.closed:
+        return
+    try:
+        conn.request(lambda rid: requests.resource_close(rid, cursor_id), Op.RESOURCE_CLOSE)
+    except (ServerError, IgniteConnectionError) as exc:
+        log.debug("closing cursor %s failed: %s", cursor_id, exc)
 
 
 class _ReadAhead:
@@ -145,11 +150,8 @@ class _ReadAhead:
             with self._cv:
                 self._error = exc
         finally:
-            if open_cursor and not conn.closed:
-                try:
-                    conn.request(lambda rid: requests.resource_close(rid, cursor_id), Op.RESOURCE_CLOSE)
-                except (ServerError, IgniteConnectionError) as exc:
-                    log.debug("closing cursor %s failed: %s", cursor_id, exc)
+            if open_cursor:
+                _close_cursor(conn, cursor_id)
             with self._cv:
                 self._done = True
                 self._cv.notify_all()
