@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import functools
 import os
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -128,3 +129,27 @@ def now_ns() -> int:
 
 def os_error(cls: type[OSError], code: int, uri: str, text: str | None = None) -> OSError:
     return cls(code, text or os.strerror(code), uri)
+
+
+class RecoveryWait:
+    """Pauses between re-sends of a request the cluster cannot serve *yet* (a lost node's partitions
+    getting new primaries): jittered, doubling from 50 ms to 1 s, for at most ``limit`` seconds from the
+    first.  The store's pooled requests and its metadata transactions wait with it."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self.started = False
+        self._deadline = 0.0
+        self._delay = 0.05
+
+    def pause(self) -> bool:
+        """Sleep before the next attempt; False (no sleep) once ``limit`` has passed."""
+        now = time.monotonic()
+        if not self.started:
+            self.started = True
+            self._deadline = now + self.limit
+        elif now > self._deadline:
+            return False
+        time.sleep(self._delay * random.uniform(0.5, 1.5))
+        self._delay = min(self._delay * 2, 1.0)
+        return True

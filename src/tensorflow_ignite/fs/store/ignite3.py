@@ -44,10 +44,8 @@ from __future__ import annotations
 
 import collections
 import logging
-import random
 import re
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -55,7 +53,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ...client import TransactionConflictError
 from ...errors import (ClientError, ConfigurationError, Ignite3ServerError, IgniteConnectionError,
                        ReplicaUnavailableError, TableNotFoundError)
-from .common import FRAME_ROOM
+from .common import FRAME_ROOM, RecoveryWait
 
 if TYPE_CHECKING:
     from ...ignite3 import Ignite3Client, KeyValueView, Transaction
@@ -77,12 +75,6 @@ REPLICA_WAIT = 90.0
 MAX_LENGTH = 2147483647
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def replica_moving(exc: BaseException) -> bool:
-    """Whether ``exc`` is a node saying a partition's replica cannot serve now (its primary was lost and
-    another is taking over: :class:`~tensorflow_ignite.errors.ReplicaUnavailableError`)."""
-    return isinstance(exc, ReplicaUnavailableError)
 
 
 def replicas_for(backups: int) -> int:
@@ -132,8 +124,7 @@ class _Pool:
         partitions are moving to other replicas).  For idempotent requests only: reads, upserts, removes."""
         with self.borrowed() as p:
             redialed = False
-            deadline: float | None = None
-            delay = 0.05
+            wait = RecoveryWait(REPLICA_WAIT)
             while True:
                 try:
                     return fn(p)
@@ -143,15 +134,11 @@ class _Pool:
                     redialed = True
                     log.info("ignite:// on Ignite 3: %s; sending the request again on a new connection", exc)
                 except ReplicaUnavailableError as exc:
-                    now = time.monotonic()
-                    if deadline is None:
-                        deadline = now + REPLICA_WAIT
+                    if not wait.started:
                         log.warning("ignite:// on Ignite 3: %s; sending the request again for up to %.0f s",
                                     exc, REPLICA_WAIT)
-                    elif now > deadline:
+                    if not wait.pause():
                         raise
-                    time.sleep(delay * random.uniform(0.5, 1.5))
-                    delay = min(delay * 2, 1.0)
 
     def take(self) -> _Pooled:
         with self._cond:
@@ -350,7 +337,7 @@ class Ignite3Tables:
         return isinstance(exc, TableNotFoundError)
 
     def recovering(self, exc: BaseException) -> bool:
-        return replica_moving(exc)
+        return isinstance(exc, ReplicaUnavailableError)
 
     def transaction(self, *, label: str, read_only: bool = False) -> _Tx:
         return _Tx(self._pool, self.meta_name, read_only)

@@ -33,7 +33,7 @@ from ..layout import (
     garbage_key,
     new_id,
 )
-from .common import MAX_TX_ATTEMPTS, StoreState, T, now_ns
+from .common import MAX_TX_ATTEMPTS, RecoveryWait, StoreState, T, now_ns
 
 if TYPE_CHECKING:
     from .backend import MetaTransaction
@@ -165,8 +165,7 @@ class Transactions(StoreState):
         delay = 0.001
         reconnects = 0
         attempt = 0
-        recovery_deadline: float | None = None
-        recovery_delay = 0.05
+        recovery = RecoveryWait(self.tables.recovery_wait)
         while attempt < MAX_TX_ATTEMPTS:
             with self._tx_slots:
                 tx = None
@@ -189,15 +188,11 @@ class Transactions(StoreState):
                         log.info("%s: connection lost (%s); running the transaction again", what, exc)
                         continue
                     if not committing and self.tables.recovering(exc):
-                        now = time.monotonic()
-                        if recovery_deadline is None:
-                            recovery_deadline = now + self.tables.recovery_wait
+                        if not recovery.started:
                             log.warning("%s: %s; running the transaction again for up to %.0f s", what, exc,
                                         self.tables.recovery_wait)
-                        if now < recovery_deadline:
+                        if recovery.pause():
                             self.stats["tx_recovery_waits"] += 1
-                            time.sleep(recovery_delay * random.uniform(0.5, 1.5))
-                            recovery_delay = min(recovery_delay * 2, 1.0)
                             continue
                     if self.tables.retryable(exc):
                         attempt += 1
