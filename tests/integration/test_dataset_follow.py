@@ -10,6 +10,7 @@ the cache holds once the writers stop.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -335,6 +336,27 @@ def _put_retrying(client: IgniteClient, cache: str, key: int, value: Any) -> Non
                 raise
 
 
+@contextlib.contextmanager
+def _keep_alive(cluster: LocalCluster, cache: str, key: int) -> Iterator[None]:
+    """Update ``key`` every half second while the block runs, so the follower's stream never falls silent."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        with IgniteClient(cluster.addresses(), timeout=20) as client:
+            n = 0
+            while not stop.wait(0.5):
+                n += 1
+                _put_retrying(client, cache, key, _row(key, 1000.0 + n))
+
+    thread = threading.Thread(target=beat, name="follow-keep-alive", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(90)
+
+
 @pytest.mark.slow
 def test_a_node_joining_then_the_query_node_killed(two_nodes: LocalCluster, cache_name: str) -> None:
     """(c) a node joins while updates are written: each arrives once; (b) kill -9 of the query's node: resync."""
@@ -353,7 +375,8 @@ def test_a_node_joining_then_the_query_node_killed(two_nodes: LocalCluster, cach
 
         joined = threading.Thread(target=cluster.add_node, daemon=True)
         joined.start()  # partitions move while the updates of step 1 are written
-        with IgniteClient(cluster.addresses(), timeout=20) as writer:
+        with IgniteClient(cluster.addresses(), timeout=20) as writer, \
+                _keep_alive(cluster, cache_name, key=1):  # waiting for the rebalance can outlast stream_timeout
             while joined.is_alive():
                 for i in touched:
                     _put_retrying(writer, cache_name, i, _row(i, 1.0))
