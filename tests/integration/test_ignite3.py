@@ -20,6 +20,7 @@ from tensorflow_ignite.client.options import ConnectionOptions
 from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, IgniteConnectionError, SqlError,
                                       TableNotFoundError, TLSError, WriteError)
 from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table, write
+from tensorflow_ignite.native import data_source
 from tensorflow_ignite.ignite3.partitioned import TableReader
 from tensorflow_ignite.ignite3.protocol.colocation import partitions_of
 from tensorflow_ignite.ignite3.protocol.rows import encode_rows
@@ -53,7 +54,11 @@ ALL_TYPES = ("ID BIGINT PRIMARY KEY, I8 TINYINT, I16 SMALLINT, I32 INT, F REAL, 
              "TS TIMESTAMP(6) WITH LOCAL TIME ZONE")
 
 
-def test_every_column_type_reads_as_inserted(client: Ignite3Client, ignite3_node, table: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("source", ["native", "generator"])
+def test_every_column_type_reads_as_inserted(client: Ignite3Client, ignite3_node, table: str, source: str,  # type: ignore[no-untyped-def]
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # The native op copies strings straight from the page's buffer; from_generator takes them as bytes.
+    monkeypatch.setenv(data_source.SOURCE_ENV, source)
     client.execute(f"CREATE TABLE {table} ({ALL_TYPES.replace(' BY ', ' BYT ')})")
     u = uuid.UUID("6f1e3a1c-2f5d-4b8e-9a77-0f4b2d7c9e10")
     row = (1, -7, 30000, -2_000_000_000, 1.5, -2.25, 12345678.1234, True, "héllo wörld", b"\x00\x80\xff", u,
@@ -66,6 +71,7 @@ def test_every_column_type_reads_as_inserted(client: Ignite3Client, ignite3_node
     client.execute(f"INSERT INTO {table} (ID, S, BYT) VALUES (2, '', x'')")
     options = ignite3_node.client_options()
     ds = from_table(table, options=options, null_masks=True)
+    assert (data_source.source_of(ds) is not None) == (source == "native")
     rows = sorted(ds.as_numpy_iterator(), key=lambda r: r["ID"])
     assert len(rows) == 2
     first, second = rows

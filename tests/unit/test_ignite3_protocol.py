@@ -22,6 +22,7 @@ from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, Ignit
 from tensorflow_ignite.ignite3.protocol import binary_tuple, columns, framing, sql
 from tensorflow_ignite.ignite3.protocol.codes import ClientOp, ColumnType, ErrorCode, ErrorGroup, error_name
 from tensorflow_ignite.ignite3.protocol.msgpack_io import Reader, RowPage, pack_uuid
+from tensorflow_ignite.ignite3.protocol.spans import ByteSpans, as_objects
 
 T = ColumnType
 NODE_ID = uuid.UUID("9e8e16bc-a727-4e47-826a-1ec57a6d55f6")
@@ -258,6 +259,31 @@ def test_strings_and_bytes_escaped_empty_null_short_and_long() -> None:
         assert all(type(v) is bytes for v in page.values[0])
         assert page.present[0].tolist() == [v is not None for v in vals]
         assert page.values[1].tolist() == [7] * len(vals)
+        spans = columns.decode_page(rows, [sql.ColumnMeta("B", T.BYTE_ARRAY), sql.ColumnMeta("N", T.INT8)],
+                                    strings="spans")
+        assert isinstance(spans.values[0], ByteSpans)
+        assert spans.values[0].objects().tolist() == page.values[0].tolist()
+        assert spans.present[0].tolist() == page.present[0].tolist()
+        assert spans.values[0].nbytes == sum(len(v) for v in page.values[0])
+
+
+def test_byte_spans_select_slice_and_join_like_object_arrays() -> None:
+    buf = b"..alpha.beta..gamma"
+    col = ByteSpans(buf, np.array([2, 8, 13, 14]), np.array([7, 12, 13, 19]))
+    assert col.objects().tolist() == [b"alpha", b"beta", b"", b"gamma"]
+    assert col[1] == b"beta" and len(col) == 4 and col.shape == (4,)
+    assert col[1:3].objects().tolist() == [b"beta", b""]
+    assert col[np.array([True, False, False, True])].objects().tolist() == [b"alpha", b"gamma"]
+    assert col[np.array([3, 0])].objects().tolist() == [b"gamma", b"alpha"]
+    joined = col[2:].join(col[:2])
+    assert joined.objects().tolist() == [b"", b"gamma", b"alpha", b"beta"]
+    assert len(joined.buffers) == 2 and all(b.obj is buf for b in joined.buffers)  # no value copied
+    assert joined[1:3].objects().tolist() == [b"gamma", b"alpha"]
+    assert joined[np.array([3, 0])].join(col[:1]).objects().tolist() == [b"beta", b"", b"alpha"]
+    assert as_objects(col).tolist() == col.objects().tolist() and as_objects(np.zeros(2)).tolist() == [0, 0]
+    for starts, ends in (([0], [20]), ([-1], [2]), ([3], [2]), ([0, 1], [1])):
+        with pytest.raises(ValueError, match="ByteSpans"):
+            ByteSpans(buf, np.array(starts), np.array(ends))
 
 
 # ---------------------------------------------------------------- hostile input

@@ -21,6 +21,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from tensorflow_ignite.errors import CacheNotFoundError, ConfigurationError, IgniteConnectionError  # noqa: E402
+from tensorflow_ignite.ignite3.protocol.spans import ByteSpans  # noqa: E402
 from tensorflow_ignite.native import data_source  # noqa: E402
 
 SPEC = {
@@ -103,6 +104,71 @@ def test_batches_are_recut_like_rebatch(batch_size: int, drop_remainder: bool, a
             np.testing.assert_array_equal(a, b)
     if allocator and batch_size in (4, 6):
         assert joined and all(shape[0] <= batch_size for shape in joined)  # joins used its memory
+
+
+def spans_page(first: int, n: int) -> dict:
+    """``page(first, n)`` with its names as a span column of one shared buffer (in reverse order)."""
+    out = page(first, n)
+    names = [bytes(v) for v in out["val"]["name"]]
+    buffer, starts = b"<junk>", [0] * n
+    for i in reversed(range(n)):
+        starts[i] = len(buffer)
+        buffer += names[i]
+    buffer += b"<junk>"
+    lengths = np.array([len(v) for v in names], np.int64)
+    out["val"]["name"] = ByteSpans(buffer, np.array(starts, np.int64), np.array(starts, np.int64) + lengths)
+    assert [bytes(v) for v in out["val"]["name"].objects()] == names
+    return out
+
+
+@pytest.mark.parametrize("batch_size", [None, 4, 13])
+def test_span_columns_are_copied_from_their_buffer(batch_size: int | None) -> None:
+    """A string leaf given as spans of a buffer reads as the same strings (also cut and joined into batches)."""
+    pages = [page(0, 0), *PAGES, page(13, 9)]
+    spanned = [spans_page(0, 0), spans_page(0, 5), spans_page(5, 7), spans_page(12, 1), spans_page(13, 9)]
+    native = data_source.python_source(lambda: iter(spanned), SPEC, batch_size=batch_size)
+    reference = tf.data.Dataset.from_generator(lambda: iter(pages), output_signature=SPEC)
+    reference = reference.unbatch().batch(1) if batch_size is None else reference.rebatch(batch_size)
+    got = [as_numpy(b) for b in (native if batch_size else native.unbatch().batch(1))]
+    want = [as_numpy(b) for b in reference]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        for a, b in zip(tf.nest.flatten(g), tf.nest.flatten(w)):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "owner, starts, ends, message",
+    [
+        ([0, 1], [0, 3], [3, 99], r"string 1's span reaches outside its buffer"),
+        ([0, 0], [0, 3], [3, 2], r"string 1's span reaches outside"),
+        ([0, 0], [-1, 3], [3, 6], r"string 0's span reaches outside"),
+        ([0, 2], [0, 3], [3, 4], r"string 1's span reaches outside"),  # no buffer 2
+        ([0, -1], [0, 3], [3, 4], r"string 1's span reaches outside"),
+        ([0, 0], np.array([0, 3], np.int32), [3, 6], r"the starts of 2 strings must be an int64 array of 2 items"),
+        ([0], [0, 3], [3, 6], r"the owner of 2 strings must be an int64 array of 2 items"),
+    ],
+)
+def test_span_columns_the_op_cannot_trust_are_errors(owner, starts, ends, message) -> None:
+    spec = (tf.TensorSpec((None,), tf.string),)
+    item = ((2,), (b"abcdef", bytearray(b"xyz")), *(np.asarray(a, getattr(a, "dtype", np.int64))
+                                                   for a in (owner, starts, ends)))
+    ds = data_source.python_source(lambda: iter([item]), spec)
+    source = data_source.source_of(ds)
+    assert source is not None
+    source.flatten = lambda elements: ((e,) for e in elements)  # past ByteSpans' own checks, to the op's
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        next(iter(ds))
+
+
+def test_span_columns_read_from_several_buffers() -> None:
+    spec = (tf.TensorSpec((None,), tf.string),)
+    item = ((3,), (b"abcdef", bytearray(b"xyz")), np.array([1, 0, 1]), np.array([0, 2, 3]), np.array([2, 6, 3]))
+    ds = data_source.python_source(lambda: iter([item]), spec)
+    source = data_source.source_of(ds)
+    assert source is not None
+    source.flatten = lambda elements: ((e,) for e in elements)
+    assert next(iter(ds))[0].numpy().tolist() == [b"xy", b"cdef", b""]
 
 
 def test_aligned_arrays_are_adopted_and_others_copied() -> None:

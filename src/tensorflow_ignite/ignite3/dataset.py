@@ -23,7 +23,7 @@ per generator call, then ``unbatch`` (rows) or ``rebatch(batch_size)``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from ..client.options import ConnectionOptions
 from ..errors import ConfigurationError, SchemaError, UnsupportedOperationError
 from .client import Ignite3Client
 from .protocol.columns import SUPPORTED_TYPES, TF_DTYPES
+from .protocol.spans import as_objects
 from .protocol.sql import ColumnMeta
 
 if TYPE_CHECKING:
@@ -139,6 +140,13 @@ def from_sql(query: str, args: Sequence[Any] = (), *, host: str = "127.0.0.1", p
     return ds.unbatch() if batch_size is None else ds.rebatch(batch_size)
 
 
+def _with_objects(batches: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The batches with string columns as object arrays, as ``from_generator`` takes them (the native
+    op copies :class:`~.protocol.spans.ByteSpans` straight from the page instead)."""
+    for batch in batches:
+        yield {name: as_objects(values) for name, values in batch.items()}
+
+
 def _identifier(name: str) -> str:
     """A table or column name as SQL, always quoted, so a name that is an SQL keyword (``WHEN``, ``VALUE``)
     works too: a plain identifier (``schema.table``, ``x``) as the upper-case name SQL makes of it unquoted,
@@ -232,7 +240,7 @@ def from_table(table: str, columns: Sequence[str] | None = None, *, where: str |
         if batch_size is None:
             ds = ds.unbatch()
     else:  # process-local and not checkpointable: the op library is not available here
-        ds = tf.data.Dataset.from_generator(lambda: iter(reader.run()), output_signature=signature)
+        ds = tf.data.Dataset.from_generator(lambda: _with_objects(reader.run()), output_signature=signature)
         ds = ds.unbatch() if batch_size is None else ds.rebatch(batch_size)
     # As IgniteDataset's: a read of some partitions is a worker's share, not to be sharded again; no
     # prefetch injected behind the reader (a pipeline that wants one ends in .prefetch()).

@@ -70,6 +70,7 @@ from .protocol import table as tp
 from .protocol.codes import ClientOp, ColumnType, ErrorCode, ErrorGroup, error_group
 from .protocol.colocation import partitions_of, row_hashes
 from .protocol.columns import decode_page
+from .protocol.spans import as_objects
 from .protocol.sql import ColumnMeta
 
 __all__ = ["TableReader", "TableRun", "TableReadStats", "PART_COLUMN", "key_identities", "retryable"]
@@ -431,8 +432,8 @@ class TableRun:
                 for rows in cursor.pages():
                     if self._stop.is_set():
                         return
-                    page = decode_page(rows, columns, decimal_as=r.decimal_as)
-                    keys = [page.values[i] for i in r.key_columns]
+                    page = decode_page(rows, columns, decimal_as=r.decimal_as, strings="spans")
+                    keys = [as_objects(page.values[i]) for i in r.key_columns]
                     parts = r.row_partitions(keys)
                     if not ours[parts].all():
                         strays = format_ranges(sorted(set(parts[~ours[parts]].tolist())))

@@ -52,7 +52,12 @@ tensors may be that memory; IgniteDataset's reader reuses a buffer only once
 nothing refers to it -- :class:`tensorflow_ignite.protocol.pool.BufferPool`).
 
 Only dense ``tf.TensorSpec`` elements (numbers, booleans, strings) are
-supported; :func:`supports` says whether a signature qualifies.  Errors from
+supported (a string leaf may be an array of ``bytes`` or a *span column*: an
+object with ``shape``, slicing, ``join(other)`` and ``spans() -> (buffers,
+owner, starts, ends)``, value ``i`` being ``buffers[owner[i]][starts[i]:ends[i]]``,
+which the op copies straight out of those buffers; such as
+:class:`tensorflow_ignite.ignite3.protocol.spans.ByteSpans`); :func:`supports`
+says whether a signature qualifies.  Errors from
 the Python iterator reach TensorFlow as the ``tf.errors`` class the ignite://
 plugin uses for them (:func:`tensorflow_ignite.native.status.code_for_exception`:
 ``IgniteConnectionError`` -> ``UnavailableError``, ``CacheNotFoundError`` ->
@@ -372,21 +377,25 @@ def _flattener(element_spec: Any, batch_size: int | None = None, drop_remainder:
     flatten = tf.nest.flatten
     contiguous = np.ascontiguousarray
 
-    def strings(value: Any) -> tuple[tuple[int, ...], list[bytes]]:
+    def strings(value: Any) -> tuple[Any, ...]:
+        if hasattr(value, "spans"):  # a span column: the op copies the values out of its buffers
+            return (tuple(value.shape), *value.spans())
         array = np.asarray(value)
         flat = array.ravel().tolist()
         if not all(type(v) is bytes for v in flat):
             flat = [v if isinstance(v, bytes) else str(v).encode() for v in flat]
         return array.shape, flat
 
-    def arrays(element: Any) -> list[np.ndarray]:
-        return [np.asarray(value) if is_string else contiguous(value, dtype)
+    def arrays(element: Any) -> list[Any]:
+        return [(value if hasattr(value, "spans") else np.asarray(value)) if is_string else contiguous(value, dtype)
                 for value, (is_string, dtype) in zip(flatten(element), kinds)]
 
     def out(parts: list[np.ndarray]) -> tuple[Any, ...]:
         return tuple(strings(a) if is_string else a for a, (is_string, _) in zip(parts, kinds))
 
-    def join(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    def join(first: Any, second: Any) -> Any:
+        if hasattr(first, "spans"):
+            return first.join(second)
         if allocate is None or first.dtype == object:
             return np.concatenate((first, second))
         out = allocate((len(first) + len(second), *first.shape[1:]), first.dtype)

@@ -25,8 +25,11 @@
 //   tf.data service under DYNAMIC sharding), None when there are no more.
 //   Each next() returns a tuple with one item per output: a C-contiguous NumPy
 //   array of the output's dtype, or, for tf.string outputs, a pair (shape
-//   tuple, sequence of bytes).  save() -> bytes: the state of what the
-//   iterator has returned so far (SaveInternal); close() ends the read.
+//   tuple, sequence of bytes) or a span column (shape tuple, sequence of
+//   buffers, then owner, starts, ends: int64 arrays; element i is
+//   buffers[owner[i]][starts[i]:ends[i]]).
+//   save() -> bytes: the state of what the iterator has returned so far
+//   (SaveInternal); close() ends the read.
 //
 // Memory: an array whose data is 64-byte aligned (EIGEN_MAX_ALIGN_BYTES) is
 // adopted: the tensor points into it and holds a reference to the array.  The
@@ -193,12 +196,81 @@ tf::Status ShapeMatches(const tf::TensorShape& shape, const tf::PartialTensorSha
   return tf::OkStatus();
 }
 
+// The values of a span column: element i is buffers[owner[i]][starts[i]:ends[i]]
+// (every span bounds-checked), copied into the tensor's strings without the GIL.
+tf::Status SpanStrings(PyObject* buffers, PyObject* owner, PyObject* starts, PyObject* ends,
+                       size_t index, tf::Tensor* out) {
+  const int64_t n = out->NumElements();
+  PyObject* seq = PySequence_Fast(buffers, "a span column's buffers must be a sequence");
+  if (seq == nullptr) return StatusFromPython("reading a string output's buffers");
+  std::vector<Py_buffer> held;
+  auto release = [&held, seq]() {
+    for (Py_buffer& b : held) PyBuffer_Release(&b);
+    Py_DECREF(seq);
+  };
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+  held.reserve(static_cast<size_t>(count) + 3);
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, i), &b, PyBUF_SIMPLE) < 0) {
+      release();
+      return StatusFromPython("reading a string output's buffer");
+    }
+    held.push_back(b);
+  }
+  const char* names[3] = {"owner", "starts", "ends"};
+  PyObject* arrays[3] = {owner, starts, ends};
+  const int64_t* items[3] = {nullptr, nullptr, nullptr};
+  for (int k = 0; k < 3; ++k) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(arrays[k], &b, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+      release();
+      return StatusFromPython((std::string("reading a string output's ") + names[k]).c_str());
+    }
+    held.push_back(b);
+    const char* f = b.format != nullptr ? b.format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') ++f;
+    if (b.itemsize != 8 || (std::strcmp(f, "q") != 0 && std::strcmp(f, "l") != 0) || b.len != n * 8) {
+      release();
+      return tf::errors::InvalidArgument("IgniteDataset: output ", index, ": the ", names[k], " of ", n,
+                                         " strings must be an int64 array of ", n, " items");
+    }
+    items[k] = static_cast<const int64_t*>(b.buf);
+  }
+  auto flat = out->flat<tf::tstring>();
+  int64_t bad = -1;
+  Py_BEGIN_ALLOW_THREADS
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t o = items[0][i], s = items[1][i], e = items[2][i];
+    if (o < 0 || o >= count || s < 0 || e < s || e > static_cast<int64_t>(held[o].len)) {
+      bad = i;
+      break;
+    }
+    flat(i).assign(static_cast<const char*>(held[o].buf) + s, static_cast<size_t>(e - s));
+  }
+  Py_END_ALLOW_THREADS
+  release();
+  if (bad >= 0) {
+    return tf::errors::InvalidArgument("IgniteDataset: output ", index, ": string ", bad,
+                                       "'s span reaches outside its buffer");
+  }
+  return tf::OkStatus();
+}
+
 tf::Status StringTensor(PyObject* item, const tf::PartialTensorShape& expected, size_t index,
                         tf::Tensor* out) {
   PyObject* dims = nullptr;
   PyObject* values = nullptr;
-  if (!PyArg_ParseTuple(item, "OO", &dims, &values)) {
-    return StatusFromPython("reading a string output (expected (shape, values))");
+  PyObject* owner = nullptr;
+  PyObject* starts = nullptr;
+  PyObject* ends = nullptr;
+  if (!PyArg_ParseTuple(item, "OO|OOO", &dims, &values, &owner, &starts, &ends) ||
+      (owner != nullptr && ends == nullptr)) {
+    if (!PyErr_Occurred()) {
+      PyErr_SetString(PyExc_TypeError, "expected (shape, values) or (shape, buffers, owner, starts, ends)");
+    }
+    return StatusFromPython(
+        "reading a string output (expected (shape, values) or (shape, buffers, owner, starts, ends))");
   }
   tf::TensorShape shape;
   PyObject* seq_dims = PySequence_Fast(dims, "shape must be a sequence");
@@ -214,6 +286,10 @@ tf::Status StringTensor(PyObject* item, const tf::PartialTensorShape& expected, 
   }
   Py_DECREF(seq_dims);
   TF_RETURN_IF_ERROR(ShapeMatches(shape, expected, index));
+  if (owner != nullptr) {
+    *out = tf::Tensor(tf::DT_STRING, shape);
+    return SpanStrings(values, owner, starts, ends, index, out);
+  }
   PyObject* seq = PySequence_Fast(values, "string values must be a sequence");
   if (seq == nullptr) return StatusFromPython("reading a string output's values");
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);

@@ -31,6 +31,7 @@ from ...errors import ProtocolError, SchemaError
 from .binary_tuple import VARLEN_EMPTY
 from .codes import ColumnType
 from .msgpack_io import RowPage
+from .spans import ByteSpans
 from .sql import ColumnMeta
 
 __all__ = ["NUMPY_DTYPES", "TF_DTYPES", "PageColumns", "decode_page", "SUPPORTED_TYPES"]
@@ -58,7 +59,7 @@ class PageColumns:
     """One page as columns: ``values[i]`` for ``columns[i]``, ``present[i]`` False where NULL."""
 
     columns: tuple[ColumnMeta, ...]
-    values: list[np.ndarray]
+    values: list[np.ndarray | ByteSpans]
     present: list[np.ndarray]
     rows: int
 
@@ -175,14 +176,21 @@ def _fixed(col: ColumnMeta, buf: np.ndarray, begin: np.ndarray, length: np.ndarr
 _COPY_FRAME_MAX = 4096
 
 
+def _value_starts(buf: np.ndarray, begin: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Where each STRING / BYTE_ARRAY value's bytes begin: past the marker byte that escapes a value
+    (or makes an empty one) beginning with it."""
+    b = begin.copy()
+    nz = np.flatnonzero(length)
+    b[nz] += buf[begin[nz]] == VARLEN_EMPTY
+    return b
+
+
 def _bytes_values(data: memoryview, buf: np.ndarray, begin: np.ndarray, length: np.ndarray) -> np.ndarray:
     """The STRING / BYTE_ARRAY values at ``begin``/``length`` (b"" for NULL and empty) as bytes objects."""
     out = np.empty(len(begin), object)
     if not len(begin):
         return out
-    b = begin.copy()
-    nz = np.flatnonzero(length)
-    b[nz] += buf[begin[nz]] == VARLEN_EMPTY  # a value that would begin with the marker byte is escaped by it
+    b = _value_starts(buf, begin, length)
     starts, ends = b.tolist(), (begin + length).tolist()
     if int(length.sum()) <= _COPY_FRAME_MAX * len(begin):
         raw = data.tobytes()
@@ -219,11 +227,16 @@ def _varlen(col: ColumnMeta, data: memoryview, begin: np.ndarray, length: np.nda
 
 
 def decode_page(rows: RowPage | Sequence[bytes], columns: Sequence[ColumnMeta], *, decimal_as: str = "float64",
-                select: Sequence[int] | None = None) -> PageColumns:
+                select: Sequence[int] | None = None, strings: str = "bytes") -> PageColumns:
     """The columns of one page of rows (``select``: indices of the columns wanted, default all).
 
     ``rows``: a :class:`~.msgpack_io.RowPage` (read in place) or a list of binary tuples.
+    ``strings``: STRING and BYTE_ARRAY columns as object arrays of ``bytes``
+    (``"bytes"``), or as :class:`~.spans.ByteSpans` of the page's buffer
+    (``"spans"``: no copy of the values).
     """
+    if strings not in ("bytes", "spans"):
+        raise ValueError(f"strings must be 'bytes' or 'spans', not {strings!r}")
     columns = tuple(columns)
     page = RowPage.of(rows)
     n = len(page)
@@ -239,7 +252,9 @@ def decode_page(rows: RowPage | Sequence[bytes], columns: Sequence[ColumnMeta], 
             raise SchemaError(f"column {col.name!r} has type {col.type.name}, which has no tensor form here; "
                               "select it cast to another type (CAST(... AS VARCHAR))")
         b, ln = begins[:, i], lengths[:, i]
-        if col.type in (T.STRING, T.BYTE_ARRAY):
+        if col.type in (T.STRING, T.BYTE_ARRAY) and strings == "spans":
+            v = ByteSpans(data, _value_starts(buf, b, ln) if n else b, b + ln)
+        elif col.type in (T.STRING, T.BYTE_ARRAY):
             v = _bytes_values(data, buf, b, ln)
         elif col.type in (T.UUID, T.DECIMAL):
             v = _varlen(col, data, b, ln, decimal_as)
