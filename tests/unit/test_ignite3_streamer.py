@@ -45,6 +45,14 @@ def test_vectorized_hashes_equal_the_row_by_row_ones() -> None:
     assert two == co.combine(co.combine(0, co.value_hash(T.INT32, 5)), co.hash_bytes(b"a"))
 
 
+def _hash_column(values, t, scale=0, precision=0):  # type: ignore[no-untyped-def]
+    """``co.hash_column`` of the whole column, checked against its value-by-value path (a few values at a time)."""
+    whole = co.hash_column(values, t, scale, precision)
+    pieces = [co.hash_column(values[i:i + 5], t, scale, precision) for i in range(0, len(values), 5)]
+    assert whole.tolist() == np.concatenate(pieces).tolist() if pieces else whole.size == 0, t
+    return whole
+
+
 def test_decoded_column_hashes_equal_the_row_by_row_ones() -> None:
     # hash_column takes a column as the reader decodes it (protocol/columns); value_hash takes Python values.
     rng = np.random.default_rng(5)
@@ -52,42 +60,42 @@ def test_decoded_column_hashes_equal_the_row_by_row_ones() -> None:
     ints = rng.integers(-2**62, 2**62, n)
     for t, dtype in ((T.INT8, np.int8), (T.INT16, np.int16), (T.INT32, np.int32), (T.INT64, np.int64)):
         v = ints.astype(dtype)
-        assert co.hash_column(v, t).tolist() == [co.value_hash(t, int(x)) for x in v], t
+        assert _hash_column(v, t).tolist() == [co.value_hash(t, int(x)) for x in v], t
     flags = rng.random(n) < 0.5
-    assert co.hash_column(flags, T.BOOLEAN).tolist() == [co.value_hash(T.BOOLEAN, bool(x)) for x in flags]
+    assert _hash_column(flags, T.BOOLEAN).tolist() == [co.value_hash(T.BOOLEAN, bool(x)) for x in flags]
     doubles = np.concatenate([rng.normal(0, 1e9, n), [0.0, -0.0, 1.5, np.inf]])
-    assert co.hash_column(doubles, T.DOUBLE).tolist() == [co.value_hash(T.DOUBLE, float(x)) for x in doubles]
+    assert _hash_column(doubles, T.DOUBLE).tolist() == [co.value_hash(T.DOUBLE, float(x)) for x in doubles]
     floats = doubles.astype(np.float32)
-    assert co.hash_column(floats, T.FLOAT).tolist() == [co.value_hash(T.FLOAT, float(x)) for x in floats]
+    assert _hash_column(floats, T.FLOAT).tolist() == [co.value_hash(T.FLOAT, float(x)) for x in floats]
     # Strings of every tail length and of several blocks, one past the vectorized limit, and empty.
     texts = [bytes(rng.integers(0, 256, k, dtype=np.uint8)) for k in list(range(50)) + [16 * 64, 16 * 64 + 16, 3000]]
     want = [co.hash_bytes(x) for x in texts]
-    assert co.hash_column(np.array(texts, object), T.BYTE_ARRAY).tolist() == want
+    assert _hash_column(np.array(texts, object), T.BYTE_ARRAY).tolist() == want
     assert co.hash_bytes_array(texts[::-1]).tolist() == want[::-1]
     words = ["", "a", "héllo wörld", "k" * 40]
-    assert co.hash_column(np.array([w.encode() for w in words], object), T.STRING).tolist() == \
+    assert _hash_column(np.array([w.encode() for w in words], object), T.STRING).tolist() == \
         [co.value_hash(T.STRING, w) for w in words]
     uuids = [uuid.UUID(int=int(x)) for x in rng.integers(0, 2**63, 20)] + [uuid.UUID(int=2**128 - 1), uuid.uuid4()]
     text = np.array([str(u).encode() for u in uuids], object)
-    assert co.hash_column(text, T.UUID).tolist() == [co.value_hash(T.UUID, u) for u in uuids]
-    assert co.hash_column(np.array([str(u).upper().encode() for u in uuids], object), T.UUID).tolist() == \
-        co.hash_column(text, T.UUID).tolist()
+    assert _hash_column(text, T.UUID).tolist() == [co.value_hash(T.UUID, u) for u in uuids]
+    assert _hash_column(np.array([str(u).upper().encode() for u in uuids], object), T.UUID).tolist() == \
+        _hash_column(text, T.UUID).tolist()
     decs = [b"1.5", b"-0.0001", b"123456789.1234", b"0", b"1E+3", b"-99999999.99995"]
-    assert co.hash_column(np.array(decs, object), T.DECIMAL, scale=4).tolist() == \
+    assert _hash_column(np.array(decs, object), T.DECIMAL, scale=4).tolist() == \
         [co.value_hash(T.DECIMAL, decimal.Decimal(d.decode()), scale=4) for d in decs]
     # Temporal columns as decoded: DATE ms, TIME ns of the day, DATETIME/TIMESTAMP ns since 1970.
     days = rng.integers(-700_000, 700_000, n)  # years 53..3886 (Python dates: 1..9999)
     day_ms = days * 86_400_000
-    assert co.hash_column(day_ms, T.DATE).tolist() == \
+    assert _hash_column(day_ms, T.DATE).tolist() == \
         [co.value_hash(T.DATE, dt.date(1970, 1, 1) + dt.timedelta(days=int(d))) for d in days]
     tod = rng.integers(0, 86_400_000, n) * 1_000_000 + rng.integers(0, 1_000_000, n)
     for precision in (0, 3, 6, 9):
-        got = co.hash_column(tod, T.TIME, precision=precision).tolist()
+        got = _hash_column(tod, T.TIME, precision=precision).tolist()
         assert got == [co.time_hash(int(x) // 3_600_000_000_000, int(x) // 60_000_000_000 % 60,
                                     int(x) // 1_000_000_000 % 60, int(x) % 1_000_000_000, precision) for x in tod]
     ns = days[:100] * 86_400_000_000_000 + tod[:100]
     for precision in (3, 6):
-        assert co.hash_column(ns, T.TIMESTAMP, precision=precision).tolist() == \
+        assert _hash_column(ns, T.TIMESTAMP, precision=precision).tolist() == \
             [co.timestamp_hash(int(x) // 10**9, int(x) % 10**9, precision) for x in ns]
         want = []
         for x in ns.tolist():
@@ -96,7 +104,7 @@ def test_decoded_column_hashes_equal_the_row_by_row_ones() -> None:
             s, nano = divmod(rest, 10**9)
             want.append(co.combine(co.date_hash(when.year, when.month, when.day),
                                    co.time_hash(s // 3600, s // 60 % 60, s % 60, nano, precision)))
-        assert co.hash_column(ns, T.DATETIME, precision=precision).tolist() == want
+        assert _hash_column(ns, T.DATETIME, precision=precision).tolist() == want
     # A row's hash: its colocation columns combined in order, as row_hash does.
     got = co.row_hashes([(ints[:20], T.INT64, 0, 0), (np.array(texts[:20], object), T.BYTE_ARRAY, 0, 0)])
     assert got.tolist() == [co.row_hash([(T.INT64, int(a), 0, 0), (T.BYTE_ARRAY, b, 0, 0)])

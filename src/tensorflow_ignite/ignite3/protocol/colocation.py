@@ -396,15 +396,50 @@ def _v_uuid_hash(items: Sequence[Any]) -> np.ndarray:
     return _v_hash_fixed(halves[:, 1], 8, _v_hash_fixed(halves[:, 0], 8, None))
 
 
-def hash_column(values: np.ndarray, col_type: ColumnType, scale: int = 0, precision: int = 0) -> np.ndarray:
+#: Up to this many values, :func:`hash_column` hashes one value at a time (NumPy's per-call cost
+#: is ~70-90 us a column; a key-value op's key is one row).
+_SMALL = 8
+_DAY_MS = 86_400_000
+_DAY_NS = 86_400 * 1_000_000_000
+
+
+def _decoded_hash(v: Any, t: ColumnType, scale: int, precision: int) -> int:
+    """:func:`value_hash` of one value in the form :func:`hash_column` takes."""
+    if t in (ColumnType.STRING, ColumnType.BYTE_ARRAY):
+        return hash_bytes(v if isinstance(v, bytes) else str(v).encode())
+    if t is ColumnType.UUID:
+        return value_hash(t, v if isinstance(v, uuid.UUID) else uuid.UUID(v.decode() if isinstance(v, bytes)
+                                                                            else str(v)))
+    if t in (ColumnType.DATE, ColumnType.TIME, ColumnType.DATETIME, ColumnType.TIMESTAMP):
+        v = int(v)
+        if t is ColumnType.TIMESTAMP:
+            return timestamp_hash(*divmod(v, 1_000_000_000), precision)
+        if t is ColumnType.DATE:
+            return _date_hash(_EPOCH_DATE + _dt.timedelta(days=v // _DAY_MS))
+        days, ns = divmod(v, _DAY_NS) if t is ColumnType.DATETIME else (0, v)
+        secs, nanos = divmod(ns, 1_000_000_000)
+        h = time_hash(secs // 3600, secs // 60 % 60, secs % 60, nanos, precision)
+        return combine(_date_hash(_EPOCH_DATE + _dt.timedelta(days=days)), h) if t is ColumnType.DATETIME else h
+    return value_hash(t, v, scale, precision)
+
+
+_EPOCH_DATE = _dt.date(1970, 1, 1)
+
+
+def hash_column(values: Any, col_type: ColumnType, scale: int = 0, precision: int = 0) -> np.ndarray:
     """The column hash (:func:`value_hash`) of each value of a column as :mod:`.columns` decodes it (int32).
 
     BOOLEAN bool, INT8..INT64 integers, FLOAT/DOUBLE floats, DATE int64 milliseconds since 1970-01-01,
     TIME int64 nanoseconds since midnight, DATETIME/TIMESTAMP int64 nanoseconds since 1970-01-01,
-    STRING UTF-8 bytes, BYTE_ARRAY bytes, UUID its text, DECIMAL its text (``scale`` the column's;
-    ``precision`` the fractional digits of a TIME/DATETIME/TIMESTAMP column).  No NULLs (key columns).
+    STRING UTF-8 bytes, BYTE_ARRAY bytes, UUID its text (or ``uuid.UUID``), DECIMAL its text or
+    ``decimal.Decimal`` (``scale`` the column's; ``precision`` the fractional digits of a
+    TIME/DATETIME/TIMESTAMP column).  No NULLs (key columns).  Vectorized but for DECIMAL, and
+    value by value for a few values.
     """
     t = col_type
+    if len(values) <= _SMALL:
+        return np.asarray([_decoded_hash(v, t, scale, precision) for v in
+                           (values.tolist() if isinstance(values, np.ndarray) else values)], np.int32)
     if t in INT_WIDTHS:
         return _v_hash_fixed(np.asarray(values), INT_WIDTHS[t], None)
     if t is ColumnType.BOOLEAN:

@@ -53,6 +53,7 @@ _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _INT_RANGES = {T.INT8: (-2**7, 2**7 - 1), T.INT16: (-2**15, 2**15 - 1), T.INT32: (-2**31, 2**31 - 1),
                T.INT64: (-2**63, 2**63 - 1)}
 _NULL_HASH = co.hash_fixed(0, 1)
+_TEMPORAL = (T.DATE, T.TIME, T.DATETIME, T.TIMESTAMP)
 #: Up to this many rows, tuples are assembled and hashes combined row by row (same bytes as the NumPy path).
 SMALL_ROWS = 8
 
@@ -256,11 +257,16 @@ def _encode_column(arr: np.ndarray, col: TableColumn, want_hash: bool) -> tuple[
         nums, present = _numeric(arr, col, np.float32 if t is T.FLOAT else np.float64)
         elems = _slices(nums.astype("<f4").tobytes(), 4) if t is T.FLOAT else _double_elements(nums)
         if want_hash:
-            hashes = np.asarray([co.value_hash(t, x) for x in nums.tolist()], np.int32)
+            hashes = co.hash_column(nums, t)
     else:
-        elems, hash_list, present = _encode_objects(arr, col, want_hash)
+        elems, keys, present = _encode_objects(arr, col)
         if want_hash:
-            hashes = np.asarray(hash_list, np.int32)
+            hashes = np.full(n, _NULL_HASH, np.int32)
+            idx = [i for i, p in enumerate(present) if p]
+            if idx:
+                hashes[np.asarray(idx)] = co.hash_column(
+                    np.asarray([keys[i] for i in idx]) if t in _TEMPORAL else [keys[i] for i in idx],
+                    t, col.scale, col.precision)
     if present is not None and not all(present):
         for i, p in enumerate(present):
             if not p:
@@ -271,71 +277,52 @@ def _encode_column(arr: np.ndarray, col: TableColumn, want_hash: bool) -> tuple[
     return elems, hashes
 
 
-def _encode_objects(arr: np.ndarray, col: TableColumn,
-                    want_hash: bool) -> tuple[list[bytes], list[int], list[bool]]:
+def _encode_objects(arr: np.ndarray, col: TableColumn) -> tuple[list[bytes], list[Any], list[bool]]:
+    """Each value's tuple element (b"": NULL), the value :func:`.colocation.hash_column` hashes (a
+    column at a time) and whether it is present."""
     t = col.type
     elems: list[bytes] = []
-    hashes: list[int] = []
-    if t in (T.DATE, T.TIME, T.DATETIME, T.TIMESTAMP):
+    keys: list[Any] = []
+    if t in _TEMPORAL:
         vals: list[Any] = _temporal_ints(arr, col)
     else:
         vals = arr.tolist()
     present = [v is not None for v in vals]
     for v in vals:
+        key: Any = v
         if v is None:
             elems.append(b"")
-            hashes.append(_NULL_HASH)
-            continue
-        h = 0
-        if t is T.STRING:
+        elif t is T.STRING:
             s = v.decode() if isinstance(v, bytes) else str(v)
-            data = s.encode()
-            elems.append(_varlen(data))
-            if want_hash:
-                h = co.hash_bytes(data)
+            key = s.encode()
+            elems.append(_varlen(key))
         elif t is T.BYTE_ARRAY:
-            data = v.encode() if isinstance(v, str) else bytes(v)
-            elems.append(_varlen(data))
-            if want_hash:
-                h = co.hash_bytes(data)
+            key = v.encode() if isinstance(v, str) else bytes(v)
+            elems.append(_varlen(key))
         elif t is T.UUID:
-            u = v if isinstance(v, uuid.UUID) else uuid.UUID(v.decode() if isinstance(v, bytes) else str(v))
-            elems.append(struct.pack("<QQ", u.int >> 64, u.int & ((1 << 64) - 1)))
-            if want_hash:
-                h = co.value_hash(t, u)
+            key = v if isinstance(v, uuid.UUID) else uuid.UUID(v.decode() if isinstance(v, bytes) else str(v))
+            elems.append(struct.pack("<QQ", key.int >> 64, key.int & ((1 << 64) - 1)))
         elif t is T.DECIMAL:
-            d = _decimal(v, col)
-            elems.append(_decimal_bytes(d, col.scale, col))
-            if want_hash:
-                h = co.value_hash(t, d, scale=col.scale)
+            key = _decimal(v, col)
+            elems.append(_decimal_bytes(key, col.scale, col))
         elif t is T.DATE:
             y, m, dd = _date_parts(v // _DAY_MS)
             elems.append(_date_bytes(y, m, dd))
-            if want_hash:
-                h = co.date_hash(y, m, dd)
         elif t is T.TIME:
             if not 0 <= v < _DAY_NS:
                 raise ConfigurationError(f"column {col.name!r} (TIME): {v} ns is not a time of day")
-            data, (hh, mm, ss, ns) = _time_bytes(v)
-            elems.append(data)
-            if want_hash:
-                h = co.time_hash(hh, mm, ss, ns, col.precision)
+            elems.append(_time_bytes(v)[0])
         elif t is T.DATETIME:
             days, ns_of_day = divmod(v, _DAY_NS)
             y, m, dd = _date_parts(days)
-            data, (hh, mm, ss, ns) = _time_bytes(ns_of_day)
-            elems.append(_date_bytes(y, m, dd) + data)
-            if want_hash:
-                h = co.combine(co.date_hash(y, m, dd), co.time_hash(hh, mm, ss, ns, col.precision))
+            elems.append(_date_bytes(y, m, dd) + _time_bytes(ns_of_day)[0])
         elif t is T.TIMESTAMP:
             secs, ns = divmod(v, _NS)
             elems.append(struct.pack("<q", secs) + (struct.pack("<i", ns) if ns else b""))
-            if want_hash:
-                h = co.timestamp_hash(secs, ns, col.precision)
         else:
             raise ConfigurationError(f"column {col.name!r} has type {t.name}, which this client cannot write")
-        hashes.append(h)
-    return elems, hashes, present
+        keys.append(key)
+    return elems, keys, present
 
 
 # ---------------------------------------------------------------------- rows
