@@ -17,7 +17,7 @@ import pytest
 
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.client.options import ConnectionOptions
-from tensorflow_ignite.errors import AuthenticationError, HandshakeError
+from tensorflow_ignite.errors import AuthenticationError, ConfigurationError, HandshakeError
 from tensorflow_ignite.fs import config as fs_config
 from tensorflow_ignite.fs.layout import FileEntry
 from tensorflow_ignite.fs.store import IgniteFileStore
@@ -25,7 +25,7 @@ from tensorflow_ignite.fs.store.generation import connect_client
 from tensorflow_ignite.fs.store.ignite3 import Ignite3Tables
 from tensorflow_ignite.ignite3 import Ignite3Client
 from tensorflow_ignite.local.cluster import LocalCluster
-from tensorflow_ignite.local.ignite3 import Ignite3Cluster
+from tensorflow_ignite.local.ignite3 import MEMORY_PROFILE, Ignite3Cluster
 
 BS = 64 * 1024  # small blocks: multi-block files stay small
 PREFIX = "fs_gen_tests"
@@ -114,6 +114,42 @@ def test_ignite3_tables_dropped_are_created_again(ignite3_node: Ignite3Cluster) 
         for t in ("META", "DATA"):
             other.execute(f"DROP TABLE IF EXISTS {prefix}_{t}")
         other.execute(f"DROP ZONE IF EXISTS {prefix}_ZONE")
+        other.close()
+
+
+def test_a_store_in_the_in_memory_storage_profile(ignite3_node: Ignite3Cluster) -> None:
+    """``storage="aimem"`` (the setting, through fsspec): the store's zone is made with the nodes'
+    in-memory profile and its files work; a profile the nodes lack, or another profile than an
+    existing zone's, is a ConfigurationError naming it."""
+    from tensorflow_ignite.fs.fsspec_fs import IgniteFileSystem
+
+    o = ignite3_node.client_options()
+    prefix = f"fs_mem_{uuid.uuid4().hex[:6]}"
+    conn = dict(host=o.host, port=o.port, username=o.username, password=o.password, cafile=o.cafile,
+                certfile=o.certfile, keyfile=o.keyfile, cert_password=o.cert_password)
+    fs = IgniteFileSystem(**conn, cache_prefix=prefix, block_size=BS, storage=MEMORY_PROFILE)
+    other = Ignite3Client(o)
+    try:
+        data = pattern(3 * BS + 11)
+        fs.pipe("/m/a.bin", data)
+        fs.mv("/m/a.bin", "/m/b.bin")
+        assert fs.ls("/m", detail=False) == ["/m/b.bin"] and fs.cat("/m/b.bin") == data
+        tables = fs.store.tables
+        assert isinstance(tables, Ignite3Tables) and tables.zone_profiles() == [MEMORY_PROFILE]
+        with other.query("SELECT COUNT(*) FROM " + prefix.upper() + "_DATA") as cursor:
+            assert [int(v) for page in cursor.column_pages() for v in page.values[0]] == [4]  # 4 blocks in it
+        with pytest.raises(ConfigurationError, match=r"exists with storage profile\(s\) \['aimem'\], not 'default'"):
+            IgniteFileStore(connect_client(o), cache_prefix=prefix, block_size=BS, storage="default")
+        with pytest.raises(ConfigurationError, match=r"storage profile 'no_such_profile'.*ignite.storage.profiles"):
+            IgniteFileStore(connect_client(o), cache_prefix=f"{prefix}_x", block_size=BS, storage="no_such_profile")
+        with pytest.raises(ConfigurationError, match="cannot name an Ignite 3 storage profile"):
+            IgniteFileStore(connect_client(o), cache_prefix=f"{prefix}_x", block_size=BS, storage="x']; DROP")
+    finally:
+        fs_config.close_stores()
+        for t in ("META", "DATA"):
+            other.execute(f"DROP TABLE IF EXISTS {prefix}_{t}")
+        other.execute(f"DROP ZONE IF EXISTS {prefix}_ZONE")
+        other.execute(f"DROP ZONE IF EXISTS {prefix}_X_ZONE")
         other.close()
 
 

@@ -10,6 +10,7 @@ import errno
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -42,6 +43,25 @@ def store2(client: IgniteClient) -> Iterator[IgniteFileStore]:
     s = IgniteFileStore(client, cache_prefix="fs_store_tests", block_size=BS, owns_client=False)
     yield s
     s.close()
+
+
+def test_storage_names_the_data_region_of_the_caches(client: IgniteClient) -> None:
+    """On Ignite 2 the ``storage`` setting is the caches' data region: named in their configuration;
+    a region the nodes lack, or another region than existing caches', is a ConfigurationError."""
+    prefix = f"fs_region_{uuid.uuid4().hex[:6]}"
+    s = IgniteFileStore(client, cache_prefix=prefix, block_size=BS, owns_client=False, storage="default")
+    try:
+        s.write_file("/r", pattern(BS + 3))
+        assert [c.data_region_name for c in s.cache_configurations()] == ["default", "default"]
+        assert client.cache(f"{prefix}_data").configuration().data_region_name == "default"
+        with pytest.raises(ConfigurationError, match=r"data region 'no_such_region'.*dataRegionConfigurations"):
+            IgniteFileStore(client, cache_prefix=f"{prefix}_x", block_size=BS, owns_client=False,
+                            storage="no_such_region")
+    finally:
+        s.close()
+        for name in (f"{prefix}_meta", f"{prefix}_data", f"{prefix}_x_meta", f"{prefix}_x_data"):
+            if name in client.cache_names():
+                client.destroy_cache(name)
 
 
 @pytest.fixture(scope="module", params=["ignite2", "ignite3"])

@@ -20,6 +20,7 @@ from tensorflow_ignite.client.options import ConnectionOptions
 from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, IgniteConnectionError, SqlError,
                                       TableNotFoundError, TLSError, WriteError)
 from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table, write
+from tensorflow_ignite.local.ignite3 import MEMORY_PROFILE
 from tensorflow_ignite.native import data_source
 from tensorflow_ignite.ignite3.partitioned import TableReader
 from tensorflow_ignite.ignite3.protocol.colocation import partitions_of
@@ -205,6 +206,27 @@ def test_an_ignite_2_node_is_refused_with_the_entry_point_to_use(ignite_node) ->
     host, port = ignite_node.address()
     with pytest.raises(HandshakeError, match="IgniteDataset"):
         Ignite3Client(ConnectionOptions(host=host, port=port, timeout=10)).connection()
+
+
+def test_a_table_in_the_in_memory_profile_writes_and_reads_back(client: Ignite3Client, table: str) -> None:
+    """A table of a zone on the nodes' ``aimem`` (volatile page memory) profile: the streamer's writes
+    and the partition-aware read are the same as on the default (persistent) profile."""
+    zone = f"{table}_Z"
+    client.execute(f"CREATE ZONE {zone} (PARTITIONS 8, REPLICAS 1) STORAGE PROFILES ['{MEMORY_PROFILE}']")
+    try:
+        client.execute(f"CREATE TABLE {table} (ID BIGINT PRIMARY KEY, NAME VARCHAR, V VARBINARY) ZONE {zone}")
+        n = 3000
+        data = {"ID": np.arange(n, dtype=np.int64), "NAME": np.array([f"n{i}" for i in range(n)], object),
+                "V": np.array([bytes([i % 251]) * (i % 50) for i in range(n)], object)}
+        assert write(table, data, client=client, batch_rows=400) == n
+        ds = from_table(table, client=client, batch_size=256)
+        got = {int(i): (bytes(a), bytes(b)) for batch in ds.as_numpy_iterator()
+               for i, a, b in zip(batch["ID"], batch["NAME"], batch["V"])}
+        assert got == {i: (f"n{i}".encode(), bytes([i % 251]) * (i % 50)) for i in range(n)}
+        assert ds.partitions == tuple(range(8))
+    finally:
+        client.execute(f"DROP TABLE IF EXISTS {table}")
+        client.execute(f"DROP ZONE IF EXISTS {zone}")
 
 
 def test_write_creates_the_table_and_reads_back(client: Ignite3Client, table: str) -> None:

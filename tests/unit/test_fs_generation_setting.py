@@ -1,4 +1,5 @@
-"""The ``generation`` setting of ``ignite://``: which Ignite generation a store's cluster is."""
+"""The ``generation`` and ``storage`` settings of ``ignite://``: which Ignite generation a store's
+cluster is, and where its tables live."""
 
 from __future__ import annotations
 
@@ -22,3 +23,12 @@ def test_other_values_are_refused_naming_the_choices(value: str) -> None:
     if value:
         with pytest.raises(ConfigurationError, match="IGNITE_FS_GENERATION"):
             fs_config.settings(environ={"IGNITE_FS_GENERATION": value})
+
+
+def test_storage_is_the_default_one_unless_named() -> None:
+    """``storage``: the Ignite 3 storage profile / Ignite 2 data region of the store's tables."""
+    assert fs_config.settings(environ={}).storage == ""
+    assert fs_config.settings(environ={"IGNITE_FS_STORAGE": "aimem"}).storage == "aimem"
+    assert "storage" in fs_config.SETTING_NAMES
+    a = fs_config.settings(environ={}).updated(storage="aimem")
+    assert a.storage == "aimem" and a != fs_config.settings(environ={})  # another store in the pool

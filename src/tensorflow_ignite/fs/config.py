@@ -20,7 +20,10 @@ file-store options (``IGNITE_FS_`` only): ``CACHE_PREFIX`` (default
 stays readable for readers in other processes that opened it before; default 10),
 ``READ_AHEAD`` (bytes a sequential reader fetches ahead, per open file, suffixes
 allowed; default 16m, 0 turns it off), ``GENERATION`` (``2``, ``3`` or ``auto``, the
-default: the endpoint's handshake tells whether it is an Ignite 2 or an Ignite 3 node).
+default: the endpoint's handshake tells whether it is an Ignite 2 or an Ignite 3 node),
+``STORAGE`` (where the store's tables live: an Ignite 3 storage profile of the nodes,
+such as an in-memory ``aimem`` one, or an Ignite 2 data region; default: the cluster's
+default one).
 
 ``ignite://host:port/path`` always uses that host and port; a host of several
 nodes of one cluster, ``ignite://h1:10800,h2:10800/path``, dials them in that
@@ -102,6 +105,8 @@ class FsSettings:
     read_ahead: int = 16 << 20
     #: The cluster's Ignite generation: ``"2"``, ``"3"`` or ``"auto"`` (the handshake tells).
     generation: str = "auto"
+    #: The storage profile (Ignite 3) or data region (Ignite 2) of the store's tables; "": the default.
+    storage: str = ""
 
     def updated(self, **changes: Any) -> "FsSettings":
         """A copy with ``changes`` applied: fields of this class or of :class:`ConnectionOptions`."""
@@ -181,7 +186,7 @@ def configure(**options: Any) -> FsSettings:
     (``host``, ``port``, ``username``, ``password``, ``cafile``, ``certfile``,
     ``keyfile``, ``cert_password``, ``server_hostname``, the ``insecure_*``
     opt-outs, ``timeout``) and the store's own (``cache_prefix``,
-    ``block_size``, ``backups``, ``garbage_delay``, ``read_ahead``, ``generation``).  Passing ``None`` removes
+    ``block_size``, ``backups``, ``garbage_delay``, ``read_ahead``, ``generation``, ``storage``).  Passing ``None`` removes
     an override.  Returns the resulting default settings.
     Stores already open keep their settings; new paths use the new ones.
     """

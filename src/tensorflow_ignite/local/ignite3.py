@@ -40,10 +40,14 @@ from .tls import TLSMaterial, make_tls_material
 if TYPE_CHECKING:
     from ..client.options import ConnectionOptions
 
-__all__ = ["IGNITE3_VERSION", "Ignite3Cluster", "Ignite3Node", "ignite3_home", "ignite3_classpath", "GENERATION"]
+__all__ = ["IGNITE3_VERSION", "Ignite3Cluster", "Ignite3Node", "ignite3_home", "ignite3_classpath", "GENERATION",
+           "MEMORY_PROFILE"]
 
 #: ``generation`` in the state file of a work directory holding Ignite 3 nodes (Ignite 2 ones have none).
 GENERATION = 3
+#: The in-memory storage profile (engine ``aimem``: nothing on disk, gone when the nodes stop) every
+#: local node has beside ``default`` (``aipersist``); a zone names it with ``STORAGE PROFILES ['aimem']``.
+MEMORY_PROFILE = "aimem"
 
 #: The Ignite 3 release local nodes run (``java/ignite3/pom.xml``'s ``ignite3.version``).
 IGNITE3_VERSION = "3.1.0"
@@ -129,7 +133,8 @@ class Ignite3Cluster:
     """``nodes`` embedded Ignite 3 servers on ``host``, initialised as one cluster.
 
     ``heap_mb`` per JVM; ``storage_mb``: the page memory of the default storage
-    profile (``aipersist``, files under ``work_dir``); ``owner_pid``: the nodes
+    profile (``aipersist``, files under ``work_dir``) and the most the in-memory
+    profile :data:`MEMORY_PROFILE` (``aimem``) may grow to; ``owner_pid``: the nodes
     stop when that process ends (default: what
     :func:`~tensorflow_ignite.local.cluster.stop_nodes_with_process` set).
     ``username``/``password``: the cluster is initialised with security on and
@@ -199,7 +204,8 @@ class Ignite3Cluster:
   clientConnector.port = {node.client_port}{self._ssl_config()}
   rest.port = {node.rest_port}
   storage.profiles = [
-    {{ name = default, engine = aipersist, sizeBytes = {self.storage_mb * 1024 * 1024} }}
+    {{ name = default, engine = aipersist, sizeBytes = {self.storage_mb * 1024 * 1024} }},
+    {{ name = {MEMORY_PROFILE}, engine = aimem, initSizeBytes = {16 << 20}, maxSizeBytes = {self.storage_mb * 1024 * 1024} }}
   ]
 }}
 """

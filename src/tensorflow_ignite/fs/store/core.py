@@ -72,6 +72,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         owns_client: bool = True,
         garbage_delay: float = GARBAGE_DELAY,
         read_ahead: int = DEFAULT_READ_AHEAD,
+        storage: str = "",
     ) -> None:
         if block_size < 1024:
             raise ValueError("block_size must be at least 1 KiB")
@@ -87,7 +88,10 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         self._owns_client = owns_client
         #: Counters for tests and diagnostics.
         self.stats: collections.Counter[str] = collections.Counter()
-        self.tables: StoreTables = open_tables(client, cache_prefix, backups, self.block_size, self.stats)
+        #: The storage profile (Ignite 3) or data region (Ignite 2) of the tables; "": the cluster's default.
+        self.storage = storage
+        self.tables: StoreTables = open_tables(client, cache_prefix, backups, self.block_size, self.stats,
+                                               storage=storage)
         self.meta = self.tables.meta
         #: The capacity guard of the data cache's region (capacity.py): writers admit every
         #: block before storing it, so a write that would fill the region fails instead.
@@ -113,7 +117,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
 
     def cache_configurations(self) -> tuple[CacheConfiguration, CacheConfiguration]:
         """The meta and data caches this store creates on Ignite 2 (:func:`.ignite2.cache_configurations`)."""
-        return cache_configurations(self.cache_prefix, self.backups)
+        return cache_configurations(self.cache_prefix, self.backups, self.storage)
 
     @property
     def data(self) -> Any:
@@ -145,7 +149,8 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         return cls(client, cache_prefix=settings.cache_prefix, block_size=settings.block_size,
                    backups=settings.backups, endpoint=",".join(settings.connection.endpoints),
                    owns_client=is_ignite3(client),
-                   garbage_delay=settings.garbage_delay, read_ahead=settings.read_ahead)
+                   garbage_delay=settings.garbage_delay, read_ahead=settings.read_ahead,
+                   storage=settings.storage)
 
     def close(self) -> None:
         """Finish background work and close the client (if this store opened it).

@@ -67,12 +67,13 @@ def is_ignite3(client: Any) -> bool:
 
 
 def open_tables(client: Any, prefix: str, backups: int, block_size: int,
-                stats: collections.Counter[str]) -> "StoreTables":
-    """The store's tables on ``client``'s cluster (created if missing)."""
+                stats: collections.Counter[str], *, storage: str = "") -> "StoreTables":
+    """The store's tables on ``client``'s cluster (created if missing), in ``storage``: the storage
+    profile (Ignite 3) or data region (Ignite 2) named, or the cluster's default."""
     if is_ignite3(client):
         from .ignite3 import Ignite3Tables
 
-        return Ignite3Tables(client, prefix, backups, block_size, stats)
+        return Ignite3Tables(client, prefix, backups, block_size, stats, storage=storage)
     from .ignite2 import Ignite2Tables
 
-    return Ignite2Tables(client, prefix, backups, stats)
+    return Ignite2Tables(client, prefix, backups, stats, storage=storage)

@@ -21,7 +21,7 @@ from ...capacity import CapacityGuard
 from ...client import Cache, IgniteClient, TransactionConflictError
 from ...client.connection import Connection
 from ...client.transactions import Transaction
-from ...errors import CacheNotFoundError, IgniteConnectionError, ProtocolError
+from ...errors import CacheNotFoundError, ConfigurationError, IgniteConnectionError, ProtocolError, ServerError
 from ...launcher.jobs import JobClient
 from ...protocol import requests, responses
 from ...protocol.cache_config import CacheConfiguration
@@ -36,11 +36,12 @@ __all__ = ["Ignite2Tables", "cache_configurations"]
 _I32 = struct.Struct("<i")
 
 
-def cache_configurations(prefix: str, backups: int) -> tuple[CacheConfiguration, CacheConfiguration]:
+def cache_configurations(prefix: str, backups: int, region: str = "") -> tuple[CacheConfiguration, CacheConfiguration]:
     """The meta and data caches: partitioned, ``backups`` copies, FULL_SYNC (a write
     returns once primary and backups have it, so losing a node loses no
-    acknowledged write), READ_WRITE_SAFE on partition loss.  Caches that
-    already exist keep the configuration they were created with."""
+    acknowledged write), READ_WRITE_SAFE on partition loss, in data region
+    ``region`` (``""``: the nodes' default region).  Caches that already exist
+    keep the configuration they were created with."""
     meta = CacheConfiguration(
         name=f"{prefix}_meta", cache_mode=CacheMode.PARTITIONED,
         atomicity_mode=AtomicityMode.TRANSACTIONAL, backups=backups,
@@ -48,12 +49,14 @@ def cache_configurations(prefix: str, backups: int) -> tuple[CacheConfiguration,
         # A partition whose every copy is gone makes reads fail rather than
         # return "no such block/entry" (a file silently missing or torn).
         partition_loss_policy=PartitionLossPolicy.READ_WRITE_SAFE,
+        data_region_name=region or None,
     )
     data = CacheConfiguration(
         name=f"{prefix}_data", cache_mode=CacheMode.PARTITIONED,
         atomicity_mode=AtomicityMode.ATOMIC, backups=backups,
         write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC,
         partition_loss_policy=PartitionLossPolicy.READ_WRITE_SAFE,
+        data_region_name=region or None,
     )
     return meta, data
 
@@ -91,20 +94,40 @@ class Ignite2Tables:
     max_backoff = 0.05
     recovery_wait = 0.0
 
-    def __init__(self, client: IgniteClient, prefix: str, backups: int, stats: collections.Counter[str]) -> None:
+    def __init__(self, client: IgniteClient, prefix: str, backups: int, stats: collections.Counter[str], *,
+                 storage: str = "") -> None:
         self.client = client
         self.prefix = prefix
         self.backups = backups
         self.stats = stats
+        #: The data region named by the ``storage`` setting ("": the nodes' default).
+        self.region = storage
         self.meta_name, self.data_name = f"{prefix}_meta", f"{prefix}_data"
         self.ensure_tables()
         self._capacity = CapacityGuard(client, self.data.name, copies=1 + backups, what="ignite:// write",
                                        module=JobClient)
 
     def ensure_tables(self) -> None:
-        meta, data = cache_configurations(self.prefix, self.backups)
-        self.meta: Cache = self.client.get_or_create_cache(meta)
-        self.data: Cache = self.client.get_or_create_cache(data)
+        meta, data = cache_configurations(self.prefix, self.backups, self.region)
+        try:
+            self.meta: Cache = self.client.get_or_create_cache(meta)
+            self.data: Cache = self.client.get_or_create_cache(data)
+        except ServerError as exc:
+            if not self.region:
+                raise
+            raise ConfigurationError(
+                f"ignite:// could not create caches {meta.name}/{data.name} in data region {self.region!r} "
+                f"(storage={self.region!r}): {exc}. Name a data region of the nodes' configuration "
+                "(DataStorageConfiguration.dataRegionConfigurations), or leave storage unset for the "
+                "default region") from exc
+        if self.region:
+            for cache in (self.meta, self.data):
+                have = cache.configuration().data_region_name or "default"
+                if have != self.region:
+                    raise ConfigurationError(
+                        f"ignite:// cache {cache.name} exists in data region {have!r}, not {self.region!r} as "
+                        f"storage={self.region!r} asks; a cache cannot move: use another cache_prefix, or "
+                        "destroy the store's caches (their files go with them)")
 
     def describe(self) -> str:
         return f"caches {self.meta_name}/_data"

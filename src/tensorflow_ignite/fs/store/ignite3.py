@@ -1,6 +1,6 @@
 """The file store's tables on Ignite 3: ``<PREFIX>_META`` and ``<PREFIX>_DATA`` in a zone of their own.
 
-    CREATE ZONE IF NOT EXISTS <PREFIX>_ZONE (REPLICAS <2 * backups + 1>) STORAGE PROFILES ['default']
+    CREATE ZONE IF NOT EXISTS <PREFIX>_ZONE (REPLICAS <2 * backups + 1>) STORAGE PROFILES ['<storage>']
     CREATE TABLE IF NOT EXISTS <PREFIX>_META (KEY VARCHAR PRIMARY KEY, VAL VARCHAR(2147483647)) ZONE ...
     CREATE TABLE IF NOT EXISTS <PREFIX>_DATA (KEY VARCHAR PRIMARY KEY, VAL VARBINARY(2147483647)) ZONE ...
 
@@ -10,6 +10,12 @@ needs a majority of its replicas to read and write, so surviving ``b`` lost
 nodes takes ``2b + 1`` replicas (the default, 1, gives 3).  A zone with more
 replicas than the cluster has nodes is allowed: each partition has a replica on
 every node (one node: one replica, which is its own majority).
+
+``storage`` (the ``storage`` setting) names the zone's storage profile, one the
+nodes' configuration defines (``ignite.storage.profiles``): ``default`` when
+unset, or for instance an in-memory (``aimem``) profile, whose files are gone
+when the nodes stop.  A zone keeps the profile it was made with; a store that
+names another is refused with a :class:`~tensorflow_ignite.errors.ConfigurationError`.
 
 The keys and values are :mod:`..layout`'s, as in Ignite 2's caches.  The value
 columns are as long as Ignite allows: a listing bucket of long names, or a
@@ -284,7 +290,7 @@ class Ignite3Tables:
     recovery_wait = REPLICA_WAIT
 
     def __init__(self, client: "Ignite3Client", prefix: str, backups: int, block_size: int,
-                 stats: collections.Counter[str]) -> None:
+                 stats: collections.Counter[str], *, storage: str = "") -> None:
         if not _NAME.fullmatch(prefix):
             raise ConfigurationError(f"cache_prefix {prefix!r} cannot name Ignite 3 tables: use letters, digits "
                                      "and '_' (not first a digit), e.g. ignite_fs")
@@ -296,6 +302,12 @@ class Ignite3Tables:
         self.block_size = block_size
         self.stats = stats
         self.zone = f"{self.prefix}_ZONE"
+        if storage and not _NAME.fullmatch(storage):
+            raise ConfigurationError(f"storage={storage!r} cannot name an Ignite 3 storage profile: use letters, "
+                                     "digits and '_' (not first a digit), as in the nodes' ignite.storage.profiles")
+        #: The zone's storage profile: the ``storage`` setting, or ``default``.
+        self.profile = storage or "default"
+        self._check_profile = bool(storage)
         self.meta_name, self.data_name = f"{self.prefix}_META", f"{self.prefix}_DATA"
         self._pool = _Pool(client)
         self.meta = _Meta(self._pool, self.meta_name)
@@ -304,7 +316,7 @@ class Ignite3Tables:
     def ddl(self) -> list[str]:
         """The statements :meth:`ensure_tables` runs."""
         return [
-            f"CREATE ZONE IF NOT EXISTS {self.zone} (REPLICAS {self.replicas}) STORAGE PROFILES ['default']",
+            f"CREATE ZONE IF NOT EXISTS {self.zone} (REPLICAS {self.replicas}) STORAGE PROFILES ['{self.profile}']",
             f"CREATE TABLE IF NOT EXISTS {self.meta_name} (KEY VARCHAR PRIMARY KEY, VAL VARCHAR({MAX_LENGTH})) "
             f"ZONE {self.zone}",
             f"CREATE TABLE IF NOT EXISTS {self.data_name} (KEY VARCHAR PRIMARY KEY, VAL VARBINARY({MAX_LENGTH})) "
@@ -312,10 +324,41 @@ class Ignite3Tables:
         ]
 
     def ensure_tables(self) -> None:
+        zone, *tables = self.ddl()
         with self._pool.borrowed() as p:
-            for statement in self.ddl():
+            try:
+                p.client.execute(zone)
+            except Ignite3ServerError as exc:
+                if not self._check_profile:
+                    raise
+                raise ConfigurationError(
+                    f"ignite:// could not create zone {self.zone} with storage profile {self.profile!r} "
+                    f"(storage={self.profile!r}): {exc}. Name a storage profile the nodes define "
+                    "(ignite.storage.profiles in their configuration), or leave storage unset for "
+                    "'default'") from exc
+            if self._check_profile:
+                profiles = self.zone_profiles(p.client)
+                if self.profile not in profiles:
+                    raise ConfigurationError(
+                        f"ignite:// zone {self.zone} exists with storage profile(s) {profiles}, not "
+                        f"{self.profile!r} as storage={self.profile!r} asks; a zone keeps its profiles: use "
+                        "another cache_prefix, or drop the store's tables and zone (their files go with them)")
+            for statement in tables:
                 p.client.execute(statement)
         self._pool.forget_views()  # tables made again have new ids
+
+    def zone_profiles(self, client: "Ignite3Client | None" = None) -> list[str]:
+        """The storage profiles of the store's zone, as the cluster's catalog has them."""
+        def ask(c: "Ignite3Client") -> list[str]:
+            with c.query("SELECT STORAGE_PROFILE FROM SYSTEM.ZONE_STORAGE_PROFILES WHERE ZONE_NAME = ?",
+                         (self.zone,)) as cursor:
+                return sorted(v.decode() if isinstance(v, bytes) else str(v)
+                              for page in cursor.column_pages() for v in page.values[0])
+
+        if client is not None:
+            return ask(client)
+        with self._pool.borrowed() as p:
+            return ask(p.client)
 
     def describe(self) -> str:
         return f"tables {self.meta_name}/{self.data_name}"
