@@ -44,6 +44,7 @@ def test_node_start_load_and_stop_on_ignite3(tmp_path: Path) -> None:
     try:
         assert start.returncode == 0, start.stderr + start.stdout
         assert "1/1 recorded node(s) running and ready" in start.stdout
+        assert "Storage profiles: default (aipersist, on disk) and aimem (in memory" in start.stdout
         # What to pass is printed: the CA, the client certificate and key, the key's password file.
         ca = re.search(r"CA certificate (\S+)", start.stdout)
         cert = re.search(r"certfile=(\S+) keyfile=(\S+?),.* password in (\S+)", start.stdout)

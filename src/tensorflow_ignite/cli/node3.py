@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import ConfigurationError, NodeError
 from ..local.cluster import DEFAULT_PASSWORD, DEFAULT_USER
-from ..local.ignite3 import Ignite3Cluster
+from ..local.ignite3 import MEMORY_PROFILE, Ignite3Cluster
 from ..local.tls import describe_tls
 
 __all__ = ["start", "stop", "status", "UNSUPPORTED"]
@@ -60,6 +60,8 @@ def _print_started(cluster: Ignite3Cluster) -> None:
     print_status(cluster)
     endpoints = ",".join(cluster.endpoints)
     print(f"Read them with: tensorflow_ignite.ignite3.from_table(TABLE, host={endpoints!r})")
+    print(f"Storage profiles: default (aipersist, on disk) and {MEMORY_PROFILE} (in memory: "
+          f"CREATE ZONE ... STORAGE PROFILES ['{MEMORY_PROFILE}'], or IGNITE_FS_STORAGE={MEMORY_PROFILE} for ignite://)")
     if cluster.username:
         print(f"Authentication: user {cluster.username}, password {DEFAULT_PASSWORD}")
     if cluster.tls_material is not None:
