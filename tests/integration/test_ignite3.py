@@ -17,8 +17,8 @@ import pytest
 import tensorflow as tf
 
 from tensorflow_ignite.client.options import ConnectionOptions
-from tensorflow_ignite.errors import (AuthenticationError, HandshakeError, IgniteConnectionError, SqlError,
-                                      TableNotFoundError, TLSError, WriteError)
+from tensorflow_ignite.errors import (AuthenticationError, ConfigurationError, HandshakeError, IgniteConnectionError,
+                                      SqlError, TableNotFoundError, TLSError, WriteError)
 from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table, write
 from tensorflow_ignite.local.ignite3 import MEMORY_PROFILE
 from tensorflow_ignite.native import data_source
@@ -214,11 +214,19 @@ def test_a_table_in_the_in_memory_profile_writes_and_reads_back(client: Ignite3C
     zone = f"{table}_Z"
     client.execute(f"CREATE ZONE {zone} (PARTITIONS 8, REPLICAS 1) STORAGE PROFILES ['{MEMORY_PROFILE}']")
     try:
-        client.execute(f"CREATE TABLE {table} (ID BIGINT PRIMARY KEY, NAME VARCHAR, V VARBINARY) ZONE {zone}")
         n = 3000
         data = {"ID": np.arange(n, dtype=np.int64), "NAME": np.array([f"n{i}" for i in range(n)], object),
                 "V": np.array([bytes([i % 251]) * (i % 50) for i in range(n)], object)}
-        assert write(table, data, client=client, batch_rows=400) == n
+        with pytest.raises(ConfigurationError, match=f"no distribution zone '{table}_NONE'.*CREATE ZONE"):
+            write(table, data, key="ID", create=True, zone=f"{table}_NONE", client=client)
+        with pytest.raises(ConfigurationError, match="pass create=True"):
+            write(table, data, zone=zone, client=client)
+        assert write(table, data, key="ID", create=True, zone=zone.lower(), client=client, batch_rows=400) == n
+        with client.query("SELECT ZONE_NAME, STORAGE_PROFILE FROM SYSTEM.TABLES WHERE TABLE_NAME = ?",
+                          (table,)) as cursor:
+            placed = [(bytes(z).decode(), bytes(p).decode()) for page in cursor.column_pages()
+                      for z, p in zip(*page.values)]
+        assert placed == [(zone, MEMORY_PROFILE)]
         ds = from_table(table, client=client, batch_size=256)
         got = {int(i): (bytes(a), bytes(b)) for batch in ds.as_numpy_iterator()
                for i, a, b in zip(batch["ID"], batch["NAME"], batch["V"])}

@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("msgpack")
 
 import tensorflow_ignite.ignite3 as ignite3  # noqa: E402
+from tensorflow_ignite.client.options import ConnectionOptions  # noqa: E402
 from tensorflow_ignite.local.ignite3 import Ignite3Cluster  # noqa: E402
 
 CLI = [sys.executable, "-m", "tensorflow_ignite.cli.main"]
@@ -83,7 +84,19 @@ def test_node_start_load_and_stop_on_ignite3(tmp_path: Path) -> None:
         # Ignite 2 cache settings are refused by name, before anything is written.
         wrong = run("load", "--ignite", "3", "OTHER3", str(csv), "--backups", "1", "--host", host,
                     "--port", str(port), *flags, env=env)
-        assert wrong.returncode == 1 and "--backups" in wrong.stderr
+        assert wrong.returncode == 1 and "--backups" in wrong.stderr and "--zone" in wrong.stderr
+        # --zone: the table is created in that zone (here one on the in-memory profile).
+        with ignite3.Ignite3Client(ConnectionOptions(host=host, port=int(port), **conn)) as c:
+            c.execute("CREATE ZONE MEM3 (REPLICAS 1) STORAGE PROFILES ['aimem']")
+            zoned = run("load", "--ignite", "3", "INMEM3", str(csv), "--zone", "MEM3", "--host", host,
+                        "--port", str(port), *flags, env=env)
+            assert zoned.returncode == 0, zoned.stderr + zoned.stdout
+            with c.query("SELECT ZONE_NAME FROM SYSTEM.TABLES WHERE TABLE_NAME = 'INMEM3'") as cursor:
+                assert [bytes(v) for page in cursor.column_pages() for v in page.values[0]] == [b"MEM3"]
+        assert len(read_table(host, port, "INMEM3", **conn)["ID"]) == 500
+        missing = run("load", "--ignite", "3", "NOZONE3", str(csv), "--zone", "NO_SUCH_ZONE", "--host", host,
+                      "--port", str(port), *flags, env=env)
+        assert missing.returncode == 1 and "no distribution zone 'NO_SUCH_ZONE'" in missing.stderr, missing.stderr
         # overwrite replaces the table: only the new rows remain.
         small = tmp_path / "small.csv"
         small.write_text("x,label,name\n" + "".join(f"{-i},{i},m{i}\n" for i in range(20)))

@@ -136,3 +136,14 @@ def test_cli_has_load_and_no_password_flag() -> None:
     assert not hasattr(args, "password")
     with pytest.raises(SystemExit):
         parser.parse_args(["load", "c", "f.npz", "--password", "secret"])
+
+
+def test_cli_load_refuses_a_zone_for_an_ignite_2_cache(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from tensorflow_ignite.cli.main import main
+
+    csv = tmp_path / "rows.csv"
+    csv.write_text("x\n1\n")
+    # Refused before any connection is tried (nothing listens on port 1).
+    assert main(["load", "c", str(csv), "--zone", "MEM", "--port", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "--zone places an Ignite 3 table" in err and "--backups" in err

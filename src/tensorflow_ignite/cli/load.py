@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import IgniteError
+from ..errors import ConfigurationError, IgniteError
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import validate
 from .credentials import CERT_PASSWORD_ENV, PASSWORD_ENV, client_settings
@@ -70,6 +70,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                        help="write synchronization mode (default primary_sync)")
     cache.add_argument("--no-sql", action="store_true",
                        help="do not make the cache an SQL table (by default it is one when the cluster has SQL)")
+    cache.add_argument("--zone", help="with --ignite 3: the distribution zone the table is created in (its "
+                       "replicas and storage profile, e.g. an in-memory aimem one; default: the cluster's default zone)")
     p.add_argument("--progress", dest="progress", action="store_true", default=None,
                    help="always show the progress bar (default: only when stderr is a terminal)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="never show the progress bar")
@@ -89,6 +91,9 @@ def _load(args: argparse.Namespace) -> int:
             from .load3 import load as load3
 
             return load3(args, settings)
+        if args.zone is not None:
+            raise ConfigurationError("--zone places an Ignite 3 table (with --ignite 3); an Ignite 2 cache takes "
+                                     "--backups, --atomicity and --write-sync")
         # The process's shared client for the flags alone (write() would let IGNITE_DATASET_* win
         # over its arguments); shared, as write()'s own is, so a program calling main() repeatedly
         # keeps one connection per node.

@@ -33,8 +33,7 @@ def _refuse_ignite2_flags(args: argparse.Namespace) -> None:
         ("--no-sql", args.no_sql)) if given]
     if wrong:
         raise ConfigurationError(f"{', '.join(wrong)} configure Ignite 2 caches; an Ignite 3 table takes its "
-                                 "replicas and storage from its distribution zone (create the table with SQL "
-                                 "first to choose them)")
+                                 "replicas and storage from its distribution zone (name one with --zone)")
 
 
 def load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
@@ -73,7 +72,7 @@ def load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
                 raise ConfigurationError(f"Ignite 3 table {args.cache} already holds {held:,} rows; load with "
                                          "--mode append to add to it or --mode overwrite to replace it")
         try:
-            written = ignite3.write(args.cache, data, key=key, create=True, client=client,
+            written = ignite3.write(args.cache, data, key=key, create=True, zone=args.zone, client=client,
                                     batch_rows=max(1, int(args.batch_mb * (1 << 20)) // _row_bytes(data)))
         except (WriteError, ConfigurationError):
             if args.mode == "overwrite" or held is None:  # a table this load created: nothing half-written stays

@@ -104,14 +104,23 @@ def _object_sql_type(name: str, arr: np.ndarray) -> str | None:
     return None
 
 
-def create_table_statement(table: str, data: Mapping[str, Any], key: str) -> str:
-    """``CREATE TABLE IF NOT EXISTS`` for ``data``'s columns with ``key`` as the primary key."""
+def create_table_statement(table: str, data: Mapping[str, Any], key: str, zone: str | None = None) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for ``data``'s columns with ``key`` as the primary key (in ``zone``,
+    a distribution zone, when given: its replicas and storage profile are the table's)."""
     cols = _column_arrays(data)
     if key not in cols:
         raise ConfigurationError(f"key={key!r} is not one of the columns ({', '.join(cols)})")
     defs = ", ".join(f"{_identifier(n)} {_sql_type(n, a)}" + (" PRIMARY KEY" if n == key else "")
                      for n, a in cols.items())
-    return f"CREATE TABLE IF NOT EXISTS {_identifier(table)} ({defs})"
+    return f"CREATE TABLE IF NOT EXISTS {_identifier(table)} ({defs})" + (f" ZONE {_identifier(zone)}" if zone else "")
+
+
+def _zone_exists(client: Ignite3Client, zone: str) -> bool:
+    """Whether the cluster's catalog has distribution zone ``zone`` (a name as SQL reads it unquoted or quoted)."""
+    name = _identifier(zone)
+    name = name[1:-1].replace('""', '"') if name.startswith('"') else name
+    with client.query("SELECT COUNT(*) FROM SYSTEM.ZONES WHERE ZONE_NAME = ?", (name,)) as cursor:
+        return any(int(v) for page in cursor.column_pages() for v in page.values[0])
 
 
 def _python(value: Any) -> Any:
@@ -130,12 +139,15 @@ _METHODS = ("streamer", "sql")
 
 
 def write(table: str, data: Mapping[str, Any], *, key: str | None = None, create: bool = False,
-          method: str = "streamer", batch_rows: int = 1000, parallel: int = 2, host: str = "127.0.0.1",
-          port: int = 10800, options: ConnectionOptions | None = None, client: Ignite3Client | None = None,
-          **connection: Any) -> int:
+          zone: str | None = None, method: str = "streamer", batch_rows: int = 1000, parallel: int = 2,
+          host: str = "127.0.0.1", port: int = 10800, options: ConnectionOptions | None = None,
+          client: Ignite3Client | None = None, **connection: Any) -> int:
     """Write the rows of ``data`` (column name -> 1-D values) into ``table``; the rows written.
 
-    ``create=True`` creates the table when missing (``key`` names its primary key column).
+    ``create=True`` creates the table when missing (``key`` names its primary key column),
+    in distribution zone ``zone`` when given (an existing zone: its replicas and storage
+    profile -- an in-memory ``aimem`` one, say -- are the table's; default: the cluster's
+    default zone).
     ``method``: ``"streamer"`` (upsert, batched per partition; ``parallel`` connections
     per node) or ``"sql"`` (INSERT; a duplicate key fails); ``batch_rows``: rows per
     request.  Connection keywords as in :func:`~.dataset.from_sql`.  A failure part-way is
@@ -147,15 +159,23 @@ def write(table: str, data: Mapping[str, Any], *, key: str | None = None, create
         raise ConfigurationError(f"parallel={parallel}: it must be at least 1")
     if method not in _METHODS:
         raise ConfigurationError(f"method={method!r}: it must be one of {', '.join(_METHODS)}")
+    if zone is not None and not create:
+        raise ConfigurationError("zone= places a table when write creates it: pass create=True (an existing "
+                                 "table stays in its zone)")
     cols = _column_arrays(data)
     if client is None:
         with Ignite3Client(_options(options, host, port, connection)) as own:
-            return write(table, cols, key=key, create=create, method=method, batch_rows=batch_rows,
+            return write(table, cols, key=key, create=create, zone=zone, method=method, batch_rows=batch_rows,
                          parallel=parallel, client=own)
     if create:
         if key is None:
             raise ConfigurationError("create=True needs key=: the column that is the table's primary key")
-        client.execute(create_table_statement(table, cols, key))
+        if zone and not _zone_exists(client, zone):
+            raise ConfigurationError(
+                f"zone={zone!r}: the cluster has no distribution zone {zone!r} to create table {table} in; "
+                f"create it first, e.g. CREATE ZONE {_identifier(zone)} (REPLICAS 3) STORAGE PROFILES ['default'] "
+                "(a storage profile the nodes define, such as an in-memory aimem one)")
+        client.execute(create_table_statement(table, cols, key, zone))
     if not len(next(iter(cols.values()))):
         return 0
     if method == "streamer":
