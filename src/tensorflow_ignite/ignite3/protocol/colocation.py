@@ -401,6 +401,7 @@ def _v_uuid_hash(items: Sequence[Any]) -> np.ndarray:
 _SMALL = 8
 _DAY_MS = 86_400_000
 _DAY_NS = 86_400 * 1_000_000_000
+_EPOCH_DATE = _dt.date(1970, 1, 1)
 
 
 def _decoded_hash(v: Any, t: ColumnType, scale: int, precision: int) -> int:
@@ -421,9 +422,6 @@ def _decoded_hash(v: Any, t: ColumnType, scale: int, precision: int) -> int:
         h = time_hash(secs // 3600, secs // 60 % 60, secs % 60, nanos, precision)
         return combine(_date_hash(_EPOCH_DATE + _dt.timedelta(days=days)), h) if t is ColumnType.DATETIME else h
     return value_hash(t, v, scale, precision)
-
-
-_EPOCH_DATE = _dt.date(1970, 1, 1)
 
 
 def hash_column(values: Any, col_type: ColumnType, scale: int = 0, precision: int = 0) -> np.ndarray:

@@ -253,7 +253,7 @@ def decode_page(rows: RowPage | Sequence[bytes], columns: Sequence[ColumnMeta], 
                               "select it cast to another type (CAST(... AS VARCHAR))")
         b, ln = begins[:, i], lengths[:, i]
         if col.type in (T.STRING, T.BYTE_ARRAY) and strings == "spans":
-            v = ByteSpans(data, _value_starts(buf, b, ln) if n else b, b + ln)
+            v = ByteSpans(data, _value_starts(buf, b, ln), b + ln)
         elif col.type in (T.STRING, T.BYTE_ARRAY):
             v = _bytes_values(data, buf, b, ln)
         elif col.type in (T.UUID, T.DECIMAL):
