@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .harness import Contender, Run
+from .harness import TEARDOWN, Contender, Run
 
 F = TypeVar("F", bound=Callable[..., Contender])
 
@@ -44,7 +44,7 @@ def _spec(factory: F) -> F:
 
 __all__ = [
     "ignite_dataset", "our_reader", "java_scan", "pyignite_scan", "pyignite_sql", "sql_dataset", "sql_reader",
-    "loopback_ceiling", "keras_fit_ignite", "keras_fit_arrays", "node_traffic", "GeneratorRead",
+    "loopback_ceiling", "keras_fit_ignite", "keras_fit_arrays", "node_traffic", "GeneratorRead", "drain",
 ]
 
 
@@ -54,6 +54,33 @@ def _rows(batch: Any) -> int:
     while isinstance(first, Mapping):
         first = next(iter(first.values()))
     return int(first.shape[0])
+
+
+def drain(dataset: Any, count: Callable[[Any], int] = _rows) -> Run:
+    """Iterate a ``tf.data`` dataset eagerly to its end: ``Run(seconds to the end of the data, units)``.
+
+    ``count(element)`` says how many units (rows, bytes) an element holds;
+    ``Run.nbytes`` is left 0 for the caller.  The iterator's deletion is timed
+    apart (``Run.extra[TEARDOWN]``): deleting a tf.data iterator joins
+    TensorFlow's autotuning thread, and in TF 2.21 that thread can miss the
+    wake-up (its cancellation callback notifies before the cancellation
+    manager reads as cancelled) and sleep on to its next optimisation tick --
+    10, 30, 70, 150, 310, 630 ms ... after the first element, up to 60 s
+    apart.  Whatever the source (a ``Dataset.range`` pipeline does it too),
+    in 10-25 % of reads here, whole runs at a time in some processes: a
+    per-iterator cost of TensorFlow's, not a rate of the reader, reported
+    beside the table instead (:func:`bench.report.teardown_note`).
+    """
+    t0 = time.perf_counter()
+    iterator = iter(dataset)
+    units, element = 0, None
+    for element in iterator:
+        units += count(element)
+    seconds = time.perf_counter() - t0
+    del element
+    t1 = time.perf_counter()
+    del iterator
+    return Run(seconds, units, extra={TEARDOWN: time.perf_counter() - t1})
 
 
 class GeneratorRead:
@@ -87,13 +114,12 @@ class GeneratorRead:
         ds = self.dataset()
         t0 = time.perf_counter()
         self._deadline = t0 + self.max_seconds if self.max_seconds else float("inf")
-        n = 0
-        for batch in ds:
-            n += _rows(batch)
-        dt = time.perf_counter() - t0
+        run = drain(ds)
         self._deadline = float("inf")
-        partial = bool(self.max_seconds) and dt >= (self.max_seconds or 0)
-        return Run(dt, n, n * self.row_bytes, extra={"partial": n} if partial else {})
+        n, dt = run.units, run.seconds
+        if bool(self.max_seconds) and dt >= (self.max_seconds or 0):
+            run.extra["partial"] = n
+        return Run(dt, n, n * self.row_bytes, extra=run.extra)
 
     def warm(self) -> None:
         for _ in self.dataset().take(2):
@@ -144,13 +170,10 @@ def ignite_dataset(host: str, port: int, cache: str, *, row_bytes: int, batch_si
     def run() -> Run:
         ds = dataset()
         before = node_traffic(ds.client) if traffic else {}
-        t0 = time.perf_counter()
-        rows = 0
-        for batch in ds:
-            rows += _rows(batch)
-        dt = time.perf_counter() - t0
-        extra = {"traffic": _traffic_delta(before, node_traffic(ds.client))} if traffic else {}
-        return Run(dt, rows, rows * row_bytes, extra=extra)
+        run = drain(ds)
+        if traffic:
+            run.extra["traffic"] = _traffic_delta(before, node_traffic(ds.client))
+        return Run(run.seconds, run.units, run.units * row_bytes, extra=run.extra)
 
     return Contender(key, label, run, warmup=run,
                      note=f"batch_size={batch_size}, page_size={page_size or 'auto'}")
@@ -312,12 +335,8 @@ def sql_dataset(host: str, port: int, query: str, *, row_bytes: int, page_size: 
         from tensorflow_ignite import IgniteDataset
 
         ds = IgniteDataset.from_sql(query, host=host, port=port, page_size=page_size, batch_size=batch_size)
-        t0 = time.perf_counter()
-        n = 0
-        for batch in ds:
-            n += _rows(batch)
-        dt = time.perf_counter() - t0
-        return Run(dt, n, n * row_bytes)
+        run = drain(ds)
+        return Run(run.seconds, run.units, run.units * row_bytes, extra=run.extra)
 
     return Contender(key, label, run, warmup=run,
                      note=f"page_size={page_size}, batch_size={batch_size}")

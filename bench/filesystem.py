@@ -61,6 +61,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .contenders import drain
 from .harness import Contender, Run, Scenario, Target
 
 if TYPE_CHECKING:
@@ -401,17 +402,21 @@ def file_read(how: str, host: str, port: int, *, mb: int, local_dir: str | None 
                 left -= len(piece)
     expected = digest.hexdigest()
 
-    def read(check: bool) -> float:
+    def read(check: bool) -> Run:
         h = hashlib.sha256() if check else None
-        start = time.perf_counter()
+        extra: dict[str, Any] = {}
         if records:
-            got = 0
-            for record in tf.data.TFRecordDataset(path):
+            def count(record: Any) -> int:
                 value = record.numpy()
-                got += len(value)
                 if h is not None:
                     h.update(value)
+                return len(value)
+
+            # The iterator's deletion apart, as for every tf.data read (bench.contenders.drain).
+            records_run = drain(tf.data.TFRecordDataset(path), count)
+            got, seconds, extra = records_run.units, records_run.seconds, records_run.extra
         else:
+            start = time.perf_counter()
             # In 1 MiB pieces, as a stream reader would: one read() of the whole file times
             # TensorFlow's own copies of it (3x the file in memory, local disk included).
             got = 0
@@ -420,14 +425,15 @@ def file_read(how: str, host: str, port: int, *, mb: int, local_dir: str | None 
                     got += len(value)
                     if h is not None:
                         h.update(value)
-        seconds = time.perf_counter() - start
+            seconds = time.perf_counter() - start
         if got != nbytes or (h is not None and h.hexdigest() != expected):
             raise AssertionError(f"{label}: read {got:,} bytes, expected {nbytes:,}"
                                  + ("" if h is None else f" (sha256 {h.hexdigest()[:12]} vs {expected[:12]})"))
-        return seconds
+        return Run(seconds, 1, nbytes, extra=extra)
 
     def warmup() -> None:
-        contender.note = f"{note}; {_warmup_note('reads', _warm_up(lambda: read(False), first=lambda: read(True)))}"
+        warm = _warm_up(lambda: read(False).seconds, first=lambda: read(True).seconds)
+        contender.note = f"{note}; {_warmup_note('reads', warm)}"
 
     label, note = {
         "ignite": ("ignite:// one file, tf.io.gfile", "`tf.io.gfile.GFile(path, 'rb').read(1 MiB)` to the end"),
@@ -441,7 +447,7 @@ def file_read(how: str, host: str, port: int, *, mb: int, local_dir: str | None 
         "s3": (S3_FILE_LABEL, "`S3FileSystem.open(path, 'rb').read(1 MiB)` to the end (s3fs's defaults: "
                               "read-ahead cache of 50 MiB blocks); node CPU counts the Ignite node, not the S3 server"),
     }[how]
-    contender = Contender(how, label, lambda: Run(read(False), 1, nbytes), warmup=warmup, close=target.close,
+    contender = Contender(how, label, lambda: read(False), warmup=warmup, close=target.close,
                           note=note)
     return contender
 

@@ -33,6 +33,11 @@ __all__ = ["Run", "Contender", "ContenderResult", "Target", "TargetCheck", "Scen
            "process_cpu_seconds", "run_scenario"]
 
 
+#: ``Run.extra`` key: seconds a tf.data iterator's deletion took after a read, not in ``Run.seconds``
+#: (``bench.contenders.drain`` says why; ``bench.report.teardown_note`` reports them).
+TEARDOWN = "teardown"
+
+
 @dataclass
 class Run:
     """One measured repetition: ``units`` (rows, or steps) and ``nbytes`` of payload in ``seconds``."""

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .contenders import GeneratorRead, _rows, _spec
+from .contenders import GeneratorRead, _spec, drain
 from .harness import Contender, Run, Scenario, Target
 
 if TYPE_CHECKING:
@@ -135,13 +135,6 @@ def _options(endpoints: Sequence[str]) -> Any:
     return ConnectionOptions(host=host, port=int(port), fallbacks=tuple(endpoints[1:]))
 
 
-def _read(ds: Any) -> int:
-    rows = 0
-    for batch in ds:
-        rows += _rows(batch)
-    return rows
-
-
 # ------------------------------------------------------------------ contenders
 def _built_once(build: Callable[[], Any], row_bytes: int) -> Callable[[], Run]:
     """A run of a dataset built on first use (outside the clock) and iterated eagerly to the end."""
@@ -150,9 +143,8 @@ def _built_once(build: Callable[[], Any], row_bytes: int) -> Callable[[], Run]:
     def run() -> Run:
         if not made:
             made.append(build())
-        t0 = time.perf_counter()
-        rows = _read(made[0])
-        return Run(time.perf_counter() - t0, rows, rows * row_bytes)
+        run = drain(made[0])
+        return Run(run.seconds, run.units, run.units * row_bytes, extra=run.extra)
 
     return run
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .contenders import _rows
+from .contenders import drain
 from .harness import Contender, Run, Scenario
 from .scenarios import MNIST_ROW_BYTES, Sizes, _random_bytes, _write, mnist_arrays
 
@@ -60,14 +60,8 @@ def proxied_dataset(host: str, port: int, cache: str, *, rtt_ms: int | None, row
         return held["ds"]
 
     def run() -> Run:
-        import time
-
-        ds = dataset()
-        t0 = time.perf_counter()
-        rows = 0
-        for batch in ds:
-            rows += _rows(batch)
-        return Run(time.perf_counter() - t0, rows, rows * row_bytes)
+        run = drain(dataset())
+        return Run(run.seconds, run.units, run.units * row_bytes, extra=run.extra)
 
     def close() -> None:
         if held:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .harness import ContenderResult, ScenarioResult
+from .harness import TEARDOWN, ContenderResult, ScenarioResult
 from .machine import MachineInfo
 from .memory import format_bytes
 
 __all__ = ["scenario_table", "targets_table", "target_rows", "targets_over_runs", "scale_section",
-           "filesystem_section", "render_markdown"]
+           "filesystem_section", "render_markdown", "teardown_note"]
 
 
 def _num(x: float) -> str:
@@ -71,6 +71,28 @@ def scenario_table(result: ScenarioResult) -> str:
             cells.append(f"{share:.2f}" if share is not None else "n/a")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def teardown_note(result: ScenarioResult) -> str | None:
+    """A note on the tf.data iterator deletions after the timed reads (not in the times), or None if none were timed.
+
+    Each TensorFlow contender's median and longest deletion, and how many took
+    over 20 ms (TensorFlow's autotuner sleeping to its next tick: see
+    ``bench.contenders.drain``).
+    """
+    parts = []
+    for res in result.results.values():
+        times = sorted(r.extra[TEARDOWN] for r in res.runs if TEARDOWN in r.extra)
+        if not times:
+            continue
+        slow = sum(1 for t in times if t > 0.020)
+        parts.append(f"{res.contender.label} median {times[len(times) // 2] * 1000:.0f} ms, longest "
+                     f"{times[-1] * 1000:.0f} ms ({slow} of {len(times)} over 20 ms)")
+    if not parts:
+        return None
+    return ("Deleting the tf.data iterator after each read, timed apart and not in the times above "
+            "(TensorFlow's autotuning thread can sleep to its next tick first, whatever the source): "
+            + "; ".join(parts) + ".")
 
 
 def _is_fs(key: str) -> bool:
@@ -502,6 +524,7 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
         out.append("")
         notes = [f"{res.contender.label}: {res.contender.note}" for res in r.results.values() if res.contender.note]
         notes += sc.notes
+        notes += [n for n in [teardown_note(r)] if n]
         if notes:
             out.extend(f"- {n}" for n in notes)
             out.append("")
@@ -577,6 +600,7 @@ def filesystem_section(results: Sequence[ScenarioResult], profiles: dict[str, li
         out.append("")
         notes = [f"{res.contender.label}: {res.contender.note}" for res in r.results.values() if res.contender.note]
         notes += sc.notes
+        notes += [n for n in [teardown_note(r)] if n]
         if notes:
             out.extend(f"- {n}" for n in notes)
             out.append("")
