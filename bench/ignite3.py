@@ -15,7 +15,11 @@ reads each with these contenders, alternating as the harness does:
   ``bench/java/ignite3``'s ``Ignite3ReadBench``): ``client.sql().execute`` of the same SELECT, and
   the record view's ``query`` with no criteria; every value of every row touched.  Ignite 3.1's table
   API has no scan op: the client turns a record-view query into an SQL SELECT and runs it through
-  the same SQL ops, so the record view is SQL on the wire plus the mapping to tuples.
+  the same SQL ops, so the record view is SQL on the wire plus the mapping to tuples;
+* ``raw`` -- the node's ceiling: the same SELECT through our client's cursor, each page's rows
+  located in the frame and counted, nothing decoded (one page requested ahead).  No client
+  reading one cursor of this node can be faster; the section under each table says how far
+  below it pyignite-dbapi is, which bounds the ">= 10x pyignite-dbapi" target.
 
 Two shapes, mirroring the Ignite 2 scenarios at sizes scaled down to keep the Ignite 3 scenarios
 under ~3 minutes a run on a 2-core machine (the node's start, the writes and every read included):
@@ -35,12 +39,13 @@ import numpy as np
 
 from .contenders import GeneratorRead, _spec, drain
 from .harness import Contender, Run, Scenario, Target
+from .scenarios import SMALL_ROWS_REPS
 
 if TYPE_CHECKING:
     from tensorflow_ignite.local.ignite3 import Ignite3Cluster
 
 __all__ = ["BULK_SCALE", "SMALL_SCALE", "ignite3_node", "ignite3_scenarios", "bulk_table", "small_table",
-           "from_table_dataset", "from_sql_dataset", "dbapi_generator", "java_client", "DBAPI_PIP"]
+           "from_table_dataset", "from_sql_dataset", "dbapi_generator", "java_client", "raw_pages", "DBAPI_PIP"]
 
 #: The Ignite 2 bulk scenario's row count over this is the Ignite 3 one's (512 -> 64 rows of 1 MiB).
 BULK_SCALE = 8
@@ -48,6 +53,11 @@ BULK_SCALE = 8
 SMALL_SCALE = 3
 #: Timed repetitions of each scenario's pyignite-dbapi read (each stopped after ``pyignite_read_seconds``).
 DBAPI_REPS = 1
+#: At least this many timed reads of the other contenders (``--quick``'s single one excepted): a read
+#: takes 0.07-0.4 s, and medians of 3 single reads (the Java client a JVM each) moved the Java-client
+#: ratios by 0.2-0.4 between runs of one command, as for the Ignite 2 small rows
+#: (``bench.scenarios.SMALL_ROWS_REPS``).
+READ_REPS = SMALL_ROWS_REPS
 #: How to install the Python driver the ``dbapi`` contender uses (also in the ``test`` extra).
 DBAPI_PIP = "pip install 'pyignite_dbapi==3.1.0'"
 
@@ -240,6 +250,43 @@ def java_client(endpoints: list[str], table: str, *, mode: str, page_size: int, 
                           + f", page_size={page_size}, {warmup} warm-up read(s) per JVM, every value touched")
 
 
+@_spec
+def raw_pages(endpoints: list[str], table: str, *, row_bytes: int, page_size: int,
+              label: str = "raw SQL pages, not decoded (node ceiling)", key: str = "raw") -> Contender:
+    """The node's serving rate: ``SELECT *`` through our client's cursor, rows counted, not decoded."""
+    from tensorflow_ignite.ignite3 import Ignite3Client
+
+    made: list[Any] = []
+
+    def run() -> Run:
+        if not made:
+            made.append(Ignite3Client(_options(endpoints)))  # closed with the contender
+        t0 = time.perf_counter()
+        with made[0].query(f"SELECT * FROM {table}", page_size=page_size) as cursor:
+            rows = sum(len(page) for page in cursor.pages())
+        return Run(time.perf_counter() - t0, rows, rows * row_bytes)
+
+    def close() -> None:
+        if made:
+            made.pop().close()
+
+    return Contender(key, label, run, warmup=run, close=close,
+                     note=f"SqlCursor.pages(), page_size={page_size}: rows located in each page and counted")
+
+
+def ceiling_section(result: Any) -> str:
+    """Markdown: pyignite-dbapi's and from_table's rates over the node's raw pages (the 10x target's bound)."""
+    raw, ours, dbapi = (result.results.get(k) for k in ("raw", "dataset", "dbapi"))
+    if not (raw and ours and dbapi and raw.ok and ours.ok and dbapi.ok) or dbapi.rate <= 0:
+        return ""
+    bound = raw.rate / dbapi.rate
+    return (f"The node serves this table's raw pages at {raw.rate:,.0f} rows/s (median, rows counted, not "
+            f"decoded): ignite3.from_table in TF reaches {ours.rate / raw.rate:.2f}x of that, pyignite-dbapi + "
+            f"from_generator {dbapi.rate / raw.rate:.2f}x. No client reading this node's cursor can be more than "
+            f"{bound:.1f}x ahead of pyignite-dbapi here" + (" -- the >= 10x target is beyond the node."
+                                                             if bound < 10 else "."))
+
+
 # ------------------------------------------------------------------ scenarios
 def _targets(shape: str) -> list[Target]:
     return [
@@ -259,6 +306,7 @@ def _contenders(endpoints: list[str], table: str, *, row_bytes: int, batch_size:
         from_sql_dataset(endpoints, table, row_bytes=row_bytes, batch_size=batch_size, page_size=page_size),
         java_client(endpoints, table, mode="sql", page_size=page_size, warmup=sizes.java_warmup),
         java_client(endpoints, table, mode="records", page_size=page_size, warmup=sizes.java_warmup),
+        raw_pages(endpoints, table, row_bytes=row_bytes, page_size=page_size),
     ]
     try:
         out.append(dbapi_generator(endpoints, table, row_bytes=row_bytes, batch_size=batch_size,
@@ -287,6 +335,7 @@ def ignite3_scenarios(endpoints: list[str], sizes: Any, log: Callable[[str], Non
                             sizes=sizes),
         reference="java_sql", targets=_targets("bulk"),
         notes=["The record view's query is SQL on the wire (Ignite 3.1's table API has no scan op)."],
+        report=ceiling_section, min_reps=READ_REPS,
     )
     n, page = max(64, sizes.small_rows // SMALL_SCALE), sizes.small_page_rows
     table = small_table(endpoints, n, log)
@@ -297,5 +346,5 @@ def ignite3_scenarios(endpoints: list[str], sizes: Any, log: Callable[[str], Non
         f"Ignite 3.1 node, pages of {page} rows.",
         "rows/s", _contenders(endpoints, table, row_bytes=row_bytes, batch_size=sizes.small_batch, page_size=page,
                               sizes=sizes),
-        reference="java_sql", targets=_targets("small rows"),
+        reference="java_sql", targets=_targets("small rows"), report=ceiling_section, min_reps=READ_REPS,
     )
