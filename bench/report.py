@@ -427,8 +427,10 @@ IGNITE3_TEXT = (
     "3.1.0 (`Ignite3ReadBench`: `client.sql().execute` of `SELECT *`, and the record view's `query` with no "
     "criteria, every value touched; one JVM per repetition after untimed warm-up reads). Ignite 3.1's table API "
     "has no scan op: the Java client runs a record-view query as that same SQL SELECT, so both Java rows are SQL "
-    "on the wire. The ratio column divides by the Java client's SQL read. MB/s counts the key, label and "
-    "VARBINARY bytes of each row.")
+    "on the wire. The ratio column divides by the Java client's SQL read; the raw-pages row reads the same SELECT "
+    "through our client's cursor without decoding a value (the node's ceiling, which bounds how far ahead of "
+    "pyignite-dbapi any client can be: the paragraph under each table). Each contender reads at least 9 times "
+    "(pyignite-dbapi once). MB/s counts the key, label and VARBINARY bytes of each row.")
 
 
 def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[ScenarioResult], duration: float,
@@ -462,6 +464,9 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
     out.append("What is timed: every row read, from the first request to the last byte, with values "
                "materialized (NumPy arrays or tensors; the Java client touches every field). Connecting and "
                "building the dataset object are not timed (the Java program connects before its clock starts). "
+               "A read in TensorFlow ends with its last element; deleting its tf.data iterator is timed apart "
+               "and noted under the table (TensorFlow's autotuning thread can sleep up to its next tick before "
+               "the deletion returns -- 40 or 200 ms in some reads, whatever the source: `bench.contenders.drain`). "
                "MB/s counts value payload bytes as tensors hold them (the Java program's `bytes`). Peak memory: "
                "growth of this process's peak RSS during one read (Linux `VmHWM` after resetting it), the "
                "maximum over repetitions; for Java, the ScanBench JVM's own peak RSS (warm-up scans included). "
