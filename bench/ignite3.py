@@ -22,7 +22,7 @@ reads each with these contenders, alternating as the harness does:
   below it pyignite-dbapi is, which bounds the ">= 10x pyignite-dbapi" target.
 
 Two shapes, mirroring the Ignite 2 scenarios at sizes scaled down to keep the Ignite 3 scenarios
-under ~3 minutes a run on a 2-core machine (the node's start, the writes and every read included):
+near 4-5 minutes a run on a 2-core machine (the node's start, the writes and every read included):
 ``ignite3_bulk`` has ``bulk_rows / BULK_SCALE`` rows of one ``bulk_row_bytes`` VARBINARY each,
 ``ignite3_small`` has ``small_rows / SMALL_SCALE`` MNIST-shaped rows (INT label, 784-byte VARBINARY).
 """

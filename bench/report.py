@@ -420,7 +420,7 @@ IGNITE3_TEXT = (
     "`ignite-runner`, no TLS; its metastorage idle sync interval at 25 ms instead of 250: every read-only scan "
     "first waits for the cluster's safe time, which an idle cluster advances once per interval, and a 0-250 ms "
     "wait per query was as long as a whole small-row read, for every contender), two tables written with `ignite3.write` before the clock starts (the bulk and "
-    "small-row shapes of sections 1 and 2a, with fewer rows: 1/8 and 1/3, to keep the section near 3 minutes), "
+    "small-row shapes of sections 1 and 2a, with fewer rows: 1/8 and 1/3, to keep the section near 5 minutes), "
     "each read to the end by `ignite3.from_table` in TF (the target's contender), `ignite3.from_sql` (reference), "
     "pyignite-dbapi 3.1.0 (`cursor.fetchmany` rows yielded one by one into `from_generator().batch()`, the same "
     "element as `from_table`'s; one timed read, stopped after the pyignite time limit) and Ignite 3's Java client "
@@ -451,7 +451,7 @@ def render_markdown(*, command: str, machine: MachineInfo, results: Sequence[Sce
                "when it holds in each of 3 full runs: `make bench-3` (`python -m bench.run --runs 3`) makes them "
                "in one command and puts the \"Targets over 3 runs\" table (each run's ratio, the minimum, the "
                "spread) first; `make bench` is one run, whose ratios are not that verdict. One full run takes "
-               "about 10 minutes on 2 cores: the slow contenders that carry no close target run fewer "
+               "about 18 minutes on 2 cores: the slow contenders that carry no close target run fewer "
                "repetitions (the module docstring of `bench/run.py` says which, and why).")
     out.append("")
     out.append(f"- Command: `{command}` (from the repository root; `make bench` runs `python -m bench.run`, "
