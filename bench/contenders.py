@@ -56,11 +56,11 @@ def _rows(batch: Any) -> int:
     return int(first.shape[0])
 
 
-def drain(dataset: Any, count: Callable[[Any], int] = _rows) -> Run:
+def drain(dataset: Any, count: Callable[[Any], int] = _rows, *, unit_bytes: int = 0) -> Run:
     """Iterate a ``tf.data`` dataset eagerly to its end: ``Run(seconds to the end of the data, units)``.
 
-    ``count(element)`` says how many units (rows, bytes) an element holds;
-    ``Run.nbytes`` is left 0 for the caller.  The iterator's deletion is timed
+    ``count(element)`` says how many units (rows, bytes) an element holds, each
+    of ``unit_bytes`` payload bytes (``Run.nbytes``).  The iterator's deletion is timed
     apart (``Run.extra[TEARDOWN]``): deleting a tf.data iterator joins
     TensorFlow's autotuning thread, and in TF 2.21 that thread can miss the
     wake-up (its cancellation callback notifies before the cancellation
@@ -80,7 +80,7 @@ def drain(dataset: Any, count: Callable[[Any], int] = _rows) -> Run:
     del element
     t1 = time.perf_counter()
     del iterator
-    return Run(seconds, units, extra={TEARDOWN: time.perf_counter() - t1})
+    return Run(seconds, units, units * unit_bytes, extra={TEARDOWN: time.perf_counter() - t1})
 
 
 class GeneratorRead:
@@ -114,12 +114,11 @@ class GeneratorRead:
         ds = self.dataset()
         t0 = time.perf_counter()
         self._deadline = t0 + self.max_seconds if self.max_seconds else float("inf")
-        run = drain(ds)
+        run = drain(ds, unit_bytes=self.row_bytes)
         self._deadline = float("inf")
-        n, dt = run.units, run.seconds
-        if bool(self.max_seconds) and dt >= (self.max_seconds or 0):
-            run.extra["partial"] = n
-        return Run(dt, n, n * self.row_bytes, extra=run.extra)
+        if self.max_seconds and run.seconds >= self.max_seconds:
+            run.extra["partial"] = run.units
+        return run
 
     def warm(self) -> None:
         for _ in self.dataset().take(2):
@@ -170,10 +169,10 @@ def ignite_dataset(host: str, port: int, cache: str, *, row_bytes: int, batch_si
     def run() -> Run:
         ds = dataset()
         before = node_traffic(ds.client) if traffic else {}
-        run = drain(ds)
+        run = drain(ds, unit_bytes=row_bytes)
         if traffic:
             run.extra["traffic"] = _traffic_delta(before, node_traffic(ds.client))
-        return Run(run.seconds, run.units, run.units * row_bytes, extra=run.extra)
+        return run
 
     return Contender(key, label, run, warmup=run,
                      note=f"batch_size={batch_size}, page_size={page_size or 'auto'}")
@@ -335,8 +334,7 @@ def sql_dataset(host: str, port: int, query: str, *, row_bytes: int, page_size: 
         from tensorflow_ignite import IgniteDataset
 
         ds = IgniteDataset.from_sql(query, host=host, port=port, page_size=page_size, batch_size=batch_size)
-        run = drain(ds)
-        return Run(run.seconds, run.units, run.units * row_bytes, extra=run.extra)
+        return drain(ds, unit_bytes=row_bytes)
 
     return Contender(key, label, run, warmup=run,
                      note=f"page_size={page_size}, batch_size={batch_size}")

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .contenders import GeneratorRead, _spec, drain
-from .harness import Contender, Run, Scenario, Target
+from .harness import Contender, Run, Scenario, ScenarioResult, Target
 from .scenarios import SMALL_ROWS_REPS
 
 if TYPE_CHECKING:
@@ -153,8 +153,7 @@ def _built_once(build: Callable[[], Any], row_bytes: int) -> Callable[[], Run]:
     def run() -> Run:
         if not made:
             made.append(build())
-        run = drain(made[0])
-        return Run(run.seconds, run.units, run.units * row_bytes, extra=run.extra)
+        return drain(made[0], unit_bytes=row_bytes)
 
     return run
 
@@ -274,7 +273,7 @@ def raw_pages(endpoints: list[str], table: str, *, row_bytes: int, page_size: in
                      note=f"SqlCursor.pages(), page_size={page_size}: rows located in each page and counted")
 
 
-def ceiling_section(result: Any) -> str:
+def ceiling_section(result: ScenarioResult) -> str:
     """Markdown: pyignite-dbapi's and from_table's rates over the node's raw pages (the 10x target's bound)."""
     raw, ours, dbapi = (result.results.get(k) for k in ("raw", "dataset", "dbapi"))
     if not (raw and ours and dbapi and raw.ok and ours.ok and dbapi.ok) or dbapi.rate <= 0:

@@ -60,8 +60,7 @@ def proxied_dataset(host: str, port: int, cache: str, *, rtt_ms: int | None, row
         return held["ds"]
 
     def run() -> Run:
-        run = drain(dataset())
-        return Run(run.seconds, run.units, run.units * row_bytes, extra=run.extra)
+        return drain(dataset(), unit_bytes=row_bytes)
 
     def close() -> None:
         if held:
