@@ -137,7 +137,10 @@ def test_checkpoint_restored_in_a_fresh_iterator_yields_exactly_the_rest(client:
 def test_every_row_exactly_once_while_a_node_is_killed_mid_read(cluster: Ignite3Cluster, client: Ignite3Client,
                                                                  table: str, tmp_path: Path) -> None:
     # The last test of the module: it leaves the cluster with two nodes.
-    ds = from_table(table, ["ID", "NAME"], client=client, batch_size=500, page_size=250, failover_timeout=180)
+    # Small pages: however few partitions the victim is primary for (the placement varies, one of
+    # 12 is ~2,500 rows), most of its query is still on the node when it dies.
+    page = 50
+    ds = from_table(table, ["ID", "NAME"], client=client, batch_size=200, page_size=page, failover_timeout=180)
     route = table_route(client.connection(), table)
     names = [m.name for m in cluster.members]
     # Kill the non-meta-storage node that is primary for the most partitions.
@@ -153,7 +156,9 @@ def test_every_row_exactly_once_while_a_node_is_killed_mid_read(cluster: Ignite3
     while len(head) < 3 or not any(part_of[int(i)] in victims for i in ids_of(head)):
         head.append(next(it))
     handed = sum(part_of[int(i)] in victims for i in ids_of(head))
-    assert handed < sum(p in victims for p in part_of.values()) - 3000  # much of the victim's query is left
+    # Ahead of the consumer: at most 3 queued pages per query and one in flight per query (3 queries).
+    ahead = (3 * 3 + 3) * page
+    assert handed + ahead < sum(p in victims for p in part_of.values()) - 500  # much of the victim's query is left
     path = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "before-kill"))
     cluster.kill_node(victim)
     tail = list(it)
