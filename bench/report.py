@@ -411,6 +411,21 @@ WHAT_WAS_TRIED = """\
    not kept: decoding the pages of a batch without joining them first (strided copies straight
    from each page): 12.7-14.9 ms against 10.6-11.7 ms for join + decode, alternating, 3 rounds
    -- the copy from the cold pages costs what the join saved.
+15. **Small rows in TF: the CPU budget on two cores** (issue 31, measured, nothing kept). One node,
+   60k MNIST rows, paired in one process (16-20 rounds): raw pages 76-79 ms (client CPU 14 ms, node
+   70-75), our reader alone 88-94 ms (client 51-54), IgniteDataset in TF 119-136 ms (client 88-97,
+   node 80-90). TensorFlow's own per-element cost is the floor under the TF path whatever the
+   source: our op over pre-decoded pages costs 25 ms per 236 batches of 256 (`Dataset.reduce`
+   inside the graph: 22 ms, so it is not the eager Python loop), and `from_tensors(...).repeat(236)`
+   of the same element 18 ms. So the TF read needs ~180 ms of CPU against 2 x 68 ms of wall time
+   at 0.9x: out of reach unless the client's share is cut by about half (receive, decode and
+   hand-over without the GIL, i.e. compiled), and then only with near-perfect overlap. Tried and
+   not kept: (a) sending the next page request as soon as the first bytes of the current answer
+   arrive (safe: the node writes a page only after its cursor walk has finished it; the request
+   after the last page is answered with an error that is discarded): TF 136 -> 128 ms, paired
+   ratio to the raw pages 0.614 -> 0.636 (16 rounds), within the run-to-run spread, for an extra
+   failed request per scan; (b) receiving the rest of a page with one `MSG_WAITALL` call: pages
+   already arrive in one `recv` each (59 calls per read), no gain.
 """
 
 
