@@ -7,6 +7,11 @@ to round, so background load and cache effects are spread evenly.  A
 contender's figure is the **median** over its repetitions; ratios divide
 medians by the reference contender's median (Ignite's Java thin client).
 
+Before every warm-up and timed run, glibc's allocator thresholds are put back
+to one steady state (:func:`bench.allocator.steady_allocator`): TensorFlow's
+``from_generator`` op changes them for the rest of the process the first time
+it runs, and figures must not depend on which contenders ran earlier.
+
 What is timed (the same for every contender): reading every row from the first
 request to the last byte, values materialized (NumPy arrays or tensors for the
 Python readers; every field touched for the Java client).  Connecting and
@@ -27,6 +32,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
+from .allocator import steady_allocator
 from .memory import PeakRSS
 
 __all__ = ["Run", "Contender", "ContenderResult", "Target", "TargetCheck", "Scenario", "ScenarioResult",
@@ -229,6 +235,7 @@ def process_cpu_seconds(pids: Sequence[int]) -> float:
 
 def _measure(c: Contender, node_pids: Sequence[int] = ()) -> Run:
     gc.collect()
+    steady_allocator()  # the same allocator state whatever ran before (bench/allocator.py)
     node_before = process_cpu_seconds(node_pids) if node_pids else 0.0
     if c.memory == "rss":
         with PeakRSS() as mem:
@@ -261,6 +268,7 @@ def run_scenario(sc: Scenario, reps: int, log: Callable[[str], None] = print,
         if c.warmup is None:
             continue
         try:
+            steady_allocator()
             c.warmup()
         except Exception as exc:  # noqa: BLE001 - report and go on with the others
             results[c.key].error = _describe(exc)
