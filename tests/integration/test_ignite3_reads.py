@@ -54,12 +54,18 @@ def client(cluster: Ignite3Cluster) -> Iterator[Ignite3Client]:
     c.close()
 
 
-@pytest.fixture
-def table(client: Ignite3Client) -> Iterator[str]:
+def make_table(client: Ignite3Client, zone: str) -> str:
+    """A new table of N rows (ID, X = ID / 2, NAME = "n<ID>") in ``zone``; returns its name."""
     name = f"R_{next(_serial)}_{uuid.uuid4().hex[:8]}".upper()
-    client.execute(f"CREATE TABLE {name} (ID BIGINT PRIMARY KEY, X DOUBLE, NAME VARCHAR) ZONE {ZONE}")
+    client.execute(f"CREATE TABLE {name} (ID BIGINT PRIMARY KEY, X DOUBLE, NAME VARCHAR) ZONE {zone}")
     ids = np.arange(N, dtype=np.int64)
     assert write(name, {"ID": ids, "X": ids * 0.5, "NAME": np.array([f"n{i}" for i in ids])}, client=client) == N
+    return name
+
+
+@pytest.fixture
+def table(client: Ignite3Client) -> Iterator[str]:
+    name = make_table(client, ZONE)
     yield name
     client.execute(f"DROP TABLE IF EXISTS {name}")
 
@@ -148,10 +154,7 @@ def _table_with_a_killable_primary(cluster: Ignite3Cluster, client: Ignite3Clien
             break
         zone = f"TFI_R3_KILL_{attempt}_{uuid.uuid4().hex[:6]}".upper()
         client.execute(f"CREATE ZONE {zone} (REPLICAS 3, PARTITIONS 12) STORAGE PROFILES ['default']")
-        table = f"R_KILL_{attempt}_{uuid.uuid4().hex[:8]}".upper()
-        client.execute(f"CREATE TABLE {table} (ID BIGINT PRIMARY KEY, X DOUBLE, NAME VARCHAR) ZONE {zone}")
-        ids = np.arange(N, dtype=np.int64)
-        assert write(table, {"ID": ids, "X": ids * 0.5, "NAME": np.array([f"n{i}" for i in ids])}, client=client) == N
+        table = make_table(client, zone)
     pytest.fail(f"node 0 stayed primary for every partition of 5 zones' tables: {route.assignment.primaries}")
 
 
