@@ -440,6 +440,29 @@ WHAT_WAS_TRIED = """\
    (0.39x -> 1.08x of the restore), local disk one file 0.611 -> 0.036 s, checkpoint write
    0.50x -> 0.59x local disk, pyignite's bulk read 3.81 -> 1.38 s (it allocates per row);
    IgniteDataset and the restore unchanged. README Troubleshooting tells users how to undo it.
+17. **TFRecordDataset over `ignite://` and the two cores** (issue 31, measured; its >= 1x target
+   dropped). One node, a 256 MiB file of 100 KiB records, 5 reads each in one process (allocator
+   reset): over `ignite://` 577 ms (client CPU 633 ms, node 280), over local disk 228 ms (client
+   386), the checkpoint restore of the same size 341 ms (client 206, node 310). Per thread
+   (`/proc/.../schedstat`, 6 reads): the thread running TensorFlow's record loop is on a CPU
+   339 ms per read and waits 198 ms in the run queue; the read-ahead's threads 124 ms on a CPU,
+   263 ms runnable. Our read path in that loop (`read_into`, blocks copied into TensorFlow's
+   buffer) is 75-100 ms per read, of which 5-30 ms waiting for a block: the read-ahead keeps up.
+   Without read-ahead (`IGNITE_FS_READ_AHEAD=0`) 683-741 ms, with it 625-712: the fetch and the
+   record loop barely overlap because no core is idle to overlap them on. ~850-900 ms of CPU per
+   read on two cores is >= 430 ms of wall, <= 0.8x the restore, however the work is scheduled.
+   Also tried: `TFRecordDataset(buffer_size=1/4/16 MiB)` (16-1024x fewer calls into Python):
+   649/644/600 ms against 741 (within the spread); `sys.setswitchinterval(0.0002)`: no change.
+   `perf` of the client: memory copies 13 %, CRC32C 10 % (TensorFlow's record checks), Python
+   24 %, kernel 23 % (socket copies, futex). The row stays in the table, without a target.
+18. **Small rows in TF with the node on its own core** (issue 31, measured). The node's JVM
+   pinned to one core and the client to the other (`taskset`), 12 paired rounds: TF 142 ms
+   (client CPU 111 ms), our reader alone 97 (61), raw pages 86 (17); unpinned in the same script
+   146 / 109 / 87. 0.61x of the raw pages either way: the TF read is bound by its own client CPU
+   (111 ms against the raw pages' 86 ms of wall), not by sharing cores with the node. 0.9x needs
+   the client's CPU per read below ~80 ms, about 30 ms less than now, with the reader's Python
+   receive and decode (61 ms) and TensorFlow's per-element floor (25 ms, item 15) both in it --
+   a compiled receive-and-decode path that hands batches to TensorFlow without the GIL.
 """
 
 
