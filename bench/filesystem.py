@@ -521,12 +521,12 @@ def filesystem_scenarios(host: str, port: int, *, mb: int, nodes: int = 1, local
             f"({where}, default settings: 4 MiB blocks, read-ahead 16 MiB per open file), against a "
             "`Checkpoint.read` of the same size through `ignite://` (the reference: TensorFlow reads "
             "its tensors in parallel) and the same file read from local disk (page cache), by `tf.io.gfile` "
-            "and by `TFRecordDataset` (what the per-record loop allows without a network). The TFRecordDataset "
-            "over `ignite://` has no target: it needs the fetch's CPU, the node's and the per-record loop's "
-            "on the same two cores, which bounds it at ~0.8x of the restore here (what was tried 17)"
+            "and by `TFRecordDataset` (what the per-record loop allows without a network)"
             + (", and from the S3 server through s3fs (`S3FileSystem.open(...).read(1 MiB)`)" if s3 is not None
                else "")
-            + ". Warm-up as above; the first warm-up read checks every byte (sha256)."),
+            + ". The TFRecordDataset over `ignite://` has no target: it needs the fetch's CPU, the node's and "
+            "the per-record loop's on the same two cores, which bounds it at ~0.8x of the restore here (what was "
+            "tried 17). Warm-up as above; the first warm-up read checks every byte (sha256)."),
         "MB/s",
         [file_read("ignite", host, port, mb=mb, local_dir=local_dir),
          file_read("tfrecord", host, port, mb=mb, local_dir=local_dir),
