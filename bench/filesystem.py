@@ -438,7 +438,9 @@ def file_read(how: str, host: str, port: int, *, mb: int, local_dir: str | None 
     label, note = {
         "ignite": ("ignite:// one file, tf.io.gfile", "`tf.io.gfile.GFile(path, 'rb').read(1 MiB)` to the end"),
         "tfrecord": ("ignite:// TFRecordDataset", f"`tf.data.TFRecordDataset(path)` iterated eagerly, "
-                                                  f"{TFRECORD_BYTES // 1024} KiB records"),
+                                                  f"{TFRECORD_BYTES // 1024} KiB records; no target: the fetch, the "
+                                                  "node and the per-record loop share two cores, which bounds it "
+                                                  "near 0.8x of the restore here (what was tried 17)"),
         "local": ("local disk one file, tf.io.gfile (reference)", "`tf.io.gfile.GFile(path, 'rb').read(1 MiB)` "
                                                                 "to the end of a local file (page cache)"),
         "tfrecord_local": ("local disk TFRecordDataset", f"`tf.data.TFRecordDataset(path)` iterated eagerly over a "
