@@ -526,9 +526,7 @@ def filesystem_scenarios(host: str, port: int, *, mb: int, nodes: int = 1, local
             "and by `TFRecordDataset` (what the per-record loop allows without a network)"
             + (", and from the S3 server through s3fs (`S3FileSystem.open(...).read(1 MiB)`)" if s3 is not None
                else "")
-            + ". The TFRecordDataset over `ignite://` has no target: it needs the fetch's CPU, the node's and "
-            "the per-record loop's on the same two cores, which bounds it at ~0.8x of the restore here (what was "
-            "tried 17). Warm-up as above; the first warm-up read checks every byte (sha256)."),
+            + ". Warm-up as above; the first warm-up read checks every byte (sha256)."),
         "MB/s",
         [file_read("ignite", host, port, mb=mb, local_dir=local_dir),
          file_read("tfrecord", host, port, mb=mb, local_dir=local_dir),
@@ -538,9 +536,7 @@ def filesystem_scenarios(host: str, port: int, *, mb: int, nodes: int = 1, local
         + _s3_contender(s3, "s3", S3_FILE_LABEL,
                         lambda e: file_read("s3", host, port, mb=mb, local_dir=local_dir, s3=e)),
         reference="ckpt",
-        # No target for the TFRecordDataset: on this machine's two cores, shared with the node, its
-        # CPU (the fetch's, the node's, and TensorFlow's per-record loop) bounds it below the restore
-        # (BENCHMARKS.md, what was tried 17); the row shows where it stands.
+        # The TFRecordDataset has no target (its note says why).
         targets=[Target("ignite", "ckpt", FILE_TARGET,
                         "one ignite:// file through tf.io.gfile >= 1x the checkpoint restore of its size")]
         + ([Target("ignite", "s3", S3_TARGET,
