@@ -190,6 +190,8 @@ class BuildPy(_build_py):
             for module in NATIVE_MODULES:
                 shutil.copy2(built / f"{module}{suffix}", native / f"{module}{suffix}")
             shutil.copy2(built / BUILD_INFO, native / BUILD_INFO)
+            # The launcher's bind fence (libc only, no ABI tag: tensorflow_ignite/native/bind_fence.py).
+            shutil.copy2(built / "_tf_ignite_bind.so", native / "_tf_ignite_bind.so")
         self.announce(f"tensorflow-ignite: native libraries built into {native}", level=2)
 
     def _jars(self, jars: Path, env: dict[str, str]) -> None:

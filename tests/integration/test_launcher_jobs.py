@@ -151,9 +151,12 @@ def test_start_streams_labelled_output_and_exits_with_job_code(
 ) -> None:
     small_cache(ignite_cluster, cache_name)
     ok = write_job(tmp_path, "ok", """
-        import os
+        import os, socket
         print("hello from", os.environ["TF_IGNITE_WORKER_INDEX"], "of", os.environ["TF_IGNITE_NUM_WORKERS"])
         print("parts", os.environ["IGNITE_DATASET_PARTS"] != "", "port", os.environ["IGNITE_DATASET_PORT"])
+        s = socket.socket()
+        s.bind(("0.0.0.0", 0))  # what TensorFlow's servers do; the bind fence pins it to the worker's address
+        print("wildcard bind on", s.getsockname()[0])
     """)
     (ok / "data.txt").write_text("shipped through Ignite\n")
     code = cli(["start", *addr(ignite_cluster), "--settle", "0.2", cache_name, str(ok), "--name",
@@ -163,6 +166,8 @@ def test_start_streams_labelled_output_and_exits_with_job_code(
     assert code == 0, captured.err
     lines = [line for line in out.splitlines() if "hello from" in line]
     assert len(lines) == 3
+    # Every worker's listeners are fenced to the address it advertises (the nodes' 127.0.0.1).
+    assert [line.rsplit(" ", 1)[1] for line in out.splitlines() if "wildcard bind on" in line] == ["127.0.0.1"] * 3
     node_ports = {m.name: m.client_port for m in ignite_cluster.members}
     for line in out.splitlines():
         if "parts True port" in line:  # each worker's dataset endpoint is its own node

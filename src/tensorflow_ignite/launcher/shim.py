@@ -15,6 +15,8 @@ and the shim
 * on SIGTERM/SIGINT/SIGHUP sends SIGTERM to the whole group, and SIGKILL to
   whatever is left after a grace period;
 * exits with the worker's exit code (``128 + signal`` when it was killed);
+* pins every wildcard listen address of the job's processes to the worker's own
+  address (:mod:`.fence`: TensorFlow's servers would listen on every interface);
 * puts :mod:`._sitehook` first on the worker's ``PYTHONPATH``, so every Python
   process of the job arms the ``ignite://`` registration hook at start-up
   (``TF_IGNITE_FS_AUTOREGISTER=0`` turns that off, as everywhere).
@@ -33,6 +35,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+
+from tensorflow_ignite.launcher.fence import FenceUnavailable, fenced_environment
 
 PR_SET_PDEATHSIG = 1
 #: Seconds between SIGTERM to the worker's process group and SIGKILL.
@@ -81,7 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, on_signal)
 
     try:
-        child = subprocess.Popen(command, env=worker_environment(os.environ))
+        env = fenced_environment(worker_environment(os.environ))
+    except FenceUnavailable as exc:
+        print(f"tf-ignite: not starting the worker: {exc}", flush=True)
+        return 126
+    try:
+        child = subprocess.Popen(command, env=env)
     except OSError as exc:
         print(f"tf-ignite: cannot start {command[0]!r}: {exc}", flush=True)
         return 127

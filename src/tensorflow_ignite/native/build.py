@@ -538,6 +538,17 @@ def _build_all(args: argparse.Namespace) -> int:
             return 1
         state = "up to date" if fresh else f"built in {time.monotonic() - started:.1f} s"
         print(f"{path} ({state})")
+    # The launcher's bind fence: libc only, beside the TensorFlow libraries.
+    from . import bind_fence
+
+    started = time.monotonic()
+    try:
+        fresh = not args.force and bind_fence.is_up_to_date(args.output_dir)
+        path = bind_fence.build(args.output_dir, force=args.force, verbose=args.verbose)
+    except NativeBuildError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"{path} ({'up to date' if fresh else f'built in {time.monotonic() - started:.1f} s'})")
     if args.wheel:
         print(write_build_info(args.output_dir))
     return 0

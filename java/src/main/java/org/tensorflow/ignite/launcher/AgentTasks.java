@@ -20,6 +20,34 @@ final class AgentTasks {
     private AgentTasks() {
     }
 
+    /**
+     * The operator's choice of the address a job's TensorFlow servers listen on (in the node's
+     * environment, which workers inherit): an address or host name of this node, or {@code *} for
+     * every interface. The worker's shim pins its listeners to the address it advertises
+     * ({@code tensorflow_ignite/launcher/fence.py}); TensorFlow itself would listen on every interface.
+     */
+    static final String BIND_HOST_ENV = "TF_IGNITE_WORKER_BIND_HOST";
+
+    /**
+     * The address a worker on this node advertises in TF_CONFIG (and, fenced, listens on): the
+     * operator's {@link #BIND_HOST_ENV} when it names one, else the client connector's host when it
+     * names one (the address clients already reach this node at), else the node's {@code localHost};
+     * null when none applies (the caller picks a non-loopback address of the node).
+     */
+    static String workerHost(String setting, String connectorHost, String localHost) {
+        if (setting != null && !setting.isBlank() && !"*".equals(setting.trim()))
+            return setting.trim();
+        if (specific(connectorHost))
+            return connectorHost;
+        return localHost == null || localHost.isEmpty() ? null : localHost;
+    }
+
+    /** True for an address that names one interface (not empty, {@code 0.0.0.0} or {@code ::}). */
+    static boolean specific(String host) {
+        return host != null && !host.isBlank() && !host.equals("0.0.0.0") && !host.equals("::")
+            && !host.equals("[::]") && !host.equals("0:0:0:0:0:0:0:0");
+    }
+
     /** Where a worker on this node listens and where its dataset connects: a free port, the client endpoint. */
     static final class ProbeNode implements IgniteCallable<HashMap<String, Object>> {
         private static final long serialVersionUID = 1L;
@@ -30,14 +58,16 @@ final class AgentTasks {
         @Override public HashMap<String, Object> call() throws Exception {
             IgniteConfiguration cfg = ignite.configuration();
             ClusterNode local = ignite.cluster().localNode();
-            String host = cfg.getLocalHost();
-            if (host == null || host.isEmpty()) {
+            ClientConnectorConfiguration cli = cfg.getClientConnectorConfiguration();
+            String connectorHost = cli == null ? null : cli.getHost();
+            String host = workerHost(System.getenv(BIND_HOST_ENV), specific(connectorHost) ? connectorHost : null,
+                cfg.getLocalHost());
+            if (host == null) {
                 List<String> addrs = new ArrayList<>(local.addresses());
                 host = addrs.stream().filter(a -> !a.startsWith("127.") && !a.contains(":")).findFirst()
                     .orElse(addrs.isEmpty() ? "127.0.0.1" : addrs.get(0));
             }
-            ClientConnectorConfiguration cli = cfg.getClientConnectorConfiguration();
-            String clientHost = cli != null && cli.getHost() != null && !cli.getHost().isEmpty() ? cli.getHost() : host;
+            String clientHost = specific(connectorHost) ? connectorHost : host;
             Object attrPort = local.attribute("clientListenerPort");
             int clientPort = attrPort instanceof Integer ? (Integer)attrPort
                 : cli != null ? cli.getPort() : ClientConnectorConfiguration.DFLT_PORT;
