@@ -6,6 +6,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import tensorflow_ignite
-from tensorflow_ignite.native import build, loader
+from tensorflow_ignite.native import bind_fence, build, loader
 
 # TensorFlow is a requirement of the test environment (not imported here: builds import it).
 assert importlib.util.find_spec("tensorflow") is not None, "TensorFlow is not installed"
@@ -61,12 +62,23 @@ def test_up_to_date_check_is_fast_and_does_not_import_tensorflow(library) -> Non
         env=python_env(), capture_output=True, text=True, check=True,
     )
     data_library = build.library_path(None, build.DATA_OPS)
-    assert cli.stdout.strip().splitlines() == [f"{library} (up to date)", f"{data_library} (up to date)"]
+    fence_library = bind_fence.fence_path()
+    assert cli.stdout.strip().splitlines() == [f"{library} (up to date)", f"{data_library} (up to date)",
+                                               f"{fence_library} (up to date)"]
     assert "RuntimeWarning" not in cli.stderr
 
 
 def test_exports_only_the_two_entry_points(library) -> None:
     assert dynamic_symbols(library, "--defined-only") == {"TF_InitPlugin", "PyInit__tf_ignite_fs"}
+
+
+def test_bind_fence_exports_bind_alone_and_links_libc_only() -> None:
+    path = bind_fence.build()
+    assert dynamic_symbols(path, "--defined-only") == {"bind"}
+    needed = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
+    libraries = set(re.findall(r"Shared library: \[([^\]]+)\]", needed))
+    assert libraries and all(re.match(r"lib(c|dl|pthread|stdc\+\+|gcc_s|m)\.so", lib) for lib in libraries), libraries
+    assert "tensorflow" not in needed and "python" not in needed
 
 
 def test_dataset_op_library_exports_only_its_module_entry_point() -> None:
