@@ -10,6 +10,7 @@ another node.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
@@ -55,7 +56,20 @@ MAX_JOB_BYTES = 512 << 20
 #: Job environment variable names that look like secrets; refused before they leave
 #: this process (a job record is readable by every client of the cluster).  Workers
 #: get credentials from their node's configuration (``TF_IGNITE_WORKER_*``) instead.
-SECRET_ENV_NAME = re.compile(r"(?i).*(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL).*")
+#: A name matches (whole, :meth:`re.Pattern.fullmatch`) when it contains PASSWORD, PASSWD,
+#: PASSPHRASE, SECRET, TOKEN, CREDENTIAL, APIKEY, API_KEY, ACCESS_KEY, ACCESSKEY,
+#: PRIVATE_KEY, PRIVATEKEY, AUTHORIZATION, SESSION or COOKIE, or has one of the words
+#: PASS, PWD, PW, KEY, AUTH, OAUTH between separators (``DB_PASS``, ``MYSQL_PWD``);
+#: the same list as the launcher's ``TfJobService.SECRET_NAME``.
+SECRET_ENV_NAME = re.compile(
+    r"(?i)(?:.*(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|CREDENTIAL|APIKEY|API_KEY|ACCESS_KEY|ACCESSKEY|"
+    r"PRIVATE_KEY|PRIVATEKEY|AUTHORIZATION|SESSION|COOKIE).*"
+    r"|(?:.*[^A-Z0-9])?(?:PASS|PWD|PW|KEY|AUTH|OAUTH)(?:[^A-Z0-9].*)?)"
+)
+#: A value holding a URL with credentials (``scheme://user:password@host``): refused like a secret.
+CREDENTIAL_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s]*:[^/?#@\s]*@")
+#: A job id, as the launcher accepts it (``LauncherPolicy.jobId``): never a path, never ``.``/``..``.
+JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 #: ``--strategy`` spellings -> the supervisor's names.
 STRATEGIES = {
     "multi_worker_mirrored": "multi_worker_mirrored", "mwms": "multi_worker_mirrored",
@@ -93,6 +107,36 @@ def plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     return value
+
+
+def check_job_id(job_id: str) -> str:
+    """``job_id`` when the launcher would accept it; otherwise a :class:`ConfigurationError` naming it."""
+    if not isinstance(job_id, str) or not JOB_ID.fullmatch(job_id) or set(job_id) == {"."}:
+        raise ConfigurationError(
+            f"job id {job_id!r} is not valid: use letters, digits, '.', '_' and '-', starting with a letter "
+            "or digit (at most 100 characters)"
+        )
+    return job_id
+
+
+def check_job_env(env: Mapping[str, str]) -> None:
+    """Refuses (without echoing values) environment entries that look like secrets: the job record
+    that holds them is readable by every client of the cluster.  The launcher checks again, and also
+    refuses the variables it reserves (README, "Security")."""
+    for key, value in env.items():
+        if SECRET_ENV_NAME.fullmatch(key):
+            raise ConfigurationError(
+                f"environment variable {key} looks like a secret and would be stored in the job record, "
+                "readable by every client of the cluster; configure worker credentials on the nodes "
+                "instead (TF_IGNITE_WORKER_USERNAME/PASSWORD/CAFILE/CERTFILE/KEYFILE/CERT_PASSWORD in "
+                "each node's environment; `ignite-tf node start` sets them for its own clusters)"
+            )
+        if CREDENTIAL_URL.search(str(value)):
+            raise ConfigurationError(
+                f"environment variable {key} holds a URL with a user name and password "
+                "(scheme://user:password@host), which would be stored in the job record, readable by every "
+                "client of the cluster; configure the credentials on the nodes instead"
+            )
 
 
 def new_job_id(job_dir: str | os.PathLike[str] | None = None) -> str:
@@ -228,8 +272,9 @@ class JobClient:
         ``strategy`` is ``multi_worker_mirrored`` (``mwms``; one worker per data node)
         or ``parameter_server`` (``ps``; a chief, ``num_ps`` ps tasks -- default 1 --
         and one worker per data node; the job succeeds when the chief exits 0).
-        ``env`` must not hold secrets (names containing PASSWORD, SECRET, TOKEN, ...):
-        workers get credentials from their node's ``TF_IGNITE_WORKER_*`` settings.
+        ``env`` must not hold secrets (names matching :data:`SECRET_ENV_NAME`: PASSWORD, SECRET,
+        TOKEN, API_KEY, ``*_PASS``, ...; values with ``scheme://user:password@``): workers get
+        credentials from their node's ``TF_IGNITE_WORKER_*`` settings.
         """
         if not command:
             raise ConfigurationError("the job needs a command after --, e.g. -- python train.py")
@@ -240,15 +285,8 @@ class JobClient:
             )
         if num_ps is not None and canonical != "parameter_server":
             raise ConfigurationError("--num-ps is for the parameter_server strategy only")
-        for key in env or {}:
-            if SECRET_ENV_NAME.match(key):
-                raise ConfigurationError(
-                    f"environment variable {key} looks like a secret and would be stored in the job record, "
-                    "readable by every client of the cluster; configure worker credentials on the nodes "
-                    "instead (TF_IGNITE_WORKER_USERNAME/PASSWORD/CAFILE/CERTFILE/KEYFILE/CERT_PASSWORD in "
-                    "each node's environment; `ignite-tf node start` sets them for its own clusters)"
-                )
-        job_id = name or new_job_id(job_dir)
+        check_job_env(env or {})
+        job_id = check_job_id(name or new_job_id(job_dir))
         data = pack_directory(job_dir)
         files = self.client.get_or_create_cache(layout.cache_config(layout.FILES))
         chunks = [data[i:i + FILE_CHUNK_BYTES] for i in range(0, len(data), FILE_CHUNK_BYTES)]
@@ -264,6 +302,9 @@ class JobClient:
             "num_ps": int(num_ps if num_ps is not None else (1 if canonical == "parameter_server" else 0)),
             "checkpoint_dir": checkpoint_dir if checkpoint_dir is not None else f"ignite:///tf-jobs/{job_id}",
             "file_chunks": len(chunks),
+            # The archive bound to this call: the launcher refuses the job when the files cache
+            # holds anything else by the time it reads it (another client rewrote the chunks).
+            "files_sha256": hashlib.sha256(data).hexdigest(),
             "max_restarts": int(max_restarts),
             "backoff_ms": int(backoff_ms),
             "settle_ms": int(settle_ms),

@@ -15,6 +15,7 @@ import org.apache.ignite.resources.IgniteInstanceResource;
 /**
  * The compute callables the supervisor sends to one node's {@link WorkerAgent}.
  * They are on every node's classpath (the launcher jar), so no peer class loading.
+ * Each checks the job id it carries ({@link LauncherPolicy#jobId}) before the agent uses it.
  */
 final class AgentTasks {
     private AgentTasks() {
@@ -99,12 +100,15 @@ final class AgentTasks {
         final long maxJobBytes;
         /** {@link LauncherPolicy#getWorkRoot()}: where job directories go (null: the node's work directory). */
         final String workRoot;
+        /** The job's {@code output_nonce} (sealed spec): part of the associated data of its sealed output. */
+        final String outputNonce;
 
         @IgniteInstanceResource
         private transient Ignite ignite;
 
         StartWorker(String job, long attempt, int index, String nodeLabel, String python, List<String> command,
-            Map<String, String> env, int fileChunks, String filesSha256, long maxJobBytes, String workRoot) {
+            Map<String, String> env, int fileChunks, String filesSha256, long maxJobBytes, String workRoot,
+            String outputNonce) {
             this.job = job;
             this.attempt = attempt;
             this.index = index;
@@ -116,9 +120,11 @@ final class AgentTasks {
             this.filesSha256 = filesSha256;
             this.maxJobBytes = maxJobBytes;
             this.workRoot = workRoot;
+            this.outputNonce = outputNonce;
         }
 
         @Override public Long call() throws Exception {
+            LauncherPolicy.jobId(job);
             return WorkerAgent.start(ignite, this);
         }
     }
@@ -141,6 +147,7 @@ final class AgentTasks {
         }
 
         @Override public Integer call() {
+            LauncherPolicy.jobId(job);
             return WorkerAgent.stop(ignite, job, attempt, graceMs);
         }
     }
@@ -161,6 +168,7 @@ final class AgentTasks {
         }
 
         @Override public Boolean call() throws Exception {
+            LauncherPolicy.jobId(job);
             return WorkerAgent.removeJobDir(ignite, job, workRoot);
         }
     }

@@ -18,7 +18,9 @@ import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.UUID;
 
 import javax.cache.Cache;
@@ -58,6 +60,12 @@ final class JobSupervisor {
     private final Map<String, Object[]> settle = new HashMap<>();
 
     private volatile boolean cancelled;
+
+    /** Per job: the decision fields last written to the vault (saves a vault write when nothing changed). */
+    private final Map<String, HashMap<String, Object>> saved = new HashMap<>();
+
+    /** Keys of the jobs cache already reported as not being job ids (one audit line each). */
+    private final Set<String> ignored = new HashSet<>();
 
     JobSupervisor(Ignite ignite, IgniteLogger log, LauncherPolicy policy, Object lock) {
         this.ignite = ignite;
@@ -110,44 +118,171 @@ final class JobSupervisor {
     void forget(String id) {
         synchronized (lock) {
             settle.remove(id);
+            saved.remove(id);
         }
     }
 
+
+    /**
+     * The record fields that decide what the supervisor does next. They live in the vault
+     * ({@link LauncherVault#putState}); the record in the cache shows them and is restored when a
+     * client changed them.
+     */
+    static final String[] DECISION_FIELDS = {"state", "attempt", "restarts", "workers", "plan", "next_start_ms",
+        "exit_code", "finished_ms", "attempt_started_ms", "message", "stop_requested"};
 
     private void reconcileAll() {
         IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.existing(ignite, LauncherCaches.JOBS);
         if (jobs == null)
             return;
-        List<String> active = new ArrayList<>();
+        // What runs is what the vault says runs; the cache is scanned only for records that differ from it.
+        Map<String, HashMap<String, Object>> states = LauncherVault.states(ignite);
+        Set<String> ids = new TreeSet<>();
+        for (Map.Entry<String, HashMap<String, Object>> e : states.entrySet()) {
+            if (!TERMINAL.contains(str(e.getValue().get("state"))))
+                ids.add(e.getKey());
+        }
         try (QueryCursor<Cache.Entry<String, HashMap<String, Object>>> cur = jobs.query(new ScanQuery<>())) {
             for (Cache.Entry<String, HashMap<String, Object>> e : cur) {
-                if (!TERMINAL.contains(str(e.getValue().get("state"))))
-                    active.add(e.getKey());
+                String key = e.getKey();
+                HashMap<String, Object> value = e.getValue();
+                if (!validId(key)) {
+                    if (ignored.add(key))
+                        audit("reconcile", LauncherPolicy.printable(key), "ignored: the key of this record in "
+                            + LauncherCaches.JOBS + " is not a valid job id (written by a client, not the launcher)");
+                    continue;
+                }
+                Object recState = value == null ? null : value.get("state");
+                HashMap<String, Object> st = states.get(key);
+                boolean differs = st == null ? !TERMINAL.contains(str(recState))
+                    : !Objects.equals(recState, st.get("state"));
+                if (differs || !key.equals(str(value == null ? null : value.get("id"))))
+                    ids.add(key);
             }
         }
-        for (String id : active) {
+        for (String id : ids) {
             if (cancelled)
                 return;
             synchronized (lock) {
-                HashMap<String, Object> stored = jobs.get(id);
-                if (stored == null)
-                    continue;
-                HashMap<String, Object> rec = new HashMap<>(stored);
-                try {
-                    reconcile(jobs, rec);
-                }
-                catch (RuntimeException e) {
-                    if (cancelled)
-                        return;
-                    log.warning("tf-ignite launcher: job " + id + ": " + e, e);
-                    event(rec, "supervisor error (will retry): " + e);
-                    save(jobs, rec);
-                }
+                reconcileOne(jobs, id);
             }
         }
     }
 
-    private void reconcile(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec) {
+    private static boolean validId(String key) {
+        try {
+            LauncherPolicy.jobId(key);
+            return true;
+        }
+        catch (IllegalArgumentException e) {
+            return false;
+        }
+    }
+
+    /** One job, by the key it is stored under (the only id the supervisor uses; never a record's id field). */
+    private void reconcileOne(IgniteCache<String, HashMap<String, Object>> jobs, String id) {
+        HashMap<String, Object> spec = LauncherVault.spec(ignite, id);
+        if (spec == null) {
+            HashMap<String, Object> stored = jobs.get(id);
+            if (stored != null && !TERMINAL.contains(str(stored.get("state"))))
+                refuseUnsealed(jobs, id, stored);
+            return;
+        }
+        HashMap<String, Object> rec = view(jobs, id, spec);
+        if (TERMINAL.contains(str(rec.get("state"))))
+            return;
+        try {
+            reconcile(jobs, rec, str(spec.get("output_nonce")));
+        }
+        catch (RuntimeException e) {
+            if (cancelled)
+                return;
+            log.warning("tf-ignite launcher: job " + id + ": " + e, e);
+            event(rec, "supervisor error (will retry): " + e);
+            save(jobs, rec);
+        }
+    }
+
+    /**
+     * The record of job {@code id} as the supervisor decided it: the cache's copy (for what is only
+     * shown: events, failures, audit) with the sealed spec's fields and the vault's decision fields
+     * over it. When the cache's copy differed -- a client rewrote or deleted it -- the record is
+     * restored and an audit line names the fields that were changed.
+     */
+    HashMap<String, Object> view(IgniteCache<String, HashMap<String, Object>> jobs, String id,
+        HashMap<String, Object> spec) {
+        HashMap<String, Object> stored = jobs.get(id);
+        HashMap<String, Object> rec = stored == null ? new HashMap<>() : new HashMap<>(stored);
+        HashMap<String, Object> st = LauncherVault.state(ignite, id);
+        if (st == null) {
+            // Accepted by a module version that kept no state in the vault: adopted once from the record.
+            st = decisions(rec);
+            if (st.get("state") == null)
+                st.put("state", "PENDING");
+        }
+        else
+            saved.put(id, st);
+        List<String> changed = new ArrayList<>();
+        for (String k : TfJobService.SEALED_FIELDS) {
+            if (!Objects.equals(rec.get(k), spec.get(k))) {
+                changed.add(k);
+                rec.put(k, spec.get(k));
+            }
+        }
+        for (String k : DECISION_FIELDS) {
+            if (!Objects.equals(rec.get(k), st.get(k))) {
+                changed.add(k);
+                rec.put(k, st.get(k));
+            }
+        }
+        if (!changed.isEmpty() && !cancelled) {
+            String why = stored == null ? "the record was deleted from " + LauncherCaches.JOBS
+                : "the record in " + LauncherCaches.JOBS + " was changed by a client (" + String.join(", ", changed)
+                + ")";
+            audit("restore", id, "refused: " + why + "; restored from the launcher's sealed spec and state"
+                + (TERMINAL.contains(str(rec.get("state"))) ? " (the job is " + rec.get("state") + " and stays so)"
+                : ""));
+            event(rec, "record restored: " + why);
+            save(jobs, rec);
+        }
+        return rec;
+    }
+
+    private static HashMap<String, Object> decisions(Map<String, Object> rec) {
+        HashMap<String, Object> st = new HashMap<>();
+        for (String k : DECISION_FIELDS)
+            st.put(k, rec.get(k));
+        return st;
+    }
+
+    /** A record no submit accepted (no sealed spec): marked FAILED at its own key; nothing runs. */
+    private void refuseUnsealed(IgniteCache<String, HashMap<String, Object>> jobs, String id,
+        HashMap<String, Object> stored) {
+        audit("start", id, "refused: the job record was written into " + LauncherCaches.JOBS + " without going "
+            + "through submit (no sealed spec)");
+        if (cancelled)
+            return;
+        HashMap<String, Object> rec = new HashMap<>(stored);
+        rec.put("id", id);
+        rec.put("state", "FAILED");
+        rec.put("exit_code", 1L);
+        rec.put("finished_ms", System.currentTimeMillis());
+        rec.put("message", "refused: this job record was not accepted by the launcher (it was written into the "
+            + "cache directly); nothing was run");
+        event(rec, "failed: " + rec.get("message"));
+        rec.put("updated_ms", System.currentTimeMillis());
+        jobs.put(id, rec);
+    }
+
+    private void audit(String action, String job, String decision) {
+        String line = "tf-ignite audit: action=" + action + " job=" + job + " user=(none) from=(unknown) decision="
+            + decision;
+        log.warning(line);
+        TfJobService.quietEcho(log, line);
+    }
+
+    private void reconcile(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec,
+        String nonce) {
         String state = str(rec.get("state"));
         if (Boolean.TRUE.equals(rec.get("stop_requested")) && !"STOPPING".equals(state)) {
             rec.put("state", state = "STOPPING");
@@ -157,7 +292,7 @@ final class JobSupervisor {
         switch (state) {
             case "PENDING":
             case "RESTARTING":
-                maybeLaunch(jobs, rec);
+                maybeLaunch(jobs, rec, nonce);
                 break;
             case "STARTING":
                 // Only seen after a supervisor failover in the middle of a start.
@@ -165,7 +300,7 @@ final class JobSupervisor {
                     + rec.get("attempt") + " was starting", 0);
                 break;
             case "RUNNING":
-                monitor(jobs, rec);
+                monitor(jobs, rec, nonce);
                 break;
             case "STOPPING":
                 stopEverywhere(str(rec.get("id")), -1, lng(rec.get("grace_ms"), 10_000));
@@ -181,24 +316,13 @@ final class JobSupervisor {
         }
     }
 
-    private void maybeLaunch(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec) {
+    private void maybeLaunch(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec,
+        String nonce) {
+        // rec is the view (reconcileOne): the sealed spec's fields are already over it.
         String id = str(rec.get("id"));
         long now = System.currentTimeMillis();
         if (now < lng(rec.get("next_start_ms"), 0))
             return;
-        HashMap<String, Object> spec = LauncherVault.spec(ignite, id);
-        if (spec == null) {
-            // Not accepted by submit(): someone wrote the record into the cache directly.
-            String line = "tf-ignite audit: action=start job=" + id + " user=(none) from=(unknown) decision=refused: "
-                + "the job record was written into " + LauncherCaches.JOBS + " without going through submit (no sealed spec)";
-            log.warning(line);
-            TfJobService.quietEcho(log, line);
-            fail(jobs, rec, "refused: this job record was not accepted by the launcher (it was written into the "
-                + "cache directly); nothing was run", 1);
-            return;
-        }
-        for (String k : TfJobService.SEALED_FIELDS)
-            rec.put(k, spec.get(k));
         JobPlan plan;
         try {
             plan = JobPlan.compute(ignite, str(rec.get("cache")));
@@ -220,10 +344,11 @@ final class JobSupervisor {
         }
         if (now - (Long)seen[1] < lng(rec.get("settle_ms"), 1000))
             return;
-        launch(jobs, rec, plan);
+        launch(jobs, rec, plan, nonce);
     }
 
-    private void launch(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec, JobPlan plan) {
+    private void launch(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec, JobPlan plan,
+        String nonce) {
         String id = str(rec.get("id"));
         long attempt = lng(rec.get("attempt"), 0) + 1;
         rec.put("attempt", attempt);
@@ -281,7 +406,7 @@ final class JobSupervisor {
                 env.put("PYTHONUNBUFFERED", "1");
                 AgentTasks.StartWorker task = new AgentTasks.StartWorker(id, attempt, i, JobPlan.label(n),
                     str(rec.get("python")), command, env, (int)lng(rec.get("file_chunks"), 0),
-                    str(rec.get("files_sha256")), policy.getMaxJobBytes(), policy.getWorkRoot());
+                    str(rec.get("files_sha256")), policy.getMaxJobBytes(), policy.getWorkRoot(), nonce);
                 long pid = compute(n).call(task);
                 HashMap<String, Object> w = new HashMap<>();
                 w.put("index", (long)i);
@@ -313,7 +438,8 @@ final class JobSupervisor {
         save(jobs, rec);
     }
 
-    private void monitor(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec) {
+    private void monitor(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec,
+        String nonce) {
         String id = str(rec.get("id"));
         long attempt = lng(rec.get("attempt"), 0);
         List<Map<String, Object>> workers = list(rec.get("workers"));
@@ -329,10 +455,12 @@ final class JobSupervisor {
         long code = 0;
         for (Map<String, Object> w : workers) {
             int idx = (int)lng(w.get("index"), 0);
-            HashMap<String, Object> s = states.get(LauncherCaches.workerKey(id, attempt, idx));
-            String st = s == null ? "UNKNOWN" : str(s.get("state"));
+            String wkey = LauncherCaches.workerKey(id, attempt, idx);
+            // Only what the worker's node sealed counts: a worker record a client wrote says nothing.
+            String[] sealedState = WorkerAgent.openState(ignite, nonce, wkey, states.get(wkey));
+            String st = sealedState == null ? "UNKNOWN" : sealedState[0];
             if ("EXITED".equals(st) || "FAILED_TO_START".equals(st)) {
-                long c = lng(s.get("exit_code"), 1);
+                long c = lng(sealedState[1], 1);
                 if (c == 0) {
                     ok++;
                     chiefDone |= "chief".equals(str(w.get("task_type")));
@@ -505,12 +633,22 @@ final class JobSupervisor {
             log.info("tf-ignite job " + rec.get("id") + ": " + message);
     }
 
+    /**
+     * Writes job record {@code rec}: its decision fields to the vault (when they changed), then the
+     * record, under its id, to the cache as the view of them.
+     */
     void save(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec) {
         // Ignite cancels this instance when it moves the singleton; from then on the
         // new instance owns the job records and this one must not overwrite them.
         if (cancelled)
             throw new IllegalStateException("supervisor instance cancelled; its successor takes over");
+        String id = LauncherPolicy.jobId(str(rec.get("id")));
         rec.put("updated_ms", System.currentTimeMillis());
-        jobs.put(str(rec.get("id")), rec);
+        HashMap<String, Object> st = decisions(rec);
+        if (!st.equals(saved.get(id))) {
+            LauncherVault.putState(ignite, id, st);
+            saved.put(id, st);
+        }
+        jobs.put(id, rec);
     }
 }

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Pattern;
 
 /**
  * What the operator allows the launcher to do: the module's security settings, set as
@@ -37,12 +38,30 @@ public final class LauncherPolicy implements Serializable {
     static final String ADMINS = "admins";
 
     /**
-     * Variables a job's environment may not set: the ones the module sets for each worker, the
-     * credentials the node hands its workers, and the dynamic loader's.
+     * Variables a job's environment may not set (a deny-list meant to be complete, README
+     * "Security"): the ones the module sets for each worker, the credentials the node hands its
+     * workers, and every variable that changes how a program starts rather than what the job
+     * computes -- the dynamic loader's ({@code LD_*}), the home directory (user site packages and
+     * start-up files), shell start-up files ({@code BASH_ENV}, {@code ENV}), JVM options, other
+     * interpreters' hooks, and Python's (every {@code PYTHON*} except {@link #PYTHON_ENV_ALLOWED}).
      */
-    static final Set<String> RESERVED_ENV = Set.of("TF_CONFIG", "PATH", "PYTHONUNBUFFERED", "PYTHONHOME",
-        "PYTHONPATH", "PYTHONSTARTUP");
-    static final String[] RESERVED_ENV_PREFIXES = {"TF_IGNITE_", "IGNITE_DATASET_", "IGNITE_FS_", "LD_"};
+    static final Set<String> RESERVED_ENV = Set.of("TF_CONFIG", "PATH", "HOME", "BASH_ENV", "ENV", "SHELL",
+        "IFS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "GCONV_PATH", "NODE_OPTIONS",
+        "PERL5OPT", "PERL5LIB", "RUBYOPT", "TMPDIR");
+    static final String[] RESERVED_ENV_PREFIXES = {"TF_IGNITE_", "IGNITE_DATASET_", "IGNITE_FS_", "LD_", "PYTHON"};
+
+    /** The {@code PYTHON*} variables a job may set: they tune the interpreter and load no code. */
+    static final Set<String> PYTHON_ENV_ALLOWED = Set.of("PYTHONHASHSEED", "PYTHONFAULTHANDLER",
+        "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONUTF8");
+
+    /** A value holding a URL with credentials ({@code scheme://user:password@host}); refused like a secret. */
+    static final Pattern CREDENTIAL_URL = Pattern.compile("(?s).*[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\\s]*:[^/?#@\\s]*@.*");
+
+    /** What a variable's name may be (a shell identifier). */
+    private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");
+
+    /** A job id: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100 characters. */
+    static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,99}");
 
     private boolean allowUnauthenticated;
     private ArrayList<String> submitters = new ArrayList<>();
@@ -93,6 +112,11 @@ public final class LauncherPolicy implements Serializable {
      * Absolute paths of the programs a job may run: the job's interpreter and the first word
      * of its command must each be one of them ({@code python}/{@code python3} as the first
      * word means the job's interpreter). Empty (the default): any program.
+     *
+     * <p>This bounds <em>programs</em>, not code: allowing an interpreter allows any code in it
+     * ({@code python -c ...}, or the job's own files), so a listed submitter can still run anything
+     * the node's OS user may. Who may submit ({@link #setSubmitters}) is the boundary; this setting
+     * keeps jobs on a known interpreter and its installed packages.
      */
     public LauncherPolicy setAllowedCommands(Collection<String> paths) {
         ArrayList<String> out = new ArrayList<>();
@@ -133,10 +157,49 @@ public final class LauncherPolicy implements Serializable {
         return workRoot;
     }
 
-    /** The directory of job {@code job} under {@code workRoot}, or (null) under {@code nodeWorkDir/tf-jobs}. */
+    /**
+     * The directory of job {@code job} under {@code workRoot}, or (null) under {@code nodeWorkDir/tf-jobs}:
+     * the id is validated ({@link #jobId}) and the result checked to lie strictly inside that root.
+     */
     static Path jobDir(String workRoot, String nodeWorkDir, String job) {
-        Path root = workRoot != null ? Paths.get(workRoot) : Paths.get(nodeWorkDir, "tf-jobs");
-        return root.resolve(job).toAbsolutePath().normalize();
+        Path root = (workRoot != null ? Paths.get(workRoot) : Paths.get(nodeWorkDir, "tf-jobs")).toAbsolutePath()
+            .normalize();
+        return inside(root, root.resolve(jobId(job)));
+    }
+
+    /**
+     * {@code path}, normalized, when it lies strictly inside {@code root} (never the root itself);
+     * otherwise an {@link IllegalArgumentException}: nothing outside a job's directory is created or
+     * deleted.
+     */
+    static Path inside(Path root, Path path) {
+        Path r = root.toAbsolutePath().normalize();
+        Path p = path.toAbsolutePath().normalize();
+        if (!p.startsWith(r) || p.equals(r))
+            throw new IllegalArgumentException("path " + p + " is not inside " + r + "; the launcher refuses to "
+                + "create or delete it");
+        return p;
+    }
+
+    /**
+     * {@code id} when it is a valid job id: {@link #JOB_ID}, never {@code .} or {@code ..} alone, no
+     * {@code /} or {@code \}. Every entry point that takes a job id (the service's calls, the node
+     * agents' tasks) checks it before using it as a cache key prefix or a path.
+     */
+    static String jobId(String id) {
+        if (id == null || !JOB_ID.matcher(id).matches() || id.chars().allMatch(c -> c == '.')
+            || id.indexOf('/') >= 0 || id.indexOf('\\') >= 0)
+            throw new IllegalArgumentException("job id '" + printable(id) + "' is not valid: use letters, digits, "
+                + "'.', '_' and '-', starting with a letter or digit (at most 100 characters)");
+        return id;
+    }
+
+    /** {@code s} for an error message: at most 120 characters, control characters as '?'. */
+    static String printable(String s) {
+        if (s == null)
+            return "null";
+        String t = s.length() > 120 ? s.substring(0, 120) + "..." : s;
+        return t.replaceAll("[\\p{Cntrl}]", "?");
     }
 
     // ------------------------------------------------------------------ decisions
@@ -194,18 +257,38 @@ public final class LauncherPolicy implements Serializable {
             + "(README, 'Security'; ignite-tf module config prints both)";
     }
 
-    /** Throws {@link IllegalArgumentException} when the job's environment sets a variable the module owns. */
+    /**
+     * Throws {@link IllegalArgumentException} when the job's environment sets a variable that is
+     * reserved ({@link #RESERVED_ENV}), looks like a secret ({@link TfJobService#SECRET_NAME}) or holds a URL with
+     * credentials ({@link #CREDENTIAL_URL}). Values are never echoed: the record would show them.
+     */
     static void checkEnv(Map<String, ?> env) {
-        for (String key : env.keySet()) {
+        for (Map.Entry<String, ?> e : env.entrySet()) {
+            String key = e.getKey();
+            if (key == null || !ENV_NAME.matcher(key).matches())
+                throw new IllegalArgumentException("environment variable name '" + printable(key) + "' is not valid: "
+                    + "use letters, digits and '_' (not starting with a digit)");
+            // Refused without echoing the value: it would be stored in the job record.
+            if (TfJobService.SECRET_NAME.matcher(key).matches())
+                throw new IllegalArgumentException("environment variable " + key + " looks like a secret and "
+                    + "would be stored in the job record, readable by every client; configure worker "
+                    + "credentials on the nodes instead (TF_IGNITE_WORKER_USERNAME/PASSWORD/... in each "
+                    + "node's environment)");
             String upper = key.toUpperCase(Locale.ROOT);
             boolean reserved = RESERVED_ENV.contains(upper);
             for (String p : RESERVED_ENV_PREFIXES)
                 reserved |= upper.startsWith(p);
-            if (reserved)
+            if (reserved && !PYTHON_ENV_ALLOWED.contains(upper))
                 throw new IllegalArgumentException("environment variable " + key + " is set by the launcher or "
-                    + "the node for every worker and cannot be overridden by a job (reserved: "
-                    + String.join(", ", new java.util.TreeSet<>(RESERVED_ENV)) + " and the prefixes "
-                    + String.join(", ", RESERVED_ENV_PREFIXES) + ")");
+                    + "the node for every worker, or changes how programs start, and cannot be set by a job "
+                    + "(reserved: " + String.join(", ", new java.util.TreeSet<>(RESERVED_ENV)) + " and the prefixes "
+                    + String.join(", ", RESERVED_ENV_PREFIXES) + ", except " + String.join(", ",
+                    new java.util.TreeSet<>(PYTHON_ENV_ALLOWED)) + ")");
+            Object v = e.getValue();
+            if (v != null && CREDENTIAL_URL.matcher(String.valueOf(v)).matches())
+                throw new IllegalArgumentException("environment variable " + key + " holds a URL with a user name "
+                    + "and password (scheme://user:password@host), which would be stored in the job record, "
+                    + "readable by every client; configure the credentials on the nodes instead");
         }
     }
 

@@ -54,18 +54,28 @@ public class TfJobService implements Service {
     static final String DEFAULT_STRATEGY = TaskLayout.MWMS;
 
     /**
-     * Job environment variable names that look like secrets. They are refused: a job
-     * record is readable by every client of the cluster. Workers get credentials from
-     * their node's own configuration instead ({@link WorkerAgent#nodeCredentials}).
+     * Job environment variable names that look like secrets (refused: a job record is readable by
+     * every client; workers get credentials from their node). A name matches when it contains one
+     * of PASSWORD, PASSWD, PASSPHRASE, SECRET, TOKEN, CREDENTIAL, APIKEY, API_KEY, ACCESS_KEY,
+     * ACCESSKEY, PRIVATE_KEY, PRIVATEKEY, AUTHORIZATION, SESSION, COOKIE, or has one of the words
+     * PASS, PWD, PW, KEY, AUTH, OAUTH between separators ({@code DB_PASS}, {@code MYSQL_PWD},
+     * {@code STRIPE_KEY}); case does not matter. {@code jobs.py}'s {@code SECRET_ENV_NAME} is the
+     * same list.
      */
-    static final Pattern SECRET_NAME = Pattern.compile("(?i).*(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL).*");
+    static final Pattern SECRET_NAME = Pattern.compile("(?i)(?:.*(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|"
+        + "CREDENTIAL|APIKEY|API_KEY|ACCESS_KEY|ACCESSKEY|PRIVATE_KEY|PRIVATEKEY|AUTHORIZATION|SESSION|COOKIE).*"
+        + "|(?:.*[^A-Z0-9])?(?:PASS|PWD|PW|KEY|AUTH|OAUTH)(?:[^A-Z0-9].*)?)");
+
 
     static final Set<String> TERMINAL = Set.of("SUCCEEDED", "FAILED", "STOPPED");
 
     /** Exit code of a job stopped by the user (as if SIGTERM'd). */
     static final long STOPPED_EXIT_CODE = 143;
 
-    private static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,99}");
+    /** Bounds of the timing fields of a submission (each sealed with the job). */
+    static final long MAX_GRACE_MS = 600_000;
+    static final long MAX_SETTLE_MS = 600_000;
+    static final long MAX_RESTARTS = 1000;
 
     @IgniteInstanceResource
     private transient Ignite ignite;
@@ -129,7 +139,9 @@ public class TfJobService implements Service {
         this.policy = policy == null ? new LauncherPolicy() : policy;
     }
 
+    /** The settings (Java configuration); refused once deployed, like the setters. */
     public LauncherPolicy getPolicy() {
+        configurable();
         return policy;
     }
 
@@ -144,27 +156,35 @@ public class TfJobService implements Service {
     }
 
     /*
-     * Lifecycle. Ignite calls the ServiceContext forms; a thin client can invoke any public method of a
-     * deployed service by name, so the argument-less forms stay Service's no-ops (a client calling
-     * "cancel" must not stop the supervisor), and the context forms act only for the context Ignite
-     * deployed this instance with (its execution id is not known to clients).
+     * Lifecycle. Ignite calls the ServiceContext forms, once, on the instance it deploys. A thin client can
+     * invoke any public method of a deployed service by name, so every lifecycle method refuses a call
+     * once the instance is deployed unless it carries the context Ignite deployed this instance with (its
+     * execution id is not known to clients): a client's init(null) would otherwise replace the supervisor.
      */
 
     @Override public void init(ServiceContext ctx) {
+        if (deployed)
+            throw lifecycleRefusal("init");
         context = ctx;
         deployed = true;
         supervisor = new JobSupervisor(ignite, log, policy, this);
     }
 
     @Override public void cancel(ServiceContext ctx) {
-        if (!ours(ctx))
+        if (!ours(ctx)) {
+            if (deployed)
+                throw lifecycleRefusal("cancel");
             return;
+        }
         supervisor.cancel();
     }
 
     @Override public void execute(ServiceContext ctx) {
-        if (!ours(ctx))
+        if (!ours(ctx)) {
+            if (deployed)
+                throw lifecycleRefusal("execute");
             return;
+        }
         String summary = "tf-ignite launcher supervisor running on " + JobPlan.label(ignite.cluster().localNode())
             + "; " + securitySummary();
         if (Caller.authenticationEnabled(ignite))
@@ -173,6 +193,33 @@ public class TfJobService implements Service {
             log.warning(summary);
         quietEcho(log, summary);
         supervisor.run();
+    }
+
+    /** Service's argument-less forms: Ignite never calls them on this class; a client's call is refused. */
+    @Override public void init() {
+        if (deployed)
+            throw lifecycleRefusal("init");
+    }
+
+    @Override public void cancel() {
+        if (deployed)
+            throw lifecycleRefusal("cancel");
+    }
+
+    @Override public void execute() {
+        if (deployed)
+            throw lifecycleRefusal("execute");
+    }
+
+    private SecurityException lifecycleRefusal(String method) {
+        String line = "tf-ignite audit: action=" + method + " job=(service) decision=refused: a client called the "
+            + "service's lifecycle method";
+        if (log != null) {
+            log.warning(line);
+            quietEcho(log, line);
+        }
+        return LauncherPolicy.denied(method + " belongs to Ignite's deployment of the launcher service and cannot "
+            + "be called through the service; undeploy or restart the node instead");
     }
 
     private boolean ours(ServiceContext ctx) {
@@ -240,10 +287,7 @@ public class TfJobService implements Service {
 
     private HashMap<String, Object> accept(Caller caller, Map<String, Object> spec) {
         policy.checkSubmitter(caller, Caller.authenticationEnabled(ignite));
-        String id = str(spec.get("id"));
-        if (id == null || !JOB_ID.matcher(id).matches())
-            throw new IllegalArgumentException("job id '" + id + "' is not valid: use letters, digits, '.', '_' "
-                + "and '-' (at most 100 characters)");
+        String id = LauncherPolicy.jobId(str(spec.get("id")));
         String cache = str(spec.get("cache"));
         if (cache == null || cache.isEmpty())
             throw new IllegalArgumentException("the job needs a cache name");
@@ -272,26 +316,32 @@ public class TfJobService implements Service {
         HashMap<String, Object> env = new HashMap<>();
         Object envObj = spec.get("env");
         if (envObj instanceof Map) {
-            for (Map.Entry<?, ?> e : ((Map<?, ?>)envObj).entrySet()) {
-                String key = String.valueOf(e.getKey());
-                // Refused without echoing the value: it would be stored in the job record.
-                if (SECRET_NAME.matcher(key).matches())
-                    throw new IllegalArgumentException("environment variable " + key + " looks like a secret and "
-                        + "would be stored in the job record, readable by every client; configure worker "
-                        + "credentials on the nodes instead (TF_IGNITE_WORKER_USERNAME/PASSWORD/... in each "
-                        + "node's environment)");
-                env.put(key, e.getValue() == null ? "" : String.valueOf(e.getValue()));
-            }
+            for (Map.Entry<?, ?> e : ((Map<?, ?>)envObj).entrySet())
+                env.put(String.valueOf(e.getKey()), e.getValue() == null ? "" : String.valueOf(e.getValue()));
         }
         LauncherPolicy.checkEnv(env);
         policy.checkCommand(python, command);
+        long maxRestarts = bounded(spec, "max_restarts", 3, MAX_RESTARTS);
+        long backoffMs = bounded(spec, "backoff_ms", 1000, MAX_BACKOFF_MS);
+        long settleMs = bounded(spec, "settle_ms", 1000, MAX_SETTLE_MS);
+        long graceMs = bounded(spec, "grace_ms", 10_000, MAX_GRACE_MS);
         long fileChunks = lng(spec.get("file_chunks"), 0);
+        String sent = str(spec.get("files_sha256"));
+        if (fileChunks > 0 && (sent == null || sent.isEmpty()))
+            throw new IllegalArgumentException("the submission does not say which archive it uploaded (files_sha256, "
+                + "the SHA-256 of the zip written to " + LauncherCaches.FILES + "); submit with this version's "
+                + "JobClient / ignite-tf, which sends it");
         String digest;
         long archiveBytes;
         try {
             byte[] archive = JobArchive.read(ignite, id, fileChunks, policy.getMaxJobBytes());
-            JobArchive.check(archive, policy.getMaxJobBytes());
             digest = JobArchive.sha256(archive);
+            // The archive is bound to the call: another client may have rewritten the chunks since the upload.
+            if (fileChunks > 0 && !digest.equalsIgnoreCase(sent))
+                throw new IllegalArgumentException("the job's files in " + LauncherCaches.FILES + " changed between "
+                    + "upload and submit (their SHA-256 is not the one the submitter uploaded); nothing was accepted; "
+                    + "submit again (if it happens again, another client is writing to the files cache)");
+            JobArchive.check(archive, policy.getMaxJobBytes());
             archiveBytes = archive.length;
         }
         catch (java.io.IOException e) {
@@ -313,10 +363,10 @@ public class TfJobService implements Service {
         rec.put("files_bytes", archiveBytes);
         rec.put("submitted_by", caller.login);
         rec.put("submitted_from", caller.address);
-        rec.put("max_restarts", lng(spec.get("max_restarts"), 3));
-        rec.put("backoff_ms", lng(spec.get("backoff_ms"), 1000));
-        rec.put("settle_ms", lng(spec.get("settle_ms"), 1000));
-        rec.put("grace_ms", lng(spec.get("grace_ms"), 10_000));
+        rec.put("max_restarts", maxRestarts);
+        rec.put("backoff_ms", backoffMs);
+        rec.put("settle_ms", settleMs);
+        rec.put("grace_ms", graceMs);
         rec.put("state", "PENDING");
         rec.put("attempt", 0L);
         rec.put("restarts", 0L);
@@ -336,33 +386,47 @@ public class TfJobService implements Service {
         LauncherCaches.ensure(ignite);
         IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.cache(ignite, LauncherCaches.JOBS);
         synchronized (this) {
-            if (jobs.containsKey(id) || LauncherVault.spec(ignite, id) != null)
+            // A job exists when the launcher accepted it (its sealed spec); a record someone wrote into the
+            // cache under this name is no job and is replaced.
+            if (LauncherVault.spec(ignite, id) != null)
                 throw new IllegalArgumentException("a job named '" + id + "' exists already; choose another --name");
-            LauncherVault.putSpec(ignite, id, sealedSpec(rec));
-            if (!jobs.putIfAbsent(id, rec)) {
-                LauncherVault.removeSpec(ignite, id);
-                throw new IllegalArgumentException("a job named '" + id + "' exists already; choose another --name");
-            }
+            HashMap<String, Object> sealed = sealedSpec(rec);
+            sealed.put("output_nonce", LauncherVault.nonce());
+            LauncherVault.putSpec(ignite, id, sealed);
+            supervisor.save(jobs, rec);
         }
         supervisor.wakeUp();
         return rec;
     }
 
+    /** A whole number field of the submission within [0, max], or its default; refuses anything else. */
+    private static long bounded(Map<String, Object> spec, String field, long dflt, long max) {
+        Object v = spec.get(field);
+        if (v == null)
+            return dflt;
+        long n = lng(v, -1);
+        if (n < 0 || n > max)
+            throw new IllegalArgumentException(field + " must be a whole number from 0 to " + max + ", not " + v);
+        return n;
+    }
+
     /** Asks for a job to stop; returns its record. Idempotent; a finished job is left as it is. */
     public HashMap<String, Object> stop(String id) {
         Caller caller = Caller.current(ignite);
-        IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.existing(ignite, LauncherCaches.JOBS);
+        gate(caller, "stop", str(id));
+        String job = LauncherPolicy.jobId(id);
+        IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.cache(ignite, LauncherCaches.JOBS);
         synchronized (this) {
-            HashMap<String, Object> rec = jobs == null ? null : jobs.get(id);
-            if (rec == null)
-                throw new IllegalArgumentException("no job named '" + id + "' (see ignite-tf ps)");
-            rec = new HashMap<>(rec);
-            authorizeOwner(jobs, rec, caller, "stop");
+            HashMap<String, Object> spec = sealed(job);
+            authorizeOwner(jobs, job, spec, caller, "stop");
+            // The request is the supervisor's (kept with the job's state in the vault): a client setting
+            // stop_requested in the record stops nothing.
+            HashMap<String, Object> rec = supervisor.view(jobs, job, spec);
             if (!TERMINAL.contains(str(rec.get("state"))) && !Boolean.TRUE.equals(rec.get("stop_requested"))) {
                 rec.put("stop_requested", true);
                 supervisor.event(rec, "stop requested by " + caller.describe());
+                supervisor.save(jobs, rec);
             }
-            supervisor.save(jobs, rec);
             supervisor.wakeUp();
             return rec;
         }
@@ -373,118 +437,166 @@ public class TfJobService implements Service {
      * it left in the launcher's caches -- record, worker records, output, results, job
      * files -- and the job's files on every node. Checkpoints are the user's and stay.
      * Returns what was removed: {@code {id, state, entries}}.
+     *
+     * <p>A name the launcher never accepted (no sealed spec) is no job: only an admin may remove
+     * what is left under it in the caches and on the nodes (leftovers, records written by hand);
+     * anyone else is told there is no such job.
      */
     public HashMap<String, Object> remove(String id, boolean force) {
         Caller caller = Caller.current(ignite);
-        IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.existing(ignite, LauncherCaches.JOBS);
-        HashMap<String, Object> rec;
+        gate(caller, "remove", str(id));
+        String job = LauncherPolicy.jobId(id);
+        IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.cache(ignite, LauncherCaches.JOBS);
+        Object state;
         synchronized (this) {
-            rec = jobs == null ? null : jobs.get(id);
-            if (rec == null)
-                throw new IllegalArgumentException("no job named '" + id + "' (see ignite-tf ps)");
-            rec = new HashMap<>(rec);
-            authorizeOwner(jobs, rec, caller, "remove");
-            String state = str(rec.get("state"));
-            if (!TERMINAL.contains(state)) {
-                if (!force)
-                    throw new IllegalArgumentException("job '" + id + "' is " + state + "; stop it first (ignite-tf "
-                        + "stop " + id + ") or remove it with --force, which stops it");
-                // Holding the lock: the reconcile loop cannot start a new attempt meanwhile.
-                supervisor.stopEverywhere(id, -1, lng(rec.get("grace_ms"), 10_000));
+            HashMap<String, Object> spec = LauncherVault.spec(ignite, job);
+            if (spec == null) {
+                try {
+                    policy.checkOwner(caller, Caller.authenticationEnabled(ignite), job, null,
+                        "remove the leftovers of");
+                }
+                catch (SecurityException e) {
+                    audit(caller, "remove", job, null, "refused: no sealed spec; " + e.getMessage());
+                    throw noSuchJob(job);
+                }
+                HashMap<String, Object> left = jobs.get(job);
+                state = left == null ? null : left.get("state");
+                jobs.remove(job);
+                LauncherVault.removeState(ignite, job);
             }
-            jobs.remove(id);
-            LauncherVault.removeSpec(ignite, id);
-            supervisor.forget(id);
+            else {
+                authorizeOwner(jobs, job, spec, caller, "remove");
+                HashMap<String, Object> rec = supervisor.view(jobs, job, spec);
+                state = rec.get("state");
+                if (!TERMINAL.contains(str(state))) {
+                    if (!force)
+                        throw new IllegalArgumentException("job '" + job + "' is " + state + "; stop it first "
+                            + "(ignite-tf stop " + job + ") or remove it with --force, which stops it");
+                    // Holding the lock: the reconcile loop cannot start a new attempt meanwhile.
+                    supervisor.stopEverywhere(job, -1, lng(spec.get("grace_ms"), 10_000));
+                }
+                LauncherVault.removeState(ignite, job);
+                LauncherVault.removeSpec(ignite, job);
+                jobs.remove(job);
+            }
+            supervisor.forget(job);
         }
         long removed = 1;
         for (String name : new String[] {LauncherCaches.WORKERS, LauncherCaches.LOGS, LauncherCaches.RESULTS,
             LauncherCaches.FILES})
-            removed += removeByPrefix(name, id + "/");
+            removed += removeByPrefix(name, job + "/");
         try {
             ignite.compute(ignite.cluster().forServers()).withNoFailover().withTimeout(60_000)
-                .broadcast(new AgentTasks.RemoveJobDir(id, policy.getWorkRoot()));
+                .broadcast(new AgentTasks.RemoveJobDir(job, policy.getWorkRoot()));
         }
         catch (RuntimeException e) {
             // A node left meanwhile: its copy went with it. Leftovers elsewhere are only disk.
-            log.warning("tf-ignite launcher: could not remove the node-local files of job " + id + ": " + e);
+            log.warning("tf-ignite launcher: could not remove the node-local files of job " + job + ": " + e);
         }
         HashMap<String, Object> out = new HashMap<>();
-        out.put("id", id);
-        out.put("state", rec.get("state"));
+        out.put("id", job);
+        out.put("state", state);
         out.put("entries", removed);
-        log.info("tf-ignite job " + id + ": removed (" + removed + " cache entries)");
-        audit(caller, "remove", id, null, "accepted");
+        log.info("tf-ignite job " + job + ": removed (" + removed + " cache entries)");
+        audit(caller, "remove", job, null, "accepted");
         return out;
     }
 
     /**
      * The output chunks {@code keys} (each {@code id/attempt/worker/chunk}) of job {@code id},
      * decrypted, for its submitter or an admin: {@code key -> {t, text}}; chunks not (yet)
-     * stored are absent, and a chunk altered in the cache reads as a line saying so.
+     * stored are absent, and a chunk altered in the cache (or left by an earlier job of the same
+     * name) reads as a line saying so.
      */
     public HashMap<String, HashMap<String, Object>> output(String id, List<String> keys) {
         Caller caller = Caller.current(ignite);
-        IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.existing(ignite, LauncherCaches.JOBS);
-        HashMap<String, Object> rec = jobs == null ? null : jobs.get(id);
-        if (rec == null)
-            throw new IllegalArgumentException("no job named '" + id + "' (see ignite-tf ps)");
-        HashMap<String, Object> spec = LauncherVault.spec(ignite, id);
-        String owner = spec != null ? str(spec.get("submitted_by")) : str(rec.get("submitted_by"));
-        try {
-            policy.checkOwner(caller, Caller.authenticationEnabled(ignite), id, owner, "read the output of");
-        }
-        catch (SecurityException e) {
-            audit(caller, "output", id, null, "refused: " + e.getMessage());
-            throw e;
-        }
+        gate(caller, "output", str(id));
+        String job = LauncherPolicy.jobId(id);
+        HashMap<String, Object> spec = sealed(job);
+        IgniteCache<String, HashMap<String, Object>> jobs = LauncherCaches.cache(ignite, LauncherCaches.JOBS);
+        authorizeOwner(jobs, job, spec, caller, "read the output of");
         Set<String> wanted = new LinkedHashSet<>();
-        for (Object k : keys) {
+        for (Object k : keys == null ? List.of() : keys) {
             String key = String.valueOf(k);
-            if (!key.startsWith(id + "/"))
-                throw new IllegalArgumentException("output key " + key + " is not of job " + id);
+            if (!key.startsWith(job + "/"))
+                throw new IllegalArgumentException("output key " + LauncherPolicy.printable(key) + " is not of job "
+                    + job);
             wanted.add(key);
         }
         HashMap<String, HashMap<String, Object>> out = new HashMap<>();
         IgniteCache<String, HashMap<String, Object>> logs = LauncherCaches.existing(ignite, LauncherCaches.LOGS);
         if (logs == null || wanted.isEmpty())
             return out;
+        String nonce = str(spec.get("output_nonce"));
         for (Map.Entry<String, HashMap<String, Object>> e : logs.getAll(wanted).entrySet()) {
-            Object sealed = e.getValue().get("sealed");
-            String text = sealed instanceof byte[] ? LauncherVault.open(ignite, e.getKey(), (byte[])sealed) : null;
+            Object sealed = e.getValue() == null ? null : e.getValue().get("sealed");
+            String text = sealed instanceof byte[]
+                ? LauncherVault.open(ignite, LauncherVault.aad(nonce, e.getKey()), (byte[])sealed) : null;
             HashMap<String, Object> chunk = new HashMap<>();
-            chunk.put("t", e.getValue().get("t"));
+            chunk.put("t", e.getValue() == null ? null : e.getValue().get("t"));
             chunk.put("text", text != null ? text : "[tf-ignite] this output chunk was altered in the cache "
-                + LauncherCaches.LOGS + " after its node wrote it; not shown");
+                + LauncherCaches.LOGS + " after its node wrote it (or is left from an earlier job of this name); "
+                + "not shown");
             out.put(e.getKey(), chunk);
         }
         return out;
     }
 
-    /** Throws (and records the refusal) unless {@code caller} may {@code action} the job of {@code rec}. */
-    private void authorizeOwner(IgniteCache<String, HashMap<String, Object>> jobs, HashMap<String, Object> rec,
-        Caller caller, String action) {
-        String id = str(rec.get("id"));
+    /**
+     * Refuses every job call on a cluster without authentication unless the operator allowed it:
+     * before a name is looked up, so the caller learns why rather than "no such job".
+     */
+    private void gate(Caller caller, String action, String job) {
+        if (Caller.authenticationEnabled(ignite) || policy.isAllowUnauthenticated())
+            return;
+        SecurityException e = LauncherPolicy.denied(LauncherPolicy.unauthenticatedRefusal());
+        audit(caller, action, job, null, "refused: " + e.getMessage());
+        throw e;
+    }
+
+    /** The sealed spec of job {@code id}: the launcher accepted it; otherwise there is no such job. */
+    private HashMap<String, Object> sealed(String id) {
         HashMap<String, Object> spec = LauncherVault.spec(ignite, id);
-        String owner = spec != null ? str(spec.get("submitted_by")) : str(rec.get("submitted_by"));
+        if (spec == null)
+            throw noSuchJob(id);
+        return spec;
+    }
+
+    private static IllegalArgumentException noSuchJob(String id) {
+        return new IllegalArgumentException("no job named '" + id + "' (see ignite-tf ps)");
+    }
+
+    /**
+     * Throws (and records the refusal) unless {@code caller} may {@code action} job {@code id}, whose
+     * owner is the submitter in its sealed spec -- never a field of a record in the cache.
+     */
+    private void authorizeOwner(IgniteCache<String, HashMap<String, Object>> jobs, String id,
+        HashMap<String, Object> spec, Caller caller, String action) {
+        String owner = str(spec.get("submitted_by"));
+        String verb = action.startsWith("read") ? "output" : action;
         try {
             policy.checkOwner(caller, Caller.authenticationEnabled(ignite), id, owner, action);
         }
         catch (SecurityException e) {
-            HashMap<String, Object> entry = audit(caller, action, id, null, "refused: " + e.getMessage());
-            appendAudit(jobs, id, entry);
+            HashMap<String, Object> entry = audit(caller, verb, id, null, "refused: " + e.getMessage());
+            if (!"output".equals(verb))
+                appendAudit(jobs, id, spec, entry);
             throw e;
         }
-        HashMap<String, Object> entry = audit(caller, action, id, null, "accepted");
-        rec.put("audit", withAudit(rec, entry));
+        if (!"output".equals(verb))
+            appendAudit(jobs, id, spec, audit(caller, verb, id, null, "accepted"));
     }
 
-    private void appendAudit(IgniteCache<String, HashMap<String, Object>> jobs, String id, HashMap<String, Object> entry) {
-        HashMap<String, Object> cur = jobs.get(id);
-        if (cur == null || supervisor.cancelled())
-            return;
-        cur = new HashMap<>(cur);
-        cur.put("audit", withAudit(cur, entry));
-        jobs.put(id, cur);
+    /** Adds an audit entry to the record of job {@code id} (restored from the vault first). */
+    private void appendAudit(IgniteCache<String, HashMap<String, Object>> jobs, String id, HashMap<String, Object> spec,
+        HashMap<String, Object> entry) {
+        synchronized (this) {
+            if (supervisor.cancelled())
+                return;
+            HashMap<String, Object> cur = supervisor.view(jobs, id, spec);
+            cur.put("audit", withAudit(cur, entry));
+            supervisor.save(jobs, cur);
+        }
     }
 
     private static ArrayList<Object> withAudit(HashMap<String, Object> rec, HashMap<String, Object> entry) {
@@ -516,7 +628,7 @@ public class TfJobService implements Service {
             e.put("command", String.join(" ", words));
         }
         if (log != null) {
-            String line = "tf-ignite audit: action=" + action + " job=" + job + " user="
+            String line = "tf-ignite audit: action=" + action + " job=" + LauncherPolicy.printable(job) + " user="
                 + (caller.login == null ? "(unauthenticated)" : caller.login) + " from="
                 + (caller.address == null ? "(unknown)" : caller.address)
                 + (e.containsKey("command") ? " command=[" + e.get("command") + "]" : "") + " decision=" + decision;
@@ -547,9 +659,14 @@ public class TfJobService implements Service {
         return spec;
     }
 
-    /** The record fields copied from the sealed spec before each start (a changed record changes nothing). */
+    /**
+     * The record fields sealed with the job and restored over the record whenever the supervisor
+     * reads it (a changed record changes nothing). The spec also holds {@code output_nonce}, which
+     * stays in the vault.
+     */
     static final String[] SEALED_FIELDS = {"id", "cache", "command", "python", "env", "strategy", "num_ps",
-        "checkpoint_dir", "file_chunks", "files_sha256", "files_bytes", "submitted_by", "created_ms"};
+        "checkpoint_dir", "file_chunks", "files_sha256", "files_bytes", "submitted_by", "created_ms",
+        "max_restarts", "backoff_ms", "settle_ms", "grace_ms"};
 
     private long removeByPrefix(String cacheName, String prefix) {
         IgniteCache<String, Object> cache = LauncherCaches.existing(ignite, cacheName);

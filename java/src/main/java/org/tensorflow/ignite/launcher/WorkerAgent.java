@@ -8,9 +8,11 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -128,6 +130,7 @@ public final class WorkerAgent {
 
     /** Deletes this node's directory of a job; false when a worker of the job still runs here. */
     static boolean removeJobDir(Ignite ignite, String job, String workRoot) throws IOException {
+        LauncherPolicy.jobId(job);
         for (WorkerProcess w : RUNNING.values()) {
             if (w.req.job.equals(job) && !w.exited)
                 return false;
@@ -138,7 +141,7 @@ public final class WorkerAgent {
         return true;
     }
 
-    /** Where this node keeps job {@code job}'s files and worker logs. */
+    /** Where this node keeps job {@code job}'s files and worker logs (a valid id, strictly inside the root). */
     static Path jobDir(Ignite ignite, String job, String workRoot) {
         String base = ignite.configuration().getWorkDirectory();
         if (base == null)
@@ -149,28 +152,63 @@ public final class WorkerAgent {
     /**
      * Writes the job's files (shipped through the FILES cache) under {@code jobDir/files}, once
      * per node, after checking that they are the archive the supervisor accepted (its digest).
+     * The marker {@code .files-complete} holds that digest: a directory already on disk is used
+     * only when its marker names the digest of this job's sealed spec; anything else (a leftover of
+     * an earlier job with the same id, a partial unpack) is deleted and unpacked again.
      */
     static Path materialize(Ignite ignite, AgentTasks.StartWorker req) throws IOException {
         Path dir = jobDir(ignite, req.job, req.workRoot);
-        Path files = dir.resolve("files");
-        Path done = dir.resolve(".files-complete");
+        Path files = LauncherPolicy.inside(dir, dir.resolve("files"));
+        Path done = LauncherPolicy.inside(dir, dir.resolve(".files-complete"));
+        if (req.filesSha256 == null || req.filesSha256.isEmpty())
+            throw new IOException("job " + req.job + " has no archive digest in its sealed spec; refusing to run it");
         synchronized (WorkerAgent.class) {
-            if (Files.exists(done))
+            ownerOnlyDirectory(dir);
+            if (Files.isRegularFile(done, LinkOption.NOFOLLOW_LINKS)
+                && req.filesSha256.equals(new String(Files.readAllBytes(done), StandardCharsets.UTF_8).trim()))
                 return files;
+            Files.deleteIfExists(done);
             byte[] zip = JobArchive.read(ignite, req.job, req.fileChunks, req.maxJobBytes);
-            if (req.filesSha256 == null || !req.filesSha256.equals(JobArchive.sha256(zip)))
+            if (!req.filesSha256.equals(JobArchive.sha256(zip)))
                 throw new IOException("the files of job " + req.job + " in " + LauncherCaches.FILES + " are not the "
                     + "ones the launcher accepted (their digest differs): they were changed after submission; "
                     + "refusing to run them");
             JobArchive.deleteTree(files);
             JobArchive.unzip(zip, files, req.maxJobBytes);
-            Files.write(done, new byte[0]);
+            Files.write(done, req.filesSha256.getBytes(StandardCharsets.UTF_8));
             return files;
         }
     }
 
+    /** Creates {@code dir} (and its parents) when missing; the directory itself is readable by its owner only. */
+    static void ownerOnlyDirectory(Path dir) throws IOException {
+        Files.createDirectories(dir);
+        try {
+            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
+        }
+        catch (UnsupportedOperationException e) {
+            // not a POSIX file system: its own permissions apply
+        }
+    }
+
+    /**
+     * The state and exit code a worker's node sealed into its record ({@code seal}), or null when the
+     * record is missing, was written by someone else or belongs to an earlier job of the same id.
+     */
+    static String[] openState(Ignite ignite, String nonce, String workerKey, Map<String, Object> record) {
+        Object sealed = record == null ? null : record.get("seal");
+        if (!(sealed instanceof byte[]))
+            return null;
+        String text = LauncherVault.open(ignite, LauncherVault.aad(nonce, "worker:" + workerKey), (byte[])sealed);
+        if (text == null)
+            return null;
+        String[] parts = text.split("\\|", 2);
+        return parts.length == 2 ? parts : null;
+    }
+
     /** Starts one worker and returns its pid once the process exists. */
     static long start(Ignite ignite, AgentTasks.StartWorker req) throws Exception {
+        LauncherPolicy.jobId(req.job);
         String key = LauncherCaches.workerKey(req.job, req.attempt, req.index);
         // A leftover of an older attempt of this job must not share the node with the new one.
         stop(ignite, req.job, req.attempt - 1, 5_000);
@@ -182,6 +220,10 @@ public final class WorkerAgent {
 
         List<String> cmd = new ArrayList<>();
         cmd.add(req.python);
+        // Isolated (-I): no current directory (the job's files) or PYTHON* variables on the shim's path,
+        // so a tensorflow_ignite/ shipped with the job cannot stand in for the module's shim. The
+        // worker the shim starts is the job's own command, with its directory importable as usual.
+        cmd.add("-I");
         cmd.add("-m");
         cmd.add("tensorflow_ignite.launcher.shim");
         cmd.add("--job");
@@ -221,7 +263,8 @@ public final class WorkerAgent {
         record.put("chunks", 0L);
         record.put("pid", null);
         record.put("exit_code", null);
-        record.put("log_file", dir.resolve("worker-" + req.attempt + "-" + req.index + ".log").toString());
+        record.put("log_file", LauncherPolicy.inside(dir, dir.resolve("worker-" + req.attempt + "-" + req.index
+            + ".log")).toString());
 
         WorkerProcess w = new WorkerProcess(ignite, key, req, pb, record);
         RUNNING.put(key, w);
@@ -245,6 +288,7 @@ public final class WorkerAgent {
      * Returns once each is gone and its exit is recorded.
      */
     static int stop(Ignite ignite, String job, long attempt, long graceMs) {
+        LauncherPolicy.jobId(job);
         List<WorkerProcess> victims = new ArrayList<>();
         for (WorkerProcess w : RUNNING.values()) {
             if (w.req.job.equals(job) && (attempt < 0 || w.req.attempt <= attempt))
@@ -329,8 +373,7 @@ public final class WorkerAgent {
 
         private void run() {
             try {
-                localLog = Files.newBufferedWriter(Paths.get((String)record.get("log_file")), StandardCharsets.UTF_8,
-                    StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+                localLog = openLog(Paths.get((String)record.get("log_file")));
             }
             catch (IOException e) {
                 localLog = null;
@@ -452,8 +495,10 @@ public final class WorkerAgent {
             chunk.put("t", pendingSince);
             String chunkKey = LauncherCaches.logKey(req.job, req.attempt, req.index, chunks);
             // Encrypted: the logs cache is readable by every client; the supervisor hands the
-            // text to the job's submitter (TfJobService.output).
-            chunk.put("sealed", LauncherVault.seal(ignite, chunkKey, String.join("\n", pending)));
+            // text to the job's submitter (TfJobService.output). The job's nonce in the associated
+            // data: output of an earlier job with the same id does not open as this one's.
+            chunk.put("sealed", LauncherVault.seal(ignite, LauncherVault.aad(req.outputNonce, chunkKey),
+                String.join("\n", pending)));
             logs.put(chunkKey, chunk);
             chunks++;
             pending.clear();
@@ -472,8 +517,26 @@ public final class WorkerAgent {
 
         private void putRecord() {
             IgniteCache<String, HashMap<String, Object>> workers = ignite.cache(LauncherCaches.WORKERS);
-            workers.put(key, new HashMap<>(record));
+            HashMap<String, Object> out = new HashMap<>(record);
+            // What the supervisor acts on (state, exit code), sealed: a worker record a client writes is ignored.
+            out.put("seal", LauncherVault.seal(ignite, LauncherVault.aad(req.outputNonce, "worker:" + key),
+                record.get("state") + "|" + record.get("exit_code")));
+            workers.put(key, out);
         }
+    }
+
+    /** A worker's log file on this node, created readable and writable by the node's OS user only. */
+    static BufferedWriter openLog(Path file) throws IOException {
+        if (!Files.exists(file, LinkOption.NOFOLLOW_LINKS)) {
+            try {
+                Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            }
+            catch (UnsupportedOperationException e) {
+                Files.createFile(file);
+            }
+        }
+        return Files.newBufferedWriter(file, StandardCharsets.UTF_8, StandardOpenOption.APPEND,
+            LinkOption.NOFOLLOW_LINKS);
     }
 
     /**
