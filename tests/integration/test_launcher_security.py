@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import secrets
 import stat
@@ -301,7 +302,8 @@ def _submit_archive(jobs: JobClient, job_id: str, cache: str, archive: bytes, **
     files = jobs.client.get_or_create_cache(layout.cache_config(layout.FILES))
     files.put(layout.file_key(job_id, 0), archive)
     body = {"id": job_id, "cache": cache, "command": ["python", "job.py"], "python": sys.executable, "env": {},
-            "strategy": "multi_worker_mirrored", "file_chunks": 1, "settle_ms": 0, "max_restarts": 0, **spec}
+            "strategy": "multi_worker_mirrored", "file_chunks": 1, "settle_ms": 0, "max_restarts": 0,
+            "files_sha256": hashlib.sha256(archive).hexdigest(), **spec}
     return jobs.invoke("submit", body)
 
 
@@ -399,10 +401,11 @@ def test_allowed_commands_bound_the_interpreter_and_the_program(
             jobs.submit(cache_name, job_dir, ["python", "job.py", str(marker)], name=f"{cache_name}-py",
                         python="/usr/bin/python3")
         assert not marker.exists()
-        # The service's lifecycle methods are public too: a client calling them changes nothing
-        # (the supervisor still runs the next job).
+        # The service's lifecycle methods are public too: a client's call is refused and changes
+        # nothing (the supervisor still runs the next job).
         for method in ("cancel", "init", "execute"):
-            assert jobs.invoke(method) is None
+            with pytest.raises(LauncherPermissionError, match="belongs to Ignite's deployment"):
+                jobs.invoke(method)
         rec = jobs.submit(cache_name, job_dir, ["python", "job.py", str(marker)], name=f"{cache_name}-ok",
                           settle_ms=0)
         assert rec["submitted_by"] is None  # no authentication: nobody to name
