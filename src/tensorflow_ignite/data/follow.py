@@ -167,6 +167,9 @@ class FollowStats:
     catch_ups: list[str] = field(default_factory=list)
     #: Following the log: rows read back from the log by catch-ups (after a restore or a lost query).
     caught_up_rows: int = 0
+    #: Following the log: entries of the log cache the module's writers did not make (their seal does not
+    #: verify: written, altered or copied by a client), treated as not written.
+    unsealed_entries: int = 0
 
 
 class _Query:

@@ -32,7 +32,9 @@ bytes.  A :class:`LogRun` follows that log instead of the cache:
 from __future__ import annotations
 
 import collections
+import hashlib
 import logging
+import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -56,7 +58,7 @@ if TYPE_CHECKING:
     from .follow import Follower, _Query
 
 __all__ = ["ATTRIBUTE", "SERVICE_NAME", "LOG_PREFIX", "LogEntry", "LogRun", "has_follow_log", "log_cache_name",
-           "log_head", "read_log_partition"]
+           "log_head", "read_log_partition", "verify_entries"]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,11 @@ ATTRIBUTE = "tensorflow-ignite.follow-log"
 SERVICE_NAME = "tf-ignite-follow-log"
 LOG_PREFIX = "tf_follow_log_"
 _REMOVED = (int(continuous.EventType.REMOVED), int(continuous.EventType.EXPIRED))
+#: Log events that write an entry: created, and updated -- the writers overwriting an entry a client put first.
+_WRITTEN = (int(continuous.EventType.CREATED), int(continuous.EventType.UPDATED))
+#: Entries one ``verify`` call checks at most (the service's ``MAX_VERIFY``).
+_MAX_VERIFY = 65536
+_SEAL_BYTES = 32
 
 
 def log_cache_name(cache: str) -> str:
@@ -84,29 +91,60 @@ def has_follow_log(client: IgniteClient, cache: str) -> bool:
     return bool(nodes) and len(logging_) == len(nodes)
 
 
-def log_head(client: IgniteClient, cache: str, timeout: float) -> list[int]:
-    """Each partition's update counter now, from the module (which first makes sure its log runs)."""
+def _invoke(client: IgniteClient, cache: str, method: str, args: list[Any], timeout: float) -> Any:
+    """Call the follow-log service's ``method``, waiting out a service (re)deploying or a node leaving.
+
+    Past ``timeout``: a connection failure raises :class:`IgniteConnectionError` (a run catches up),
+    the service's own error :class:`ServerError`.
+    """
     deadline = time.monotonic() + timeout
     delay = 0.05
     while True:
         features = client.default_connection.features
         try:
             body = client.request(
-                lambda rid: requests.service_invoke(rid, SERVICE_NAME, "head", [cache], features=features),
+                lambda rid: requests.service_invoke(rid, SERVICE_NAME, method, args, features=features),
                 Op.SERVICE_INVOKE, retry=False)
-            head = responses.decode_object(body, client.decoder())
-            return [int(c) for c in head]
+            return responses.decode_object(body, client.decoder())
         except (ServerError, IgniteConnectionError) as exc:
             # The service deploying on a node that just joined or started, or a node leaving.
             if time.monotonic() >= deadline:
                 raise IgniteConnectionError(
-                    f"IgniteDataset.follow over cache {cache!r}: the module's follow log did not answer within "
-                    f"{timeout}s ({type(exc).__name__}: {exc}); check the nodes' logs for 'tf-ignite follow log'",
+                    f"IgniteDataset.follow over cache {cache!r}: the module's follow log did not answer {method!r} "
+                    f"within {timeout}s ({type(exc).__name__}: {exc}); check the nodes' logs for 'tf-ignite follow "
+                    "log', and that every server node carries this version of the module",
                     address=getattr(exc, "address", None)) from None
             if isinstance(exc, IgniteConnectionError):
                 client.drop_connection(client.default_connection)
             time.sleep(delay)
             delay = min(1.0, delay * 2)
+
+
+def log_head(client: IgniteClient, cache: str, timeout: float) -> list[int]:
+    """Each partition's update counter now, from the module (which first makes sure its log runs)."""
+    return [int(c) for c in _invoke(client, cache, "head", [cache], timeout)]
+
+
+def verify_entries(client: IgniteClient, cache: str, entries: list["LogEntry"], timeout: float) -> list[bool]:
+    """Whether each of ``entries`` carries a valid seal: one service call per 65,536 entries.
+
+    An entry without a well-formed seal, partition or counter is not sent (it cannot verify).
+    """
+    ok = [False] * len(entries)
+    records: list[bytes] = []
+    asked: list[int] = []
+    for i, e in enumerate(entries):
+        if e.mac is None or len(e.mac) != _SEAL_BYTES or not -2**31 <= e.partition < 2**31 \
+                or not -2**63 <= e.counter < 2**63:
+            continue
+        records.append(struct.pack(">iq", e.partition, e.counter) + e.digest() + e.mac)
+        asked.append(i)
+    for start in range(0, len(records), _MAX_VERIFY):
+        answer = _bytes(_invoke(client, cache, "verify", [cache, b"".join(records[start:start + _MAX_VERIFY])],
+                                timeout))
+        for i, flag in zip(asked[start:start + _MAX_VERIFY], answer):
+            ok[i] = flag == 1
+    return ok
 
 
 @dataclass(frozen=True)
@@ -120,14 +158,33 @@ class LogEntry:
     key: bytes
     value: bytes | None  # the old value for removed and expired entries
     writer: int = -1  # the topology order of the node whose writer wrote it (-1: not recorded)
+    mac: bytes | None = None  # the seal (FollowLogSeal in the Java module; None: none)
 
     @classmethod
     def of(cls, key: Any, value: Any) -> "LogEntry":
         """From the decoded log key and log entry (binary objects)."""
         k, v = key.fields, value.fields
         data = v.get("v")
+        seal = v.get("m")
         return cls(int(k["p"]), int(k["c"]), int(v["t"]), int(v["prev"]), _bytes(v["k"]),
-                   None if data is None else _bytes(data), int(v.get("w", -1)))
+                   None if data is None else _bytes(data), int(v.get("w", -1)), None if seal is None else _bytes(seal))
+
+    @classmethod
+    def parse(cls, key: Any, value: Any) -> "LogEntry | None":
+        """:meth:`of`, or None for something else a client wrote into the log cache."""
+        try:
+            return cls.of(key, value)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
+
+    def digest(self) -> bytes:
+        """The SHA-256 of the sealed fields (``FollowLogSeal.digest``: t, prev, len(k), k, len(v), v)."""
+        h = hashlib.sha256(struct.pack(">BQi", self.kind & 0xFF, self.prev & 0xFFFF_FFFF_FFFF_FFFF, len(self.key)))
+        h.update(self.key)
+        h.update(struct.pack(">i", -1 if self.value is None else len(self.value)))
+        if self.value is not None:
+            h.update(self.value)
+        return h.digest()
 
 
 def _bytes(a: Any) -> bytes:
@@ -142,11 +199,18 @@ def read_log_partition(client: IgniteClient, cache: str, partition: int, partiti
     cache's partition count, so Ignite's default affinity puts them in log partition ``partition``;
     one partition is read at a time, so a catch-up holds one partition's lag in memory.
     """
+    return _read_log_partition(client, cache, partition, partitions, after)[0]
+
+
+def _read_log_partition(client: IgniteClient, cache: str, partition: int, partitions: int,
+                        after: int) -> tuple[list[LogEntry], int]:
+    """:func:`read_log_partition`, and how many rows of the log partition were no log entry at all."""
     where = affinity_partition(partition, partitions)
     rows = client.cache(log_cache_name(cache)).scan(partition=where)
-    out = [e for e in (LogEntry.of(k, v) for k, v in rows) if e.partition == partition and e.counter > after]
+    parsed = [LogEntry.parse(k, v) for k, v in rows]
+    out = [e for e in parsed if e is not None and e.partition == partition and e.counter > after]
     out.sort(key=lambda e: e.counter)
-    return out
+    return out, sum(e is None for e in parsed)
 
 
 class LogRun(FollowRun):
@@ -168,6 +232,8 @@ class LogRun(FollowRun):
         self._head_asked = False
         #: Pieces yielded but not yet handed out: (rows, partition -> last counter in the piece).
         self._pieces: collections.deque[tuple[int, dict[int, int]]] = collections.deque()
+        #: Partitions whose unsealed entries were logged already (one warning per partition and run).
+        self._warned: set[int] = set()
         f.stats.mode = "log"
         super().__init__(follower, resume)
 
@@ -237,14 +303,41 @@ class LogRun(FollowRun):
         self._accepted[e.partition] = e.counter
         return True
 
+    def _unsealed(self, entries: list[LogEntry]) -> set[int]:
+        """The indexes of ``entries`` that could be delivered or move a position but whose seal the
+        service does not confirm (one call for all of them); each is counted, and logged once per partition."""
+        candidates = [i for i, e in enumerate(entries)
+                      if e.partition in self._accepted and e.counter > self._accepted[e.partition]]
+        if not candidates:
+            return set()
+        f = self._f
+        ok = verify_entries(f.client, f.cache_name, [entries[i] for i in candidates], f.client.options.timeout)
+        bad = {i for i, good in zip(candidates, ok) if not good}
+        for i in sorted(bad):
+            self._refused(entries[i].partition, f"counter {entries[i].counter}")
+        return bad
+
+    def _refused(self, partition: int | None, what: str) -> None:
+        """Count an entry of the log that is not the module's (and log the first one per partition)."""
+        self._f.stats.unsealed_entries += 1
+        seen = -1 if partition is None else partition
+        if seen not in self._warned:
+            self._warned.add(seen)
+            where = "an unknown partition" if partition is None else f"partition {partition}"
+            log.warning("IgniteDataset.follow over cache %r: the follow log cache %r holds an entry (%s, %s) that the "
+                        "module's writers did not make (its seal does not verify): someone wrote into the log "
+                        "cache; it is treated as not written. Find who writes to it (every authenticated user can)",
+                        self._f.cache_name, log_cache_name(self._f.cache_name), where, what)
+
     def _rows_of(self, entries: list[LogEntry]) -> tuple[bytes, np.ndarray, int, list[Any]]:
-        """The rows of the entries to deliver (accepted in order), as :meth:`_decode_body` gives them."""
+        """The rows of the entries to deliver (sealed, accepted in order), as :meth:`_decode_body` gives them."""
         flag = self._opts.deletes == "flag"
         region = bytearray()
         gone: list[bool] = []
         tags: list[Any] = []
-        for e in entries:
-            if not self._accept(e):
+        unsealed = self._unsealed(entries)
+        for i, e in enumerate(entries):
+            if i in unsealed or not self._accept(e):
                 continue
             removed = e.kind in _REMOVED
             if e.value is None or (removed and not flag):
@@ -260,10 +353,17 @@ class LogRun(FollowRun):
         dec = self._f.client.decoder()
         entries = []
         for i in range(len(events)):
-            if events.types[i] != continuous.EventType.CREATED:
+            if events.types[i] not in _WRITTEN:
                 continue  # the log's own expiries
             start, end = int(events.offsets[i, 2]), int(events.offsets[i, 3])
-            entries.append(LogEntry.of(dec.decode(events.key(i)), dec.decode(events.body[start:end])))
+            try:
+                entry = LogEntry.parse(dec.decode(events.key(i)), dec.decode(events.body[start:end]))
+            except Exception:  # noqa: BLE001 - whatever a client wrote: not even a value this client can read
+                entry = None
+            if entry is None:
+                self._refused(None, "not a log entry")
+                continue
+            entries.append(entry)
         return self._rows_of(entries)
 
     def _catch_up(self) -> Iterator[dict[str, Any]]:
@@ -276,7 +376,9 @@ class LogRun(FollowRun):
         flag = self._opts.deletes == "flag"
         self._accepted = dict(self._ahead)
         for p in self._parts:
-            entries = read_log_partition(f.client, f.cache_name, p, f.partition_count, self._accepted[p])
+            entries, junk = _read_log_partition(f.client, f.cache_name, p, f.partition_count, self._accepted[p])
+            for _ in range(junk):
+                self._refused(p, "not a log entry")
             for start in range(0, len(entries), self._opts.batch_size):
                 region, gone, n, tags = self._rows_of(entries[start:start + self._opts.batch_size])
                 if not n:

@@ -48,7 +48,12 @@ import org.tensorflow.ignite.launcher.TfLauncherModule;
  * prev: long (the counter of the partition's previous update the writer saw, -1 unknown),
  * w: long (the topology order of the node whose writer wrote the entry: which node wrote what),
  * k: byte[] the key, v: byte[] the value -- the old value for removed and expired -- both in
- * Ignite's binary format as the thin client reads it}.
+ * Ignite's binary format as the thin client reads it, m: byte[] the entry's seal}.
+ *
+ * <p>Every authenticated thin client can write the log cache (Ignite 2 OSS has no authorization),
+ * so entries are sealed ({@link FollowLogSeal}: an HMAC with a key in the metastorage over the
+ * log's id, p, c and the fields a follower relies on) and a follower delivers an entry, or moves
+ * its position past it, only once the service confirmed its seal ({@link FollowLogService#verify}).
  */
 public final class FollowLog {
     /** The node attribute that names the followed caches (comma-separated). */
@@ -63,13 +68,21 @@ public final class FollowLog {
     /** The log's key type: fields {@code p} (int, the affinity field) and {@code c} (long). */
     public static final String KEY_TYPE = "TfFollowLogKey";
 
-    /** The log's value type: fields {@code t}, {@code prev}, {@code w}, {@code k}, {@code v}. */
+    /** The log's value type: fields {@code t}, {@code prev}, {@code w}, {@code k}, {@code v}, {@code m}. */
     public static final String ENTRY_TYPE = "TfFollowLogEntry";
+
+    /** How refusals of the service's methods start (the launcher's text: clients map it to a permission error). */
+    public static final String DENIED = "permission denied: ";
 
     /** Default retention of log entries: one hour. */
     public static final long DEFAULT_RETENTION_SECONDS = 3600;
 
     private FollowLog() {
+    }
+
+    /** A refusal of a client's call: {@value #DENIED} and why. */
+    static SecurityException denied(String why) {
+        return new SecurityException(DENIED + why);
     }
 
     /** The log cache of {@code cache}. */

@@ -16,7 +16,7 @@ import org.apache.ignite.binary.BinaryObject;
 /**
  * One node's writer of one follow log: takes the (key, entry) pairs the node's listener
  * ({@link FollowLogWriter}) hands it, in the order it hands them, and writes them in batches with
- * one {@code invokeAll} of {@link FollowLogSetIfAbsent} each.
+ * one {@code invokeAll} of {@link FollowLogSetUnlessSealed} each.
  *
  * <p><b>Order.</b> A follower drops a log entry at or before its position and fails on an entry
  * whose {@code prev} lies beyond it, so a log partition must become visible in counter order.
@@ -25,15 +25,17 @@ import org.apache.ignite.binary.BinaryObject;
  * Ignite sends the keys of one primary in one request and applies them in that order), and starts the next batch
  * only once the previous one was written. So, as with one {@code putIfAbsent} per event, every
  * entry this node writes becomes visible after every earlier entry of its partition this node
- * saw. Entries already on this node ({@code localPeek}: another node's writer was first) are
- * left out.
+ * saw. Entries already on this node with a valid seal ({@code localPeek}: another node's writer
+ * was first) are left out; an entry there whose seal does not verify (a thin client's forgery) is
+ * overwritten.
  *
  * <p><b>Back-pressure.</b> The queue is bounded ({@link #CAPACITY}); a full queue blocks the
  * listener (Ignite's async-callback stripe of the partition), which holds Ignite's continuous
  * query buffer rather than growing one of ours.
  *
- * <p><b>Failures.</b> A failed batch is written again (set-if-absent is idempotent) after
- * {@link #FIRST_BACKOFF_MS}, doubling, {@link #ATTEMPTS} times in all; then the batch is given up
+ * <p><b>Failures.</b> A failed batch is written again after
+ * {@link #FIRST_BACKOFF_MS}, doubling, {@link #ATTEMPTS} times in all (set-unless-sealed is
+ * idempotent); then the batch is given up
  * with an error in the node's log naming the cache, the entry count and each partition's
  * counters. The other module nodes write the same entries; if every writer gives an entry up, a
  * follower reaching it gets {@code FollowPositionLostError} (the next entry's {@code prev} is
@@ -73,14 +75,17 @@ final class FollowLogFlusher implements Runnable {
     private final IgniteLogger log;
     private final String cache;
     private final IgniteCache<Object, Object> logCache;
+    private final FollowLogSeal seal;
     private final BlockingQueue<Item> queue = new ArrayBlockingQueue<>(CAPACITY);
     private final Thread thread;
     private volatile boolean closed;
 
-    FollowLogFlusher(IgniteLogger log, String cache, IgniteCache<Object, Object> logCache, String node) {
+    FollowLogFlusher(IgniteLogger log, String cache, IgniteCache<Object, Object> logCache, FollowLogSeal seal,
+        String node) {
         this.log = log;
         this.cache = cache;
         this.logCache = logCache;
+        this.seal = seal;
         this.thread = new Thread(this, "tf-follow-log-" + cache + "-" + node);
         this.thread.setDaemon(true);
     }
@@ -131,10 +136,10 @@ final class FollowLogFlusher implements Runnable {
         // Sorted by (partition, counter): a partition's entries stay in counter order, and every node
         // locks the keys of a batch in the same order (an atomic cache locks them in request order).
         batch.sort(ORDER);
-        Map<Object, FollowLogSetIfAbsent> todo = new LinkedHashMap<>();
+        Map<Object, FollowLogSetUnlessSealed> todo = new LinkedHashMap<>();
         for (Item i : batch) {
-            if (logCache.localPeek(i.key) == null)
-                todo.put(i.key, new FollowLogSetIfAbsent(i.entry));
+            if (!seal.valid(i.part, i.counter, logCache.localPeek(i.key)))
+                todo.put(i.key, new FollowLogSetUnlessSealed(i.entry, seal.logId(), i.part, i.counter));
         }
         if (todo.isEmpty())
             return;

@@ -27,14 +27,24 @@ import org.apache.ignite.services.ServiceContext;
  * the node leaves, while the other nodes' queries go on writing the same entries. A node that
  * joins registers its own.
  *
- * <p>Client API (thin-client service invoke): {@link #head(String)}. Which caches are followed is
- * the operator's choice, in the node configuration; a client cannot add one.
+ * <p>Client API (thin-client service invoke): {@link #head(String)}, {@link #verify(String, byte[])},
+ * {@link #retention()} and the getters. Which caches are followed is the operator's choice, in the
+ * node configuration; a client cannot add one.
+ *
+ * <p><b>Every public method is callable by any authenticated thin client</b> (Ignite 2 OSS has no
+ * authorization; a client invokes a deployed service's methods by name). So the setters refuse
+ * once the service is deployed ({@link #init}), {@code init} refuses a second time, and
+ * {@code execute} and {@code cancel} act only for the {@link ServiceContext} Ignite deployed this
+ * instance with; refusals are {@link SecurityException}s starting with {@value FollowLog#DENIED}.
  */
 public class FollowLogService implements Service {
     private static final long serialVersionUID = 1L;
 
     /** How often {@code execute} looks for listed caches that were created since. */
     private static final long POLL_MS = 500;
+
+    /** Entries one {@link #verify} call checks at most. */
+    static final int MAX_VERIFY = 65536;
 
     private ArrayList<String> caches = new ArrayList<>();
     private long retentionSeconds = FollowLog.DEFAULT_RETENTION_SECONDS;
@@ -48,8 +58,16 @@ public class FollowLogService implements Service {
     private transient Map<String, QueryCursor<?>> running;
     private transient Map<String, FollowLogWriter> writers;
     private transient volatile boolean cancelled;
+    /** Set by {@link #init}: from then on the settings are fixed and {@code init} refuses. */
+    private transient volatile boolean deployed;
+    /** The context Ignite deployed this instance with ({@link #ours}). */
+    private transient volatile ServiceContext context;
+    /** Per followed cache, the seal {@link #verify} checks with (made on first use). */
+    private transient Map<String, FollowLogSeal> seals;
 
+    /** The caches to follow (node configuration only: refused once deployed). */
     public void setCaches(Collection<String> names) {
+        configurable();
         caches = new ArrayList<>(FollowLog.clean(names));
     }
 
@@ -57,7 +75,9 @@ public class FollowLogService implements Service {
         return new ArrayList<>(caches);
     }
 
+    /** How long log entries are kept (node configuration only: refused once deployed). */
     public void setRetentionSeconds(long seconds) {
+        configurable();
         if (seconds <= 0)
             throw new IllegalArgumentException("retentionSeconds must be positive, not " + seconds);
         retentionSeconds = seconds;
@@ -67,12 +87,39 @@ public class FollowLogService implements Service {
         return retentionSeconds;
     }
 
-    @Override public void init(ServiceContext ctx) {
+    /**
+     * The settings are the node configuration's: a thin client can invoke any public method of a
+     * deployed service by name, so once deployed the setters refuse.
+     */
+    private void configurable() {
+        if (deployed)
+            throw FollowLog.denied("the follow log's settings belong to the node configuration and cannot be "
+                + "changed through the service; change the node's configuration (FollowLog.configure, "
+                + "NodeLauncher --follow-log, the XML fragment of ignite-tf module config) and restart it");
+    }
+
+    /*
+     * Lifecycle. Ignite calls the ServiceContext forms once per deployed instance; a client calling them
+     * by name (with null or any context of its own) must neither reset the writers (init) nor stop
+     * them (cancel) nor start a second loop (execute).
+     */
+
+    @Override public synchronized void init(ServiceContext ctx) {
+        if (deployed)
+            throw FollowLog.denied("the follow-log service on this node is deployed already; init is Ignite's "
+                + "to call, once");
+        if (ctx == null)
+            throw FollowLog.denied("init is Ignite's to call, with the service's context");
+        context = ctx;
         running = new HashMap<>();
         writers = new HashMap<>();
+        seals = new HashMap<>();
+        deployed = true;
     }
 
     @Override public void execute(ServiceContext ctx) throws InterruptedException {
+        if (!ours(ctx))
+            throw FollowLog.denied("execute is Ignite's to call, with the context it deployed this service with");
         while (!cancelled && !ctx.isCancelled()) {
             Collection<String> existing = ignite.cacheNames();
             for (String c : caches) {
@@ -94,6 +141,8 @@ public class FollowLogService implements Service {
     }
 
     @Override public void cancel(ServiceContext ctx) {
+        if (!ours(ctx))
+            throw FollowLog.denied("cancel is Ignite's to call, with the context it deployed this service with");
         synchronized (this) {
             cancelled = true;
             notifyAll();
@@ -106,6 +155,13 @@ public class FollowLogService implements Service {
                 writers.clear();
             }
         }
+    }
+
+    /** Whether {@code ctx} is the context Ignite deployed this instance with (its execution id is not known to clients). */
+    private boolean ours(ServiceContext ctx) {
+        ServiceContext mine = context;
+        return ctx != null && mine != null && (ctx == mine || (ctx.executionId() != null
+            && ctx.executionId().equals(mine.executionId()) && String.valueOf(ctx.name()).equals(mine.name())));
     }
 
     /** Create the log of {@code cache} and register this node's query on it, once. */
@@ -144,9 +200,7 @@ public class FollowLogService implements Service {
      * reaches the log. A follower starts from here.
      */
     public long[] head(String cache) {
-        if (!caches.contains(cache))
-            throw new IllegalArgumentException("cache '" + cache + "' has no follow log: the node configuration "
-                + "lists " + caches + " (FollowLog.configure, or NodeLauncher --follow-log)");
+        listed(cache);
         start(cache);
         int partitions = ignite.affinity(cache).partitions();
         long[] head = new long[partitions];
@@ -158,6 +212,37 @@ public class FollowLogService implements Service {
                 head[p] = Math.max(head[p], node[p]);
         }
         return head;
+    }
+
+    /**
+     * Which of the given log entries of {@code cache} carry a valid seal ({@link FollowLogSeal}): a
+     * follower asks, once per batch of entries, before it delivers them or moves its position past
+     * them. {@code entries} holds {@link FollowLogSeal#VERIFY_RECORD} bytes per entry: partition
+     * (int), counter (long), the SHA-256 of its sealed fields and its {@code m} field; the answer
+     * one byte per entry, 1 when sealed. Read-only: it tells a client nothing it could forge with.
+     */
+    public byte[] verify(String cache, byte[] entries) {
+        listed(cache);
+        if (entries == null || entries.length % FollowLogSeal.VERIFY_RECORD != 0
+            || entries.length / FollowLogSeal.VERIFY_RECORD > MAX_VERIFY)
+            throw new IllegalArgumentException("verify of cache '" + cache + "' takes up to " + MAX_VERIFY
+                + " records of " + FollowLogSeal.VERIFY_RECORD + " bytes, not " + (entries == null ? "null"
+                : entries.length + " bytes"));
+        FollowLogSeal seal;
+        synchronized (this) {
+            seal = seals.get(cache);
+            if (seal == null) {
+                seal = FollowLogSeal.of(ignite, cache);
+                seals.put(cache, seal);
+            }
+        }
+        return seal.verify(entries);
+    }
+
+    private void listed(String cache) {
+        if (!caches.contains(cache))
+            throw new IllegalArgumentException("cache '" + cache + "' has no follow log: the node configuration "
+                + "lists " + caches + " (FollowLog.configure, or NodeLauncher --follow-log)");
     }
 
     /** The log's retention, in seconds. */

@@ -25,10 +25,14 @@ import org.apache.ignite.lang.IgniteAsyncCallback;
  * order, also across a primary's death (the backups' queues resend what the primary had not
  * sent). Being an {@link IgniteAsyncCallback}, it runs in the async-callback pool, striped by
  * partition, and a partition's events stay in order. It builds each entry and hands it to this
- * node's {@link FollowLogFlusher}, which writes them in batches, set-if-absent, keeping each
+ * node's {@link FollowLogFlusher}, which writes them in batches, set-unless-sealed, keeping each
  * partition's counter order: the log of a partition grows in counter order whichever of the
  * nodes' writers gets there first -- the entry (p, c) exists before (p, c') for every c &lt; c'
  * the writer of c' saw.
+ *
+ * <p>Each entry is sealed ({@link FollowLogSeal}: field {@code m}), and an entry already in the
+ * log at its (partition, counter) counts as written only when its seal verifies: a thin client's
+ * forgery placed there first is overwritten.
  */
 @IgniteAsyncCallback
 final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object> {
@@ -44,6 +48,8 @@ final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object>
     private final long[] last;
     /** This node's topology order, recorded in each entry it writes (which node wrote what). */
     private final long writer;
+    /** Seals each entry; tells a sealed entry already in the log from a forged one. */
+    private final FollowLogSeal seal;
 
     FollowLogWriter(Ignite ignite, IgniteLogger log, String cache, IgniteCache<Object, Object> logCache,
         int partitions) {
@@ -56,7 +62,8 @@ final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object>
         this.last = new long[partitions];
         Arrays.fill(last, -1L);
         this.writer = ignite.cluster().localNode().order();
-        this.flusher = new FollowLogFlusher(log, cache, logCache, String.valueOf(writer));
+        this.seal = FollowLogSeal.of(ignite, cache);
+        this.flusher = new FollowLogFlusher(log, cache, logCache, seal, String.valueOf(writer));
         this.flusher.start();
     }
 
@@ -90,14 +97,18 @@ final class FollowLogWriter implements CacheEntryUpdatedListener<Object, Object>
         Object value = gone ? e.getOldValue() : e.getValue();
         BinaryObject key = ignite.binary().builder(FollowLog.KEY_TYPE).setField("p", part).setField("c", counter)
             .build();
-        if (logCache.localPeek(key) != null)
-            return; // another node's writer was first
+        if (seal.valid(part, counter, logCache.localPeek(key)))
+            return; // another node's writer was first (an entry that is not sealed is overwritten)
+        byte t = (byte)type(e.getEventType());
+        byte[] k = bytes(e.getKey());
+        byte[] v = bytes(value);
         BinaryObject entry = ignite.binary().builder(FollowLog.ENTRY_TYPE)
-            .setField("t", (byte)type(e.getEventType()))
+            .setField("t", t)
             .setField("prev", prev)
             .setField("w", writer)
-            .setField("k", bytes(e.getKey()), byte[].class)
-            .setField("v", bytes(value), byte[].class)
+            .setField("k", k, byte[].class)
+            .setField("v", v, byte[].class)
+            .setField("m", seal.seal(part, counter, t, prev, k, v), byte[].class)
             .build();
         flusher.add(new FollowLogFlusher.Item(part, counter, key, entry));
     }
