@@ -358,8 +358,9 @@ class JobClient:
         cache = self._cache(layout.JOBS)
         if cache is None:
             return []
-        out = [plain(v) for _, v in cache.scan()]
-        return sorted(out, key=lambda r: r.get("created_ms") or 0, reverse=True)
+        # Every client may write this cache: what is not a record (another key or value type) is skipped.
+        out = [plain(v) for k, v in cache.scan() if isinstance(k, str) and isinstance(v, Mapping)]
+        return sorted(out, key=lambda r: r["created_ms"] if isinstance(r.get("created_ms"), int) else 0, reverse=True)
 
     def job(self, job_id: str) -> dict[str, Any]:
         """The job's record (raises :class:`JobNotFoundError`)."""
@@ -367,6 +368,9 @@ class JobClient:
         rec = cache.get(job_id) if cache is not None else None
         if rec is None:
             raise JobNotFoundError(f"no job named {job_id!r} on this cluster (see `ignite-tf ps`)")
+        if not isinstance(rec, Mapping):
+            raise JobNotFoundError(f"what is stored under {job_id!r} in {layout.JOBS} is not a job record (another "
+                                   "client wrote it); the launcher restores the record of a job it accepted")
         return plain(rec)
 
     def workers(self, job_id: str, attempt: int | None = None) -> list[dict[str, Any]]:

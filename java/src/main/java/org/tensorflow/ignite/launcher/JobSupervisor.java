@@ -4,7 +4,7 @@ import static org.tensorflow.ignite.launcher.TfJobService.MAX_BACKOFF_MS;
 import static org.tensorflow.ignite.launcher.TfJobService.MAX_EVENTS;
 import static org.tensorflow.ignite.launcher.TfJobService.POLL_MS;
 import static org.tensorflow.ignite.launcher.TfJobService.STOPPED_EXIT_CODE;
-import static org.tensorflow.ignite.launcher.TfJobService.TERMINAL;
+import static org.tensorflow.ignite.launcher.TfJobService.terminal;
 import static org.tensorflow.ignite.launcher.TfJobService.hostPort;
 import static org.tensorflow.ignite.launcher.TfJobService.list;
 import static org.tensorflow.ignite.launcher.TfJobService.lng;
@@ -64,6 +64,9 @@ final class JobSupervisor {
     /** Per job: the decision fields last written to the vault (saves a vault write when nothing changed). */
     private final Map<String, HashMap<String, Object>> saved = new HashMap<>();
 
+    /** Most keys reported as not being job ids (bounds the memory a client's writes can claim). */
+    static final int MAX_IGNORED_REPORTED = 10_000;
+
     /** Keys of the jobs cache already reported as not being job ids (one audit line each). */
     private final Set<String> ignored = new HashSet<>();
 
@@ -83,7 +86,7 @@ final class JobSupervisor {
             catch (Throwable e) {
                 if (cancelled)
                     break;
-                log.warning("tf-ignite launcher: reconcile failed, will retry: " + e, e);
+                warnOnce("tf-ignite launcher: reconcile failed, will retry: " + e, e);
             }
             synchronized (wake) {
                 try {
@@ -139,22 +142,25 @@ final class JobSupervisor {
         Map<String, HashMap<String, Object>> states = LauncherVault.states(ignite);
         Set<String> ids = new TreeSet<>();
         for (Map.Entry<String, HashMap<String, Object>> e : states.entrySet()) {
-            if (!TERMINAL.contains(str(e.getValue().get("state"))))
+            if (!terminal(e.getValue().get("state")))
                 ids.add(e.getKey());
         }
-        try (QueryCursor<Cache.Entry<String, HashMap<String, Object>>> cur = jobs.query(new ScanQuery<>())) {
-            for (Cache.Entry<String, HashMap<String, Object>> e : cur) {
-                String key = e.getKey();
-                HashMap<String, Object> value = e.getValue();
-                if (!validId(key)) {
-                    if (ignored.add(key))
+        // Kept binary: a client may have put anything there (another key type, a value of a class this
+        // node does not have); such entries are no job records and must not stop the loop.
+        IgniteCache<Object, Object> raw = jobs.withKeepBinary();
+        try (QueryCursor<Cache.Entry<Object, Object>> cur = raw.query(new ScanQuery<>())) {
+            for (Cache.Entry<Object, Object> e : cur) {
+                String key = e.getKey() instanceof String ? (String)e.getKey() : String.valueOf(e.getKey());
+                Map<?, ?> value = e.getValue() instanceof Map ? (Map<?, ?>)e.getValue() : null;
+                if (!(e.getKey() instanceof String) || !validId(key)) {
+                    if (ignored.size() < MAX_IGNORED_REPORTED && ignored.add(key))
                         audit("reconcile", LauncherPolicy.printable(key), "ignored: the key of this record in "
                             + LauncherCaches.JOBS + " is not a valid job id (written by a client, not the launcher)");
                     continue;
                 }
                 Object recState = value == null ? null : value.get("state");
                 HashMap<String, Object> st = states.get(key);
-                boolean differs = st == null ? !TERMINAL.contains(str(recState))
+                boolean differs = st == null ? !terminal(recState)
                     : !Objects.equals(recState, st.get("state"));
                 if (differs || !key.equals(str(value == null ? null : value.get("id"))))
                     ids.add(key);
@@ -164,9 +170,32 @@ final class JobSupervisor {
             if (cancelled)
                 return;
             synchronized (lock) {
-                reconcileOne(jobs, id);
+                try {
+                    reconcileOne(jobs, id);
+                }
+                catch (RuntimeException e) {
+                    if (cancelled)
+                        return;
+                    // One job's trouble (a record a client made unreadable, say) must not stop the others.
+                    warnOnce("tf-ignite launcher: job " + id + ": " + e, e);
+                }
             }
         }
+    }
+
+    /** The last failure reported by {@link #warnOnce}. */
+    private volatile String lastWarning;
+
+    /**
+     * A warning in the node's log, and on its console in Ignite's quiet mode, unless it repeats the
+     * previous one (the loop retries every {@link TfJobService#POLL_MS}).
+     */
+    private void warnOnce(String line, Throwable e) {
+        if (line.equals(lastWarning))
+            return;
+        lastWarning = line;
+        log.warning(line, e);
+        TfJobService.quietEcho(log, line);
     }
 
     private static boolean validId(String key) {
@@ -183,13 +212,13 @@ final class JobSupervisor {
     private void reconcileOne(IgniteCache<String, HashMap<String, Object>> jobs, String id) {
         HashMap<String, Object> spec = LauncherVault.spec(ignite, id);
         if (spec == null) {
-            HashMap<String, Object> stored = jobs.get(id);
-            if (stored != null && !TERMINAL.contains(str(stored.get("state"))))
+            HashMap<String, Object> stored = record(jobs, id);
+            if (stored != null && !terminal(stored.get("state")))
                 refuseUnsealed(jobs, id, stored);
             return;
         }
         HashMap<String, Object> rec = view(jobs, id, spec);
-        if (TERMINAL.contains(str(rec.get("state"))))
+        if (terminal(rec.get("state")))
             return;
         try {
             reconcile(jobs, rec, str(spec.get("output_nonce")));
@@ -211,14 +240,18 @@ final class JobSupervisor {
      */
     HashMap<String, Object> view(IgniteCache<String, HashMap<String, Object>> jobs, String id,
         HashMap<String, Object> spec) {
-        HashMap<String, Object> stored = jobs.get(id);
+        HashMap<String, Object> stored = record(jobs, id);
         HashMap<String, Object> rec = stored == null ? new HashMap<>() : new HashMap<>(stored);
         HashMap<String, Object> st = LauncherVault.state(ignite, id);
         if (st == null) {
-            // Accepted by a module version that kept no state in the vault: adopted once from the record.
+            // Accepted by a module version that kept no state in the vault: adopted once from the record;
+            // without a record there is nothing to adopt, and the job is not run again.
             st = decisions(rec);
-            if (st.get("state") == null)
-                st.put("state", "PENDING");
+            if (stored == null || st.get("state") == null) {
+                st.put("state", "FAILED");
+                st.put("exit_code", 1L);
+                st.put("message", "the job's record was lost before the launcher kept its state; not run again");
+            }
         }
         else
             saved.put(id, st);
@@ -240,12 +273,33 @@ final class JobSupervisor {
                 : "the record in " + LauncherCaches.JOBS + " was changed by a client (" + String.join(", ", changed)
                 + ")";
             audit("restore", id, "refused: " + why + "; restored from the launcher's sealed spec and state"
-                + (TERMINAL.contains(str(rec.get("state"))) ? " (the job is " + rec.get("state") + " and stays so)"
+                + (terminal(rec.get("state")) ? " (the job is " + rec.get("state") + " and stays so)"
                 : ""));
             event(rec, "record restored: " + why);
             save(jobs, rec);
         }
         return rec;
+    }
+
+    /**
+     * The record stored under {@code id}, or null when there is none or what is there is no record
+     * (a client may put any value under any key): such a value is treated as a deleted record.
+     */
+    @SuppressWarnings("unchecked")
+    static HashMap<String, Object> record(IgniteCache<String, HashMap<String, Object>> jobs, String id) {
+        Object v;
+        try {
+            v = ((IgniteCache<String, Object>)(IgniteCache<?, ?>)jobs).get(id);
+        }
+        catch (RuntimeException e) {
+            return null; // a value of a class this node cannot read
+        }
+        if (!(v instanceof Map))
+            return null;
+        HashMap<String, Object> out = new HashMap<>();
+        for (Map.Entry<?, ?> e : ((Map<?, ?>)v).entrySet())
+            out.put(String.valueOf(e.getKey()), e.getValue());
+        return out;
     }
 
     private static HashMap<String, Object> decisions(Map<String, Object> rec) {
@@ -446,8 +500,8 @@ final class JobSupervisor {
         Set<String> keys = new LinkedHashSet<>();
         for (Map<String, Object> w : workers)
             keys.add(LauncherCaches.workerKey(id, attempt, (int)lng(w.get("index"), 0)));
-        IgniteCache<String, HashMap<String, Object>> wc = LauncherCaches.cache(ignite, LauncherCaches.WORKERS);
-        Map<String, HashMap<String, Object>> states = wc.getAll(keys);
+        IgniteCache<String, Object> wc = LauncherCaches.cache(ignite, LauncherCaches.WORKERS);
+        Map<String, Object> states = wc.getAll(keys);
         int ok = 0;
         boolean chiefDone = false;
         String failure = null;

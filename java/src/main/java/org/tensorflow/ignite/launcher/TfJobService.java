@@ -35,9 +35,17 @@ import org.apache.ignite.services.ServiceContext;
  * and restarts all workers on a new plan — with bounded retries and exponential
  * backoff — when a worker fails, a node leaves or joins, or primaries move.
  *
- * <p>All state lives in the caches of {@link LauncherCaches} (one backup, FULL_SYNC),
- * never in this object, so when the node running the singleton dies, Ignite
- * deploys it on another node and the new instance simply continues the loop.
+ * <p>What decides -- each accepted job's sealed spec and its state as the supervisor decided it --
+ * lives in Ignite's distributed metastorage ({@link LauncherVault}), which thin clients cannot
+ * reach; the caches of {@link LauncherCaches} (one backup, FULL_SYNC) hold views of it that every
+ * client may read (and, Ignite having no authorization, write: a changed record is restored). So
+ * when the node running the singleton dies, Ignite deploys it on another node and the new instance
+ * simply continues the loop.
+ *
+ * <p>A thin client can invoke every public method of a deployed service by name: each is either a
+ * client call that checks its caller ({@link #submit}, {@link #stop}, {@link #remove}, {@link #output};
+ * {@link #ping}, {@link #securitySummary} and {@link #regions} only read) or refuses once deployed
+ * (the setters, {@link #getPolicy}, the lifecycle methods).
  */
 public class TfJobService implements Service {
     private static final long serialVersionUID = 1L;
@@ -68,6 +76,11 @@ public class TfJobService implements Service {
 
 
     static final Set<String> TERMINAL = Set.of("SUCCEEDED", "FAILED", "STOPPED");
+
+    /** Whether {@code state} (any value: records are written by clients too) is a finished job's. */
+    static boolean terminal(Object state) {
+        return state != null && TERMINAL.contains(state.toString());
+    }
 
     /** Exit code of a job stopped by the user (as if SIGTERM'd). */
     static final long STOPPED_EXIT_CODE = 143;
@@ -393,7 +406,14 @@ public class TfJobService implements Service {
             HashMap<String, Object> sealed = sealedSpec(rec);
             sealed.put("output_nonce", LauncherVault.nonce());
             LauncherVault.putSpec(ignite, id, sealed);
-            supervisor.save(jobs, rec);
+            try {
+                supervisor.save(jobs, rec);
+            }
+            catch (RuntimeException e) {
+                // Not accepted after all (this instance was cancelled, say): no spec without a state.
+                LauncherVault.removeSpec(ignite, id);
+                throw e;
+            }
         }
         supervisor.wakeUp();
         return rec;
@@ -422,7 +442,7 @@ public class TfJobService implements Service {
             // The request is the supervisor's (kept with the job's state in the vault): a client setting
             // stop_requested in the record stops nothing.
             HashMap<String, Object> rec = supervisor.view(jobs, job, spec);
-            if (!TERMINAL.contains(str(rec.get("state"))) && !Boolean.TRUE.equals(rec.get("stop_requested"))) {
+            if (!terminal(rec.get("state")) && !Boolean.TRUE.equals(rec.get("stop_requested"))) {
                 rec.put("stop_requested", true);
                 supervisor.event(rec, "stop requested by " + caller.describe());
                 supervisor.save(jobs, rec);
@@ -459,7 +479,7 @@ public class TfJobService implements Service {
                     audit(caller, "remove", job, null, "refused: no sealed spec; " + e.getMessage());
                     throw noSuchJob(job);
                 }
-                HashMap<String, Object> left = jobs.get(job);
+                HashMap<String, Object> left = JobSupervisor.record(jobs, job);
                 state = left == null ? null : left.get("state");
                 jobs.remove(job);
                 LauncherVault.removeState(ignite, job);
@@ -468,7 +488,7 @@ public class TfJobService implements Service {
                 authorizeOwner(jobs, job, spec, caller, "remove");
                 HashMap<String, Object> rec = supervisor.view(jobs, job, spec);
                 state = rec.get("state");
-                if (!TERMINAL.contains(str(state))) {
+                if (!terminal(state)) {
                     if (!force)
                         throw new IllegalArgumentException("job '" + job + "' is " + state + "; stop it first "
                             + "(ignite-tf stop " + job + ") or remove it with --force, which stops it");
@@ -524,16 +544,18 @@ public class TfJobService implements Service {
             wanted.add(key);
         }
         HashMap<String, HashMap<String, Object>> out = new HashMap<>();
-        IgniteCache<String, HashMap<String, Object>> logs = LauncherCaches.existing(ignite, LauncherCaches.LOGS);
+        IgniteCache<String, Object> logs = LauncherCaches.existing(ignite, LauncherCaches.LOGS);
         if (logs == null || wanted.isEmpty())
             return out;
         String nonce = str(spec.get("output_nonce"));
-        for (Map.Entry<String, HashMap<String, Object>> e : logs.getAll(wanted).entrySet()) {
-            Object sealed = e.getValue() == null ? null : e.getValue().get("sealed");
+        for (Map.Entry<String, Object> e : logs.getAll(wanted).entrySet()) {
+            // Whatever a client put there (any value) reads as altered; only what opens is shown.
+            Map<?, ?> stored = e.getValue() instanceof Map ? (Map<?, ?>)e.getValue() : null;
+            Object sealed = stored == null ? null : stored.get("sealed");
             String text = sealed instanceof byte[]
                 ? LauncherVault.open(ignite, LauncherVault.aad(nonce, e.getKey()), (byte[])sealed) : null;
             HashMap<String, Object> chunk = new HashMap<>();
-            chunk.put("t", e.getValue() == null ? null : e.getValue().get("t"));
+            chunk.put("t", stored == null || !(stored.get("t") instanceof Number) ? 0L : stored.get("t"));
             chunk.put("text", text != null ? text : "[tf-ignite] this output chunk was altered in the cache "
                 + LauncherCaches.LOGS + " after its node wrote it (or is left from an earlier job of this name); "
                 + "not shown");

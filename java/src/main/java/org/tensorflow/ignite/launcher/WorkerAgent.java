@@ -195,8 +195,8 @@ public final class WorkerAgent {
      * The state and exit code a worker's node sealed into its record ({@code seal}), or null when the
      * record is missing, was written by someone else or belongs to an earlier job of the same id.
      */
-    static String[] openState(Ignite ignite, String nonce, String workerKey, Map<String, Object> record) {
-        Object sealed = record == null ? null : record.get("seal");
+    static String[] openState(Ignite ignite, String nonce, String workerKey, Object record) {
+        Object sealed = record instanceof Map ? ((Map<?, ?>)record).get("seal") : null;
         if (!(sealed instanceof byte[]))
             return null;
         String text = LauncherVault.open(ignite, LauncherVault.aad(nonce, "worker:" + workerKey), (byte[])sealed);
