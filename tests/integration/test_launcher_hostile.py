@@ -31,7 +31,7 @@ import pytest
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.errors import ConfigurationError, LauncherError, LauncherPermissionError
 from tensorflow_ignite.launcher import layout
-from tensorflow_ignite.launcher.jobs import JobClient
+from tensorflow_ignite.launcher.jobs import SECRET_ENV_NAME, JobClient
 from tensorflow_ignite.launcher.module import LauncherSecurity
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.local.java import module_jar
@@ -138,6 +138,11 @@ def test_forged_records_and_path_ids_remove_nothing(hostile: dict[str, Any], use
     jobs = _jobs_cache(mallory)
     for key in ("..", ".", "a/../..", "/etc", "../..", f"{cache_name}-nospec"):
         jobs.put(key, {"id": "nope", "submitted_by": "mallory", "state": "FAILED"})
+    # No record at all: another key type, a value that is no map. The loop goes on past them.
+    jobs.put(42, {"id": "..", "state": "PENDING"})
+    jobs.put(f"{cache_name}-garbage", "not a record")
+    jobs.put(f"{cache_name}-nostate", {"id": f"{cache_name}-nostate"})  # before the fix: stopped every job
+    assert f"{cache_name}-garbage" not in [j.get("id") for j in alice.jobs()]  # `ignite-tf ps` skips them
     for bad in ("..", ".", "a/../..", "/etc", "../..", "..\\..", ""):
         for call, args in (("remove", (bad, False)), ("remove", (bad, True)), ("stop", (bad,)),
                            ("output", (bad, []))):
@@ -160,7 +165,7 @@ def test_forged_records_and_path_ids_remove_nothing(hostile: dict[str, Any], use
     again = _run(alice, cache_name, tmp_path, "after")
     assert again["state"] == "SUCCEEDED" and _runs(tmp_path, "after") == 1
     assert "is not a valid job id (written by a client, not the launcher)" in _node_logs(hostile["cluster"])
-    for key in ("..", ".", "a/../..", "/etc", "../.."):
+    for key in ("..", ".", "a/../..", "/etc", "../..", 42, f"{cache_name}-garbage", f"{cache_name}-nostate"):
         jobs.remove_key(key)
 
 
@@ -357,6 +362,13 @@ def test_job_environment_shim_and_logs_keep_their_limits(
         with pytest.raises(LauncherError, match=f"{key} looks like a secret") as err:
             alice.invoke("submit", {**base, "env": {key: "s3cr3t-value"}})
         assert "s3cr3t-value" not in str(err.value)
+    # The client's list and the launcher's are one list (jobs.SECRET_ENV_NAME, TfJobService.SECRET_NAME).
+    for key in ("GITHUB_TOKEN", "SSH_PRIVATE_KEY", "BASIC_AUTH", "OAUTH_CLIENT", "app_passphrase", "X_PW",
+                "EPOCHS", "AUTHOR", "PASSTHROUGH", "KEYSPACE", "MONKEY", "TF_CPP_MIN_LOG_LEVEL", "HASH_KEYS"):
+        with pytest.raises(LauncherError) as err:
+            alice.invoke("submit", {**base, "env": {key: "x"}, "file_chunks": 1})
+        assert ("looks like a secret" in str(err.value)) == bool(SECRET_ENV_NAME.fullmatch(key)), (key, err.value)
+        assert "looks like a secret" in str(err.value) or "does not say which archive" in str(err.value)
     url = "postgresql://scott:tiger-pw@db.example:5432/ml"
     with pytest.raises(ConfigurationError, match="DATABASE_URL holds a URL with a user name and password"):
         alice.submit(cache_name, tmp_path, ["python", "job.py"], env={"DATABASE_URL": url})
