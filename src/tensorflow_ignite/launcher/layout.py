@@ -7,13 +7,15 @@ cache                      key                                 value (Java HashM
                                                                plan, workers, failures, events
 ``tf_ignite_job_workers``  ``JOB/ATTEMPT/INDEX``               worker record: node, pid, state,
                                                                exit code, output chunk count
-``tf_ignite_job_logs``     ``JOB/ATTEMPT/INDEX/CHUNK``         ``{t: ms, text: lines}``
+``tf_ignite_job_logs``     ``JOB/ATTEMPT/INDEX/CHUNK``         ``{t: ms, sealed: AES-GCM bytes}``
 ``tf_ignite_job_files``    ``JOB/N``                           chunk N of the job directory's zip
 ``tf_ignite_job_results``  ``JOB/ATTEMPT/INDEX``               what the worker ``report()``-ed
 =========================  ==================================  =====================================
 
 The supervisor writes job records, each node's agent its workers' records and
-output, the CLI the files, workers their results.
+output, the CLI the files, workers their results.  Every authenticated user may
+write these caches too (Ignite 2 has no authorization): they are views, and the
+launcher decides from what it sealed in the metastorage (README, "Security").
 """
 
 from __future__ import annotations

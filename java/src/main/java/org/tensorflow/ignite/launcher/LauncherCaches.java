@@ -12,6 +12,9 @@ import org.apache.ignite.configuration.CacheConfiguration;
  * reads them through the thin client; {@code tensorflow_ignite/launcher/layout.py}
  * mirrors these names and key formats).
  *
+ * <p>Ignite 2 lets every authenticated user write every cache: nothing here decides
+ * what runs (README, "Security").
+ *
  * <p>All are partitioned with one backup and FULL_SYNC, so that losing one node
  * loses no job state: the supervisor, redeployed by Ignite on another node, picks
  * up where the dead one stopped. Values are plain {@code HashMap}/{@code ArrayList}
@@ -20,12 +23,15 @@ import org.apache.ignite.configuration.CacheConfiguration;
  *
  * <ul>
  *   <li>{@link #JOBS}: job id → job record (spec, state, attempt, current plan,
- *       restart history). Only the supervisor writes it.</li>
+ *       restart history): a view of what {@link LauncherVault} holds, written by the
+ *       supervisor and restored by it when a client changed it.</li>
  *   <li>{@link #WORKERS}: {@code job/attempt/index} → worker record (node, pid,
- *       state, exit code, number of output chunks). Only the node agent running
- *       that worker writes it.</li>
- *   <li>{@link #LOGS}: {@code job/attempt/index/chunk} → {@code {t, text}} output
- *       lines of one worker, in chunks numbered from 0.</li>
+ *       state, exit code, number of output chunks; {@code seal}: state and exit
+ *       code sealed by the node, the only part the supervisor acts on). Written by
+ *       the node agent running that worker.</li>
+ *   <li>{@link #LOGS}: {@code job/attempt/index/chunk} → {@code {t, sealed}} output
+ *       lines of one worker (AES-GCM, opened by {@code TfJobService.output}), in
+ *       chunks numbered from 0.</li>
  *   <li>{@link #FILES}: {@code job/n} → byte[] chunk n of the job directory's zip;
  *       written by the CLI before it submits the job.</li>
  *   <li>{@link #RESULTS}: {@code job/attempt/index} → whatever the worker reported
