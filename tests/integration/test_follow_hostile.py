@@ -102,7 +102,7 @@ def _create(client: IgniteClient, cache: str) -> None:
 
 
 def _log(client: IgniteClient, cache: str) -> dict[int, list[LogEntry]]:
-    """The log of the partitions of keys 0..KEYS-1 (reading all 1024 would outlast a follower's stream_timeout)."""
+    """The log of the partitions of keys 0..KEYS-1 (reading all 1024 partitions takes seconds)."""
     partitions = len(client.partition_map(cache).nodes)
     ours = sorted({affinity_partition(java_key_hash(k), partitions) for k in range(KEYS)})
     return {p: es for p in ours if (es := read_log_partition(client, cache, p, partitions, -1))}
@@ -182,9 +182,12 @@ def _copy(client: IgniteClient, cache: str, template: bytes, e: LogEntry, p: int
     _put_entry(client, cache, template, p, c, prev=e.prev, key=e.key, value=e.value, seal=e.mac, writer=e.writer)
 
 
-def _follow(client: IgniteClient, cache: str, stream_timeout: float | None = None) -> tuple[IgniteDataset,
-                                                                                           FollowInThread]:
-    ds = IgniteDataset.follow(cache, client=client, batch_size=16, max_wait=0.05, stream_timeout=stream_timeout)
+def _follow(client: IgniteClient, cache: str, rounds: int) -> tuple[IgniteDataset, FollowInThread]:
+    """A live follower of ``cache`` that ends after its snapshot and ``rounds`` rounds of updates.
+
+    It ends by ``max_rows``, not by a quiet spell: the attacks between the writes take seconds on
+    a loaded machine. A forged row delivered would take a real one's place (the check sees both)."""
+    ds = IgniteDataset.follow(cache, client=client, batch_size=16, max_wait=0.05, max_rows=(rounds + 1) * KEYS)
     follower = FollowInThread(ds)
     follower.wait_rows(KEYS, 120, f"the snapshot of {cache}")
     return ds, follower
@@ -230,7 +233,7 @@ def test_a_client_can_use_no_lifecycle_or_setter_of_the_service(hostile: dict[st
     cluster: LocalCluster = hostile["cluster"]
     with _as(hostile, "alice") as alice:
         _create(alice, SURFACE)
-        ds, follower = _follow(alice, SURFACE, stream_timeout=6.0)
+        ds, follower = _follow(alice, SURFACE, 5)
         follower.after.clear()
         for node in range(cluster.nodes):
             with _as(hostile, "mallory", node) as mallory:
@@ -261,7 +264,7 @@ def test_a_forged_entry_far_ahead_neither_skips_nor_is_delivered(hostile: dict[s
         _create(alice, FORGED)
         seqs = dict.fromkeys(range(KEYS), 0)
         path = _position_after_one_round(alice, FORGED, seqs, tmp_path)
-        ds, follower = _follow(alice, FORGED, stream_timeout=6.0)  # a live follower
+        ds, follower = _follow(alice, FORGED, 4)  # a live follower
         follower.after.clear()
         _write(alice, FORGED, seqs, 1)
         follower.wait_rows(2 * KEYS, 60, "the first updates")  # in the log, then
@@ -273,7 +276,8 @@ def test_a_forged_entry_far_ahead_neither_skips_nor_is_delivered(hostile: dict[s
                        value=encode_value(seq_row(1000 + p, 1)))
         _write(alice, FORGED, seqs, 3)
         follower.join()
-        restored = IgniteDataset.follow(FORGED, client=alice, batch_size=16, max_wait=0.05, stream_timeout=6.0)
+        # max_rows counts the rows handed out before the saved state too: the snapshot, one round, then 4.
+        restored = IgniteDataset.follow(FORGED, client=alice, batch_size=16, max_wait=0.05, max_rows=6 * KEYS)
         it2 = iter(restored)
         tf.train.Checkpoint(iterator=it2).read(path).assert_consumed()
         after: dict[int, list[int]] = defaultdict(list)
@@ -294,7 +298,7 @@ def test_a_forged_or_altered_entry_at_a_real_counter_is_never_delivered(hostile:
     with _as(hostile, "alice") as alice, _as(hostile, "mallory") as mallory:
         dec = alice.decoder()
         _create(alice, OCCUPY)
-        ds, follower = _follow(alice, OCCUPY, stream_timeout=6.0)
+        ds, follower = _follow(alice, OCCUPY, 3)
         follower.after.clear()
         seqs = dict.fromkeys(range(KEYS), 0)
         _write(alice, OCCUPY, seqs, 1)
@@ -305,7 +309,7 @@ def test_a_forged_or_altered_entry_at_a_real_counter_is_never_delivered(hostile:
         _put_entry(mallory, OCCUPY, template, p, head[p] + 1, prev=head[p], key=first.key,
                    value=encode_value(seq_row(0, 777_777)))
         _write(alice, OCCUPY, seqs, 2)
-        follower.wait_rows(4 * KEYS, 60, "the real updates")
+        follower.join()
         real = _logged(alice, OCCUPY, 0, 2)  # the writers overwrote the forgery: one entry there, theirs
         assert (real.partition, real.counter) == (p, head[p] + 1)
         assert [e.counter for e in _log(alice, OCCUPY)[p]].count(real.counter) == 1
@@ -329,7 +333,6 @@ def test_a_forged_or_altered_entry_at_a_real_counter_is_never_delivered(hostile:
                            match=f"FollowPositionLostError.*{OCCUPY}.*partition {victim.partition}"):
             for batch in it2:
                 delivered += zip(batch["key"].numpy().tolist(), batch["val"]["seq"].numpy().tolist())
-        follower.join()
     assert (0, 888_888) not in delivered and (0, 777_777) not in delivered, delivered
     assert restored.stats.unsealed_entries >= 1, restored.stats
 
@@ -339,7 +342,7 @@ def test_a_replayed_entry_is_never_delivered(hostile: dict[str, Any]) -> None:
     partition: none is delivered; the real updates that then take those counters are, once each."""
     with _as(hostile, "alice") as alice, _as(hostile, "mallory") as mallory:
         _create(alice, REPLAY)
-        ds, follower = _follow(alice, REPLAY, stream_timeout=6.0)
+        ds, follower = _follow(alice, REPLAY, 4)
         follower.after.clear()
         seqs = dict.fromkeys(range(KEYS), 0)
         _write(alice, REPLAY, seqs, 1)

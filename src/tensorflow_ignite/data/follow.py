@@ -426,6 +426,22 @@ class FollowRun:
     def _piece(self, tags: list[Any] | None, rows: int) -> None:
         """A piece of ``rows`` rows (tagged ``tags``) is about to be yielded (a subclass keeps positions)."""
 
+    def _decode_frames(self, bodies: list[memoryview], flag: bool) -> tuple[bytes, np.ndarray, int, list[Any] | None]:
+        """The rows to deliver of the notification frames taken at once, as :meth:`_decode_body` gives
+        them (a subclass may handle the frames together: the log's run checks their seals in one call)."""
+        region = bytearray()
+        gone: list[np.ndarray] = []
+        added = 0
+        tags: list[Any] | None = None
+        for body in bodies:
+            chunk, chunk_gone, n, chunk_tags = self._decode_body(body, flag)
+            region += chunk
+            gone.append(chunk_gone)
+            added += n
+            if chunk_tags is not None:
+                tags = (tags or []) + list(chunk_tags)
+        return bytes(region), np.concatenate(gone) if gone else np.zeros(0, dtype=bool), added, tags
+
     def _decode_body(self, body: memoryview, flag: bool) -> tuple[bytes, np.ndarray, int, list[Any] | None]:
         """One notification frame's rows to deliver: their (key, value) region, which are deletes,
         how many, and a tag per row (None: untagged)."""
@@ -473,8 +489,9 @@ class FollowRun:
                 wait = last_event + opts.stream_timeout - now
             else:
                 wait = 1.0
-            for body in query.take(wait):
-                chunk, gone, added, chunk_tags = self._decode_body(body, flag)
+            frames = query.take(wait)
+            if frames:
+                chunk, gone, added, chunk_tags = self._decode_frames(frames, flag)
                 region += chunk
                 deleted.append(gone)
                 if chunk_tags is not None:

@@ -330,7 +330,7 @@ class LogRun(FollowRun):
                         self._f.cache_name, log_cache_name(self._f.cache_name), where, what)
 
     def _rows_of(self, entries: list[LogEntry]) -> tuple[bytes, np.ndarray, int, list[Any]]:
-        """The rows of the entries to deliver (sealed, accepted in order), as :meth:`_decode_body` gives them."""
+        """The rows of the entries to deliver (sealed, accepted in order), as :meth:`_decode_frames` gives them."""
         flag = self._opts.deletes == "flag"
         region = bytearray()
         gone: list[bool] = []
@@ -348,9 +348,16 @@ class LogRun(FollowRun):
             tags.append((e.partition, e.counter))
         return bytes(region), np.asarray(gone, dtype=bool), len(tags), tags
 
-    def _decode_body(self, body: memoryview, flag: bool) -> tuple[bytes, np.ndarray, int, list[Any] | None]:
-        events = continuous.decode_continuous_events(body)
+    def _decode_frames(self, bodies: list[memoryview], flag: bool) -> tuple[bytes, np.ndarray, int, list[Any]]:
+        """The log entries of the frames taken at once, their seals checked in one call (:meth:`_rows_of`)."""
         dec = self._f.client.decoder()
+        entries: list[LogEntry] = []
+        for body in bodies:
+            entries += self._entries_of(continuous.decode_continuous_events(body), dec)
+        return self._rows_of(entries)
+
+    def _entries_of(self, events: continuous.ContinuousEvents, dec: Any) -> list[LogEntry]:
+        """The log entries one frame of events wrote (anything else counted as not the module's)."""
         entries = []
         for i in range(len(events)):
             if events.types[i] not in _WRITTEN:
@@ -364,7 +371,7 @@ class LogRun(FollowRun):
                 self._refused(None, "not a log entry")
                 continue
             entries.append(entry)
-        return self._rows_of(entries)
+        return entries
 
     def _catch_up(self) -> Iterator[dict[str, Any]]:
         """Every followed partition's log entries after the last row yielded, partition by partition.

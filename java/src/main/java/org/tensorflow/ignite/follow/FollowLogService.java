@@ -7,6 +7,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
+import javax.crypto.spec.SecretKeySpec;
+
 import org.apache.ignite.Ignite;
 import org.apache.ignite.IgniteCache;
 import org.apache.ignite.IgniteLogger;
@@ -62,8 +64,8 @@ public class FollowLogService implements Service {
     private transient volatile boolean deployed;
     /** The context Ignite deployed this instance with ({@link #ours}). */
     private transient volatile ServiceContext context;
-    /** Per followed cache, the seal {@link #verify} checks with (made on first use). */
-    private transient Map<String, FollowLogSeal> seals;
+    /** The cluster's seal key, read from the metastorage on {@link #verify}'s first call. */
+    private transient volatile SecretKeySpec sealKey;
 
     /** The caches to follow (node configuration only: refused once deployed). */
     public void setCaches(Collection<String> names) {
@@ -113,7 +115,6 @@ public class FollowLogService implements Service {
         context = ctx;
         running = new HashMap<>();
         writers = new HashMap<>();
-        seals = new HashMap<>();
         deployed = true;
     }
 
@@ -228,15 +229,11 @@ public class FollowLogService implements Service {
             throw new IllegalArgumentException("verify of cache '" + cache + "' takes up to " + MAX_VERIFY
                 + " records of " + FollowLogSeal.VERIFY_RECORD + " bytes, not " + (entries == null ? "null"
                 : entries.length + " bytes"));
-        FollowLogSeal seal;
-        synchronized (this) {
-            seal = seals.get(cache);
-            if (seal == null) {
-                seal = FollowLogSeal.of(ignite, cache);
-                seals.put(cache, seal);
-            }
-        }
-        return seal.verify(entries);
+        SecretKeySpec key = sealKey;
+        if (key == null)
+            sealKey = key = FollowLogSeal.key(ignite);
+        // The log's id now (a cache recreated since has another; its entries are sealed with that).
+        return new FollowLogSeal(key, FollowLogSeal.logId(ignite, cache)).verify(entries);
     }
 
     private void listed(String cache) {
