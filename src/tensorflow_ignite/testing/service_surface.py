@@ -81,8 +81,10 @@ def _javap_methods(classpath: str, classes: list[str]) -> dict[str, set[ServiceM
 def service_classes(module_jar: Path, ignite_core_jar: Path) -> list[str]:
     """The classes of ``module_jar`` that implement Ignite's ``Service`` (directly)."""
     with zipfile.ZipFile(module_jar) as zf:
+        # Only classes whose constant pool names the interface can implement it (javap confirms).
         names = [n[:-6].replace("/", ".") for n in zf.namelist()
-                 if n.endswith(".class") and "$" not in n and n.startswith("org/tensorflow/")]
+                 if n.endswith(".class") and "$" not in n and n.startswith("org/tensorflow/")
+                 and SERVICE_INTERFACE.replace(".", "/").encode() in zf.read(n)]
     proc = subprocess.run([_javap(), "-public", "-cp", f"{module_jar}:{ignite_core_jar}", *names],
                           capture_output=True, text=True, check=True, timeout=120)
     return sorted(m.group(1) for m in re.finditer(
