@@ -12,12 +12,14 @@ mallory (authenticated, not an admin) attacks:
     position (a live follower and one restored from a checkpoint get every real update after it);
 (c) a forged entry at the next real (partition, counter) is overwritten by the writers and the
     real update delivered; an entry's value replaced after it was written is never delivered
-    (the restored follower stops with ``FollowPositionLostError``: the real update is gone);
+    (the restored follower stops with ``FollowPositionLostError``: the real update is gone --
+    unless a writer that had not written that entry yet overwrote the replacement);
 (d) a real entry copied to other counters and another partition (replay): never delivered.
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 import shutil
 import subprocess
@@ -294,9 +296,10 @@ def test_a_forged_or_altered_entry_at_a_real_counter_is_never_delivered(hostile:
                                                                        tmp_path: Path) -> None:
     """(c) A forgery waiting at the next real counter is overwritten by the writers (the real update is
     delivered); a value replaced after the writers wrote it is not delivered: the restored follower
-    stops with FollowPositionLostError (the real update is no longer in the log)."""
+    stops with FollowPositionLostError (the real update is no longer in the log) -- or, when one of
+    the two nodes' writers had not written that entry yet, it overwrites the replacement and the
+    real update is delivered."""
     with _as(hostile, "alice") as alice, _as(hostile, "mallory") as mallory:
-        dec = alice.decoder()
         _create(alice, OCCUPY)
         ds, follower = _follow(alice, OCCUPY, 3)
         follower.after.clear()
@@ -322,19 +325,24 @@ def test_a_forged_or_altered_entry_at_a_real_counter_is_never_delivered(hostile:
         victim = _logged(alice, OCCUPY, 0, seqs[0])
         _put_entry(mallory, OCCUPY, template, victim.partition, victim.counter, prev=victim.prev, key=victim.key,
                    value=encode_value(seq_row(0, 888_888)), seal=victim.mac)
-        assert [dec.decode(e.value).fields["seq"] for e in _log(alice, OCCUPY)[victim.partition]
-                if e.counter == victim.counter] == [888_888], "the writers' entry itself was replaced"
         _write(alice, OCCUPY, seqs, 1)  # the next entry names the altered one as its previous update
-        restored = IgniteDataset.follow(OCCUPY, client=alice, batch_size=1, max_wait=0.05, stream_timeout=6.0)
+        restored = IgniteDataset.follow(OCCUPY, client=alice, batch_size=1, max_wait=0.05, max_rows=4 * KEYS,
+                                        stream_timeout=10.0)
         it2 = iter(restored)
         tf.train.Checkpoint(iterator=it2).read(path).assert_consumed()
         delivered: list[tuple[int, int]] = []
-        with pytest.raises(tf.errors.FailedPreconditionError,
-                           match=f"FollowPositionLostError.*{OCCUPY}.*partition {victim.partition}"):
+        lost = None
+        try:
             for batch in it2:
                 delivered += zip(batch["key"].numpy().tolist(), batch["val"]["seq"].numpy().tolist())
+        except tf.errors.FailedPreconditionError as exc:
+            lost = str(exc)
     assert (0, 888_888) not in delivered and (0, 777_777) not in delivered, delivered
-    assert restored.stats.unsealed_entries >= 1, restored.stats
+    if lost is not None:  # the replacement stood: the real update is not in the log any more, and that is said
+        assert re.search(f"FollowPositionLostError.*{OCCUPY}.*partition {victim.partition}", lost), lost
+        assert restored.stats.unsealed_entries >= 1, restored.stats
+    else:  # a writer that had not written the entry yet found the replacement and overwrote it (under load)
+        assert delivered.count((0, seqs[0] - 1)) == 1, delivered
 
 
 def test_a_replayed_entry_is_never_delivered(hostile: dict[str, Any]) -> None:
