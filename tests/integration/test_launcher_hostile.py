@@ -15,10 +15,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import re
-import secrets
-import shutil
-import subprocess
 import sys
 import time
 import zipfile
@@ -36,6 +32,9 @@ from tensorflow_ignite.launcher.module import LauncherSecurity
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.local.java import module_jar
 from tensorflow_ignite.local.stock import StockCluster
+from tensorflow_ignite.testing.service_surface import public_methods
+
+from ..unit import test_service_surface as surface
 
 from .test_launcher_jobs import write_job
 from .test_launcher_security import _jobs_as, _node_logs, _wait_state, _with_users
@@ -302,45 +301,50 @@ def test_archives_are_bound_to_the_submission_and_checked_on_every_node(
     assert not left.exists()
 
 
-def _public_methods() -> set[str]:
-    """Every public method of TfJobService (declared, and Service's defaults), by javap."""
-    javap = shutil.which("javap") or str(Path(os.environ.get("JAVA_HOME", "/usr")) / "bin" / "javap")
-    out = subprocess.run([javap, "-public", "-cp", str(module_jar()), "org.tensorflow.ignite.launcher.TfJobService"],
-                         capture_output=True, text=True, check=True, timeout=60).stdout
-    names = set(re.findall(r"\s(\w+)\((?:[^)]*)\)", out))
-    names.discard("TfJobService")
-    return names | {"init", "cancel", "execute"}
+def _args(params: tuple[str, ...], job: str, cache: str) -> list[Any]:
+    """Arguments of the right Java types for a client's call; anything else (a ServiceContext,
+    a LauncherPolicy) is null -- what a client would send."""
+    values = {"boolean": True, "long": 1, "java.lang.String": job, "java.util.List": [f"{job}/1/0/0"],
+              "java.util.Collection": ["mallory"], "java.util.Map": {
+                  "id": f"{cache}-mallory", "cache": cache, "command": ["python", "job.py"], "python": sys.executable}}
+    return [values.get(p) for p in params]
 
 
-#: The service's client calls (each checks its caller itself) ...
-CLIENT_CALLS = {"ping", "securitySummary", "regions", "submit", "stop", "remove", "output"}
-#: ... and every other public method, with arguments a client could send: refused once deployed.
-REFUSED_ONCE_DEPLOYED = {
-    "init": [(None,), ()], "cancel": [(None,), ()], "execute": [(None,), ()],
-    "setAllowUnauthenticated": [(True,)], "setSubmitters": [(["mallory"],)], "setAdmins": [(["mallory"],)],
-    "setAllowedCommands": [(["/bin/sh"],)], "setMaxJobBytes": [(1,)], "setWorkRoot": [("/",)],
-    "setPolicy": [(None,)], "getPolicy": [()],
-}
-
-
-def test_every_public_method_of_the_service_is_a_checked_call_or_refused(
+def test_every_service_method_called_by_a_client_is_refused_or_harmless(
         hostile: dict[str, Any], users: tuple[JobClient, ...], cache_name: str, tmp_path: Path) -> None:
+    """Each public method of TfJobService, from the enumeration ``tests/unit/test_service_surface.py``
+    classifies (read from the jar), called by mallory: settings, lifecycle (``init(null)`` ...) and
+    job calls refused; reads answer or refuse. Nothing changes: alice's job, the settings, the supervisor."""
     alice, mallory, _ = users
-    unknown = _public_methods() - CLIENT_CALLS - set(REFUSED_ONCE_DEPLOYED)
-    assert not unknown, f"public methods of TfJobService that no test knows: {sorted(unknown)}; make each a " \
-        "checked client call or refuse it once deployed, and list it here"
-    for method, calls in REFUSED_ONCE_DEPLOYED.items():
-        for args in calls:
-            with pytest.raises(LauncherPermissionError, match="(belongs to Ignite|belong to the node configuration)"):
-                mallory.invoke(method, *args)
-    # Nothing changed: mallory still may not submit, and the supervisor runs alice's next job.
+    owned = _run(alice, cache_name, tmp_path, "owned")
+    jar = module_jar()
+    kinds = surface.SURFACE[surface.LAUNCHER]
+    methods = public_methods(jar, next((jar.parent / "lib").glob("ignite-core-*.jar")), surface.LAUNCHER)
+    assert {m.name for m in methods} == set(kinds)  # the unit test's classification is this jar's surface
+    called = []
+    for method in sorted(methods, key=str):
+        try:
+            mallory.invoke(method.name, *_args(method.params, owned["id"], cache_name))
+            outcome = "answered"
+        except LauncherPermissionError:
+            outcome = "refused"
+        called.append((str(method), outcome))
+        if kinds[method.name] == surface.READ and method.name != "getPolicy":
+            assert outcome == "answered", method
+        else:  # settings, lifecycle (for anyone but Ignite's deployment), job calls, the settings' getter
+            assert outcome == "refused", method
+    assert ("init(org.apache.ignite.services.ServiceContext)", "refused") in called
+    # Nothing changed: alice's job, the settings, and the supervisor runs alice's next job.
+    assert alice.job(owned["id"])["state"] == "SUCCEEDED" and _runs(tmp_path, "owned") == 1
+    assert "submitters: alice; admins: ops" in str(alice.invoke("securitySummary"))
     with pytest.raises(LauncherPermissionError, match="Ignite user 'mallory' may not submit jobs"):
         mallory.submit(cache_name, write_job(tmp_path, "m", "print(1)\n"), ["python", "job.py"],
                        name=f"{cache_name}-m")
     rec = _run(alice, cache_name, tmp_path, "still")
     assert rec["state"] == "SUCCEEDED" and _runs(tmp_path, "still") == 1
     assert "action=init job=(service) decision=refused" in _node_logs(hostile["cluster"])
-    alice.remove(rec["id"])
+    for job in (owned["id"], rec["id"]):
+        alice.remove(job)
 
 
 def test_job_environment_shim_and_logs_keep_their_limits(
