@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import secrets
 import sys
 import time
 import zipfile
@@ -429,3 +430,25 @@ def test_id_reuse_does_not_open_an_earlier_jobs_output(
     text = "\n".join(line.text for line in alice.output(name, launcher=False))
     assert "first job secret output" not in text and "not shown" in text
     alice.remove(name)
+
+
+def test_forged_worker_records_decide_nothing(
+        hostile: dict[str, Any], users: tuple[JobClient, ...], cache_name: str, tmp_path: Path) -> None:
+    """The supervisor acts only on the worker state its node sealed: a worker record a client writes
+    (exited with 7, or with 0 while the worker still runs) neither restarts nor finishes the job."""
+    alice, mallory, _ = users
+    job_dir = write_job(tmp_path, "worker", APPEND_JOB)
+    rec = alice.submit(cache_name, job_dir, ["python", "job.py", str(tmp_path / "worker.runs"), "3"],
+                       name=f"{cache_name}-worker", settle_ms=0, max_restarts=3, backoff_ms=100)
+    _wait_state(alice, rec["id"], {"RUNNING"})
+    workers = mallory.client.get_or_create_cache(layout.cache_config(layout.WORKERS))
+    key = layout.worker_key(rec["id"], 1, 0)
+    real = workers.get(key)
+    assert real is not None and "seal" in real
+    for code in (7, 0):
+        workers.put(key, {**real, "state": "EXITED", "exit_code": code, "seal": secrets.token_bytes(48)})
+        time.sleep(0.8)
+        assert alice.job(rec["id"])["state"] == "RUNNING"
+    done = _wait_state(alice, rec["id"], FINAL)
+    assert done["state"] == "SUCCEEDED" and done["restarts"] == 0 and _runs(tmp_path, "worker") == 1
+    alice.remove(rec["id"])
