@@ -2,8 +2,8 @@
 
 Ignite 2 OSS has authentication but no authorization: every authenticated user may invoke any
 public method of a deployed service by name and read and write every cache, the follow log's
-too. Two nodes with authentication keep the follow log of the caches below; alice follows,
-mallory (authenticated, not an admin) attacks:
+too. Two nodes with authentication keep the follow log of the caches below (and, for (a) and (b),
+one stock 2.17 node from Spring XML does); alice follows, mallory (authenticated, not an admin) attacks:
 
 (a) every public method of ``FollowLogService``: the setters, ``init``, ``execute`` and
     ``cancel`` are refused (the no-argument ``Service`` defaults do nothing), and afterwards the
@@ -36,6 +36,7 @@ from tensorflow_ignite.data.follow_log import SERVICE_NAME, LogEntry, log_cache_
 from tensorflow_ignite.errors import ServerError
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.local.java import module_jar
+from tensorflow_ignite.local.stock import StockCluster
 from tensorflow_ignite.protocol import requests, responses
 from tensorflow_ignite.protocol.binary.encode import encode_value
 from tensorflow_ignite.protocol.cache_config import CacheConfiguration
@@ -69,11 +70,20 @@ CALLS: dict[tuple[str, int], tuple[str, tuple[Any, ...]]] = {
     ("getCaches", 0): (ANSWERS, ()), ("getRetentionSeconds", 0): (ANSWERS, ()),
 }
 
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    cluster = LocalCluster(tmp_path_factory.mktemp("follow-hostile"), nodes=2, name="tfi-follow-hostile",
-                           auth=True, sql=True, heap_mb=384, region_mb=128,
-                           follow_log=(SURFACE, FORGED, OCCUPY, REPLAY), follow_log_retention_s=600)
+@pytest.fixture(scope="module", params=["own-nodes", "stock-2.17-xml"])
+def hostile(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    """Two of the project's own nodes, or one stock 2.17 node from Spring XML (the fragment of
+    ``ignite-tf module config``), each with authentication, SQL and the follow log of the caches above.
+    (c) and (d) run on the own nodes only: they need two writers; (a) and (b) on both."""
+    caches = (SURFACE, FORGED, OCCUPY, REPLAY)
+    if request.param == "own-nodes":
+        cluster: LocalCluster = LocalCluster(tmp_path_factory.mktemp("follow-hostile"), nodes=2,
+                                             name="tfi-follow-hostile", auth=True, sql=True, heap_mb=384,
+                                             region_mb=128, follow_log=caches, follow_log_retention_s=600)
+    else:
+        cluster = StockCluster(tmp_path_factory.mktemp("follow-hostile-xml"), nodes=1, name="tfi-follow-hostxml",
+                               heap_mb=384, region_mb=128, ignite_version="2.17.0", auth=True, sql=True,
+                               follow_log=caches, follow_log_retention_s=600)
     try:
         cluster.start()
         passwords = {u: "pw-" + secrets.token_hex(8) for u in ("alice", "mallory")}
@@ -296,6 +306,7 @@ def test_a_forged_entry_far_ahead_neither_skips_nor_is_delivered(hostile: dict[s
     _assert_once(after, seqs, 1, "restored from a checkpoint, forged entries at 2^62 in the log")
 
 
+@pytest.mark.parametrize("hostile", ["own-nodes"], indirect=True)
 def test_a_forged_or_altered_entry_at_a_real_counter_is_never_delivered(hostile: dict[str, Any],
                                                                        tmp_path: Path) -> None:
     """(c) A forgery waiting at the next real counter is overwritten by the writers (the real update is
@@ -349,6 +360,7 @@ def test_a_forged_or_altered_entry_at_a_real_counter_is_never_delivered(hostile:
         assert delivered.count((0, seqs[0] - 1)) == 1, delivered
 
 
+@pytest.mark.parametrize("hostile", ["own-nodes"], indirect=True)
 def test_a_replayed_entry_is_never_delivered(hostile: dict[str, Any]) -> None:
     """(d) A real entry, seal and all, copied to the next counter of its partition, to 2^62 and to another
     partition: none is delivered; the real updates that then take those counters are, once each."""
