@@ -1,22 +1,18 @@
 package org.tensorflow.ignite.follow;
 
-import java.io.Serializable;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
-import java.security.SecureRandom;
 
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 import org.apache.ignite.Ignite;
-import org.apache.ignite.IgniteCheckedException;
-import org.apache.ignite.IgniteException;
 import org.apache.ignite.binary.BinaryObject;
 import org.apache.ignite.internal.IgniteEx;
 import org.apache.ignite.internal.processors.cache.DynamicCacheDescriptor;
-import org.apache.ignite.internal.processors.metastorage.DistributedMetaStorage;
+import org.tensorflow.ignite.ClusterSecrets;
 
 /**
  * The seal of a follow log's entries: what lets a follower tell an entry the module's writers made
@@ -47,7 +43,6 @@ final class FollowLogSeal {
     static final int VERIFY_RECORD = 4 + 8 + 32 + 32;
 
     private static final byte[] DOMAIN = "tf-follow-log-1".getBytes(StandardCharsets.UTF_8);
-    private static final SecureRandom RANDOM = new SecureRandom();
 
     private final SecretKeySpec key;
     private final String id;
@@ -71,23 +66,7 @@ final class FollowLogSeal {
 
     /** The cluster's seal key, made on first use. */
     static SecretKeySpec key(Ignite ignite) {
-        try {
-            DistributedMetaStorage ms = ((IgniteEx)ignite).context().distributedMetastorage();
-            Serializable k = ms.read(KEY_NAME);
-            if (k instanceof SecretKeySpec)
-                return (SecretKeySpec)k;
-            byte[] raw = new byte[32];
-            RANDOM.nextBytes(raw);
-            ms.compareAndSet(KEY_NAME, null, new SecretKeySpec(raw, "HmacSHA256"));
-            k = ms.read(KEY_NAME);
-            if (!(k instanceof SecretKeySpec))
-                throw new IgniteException("the follow log's seal key could not be created in the metastorage");
-            return (SecretKeySpec)k;
-        }
-        catch (IgniteCheckedException e) {
-            throw new IgniteException("could not read the follow log's seal key from the metastorage: "
-                + e.getMessage(), e);
-        }
+        return ClusterSecrets.key(ignite, KEY_NAME, "HmacSHA256", "the follow log's seal key");
     }
 
     /** The deployment ids of {@code cache} and of its log: "a/b". */

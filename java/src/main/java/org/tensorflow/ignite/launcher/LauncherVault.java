@@ -18,6 +18,7 @@ import org.apache.ignite.IgniteCheckedException;
 import org.apache.ignite.IgniteException;
 import org.apache.ignite.internal.IgniteEx;
 import org.apache.ignite.internal.processors.metastorage.DistributedMetaStorage;
+import org.tensorflow.ignite.ClusterSecrets;
 
 /**
  * What the launcher keeps where thin clients cannot reach it: Ignite's distributed metastorage
@@ -153,22 +154,7 @@ final class LauncherVault {
 
     /** The cluster's output key, made on first use (a SecretKeySpec: the metastorage view does not print it). */
     static SecretKeySpec outputKey(Ignite ignite) {
-        try {
-            DistributedMetaStorage ms = store(ignite);
-            Serializable k = ms.read(OUTPUT_KEY);
-            if (k instanceof SecretKeySpec)
-                return (SecretKeySpec)k;
-            byte[] raw = new byte[32];
-            RANDOM.nextBytes(raw);
-            ms.compareAndSet(OUTPUT_KEY, null, new SecretKeySpec(raw, "AES"));
-            k = ms.read(OUTPUT_KEY);
-            if (!(k instanceof SecretKeySpec))
-                throw new IgniteException("the launcher's output key could not be created");
-            return (SecretKeySpec)k;
-        }
-        catch (IgniteCheckedException e) {
-            throw new IgniteException("could not read the launcher's output key: " + e.getMessage(), e);
-        }
+        return ClusterSecrets.key(ignite, OUTPUT_KEY, "AES", "the launcher's output key");
     }
 
     /** {@code text} encrypted for the logs cache: 12 bytes of nonce, then AES-GCM cipher text and tag. */
