@@ -22,6 +22,7 @@ import pytest
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.launcher.jobs import JobClient
 from tensorflow_ignite.local.cluster import LocalCluster
+from tensorflow_ignite.testing.waiting import wait_for
 
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
@@ -163,7 +164,9 @@ def test_attach_detaches_on_every_signal(ignite_cluster: LocalCluster, cache_nam
             assert "detached" in rest, (sig.name, rest[-2000:])
             assert proc.returncode != 0
             with JobClient.connect(host, port) as jobs:
-                assert jobs.job(name)["state"] == "RUNNING", sig.name  # attach only follows the job
+                # attach only follows the job: it goes on (a worker may print before the supervisor has
+                # started the last one and recorded RUNNING; a stopped job would never get there).
+                wait_for(lambda: jobs.job(name)["state"] == "RUNNING", 60, f"{name} RUNNING after {sig.name}")
     finally:
         with JobClient.connect(host, port) as jobs:
             jobs.stop(name, wait=True, timeout=60)
