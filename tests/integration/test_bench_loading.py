@@ -28,6 +28,8 @@ ROWS = 3000
 
 
 @pytest.mark.slow
+@pytest.mark.long_only("test_writer.py (our writer: every row, each batch to its primary), test_other_clients.py and "
+                       "test_thick_client_data.py (pyignite's and Java's writers), test_bench_smoke.py (the harness)")
 def test_every_loading_contender_loads_every_row(ignite_cluster: LocalCluster, tmp_path: Path) -> None:
     assert traffic_measurable(), "`ss` (package iproute2) counts the bytes sent to each node; install it"
     host, port = ignite_cluster.address()

@@ -36,7 +36,7 @@ from . import test_launcher_faults as faults_on_our_nodes
 from . import test_launcher_jobs as on_our_nodes
 from tensorflow_ignite.testing.waiting import wait_rebalanced
 
-from .test_dataset_faults import SCAN_MODES, assert_exactly_once, fill_cache
+from .test_dataset_faults import KILL_MODES, assert_exactly_once, fill_cache
 from .test_launcher_jobs import addr, assert_checkpoints_in_ignite, children, job_processes, launch_digits_resnet
 
 
@@ -156,7 +156,7 @@ def test_node_kill_moves_the_launcher_and_the_job_resumes(stock_cluster: StockCl
             stock_cluster.restart_nodes(down)
 
 
-@pytest.mark.parametrize("readers,mode", SCAN_MODES)
+@pytest.mark.parametrize("readers,mode", KILL_MODES)  # partition scans' kill trial under --long, as on our nodes
 def test_node_kill_mid_epoch_loses_and_repeats_nothing(stock_cluster: StockCluster, cache_name: str,
                                                        readers: int, mode: str) -> None:
     """backups=1: a stock node SIGKILLed mid-epoch costs no row and repeats none."""
