@@ -38,7 +38,8 @@ def test_wheel_installs_and_runs_outside_the_checkout_without_a_compiler() -> No
         names = wheel.namelist()
     # Exactly this Python's libraries, no library grafted by auditwheel (TensorFlow's stays external).
     native = sorted(n for n in names if n.endswith(".so") or ".so." in n)
-    assert native == [f"tensorflow_ignite/native/_tf_ignite_data.cpython-{TAG[2:]}-x86_64-linux-gnu.so",
+    assert native == ["tensorflow_ignite/native/_tf_ignite_bind.so",  # the launcher's bind fence (libc only)
+                      f"tensorflow_ignite/native/_tf_ignite_data.cpython-{TAG[2:]}-x86_64-linux-gnu.so",
                       f"tensorflow_ignite/native/_tf_ignite_fs.cpython-{TAG[2:]}-x86_64-linux-gnu.so"], native
     assert "tensorflow_ignite/native/_build_info.json" in names
     assert "tensorflow_ignite/jars/tensorflow-ignite-node.jar" in names
