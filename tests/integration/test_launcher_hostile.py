@@ -241,10 +241,10 @@ def test_limits_and_stop_requests_written_into_the_record_are_ignored(
     # A job that ignores SIGTERM, sealed with a 1 s grace: a grace of 10^12 ms written into its
     # record does not hold alice's stop (nor the supervisor) for longer.
     job_dir = write_job(tmp_path, "stubborn", """
-        import signal, sys, time
+        import signal, sys, threading
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         open(sys.argv[1], "a").write("run\\n")
-        time.sleep(600)
+        threading.Event().wait()  # until killed: the grace under test ends it
     """)
     rec = alice.submit(cache_name, job_dir, ["python", "job.py", str(tmp_path / "stubborn.runs")],
                        name=f"{cache_name}-stubborn", settle_ms=0, grace_ms=1000)
