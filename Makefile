@@ -10,6 +10,7 @@
 #   make soak-follow  IgniteDataset.follow behind a slow consumer: bounded queue, flat memory
 #   make wheel   cp311/cp312/cp313 manylinux wheels in dist/
 #   make compat  every tested Ignite release (with a table) and the wheel on Python 3.12, 3.13
+#   make docs    the documentation site in site/, built strictly (mkdocs.yml; CI builds it in the tests)
 #
 # `setup` is idempotent and quick when nothing changed: each step is a file
 # target that depends on the inputs it was built from.
@@ -22,10 +23,10 @@ JAVA_SRC    := $(shell find java/src -name '*.java' 2>/dev/null) java/pom.xml ja
 NATIVE_SRC  := $(wildcard src/tensorflow_ignite/native/*.cc) $(wildcard src/tensorflow_ignite/native/*.h) $(wildcard src/tensorflow_ignite/native/build.py)
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps venv java native stock ignite3 demo test test-long bench bench-3 bench-revisions soak soak-follow fuzz clean help wheel compat compat-wheel compat-versions
+.PHONY: setup system-deps venv java native stock ignite3 demo docs test test-long bench bench-3 bench-revisions soak soak-follow fuzz clean help wheel compat compat-wheel compat-versions
 
 help:
-	@sed -n '2,12p' Makefile
+	@sed -n '2,13p' Makefile
 
 setup: system-deps venv java native stock ignite3
 
@@ -41,7 +42,7 @@ $(STAMPS)/venv: pyproject.toml $(STAMPS)/system-deps
 	@mkdir -p $(STAMPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[tf-cpu,test,ignite3,bench]'
+	$(PY) -m pip install --quiet -e '.[tf-cpu,test,ignite3,bench,docs]'
 # tf_keras requires the full `tensorflow` wheel; the CPU build provides the same package.
 	$(PY) -m pip install --quiet --no-deps 'tf-keras==2.21.*'
 	@touch $@
@@ -83,6 +84,11 @@ $(STAMPS)/native: $(NATIVE_SRC) $(STAMPS)/venv
 
 demo: setup
 	$(VENV)/bin/ignite-tf demo $(DEMO_ARGS)
+
+# The documentation site, strictly: a broken link, a missing reference or a page outside the
+# navigation fails (tests/unit/test_docs_site.py builds it the same way in the tests).
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 test: setup
 	bash scripts/run-tests.sh $(PYTEST_ARGS)
