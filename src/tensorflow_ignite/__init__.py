@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import _lazy
 from .errors import *  # noqa: F401,F403  (the error hierarchy is public API)
+from .errors import __all__ as _error_names
 
 __version__ = "0.1.0.dev0"
 
@@ -58,7 +59,8 @@ def _after_import(name: str) -> None:
         _fs_registration.ensure()
 
 
-__getattr__ = _lazy.lazy_getattr(__name__, {
+#: The package's public names imported on first use: name -> the module that defines it.
+_EXPORTS = {
     "IgniteDataset": ".data.dataset",
     "IgniteClient": ".client",
     "LocalCluster": ".local.cluster",
@@ -66,4 +68,8 @@ __getattr__ = _lazy.lazy_getattr(__name__, {
     "WriteResult": ".data.write",
     "predict": ".scoring",
     "PredictResult": ".scoring",
-}, on_load=_after_import)
+}
+__getattr__ = _lazy.lazy_getattr(__name__, _EXPORTS, on_load=_after_import)
+
+#: Every public name: the lazy exports and the error hierarchy (the API reference lists each).
+__all__ = [*_EXPORTS, *_error_names]
