@@ -12,14 +12,14 @@ TensorFlow until something that needs it is used, so the command line stays fast
 from __future__ import annotations
 
 from . import _lazy
-from .errors import *  # noqa: F401,F403  (the error hierarchy is public API)
+from .errors import *  # noqa: F403  (the error hierarchy is public API)
 from .errors import __all__ as _error_names
 
 __version__ = "0.1.0.dev0"
 
 # ignite:// and igfs:// for TensorFlow: registered now if TensorFlow is already
 # imported, else as soon as it is (an import hook; no TensorFlow import here).
-from .fs import registration as _fs_registration  # noqa: E402
+from .fs import registration as _fs_registration
 
 _fs_registration.install()
 

@@ -331,6 +331,7 @@ def _score_in_place(model_uri: str, host: str, port: int, settings: dict[str, An
     import numpy as np
 
     import tensorflow_ignite as ti
+
     from .client import ConnectionOptions
 
     result = ti.predict(model_uri, TEST_CACHE, SCORES_CACHE, host=host, port=port, mode="overwrite",

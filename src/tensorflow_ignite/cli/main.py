@@ -13,10 +13,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from ..errors import IgniteError
 from .. import demo
-from . import job, load, module, node, predict, tensorboard
+from ..errors import IgniteError
 from ..native.quiet import quiet_tensorflow_import
+from . import job, load, module, node, predict, tensorboard
 from .signals import Terminated, terminate_as_interrupt
 
 __all__ = ["main", "build_parser", "version_text"]

@@ -94,9 +94,8 @@ def _config(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from ..client import ConnectionOptions
-    from ..launcher.module import MODULE_VERSION, module_status, require_module
-
     from ..launcher.jobs import JobClient
+    from ..launcher.module import MODULE_VERSION, module_status, require_module
 
     with ConnectionOptions(host=args.host, port=args.port, **client_settings(args)).open() as client:
         nodes = module_status(client)

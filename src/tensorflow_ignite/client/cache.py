@@ -13,8 +13,8 @@ import numpy as np
 from ..errors import (
     AuthenticationError,
     CacheNotFoundError,
-    IgniteError,
     IgniteConnectionError,
+    IgniteError,
     ProtocolError,
     ServerError,
     TLSError,

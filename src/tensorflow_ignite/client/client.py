@@ -34,11 +34,11 @@ from ..errors import (
     TLSError,
 )
 from ..protocol import requests, responses
-from ..protocol.endpoint import DEFAULT_ENDPOINT, DEFAULT_PORT, format_endpoint
 from ..protocol.binary import BinaryDecoder, BinaryEncoder
 from ..protocol.buffer import ByteReader
 from ..protocol.cache_config import CacheConfiguration
 from ..protocol.codes import Feature, Op
+from ..protocol.endpoint import DEFAULT_ENDPOINT, DEFAULT_PORT, format_endpoint
 from ..protocol.framing import finish_request, start_request
 from ..protocol.hashing import affinity_partition, affinity_partitions
 from ..protocol.hashing import cache_id as _cache_id

@@ -30,8 +30,8 @@ import ssl
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..errors import (
     AuthenticationError,
@@ -42,9 +42,9 @@ from ..errors import (
     TLSError,
 )
 from ..protocol import framing
-from ..protocol.requests import heartbeat
-from ..protocol.receive import DEFAULT_MAX_FRAME, FrameReader
 from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, Feature, ProtocolVersion, ResponseFlag
+from ..protocol.receive import DEFAULT_MAX_FRAME, FrameReader
+from ..protocol.requests import heartbeat
 from .direct import PLAIN_HEADER, DirectAnswers
 from .notifications import Notifications
 from .options import ConnectionOptions
@@ -168,7 +168,7 @@ class Connection(DirectAnswers, Notifications):
         s = self.settings
         try:
             raw = socket.create_connection((self.host, self.port), timeout=s.connect_timeout)
-        except socket.timeout:
+        except TimeoutError:
             raise ConnectionTimeoutError(
                 f"connecting to Ignite at {self.address} timed out after {s.connect_timeout}s",
                 address=self.address,
@@ -190,7 +190,7 @@ class Connection(DirectAnswers, Notifications):
             hostname = s.options.tls_hostname(self.host)
             try:
                 sock = s.options.ssl_context().wrap_socket(raw, server_hostname=hostname)
-            except (ssl.SSLError, socket.timeout, OSError) as exc:
+            except (TimeoutError, ssl.SSLError, OSError) as exc:
                 raw.close()
                 raise tls_error(exc, self.address, hostname) from None
             except BaseException:
@@ -303,11 +303,11 @@ class Connection(DirectAnswers, Notifications):
                 while view:
                     try:
                         n = sock.send(view)
-                    except socket.timeout:
+                    except TimeoutError:
                         stalled = self._send_stalled(stalled)
                         continue
                     view, stalled = view[n:], 0.0
-        except socket.timeout:
+        except TimeoutError:
             self.close()
             raise self._send_timeout() from None
         except OSError as exc:
@@ -338,7 +338,7 @@ class Connection(DirectAnswers, Notifications):
                 while parts:
                     try:
                         n = sock.sendmsg(parts)
-                    except socket.timeout:
+                    except TimeoutError:
                         stalled = self._send_stalled(stalled)
                         continue
                     stalled = 0.0
@@ -350,7 +350,7 @@ class Connection(DirectAnswers, Notifications):
                         parts[0].release()
                         parts[0] = rest
                         del rest
-        except socket.timeout:
+        except TimeoutError:
             self.close()
             error = self._send_timeout()
         except OSError as exc:
@@ -375,7 +375,7 @@ class Connection(DirectAnswers, Notifications):
             try:
                 k = sock.recv_into(view)
                 break
-            except socket.timeout:
+            except TimeoutError:
                 silent += sock.gettimeout() or 0.0
                 reason = self._give_up(silent)
                 if reason is not None:
@@ -459,7 +459,7 @@ class Connection(DirectAnswers, Notifications):
         assert self._sock is not None
         stalled += self._sock.gettimeout() or 0.0
         if stalled >= min(self.settings.idle_timeout, self.settings.timeout) - 1e-3:
-            raise socket.timeout
+            raise TimeoutError
         return stalled
 
     def _send_timeout(self) -> ConnectionTimeoutError:

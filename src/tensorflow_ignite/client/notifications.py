@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import collections
 import select
-import ssl
 import socket
+import ssl
 import threading
 import time
 from typing import TYPE_CHECKING

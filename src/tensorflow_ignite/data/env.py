@@ -28,8 +28,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..client.env import DATASET_PREFIX, CONNECTION_VARIABLES, connection_env, parse_flag, parse_int
-from ..client.env import parse_partition_list
+from ..client.env import (
+    CONNECTION_VARIABLES,
+    DATASET_PREFIX,
+    connection_env,
+    parse_flag,
+    parse_int,
+    parse_partition_list,
+)
 from ..client.options import ConnectionOptions
 
 __all__ = ["apply_env_overrides", "connection_options", "parse_partition_list", "PREFIX"]

@@ -52,9 +52,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from ..client.env import connection_env
 from ..errors import ConfigurationError, UnsupportedOperationError
 from ..protocol.endpoint import format_endpoint
-from ..client.env import connection_env
 from .env import PREFIX, parse_partition_list
 from .schema import DatasetSchema, FieldSchema
 

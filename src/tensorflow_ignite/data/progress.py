@@ -129,7 +129,7 @@ class ResumeState:
         parts = sorted(self.partial)
         fields: dict[str, object] = {
             "v": 1, "plan": self.plan, "done": format_ranges(self.done),
-            "partial": [[p, int(len(self.partial[p]))] for p in parts],
+            "partial": [[p, len(self.partial[p])] for p in parts],
         }
         if self.epoch is not None:
             fields["epoch"] = int(self.epoch)

@@ -46,8 +46,8 @@ import atexit
 import os
 import re
 import threading
-from dataclasses import dataclass, field, fields, replace
 from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from ..client.env import CONNECTION_VARIABLES, DATASET_PREFIX, FS_PREFIX, connection_env, parse_int

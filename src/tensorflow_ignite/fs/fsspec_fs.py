@@ -142,7 +142,7 @@ class IgniteFileSystem(AbstractFileSystem):
         return [self._info(f"{base}/{n}", ce) for n, ce in store.list_entries(path)]
 
     def modified(self, path: str) -> datetime.datetime:
-        return datetime.datetime.fromtimestamp(self.info(path)["mtime"], tz=datetime.timezone.utc)
+        return datetime.datetime.fromtimestamp(self.info(path)["mtime"], tz=datetime.UTC)
 
     def created(self, path: str) -> datetime.datetime:
         """Files are immutable once published, so creation = last modification."""

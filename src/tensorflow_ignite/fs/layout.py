@@ -43,6 +43,7 @@ import zlib
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, Union
+
 from ..native.uri import clean_path
 
 __all__ = [

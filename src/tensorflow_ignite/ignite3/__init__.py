@@ -16,10 +16,10 @@ other generation is refused at the handshake with a
 
 from __future__ import annotations
 
-from .protocol import msgpack_io as _msgpack_io  # noqa: F401  (the clear error when msgpack is missing)
 from .client import Ignite3Client, SqlCursor
 from .dataset import element_dtypes, from_sql, from_table
 from .kv import KeyValueView, Table
+from .protocol import msgpack_io as _msgpack_io  # noqa: F401  (the clear error when msgpack is missing)
 from .tx import Transaction, TransactionClosedError
 from .write import write
 

@@ -13,8 +13,8 @@ undecoded rows until the caller turns it into columns
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..client.client import parse_addresses

@@ -24,8 +24,15 @@ from ..client.options import ConnectionOptions
 from ..client.tls import tls_error
 from ..errors import ConnectionTimeoutError, HandshakeError, IgniteConnectionError, ProtocolError, TLSError
 from .protocol.codes import MAGIC, ClientOp
-from .protocol.framing import Handshake, frame_length, handshake_request, parse_handshake, parse_response, \
-    request, server_error
+from .protocol.framing import (
+    Handshake,
+    frame_length,
+    handshake_request,
+    parse_handshake,
+    parse_response,
+    request,
+    server_error,
+)
 from .protocol.msgpack_io import Reader
 
 __all__ = ["Ignite3Connection", "DEFAULT_MAX_FRAME"]
@@ -84,7 +91,7 @@ class Ignite3Connection:
         o = self.options
         try:
             raw = socket.create_connection((self.host, self.port), timeout=o.timeout)
-        except socket.timeout:
+        except TimeoutError:
             raise ConnectionTimeoutError(f"connecting to Ignite 3 at {self.address} timed out after {o.timeout}s",
                                          address=self.address) from None
         except OSError as exc:
@@ -97,7 +104,7 @@ class Ignite3Connection:
             hostname = o.tls_hostname(self.host)
             try:
                 sock = o.ssl_context().wrap_socket(raw, server_hostname=hostname)
-            except (ssl.SSLError, socket.timeout, OSError) as exc:
+            except (TimeoutError, ssl.SSLError, OSError) as exc:
                 raw.close()
                 raise tls_error(exc, self.address, hostname) from None
         sock.settimeout(o.timeout)
@@ -157,7 +164,7 @@ class Ignite3Connection:
                     raise IgniteConnectionError(f"Ignite 3 node {self.address} closed the connection",
                                                 address=self.address)
                 got += k
-        except socket.timeout:
+        except TimeoutError:
             self.close()
             raise ConnectionTimeoutError(f"no answer from Ignite 3 node {self.address} within "
                                          f"{self.options.timeout}s", address=self.address) from None
@@ -184,7 +191,7 @@ class Ignite3Connection:
                                         address=self.address)
         try:
             self._sock.sendall(data)
-        except socket.timeout:
+        except TimeoutError:
             self.close()
             raise ConnectionTimeoutError(f"sending to Ignite 3 node {self.address} timed out",
                                          address=self.address) from None

@@ -39,9 +39,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ConfigurationError, Ignite3ServerError, IgniteConnectionError, TableNotFoundError
+from .connection import Ignite3Connection
 from .protocol import table as tp
 from .protocol import tuples as tu
-from .connection import Ignite3Connection
 from .protocol.codes import ClientOp, ErrorCode
 from .protocol.colocation import partition_of
 from .protocol.msgpack_io import Reader

@@ -60,11 +60,18 @@ from typing import Any
 import numpy as np
 
 from ..client.client import parse_addresses
-from ..client.options import ConnectionOptions
 from ..client.env import parse_partition_list
+from ..client.options import ConnectionOptions
 from ..data.progress import ReadProgress, ResumeState, format_ranges, plan_fingerprint
-from ..errors import (AuthenticationError, ConfigurationError, IgniteConnectionError, Ignite3ServerError,
-                      ProtocolError, TableNotFoundError, UnsupportedOperationError)
+from ..errors import (
+    AuthenticationError,
+    ConfigurationError,
+    Ignite3ServerError,
+    IgniteConnectionError,
+    ProtocolError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
 from .client import Ignite3Client
 from .protocol import table as tp
 from .protocol.codes import ClientOp, ColumnType, ErrorCode, ErrorGroup, error_group

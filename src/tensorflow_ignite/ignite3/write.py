@@ -20,7 +20,7 @@ Two ways in (``method``):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -58,7 +58,7 @@ def _column_arrays(data: Mapping[str, Any]) -> dict[str, np.ndarray]:
         cols[name] = arr
     lengths = {len(a) for a in cols.values()}
     if len(lengths) != 1:
-        raise ConfigurationError(f"the columns have different lengths: "
+        raise ConfigurationError("the columns have different lengths: "
                                  + ", ".join(f"{n}={len(a)}" for n, a in cols.items()))
     return cols
 

@@ -24,17 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from ..client import ConnectionOptions, IgniteClient
-from ..errors import (  # noqa: F401  (the launcher's errors are importable from here too)
+from ..errors import (
     ConfigurationError,
     JobNotFoundError,
     LauncherError,
-    LauncherPermissionError,
     LauncherNotDeployedError,
+    LauncherPermissionError,
     ServerError,
 )
 from ..protocol import requests, responses
-from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.codes import Op
+from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import layout
 from .module import NodeModule, check_module
 

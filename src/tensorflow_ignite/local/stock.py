@@ -32,9 +32,9 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import IgniteError, NodeError

@@ -61,7 +61,7 @@ def _issue(subject_cn: str, issuer_key, issuer_name, *, ca: bool, key=None, serv
     from cryptography.x509.oid import ExtendedKeyUsageOID
 
     key = key or ec.generate_private_key(ec.SECP256R1())
-    now = _dt.datetime.now(_dt.timezone.utc)
+    now = _dt.datetime.now(_dt.UTC)
     builder = (
         x509.CertificateBuilder()
         .subject_name(_name(subject_cn))

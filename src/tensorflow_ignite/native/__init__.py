@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tensorflow_ignite._lazy import lazy_getattr
-
 from tensorflow_ignite.native.backend import (
     FileStat,
     FileSystemBackend,

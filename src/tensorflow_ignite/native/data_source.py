@@ -156,7 +156,7 @@ def _load() -> tuple[Any, ModuleType]:
             atexit.register(module.shutdown)
         except build.BuildInProgressError:
             raise  # not remembered: this process's own build finishes, then the library loads
-        except Exception as err:  # noqa: BLE001 - remembered and re-raised to every caller
+        except Exception as err:  # remembered and re-raised to every caller
             _load_error = err
             raise
         _loaded = (ops, module)

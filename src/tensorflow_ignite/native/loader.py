@@ -44,7 +44,6 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Union
 
 from tensorflow_ignite.errors import ConfigurationError, FileSystemError
 from tensorflow_ignite.native import build
@@ -83,7 +82,7 @@ _plugin_path: Path | None = None
 
 
 def register_filesystems(
-    backend_factory: Union[BackendFactory, FileSystemBackend, None] = None,
+    backend_factory: BackendFactory | FileSystemBackend | None = None,
 ) -> FileSystemBackend:
     """Make ``ignite://`` and ``igfs://`` usable by TensorFlow in this process.
 

@@ -47,8 +47,8 @@ from tensorflow_ignite.protocol.framing import (
     decode_response_header,
     encode_handshake,
 )
-from tensorflow_ignite.protocol.receive import FrameReader
 from tensorflow_ignite.protocol.hashing import cache_id, field_id, schema_id, type_id
+from tensorflow_ignite.protocol.receive import FrameReader
 from tensorflow_ignite.protocol.values import (
     BinaryField,
     BinaryObject,

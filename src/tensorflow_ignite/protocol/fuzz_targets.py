@@ -33,8 +33,8 @@ from tensorflow_ignite.protocol.framing import (
     decode_handshake_response,
     decode_response_header,
 )
-from tensorflow_ignite.protocol.receive import FrameReader
 from tensorflow_ignite.protocol.javatime import encode_java_time, encode_java_time_ser
+from tensorflow_ignite.protocol.receive import FrameReader
 from tensorflow_ignite.protocol.values import BinaryObject, Collection, Map, OptimizedObject, Typed
 
 __all__ = ["ALLOWED_ERRORS", "TARGETS", "SEEDS", "run_target", "encode_input", "target_names"]

@@ -88,14 +88,14 @@ __all__ = [
     "values_equal",
 ]
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _MS = _dt.timedelta(milliseconds=1)
 
 
 def _datetime_to_epoch_us(value: _dt.datetime) -> int:
     """Microseconds since the epoch; a naive datetime is taken as UTC."""
     if value.tzinfo is None:
-        value = value.replace(tzinfo=_dt.timezone.utc)
+        value = value.replace(tzinfo=_dt.UTC)
     delta = value - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
@@ -168,7 +168,7 @@ class Date:
     def from_datetime(cls, value: _dt.date) -> Date:
         """From a ``datetime`` (naive = UTC; sub-millisecond part floored) or a ``date`` (midnight UTC)."""
         if not isinstance(value, _dt.datetime):
-            value = _dt.datetime(value.year, value.month, value.day, tzinfo=_dt.timezone.utc)
+            value = _dt.datetime(value.year, value.month, value.day, tzinfo=_dt.UTC)
         return cls(_datetime_to_epoch_us(value) // 1000)
 
 

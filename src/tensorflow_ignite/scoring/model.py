@@ -114,7 +114,7 @@ def _from_path(path: str) -> ScoringModel:
     try:
         exists = tf.io.gfile.exists(path)
         is_dir = exists and tf.io.gfile.isdir(path)
-    except Exception as exc:  # noqa: BLE001 - any filesystem failure is "cannot load", with its reason
+    except Exception as exc:  # any filesystem failure is "cannot load", with its reason
         raise ModelLoadError(f"cannot load the model at {path!r}: {exc}", path=path) from exc
     if not exists:
         raise ModelLoadError(f"cannot load the model at {path!r}: no such file or directory", path=path)
@@ -124,7 +124,7 @@ def _from_path(path: str) -> ScoringModel:
         return _from_keras_file(path)
     except ModelLoadError:
         raise
-    except Exception as exc:  # noqa: BLE001 - Keras and TF raise many types for a bad file
+    except Exception as exc:  # Keras and TF raise many types for a bad file
         reason = " ".join(str(exc).split())[:500]
         raise ModelLoadError(f"cannot load the model at {path!r}: {type(exc).__name__}: {reason}",
                              path=path) from exc

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..capacity import CapacityGuard
-from ..errors import ConfigurationError, OutputLayoutError, ServerError
 from ..data.tensor_schema import load_schema, save_schema
 from ..data.write.cache import default_type_name, existing_sql_table, prepare_cache, sql_engine_available
 from ..data.write.plan import check_append_schema, estimate_row_bytes, make_plan
 from ..data.write.sender import PutAllSender, send_all
 from ..data.write.sources import open_source
+from ..errors import ConfigurationError, OutputLayoutError, ServerError
 from ..launcher.jobs import JobClient
 
 if TYPE_CHECKING:

@@ -101,7 +101,7 @@ class TcpProxy:
         while not self._stop.is_set():
             try:
                 client, _ = self._server.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -143,7 +143,7 @@ class TcpProxy:
         while not self._stop.is_set():
             try:
                 chunk = src.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 chunk = b""

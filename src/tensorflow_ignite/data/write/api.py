@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...capacity import CapacityGuard
-from ...launcher.jobs import JobClient
 from ...errors import CapacityError, ConfigurationError, IgniteError, ServerError, WriteError
+from ...launcher.jobs import JobClient
 from ...protocol.codes import AtomicityMode, WriteSynchronizationMode
 from ...protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..tensor_schema import SCHEMA_CACHE, load_schema, save_schema

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...errors import ConfigurationError
 
+
 def _path_of(data: Any) -> Path | None:
     if isinstance(data, (str, os.PathLike)):
         return Path(data)

@@ -29,9 +29,9 @@ import math
 import os
 import threading
 
+import keras
 import tensorflow as tf
 
-import keras
 from tensorflow_ignite import IgniteDataset
 from tensorflow_ignite.launcher.worker import WorkerContext, equal_steps, gather_ints, report
 

@@ -35,8 +35,8 @@ from .gc import Garbage
 from .generation import connect_client, is_ignite3, open_tables
 from .ignite2 import cache_configurations
 from .namespace import Namespace
-from .reader import FileReader
 from .readahead import DEFAULT_READ_AHEAD
+from .reader import FileReader
 from .tx import Transactions, TxView
 from .writer import FileWriter
 

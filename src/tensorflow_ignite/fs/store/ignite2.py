@@ -25,8 +25,7 @@ from ...errors import CacheNotFoundError, ConfigurationError, IgniteConnectionEr
 from ...launcher.jobs import JobClient
 from ...protocol import requests, responses
 from ...protocol.cache_config import CacheConfiguration
-from ...protocol.codes import (AtomicityMode, CacheMode, Op, PartitionLossPolicy, TypeCode,
-                               WriteSynchronizationMode)
+from ...protocol.codes import AtomicityMode, CacheMode, Op, PartitionLossPolicy, TypeCode, WriteSynchronizationMode
 from ...protocol.framing import reusable_frame
 from ...protocol.hashing import java_string_hash
 from .common import DIRECT_AHEAD, FRAME_ROOM

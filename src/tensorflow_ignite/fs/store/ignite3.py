@@ -57,8 +57,14 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...client import TransactionConflictError
-from ...errors import (ClientError, ConfigurationError, Ignite3ServerError, IgniteConnectionError,
-                       ReplicaUnavailableError, TableNotFoundError)
+from ...errors import (
+    ClientError,
+    ConfigurationError,
+    Ignite3ServerError,
+    IgniteConnectionError,
+    ReplicaUnavailableError,
+    TableNotFoundError,
+)
 from .common import FRAME_ROOM, RecoveryWait
 
 if TYPE_CHECKING:

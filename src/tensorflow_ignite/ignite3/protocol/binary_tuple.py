@@ -243,6 +243,6 @@ def decode_value(col_type: int, data: bytes, begin: int, end: int) -> Any:
         nanos = struct.unpack_from("<i", data, begin + 8)[0] if n == 12 else 0
         if t is ColumnType.DURATION:
             return _dt.timedelta(seconds=seconds, microseconds=nanos // 1000)
-        return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=seconds,
+        return _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC) + _dt.timedelta(seconds=seconds,
                                                                                    microseconds=nanos // 1000)
     raise ProtocolError(f"column type {t.name} is not supported by this client")

@@ -171,8 +171,8 @@ def _epoch_parts(value: Any) -> tuple[int, int]:
         return ns // 10**9, ns % 10**9
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
-        delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+            value = value.replace(tzinfo=_dt.UTC)
+        delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
         return delta.days * 86400 + delta.seconds, delta.microseconds * 1000
     raise ConfigurationError(f"{value!r} is not a TIMESTAMP value (datetime.datetime or numpy.datetime64)")
 

@@ -24,10 +24,26 @@ import struct
 import uuid
 from dataclasses import dataclass, field
 
-from ...errors import (AuthenticationError, HandshakeError, Ignite3ServerError, Ignite3TransactionConflictError,
-                       ProtocolError, ReplicaUnavailableError, SqlError, TableNotFoundError)
-from .codes import (CLIENT_TYPE_GENERAL, MAGIC, PROTOCOL_VERSION, ErrorCode, ErrorGroup, ResponseFlag, error_group,
-                    error_name)
+from ...errors import (
+    AuthenticationError,
+    HandshakeError,
+    Ignite3ServerError,
+    Ignite3TransactionConflictError,
+    ProtocolError,
+    ReplicaUnavailableError,
+    SqlError,
+    TableNotFoundError,
+)
+from .codes import (
+    CLIENT_TYPE_GENERAL,
+    MAGIC,
+    PROTOCOL_VERSION,
+    ErrorCode,
+    ErrorGroup,
+    ResponseFlag,
+    error_group,
+    error_name,
+)
 from .msgpack_io import Reader, Writer
 
 __all__ = [

@@ -49,7 +49,7 @@ _NS = 1_000_000_000
 _DAY_MS = 86_400_000
 _DAY_NS = 86_400 * _NS
 _EPOCH = _dt.datetime(1970, 1, 1)
-_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _INT_RANGES = {T.INT8: (-2**7, 2**7 - 1), T.INT16: (-2**15, 2**15 - 1), T.INT32: (-2**31, 2**31 - 1),
                T.INT64: (-2**63, 2**63 - 1)}
 _NULL_HASH = co.hash_fixed(0, 1)

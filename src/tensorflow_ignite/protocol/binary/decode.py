@@ -10,16 +10,29 @@ from typing import Any, Protocol
 import numpy as np
 
 from tensorflow_ignite.errors import MissingSchemaError, ProtocolError, UnsupportedJavaObjectError
+from tensorflow_ignite.protocol.binary.format import HEADER_LEN, OBJECT_HEADER
 from tensorflow_ignite.protocol.buffer import F32, F64, I16, I32, I64, U16, UUID_STRUCT, uuid_from_java
 from tensorflow_ignite.protocol.codes import ObjectFlag, TypeCode
 from tensorflow_ignite.protocol.hashing import type_id
 from tensorflow_ignite.protocol.javatime import decode_java_time
-from tensorflow_ignite.protocol.values import (
-    Char, Float32, Int8, Int16, Int32, BinaryObject, Collection, Date, EnumValue, JavaClass, Map, ObjectArray,
-    OptimizedObject, Time, Timestamp
-)
-from tensorflow_ignite.protocol.binary.format import HEADER_LEN, OBJECT_HEADER
 from tensorflow_ignite.protocol.types import ARRAY_DTYPES
+from tensorflow_ignite.protocol.values import (
+    BinaryObject,
+    Char,
+    Collection,
+    Date,
+    EnumValue,
+    Float32,
+    Int8,
+    Int16,
+    Int32,
+    JavaClass,
+    Map,
+    ObjectArray,
+    OptimizedObject,
+    Time,
+    Timestamp,
+)
 
 _NULL = TypeCode.NULL
 _HANDLE = TypeCode.HANDLE

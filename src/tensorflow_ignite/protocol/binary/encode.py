@@ -12,16 +12,37 @@ from typing import Any
 import numpy as np
 
 from tensorflow_ignite.errors import ConfigurationError
+from tensorflow_ignite.protocol.binary.format import HEADER_LEN, OBJECT_HEADER
 from tensorflow_ignite.protocol.buffer import F32, F64, I16, I32, I64, U16, UUID_STRUCT, ByteWriter, uuid_to_java
 from tensorflow_ignite.protocol.codes import CollectionKind, MapKind, ObjectFlag, TypeCode
 from tensorflow_ignite.protocol.hashing import binary_object_hash, field_id, schema_id
-from tensorflow_ignite.protocol.values import (
-    BinaryField, Char, Float32, Int8, Int16, Int32, BinaryObject, BinaryType, Collection, Date, EnumValue, JavaClass,
-    Map, ObjectArray, OptimizedObject, RawValue, Time, Timestamp, Typed
-)
-from tensorflow_ignite.protocol.binary.format import HEADER_LEN, OBJECT_HEADER
 from tensorflow_ignite.protocol.types import (
-    ARRAY_DTYPES, METADATA_CODES, NUMPY_ARRAY_CODES, NUMPY_SCALAR_CODES, TYPED_ARRAY_ELEMENTS
+    ARRAY_DTYPES,
+    METADATA_CODES,
+    NUMPY_ARRAY_CODES,
+    NUMPY_SCALAR_CODES,
+    TYPED_ARRAY_ELEMENTS,
+)
+from tensorflow_ignite.protocol.values import (
+    BinaryField,
+    BinaryObject,
+    BinaryType,
+    Char,
+    Collection,
+    Date,
+    EnumValue,
+    Float32,
+    Int8,
+    Int16,
+    Int32,
+    JavaClass,
+    Map,
+    ObjectArray,
+    OptimizedObject,
+    RawValue,
+    Time,
+    Timestamp,
+    Typed,
 )
 
 _NULL = TypeCode.NULL

@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from tensorflow_ignite.errors import FieldTypeError, SchemaError  # FieldTypeError: re-exported
+# Re-exported (`X as X`): columns.decode takes them from here.
+from tensorflow_ignite.errors import FieldTypeError as FieldTypeError
+from tensorflow_ignite.errors import SchemaError as SchemaError
 from tensorflow_ignite.protocol.codes import TypeCode
 from tensorflow_ignite.protocol.hashing import field_id as _field_id
 from tensorflow_ignite.protocol.values import Date, Time, Timestamp
-
 
 
 def widen(value: Any, target: int) -> Any:

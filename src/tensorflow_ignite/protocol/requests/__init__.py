@@ -19,12 +19,6 @@ add ``long create, long update, long access`` (expiry policy, 0x04) and then
 
 from __future__ import annotations
 
-from .common import (
-    CacheOptions,
-    get_idle_timeout,
-    heartbeat,
-    resource_close,
-)
 from .cache import (
     cache_clear,
     cache_clear_key,
@@ -59,19 +53,6 @@ from .cache import (
     cache_replace,
     cache_replace_if_equals,
 )
-from .query import (
-    query_scan,
-    query_scan_cursor_get_page,
-    query_sql_fields,
-    query_sql_fields_cursor_get_page,
-)
-from .metadata import (
-    binary_type_get,
-    binary_type_name_get,
-    binary_type_name_put,
-    binary_type_put,
-    write_binary_type,
-)
 from .cluster import (
     cluster_change_state,
     cluster_get_state,
@@ -83,6 +64,25 @@ from .cluster import (
     service_invoke,
     tx_end,
     tx_start,
+)
+from .common import (
+    CacheOptions,
+    get_idle_timeout,
+    heartbeat,
+    resource_close,
+)
+from .metadata import (
+    binary_type_get,
+    binary_type_name_get,
+    binary_type_name_put,
+    binary_type_put,
+    write_binary_type,
+)
+from .query import (
+    query_scan,
+    query_scan_cursor_get_page,
+    query_sql_fields,
+    query_sql_fields_cursor_get_page,
 )
 
 __all__ = [

@@ -9,8 +9,8 @@ from typing import Any
 from ..binary import BinaryEncoder
 from ..cache_config import CacheConfiguration, encode_cache_configuration
 from ..codes import V1_7_0, Feature, Op, PeekMode, ProtocolVersion, TypeCode
-from ..framing import REQUEST_HEADER, DEFAULT_FEATURES, finish_request, start_request
-from .common import CacheOptions, cache_header, _enc
+from ..framing import DEFAULT_FEATURES, REQUEST_HEADER, finish_request, start_request
+from .common import CacheOptions, _enc, cache_header
 
 
 # ------------------------------------------------------------------ key-value

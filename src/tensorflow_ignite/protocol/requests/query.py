@@ -8,7 +8,7 @@ from typing import Any
 from ..binary import BinaryEncoder
 from ..codes import Feature, Op, StatementType
 from ..framing import DEFAULT_FEATURES, finish_request, start_request
-from .common import CacheOptions, cache_header, _enc
+from .common import CacheOptions, _enc, cache_header
 
 
 # ------------------------------------------------------------------ queries
