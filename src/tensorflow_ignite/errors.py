@@ -28,6 +28,7 @@ __all__ = [
     "UnsupportedJavaObjectError",
     "SchemaError",
     "FieldTypeError",
+    "ArrayLengthError",
     "ConfigurationError",
     "CapacityError",
     "UnsupportedOperationError",
@@ -127,6 +128,37 @@ class FieldTypeError(SchemaError):
         self.row = row
         self.found = found
         self.expected = expected
+
+
+class ArrayLengthError(SchemaError):
+    """A row whose array does not have the length its dense column declares.
+
+    Raised when a primitive-array field is read as a dense tensor (``IgniteDataset(shapes=...)``,
+    a model input of fixed shape in ``predict``, or the shape ``write`` recorded) and one row's
+    array is longer or shorter.  ``path`` is the column (``"val.pixels"``), ``row`` its index in
+    the decoded region, ``found``/``expected`` the two lengths; readers fill in ``cache`` and
+    ``key`` (the message then names them).
+    """
+
+    def __init__(self, path: str, row: int, found: int, expected: int, *, cache: str | None = None,
+                 key: object = None, shape: tuple[int, ...] | None = None) -> None:
+        field = path.split(".", 1)[1] if "." in path else path
+        declared = list(shape) if shape else [expected]
+        shown = repr(int(key)) if isinstance(key, int) and not isinstance(key, bool) else repr(key)
+        where = (f"cache {cache!r}, field {field!r}, key {shown}" if cache is not None
+                 else f"column {path!r}, row {row}")
+        super().__init__(
+            f"{where}: the array has {found} elements, but the read declares the dense shape {declared} "
+            f"({expected} elements) for this field (IgniteDataset shapes=..., a model input of that shape, or "
+            "the shape tensorflow_ignite.write recorded); fix that row, or read the field as a ragged tensor "
+            "(leave it out of shapes=)"
+        )
+        self.path = path
+        self.row = row
+        self.found = found
+        self.expected = expected
+        self.cache = cache
+        self.key = key
 
 
 class ConfigurationError(ClientError, ValueError):

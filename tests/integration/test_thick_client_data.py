@@ -355,3 +355,49 @@ def test_number_field_holding_two_wire_types(written: dict[str, Any], ignite_sql
         # What the message advises works: the other fields read.
         rows = _read(client, cache, fields=["label"])
     assert {k: v["label"] for k, v in rows.items()} == {k: r["fields"]["label"].encode() for k, r in records.items()}
+
+
+def test_fixed_length_arrays_read_dense(written: dict[str, Any], ignite_sql_node: LocalCluster,
+                                        tmp_path: Path) -> None:
+    """``long[2]`` (null in every sixth POJO) of streamed POJOs as a dense ``[batch, 2]`` on the native op;
+    ``int[]`` of 1-3 elements declared ``[2]``: an ArrayLengthError naming cache, field and key."""
+    import tensorflow as tf
+
+    from tensorflow_ignite.errors import ArrayLengthError
+
+    cache = f"{written['prefix']}_stream"
+    records = {r["key"]: r["fields"] for r in written["stream"]}
+    assert {len(f["longs"]) for f in records.values() if f["longs"] is not None} == {2}
+    assert any(f["longs"] is None for f in records.values())
+    with IgniteClient(ignite_sql_node.addresses()) as client:
+        def dense() -> IgniteDataset:
+            return IgniteDataset(cache, client=client, batch_size=32, fields=["longs", "l"],
+                                 shapes={"longs": [2]}, null_masks=True)
+
+        ds = dense()
+        assert ds.element_spec["val"]["longs"] == tf.TensorSpec([None, 2], tf.int64)
+        graph = tf.compat.v1.GraphDef()
+        graph.ParseFromString(ds._as_serialized_graph().numpy())  # the native op, no Python function
+        ops = {n.op for n in graph.node}
+        assert "IgnitePyDataset" in ops and "EagerPyFunc" not in ops, ops
+        got: dict[int, tuple[list[int], bool]] = {}
+        for batch in ds.as_numpy_iterator():
+            for i, k in enumerate(batch["key"].tolist()):
+                got[k] = (batch["val"]["longs"][i].tolist(), bool(batch["val"]["longs_present"][i]))
+        assert got == {k: (f["longs"] or [0, 0], f["longs"] is not None) for k, f in records.items()}
+
+        it = iter(ds)
+        first = [int(k) for _ in range(2) for k in next(it)["key"].numpy()]
+        path = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "ckpt"))
+        resumed = iter(dense())
+        tf.train.Checkpoint(iterator=resumed).read(path).assert_consumed()
+        rest = [int(k) for b in resumed for k in b["key"].numpy()]
+        assert sorted(first + rest) == sorted(records)
+
+        with pytest.raises((ArrayLengthError, tf.errors.OpError)) as info:
+            for _ in IgniteDataset(cache, client=client, batch_size=32, fields=["ints"], shapes={"ints": [2]}):
+                pass
+    message = str(info.value)
+    bad = [k for k, f in records.items() if len(f["ints"]) != 2]
+    assert f"cache {cache!r}, field 'ints', key " in message, message
+    assert int(message.split(", key ", 1)[1].split(":", 1)[0]) in bad, message

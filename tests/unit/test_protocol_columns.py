@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tensorflow_ignite.errors import ProtocolError, SchemaError
+from tensorflow_ignite.errors import ArrayLengthError, ProtocolError, SchemaError
 from tensorflow_ignite.protocol.binary import BinaryDecoder, BinaryEncoder, MissingSchemaError
 from tensorflow_ignite.protocol.buffer import ByteWriter
 from tensorflow_ignite.protocol.codes import TypeCode
@@ -155,8 +155,10 @@ def test_fixed_length_with_null_rows_and_mismatch() -> None:
     plan = PagePlan.scan(None, scalar("value", TypeCode.BYTE_ARR, fixed_length=2))
     col = decode_page(page_of(rows), 3, plan)["value"]
     np.testing.assert_array_equal(col.values, [[97, 98], [0, 0], [99, 100]])
-    with pytest.raises(SchemaError, match="fixes 3"):
+    with pytest.raises(ArrayLengthError, match="row 0: the array has 2 elements") as info:
         decode_page(page_of(rows), 3, PagePlan.scan(None, scalar("value", TypeCode.BYTE_ARR, fixed_length=3)))
+    assert (info.value.path, info.value.row, info.value.found, info.value.expected) == ("value", 0, 2, 3)
+    assert isinstance(info.value, SchemaError)
 
 
 def test_schema_errors() -> None:

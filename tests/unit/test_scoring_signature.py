@@ -63,3 +63,15 @@ def test_a_sequential_model_from_a_keras_file_is_described_and_applied(tmp_path)
     out = scoring.predict({"image": x})
     assert list(out) == [scoring.outputs[0].name]
     np.testing.assert_allclose(next(iter(out.values())), model.predict(x, verbose=0), rtol=1e-5)
+
+
+def test_a_variable_length_array_feeds_a_fixed_input_only_when_asked() -> None:
+    fields = {"pixels": TensorSpec("pixels", "float32", (None,))}
+    model = (TensorSpec("pixels", "float32", (8, 8)),)
+    with pytest.raises(ModelInputError, match=r"float32\[\?\] but model input 'pixels' takes float32\[8, 8\]"):
+        bind_inputs(model, fields, source="cache 'c'")
+    (b,) = bind_inputs(model, fields, source="cache 'c'", dense_arrays=True)
+    assert b.dense and b.field == TensorSpec("pixels", "float32", (64,))  # the read asks for 64 per row
+    assert b.convert(np.ones((3, 64), np.float32)).shape == (3, 8, 8)
+    with pytest.raises(ModelInputError):  # no dense read for an input of unknown size, nor floats into ints
+        bind_inputs((TensorSpec("pixels", "int32", (64,)),), fields, source="cache 'c'", dense_arrays=True)

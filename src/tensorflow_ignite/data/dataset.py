@@ -27,6 +27,7 @@ Shape of the pipeline ("describe ranges, read a chunk"):
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -46,7 +47,7 @@ from . import arguments, portable
 from .env import apply_env_overrides, connection_options
 from .plan import PartitionPlan, ScanTask
 from .reader import DEFAULT_PAGE_BYTES, PageSizer, ReadStats, ScanReader, SqlReader
-from .schema import DatasetSchema, FieldSchema, leaf_from_type_code, resolve_schema
+from .schema import DatasetSchema, FieldSchema, apply_shapes, leaf_from_type_code, resolve_schema, uniform_array_lengths
 from .tensor_schema import load_schema
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ __all__ = ["IgniteDataset", "ConnectionOptions", "ReadStats", "close_shared_clie
 
 
 _DEFAULT_READERS = 1
+
+log = logging.getLogger(__name__)
 
 
 class IgniteDataset(tf.data.Dataset):
@@ -102,6 +105,21 @@ class IgniteDataset(tf.data.Dataset):
       fields: only these value fields (default: all).
       schema: an explicit :class:`~.schema.DatasetSchema`.
       null_masks: add ``<field>_present`` booleans next to nullable fields.
+      shapes: read these primitive-array fields (``float[]``, ``long[]``, ``byte[]``...
+        as any writer stores them: Ignite records no length) as dense tensors of
+        the given per-row shape instead of ragged ones, e.g.
+        ``shapes={"pixels": [64]}`` gives ``pixels`` as ``[batch, 64]``
+        (``[8, 8]``: ``[batch, 8, 8]``, row-major).  Fields of nested objects go
+        by their dotted names as in the element (``"image.pixels"``), a value
+        that is itself an array by ``"val"``.  A row whose array has another
+        length fails the read with
+        :class:`~tensorflow_ignite.errors.ArrayLengthError` naming the cache,
+        the field and the row's key; a null array is zeros (its
+        ``_present`` mask False with ``null_masks``).  Dense fields keep the
+        dataset on the native source (serializable, checkpointable, tf.data
+        service); without ``shapes`` a ragged array field makes it a
+        process-local ``from_generator``, and the dataset logs the
+        ``shapes=`` to pass when every array of the first page had one length.
       decimal_as: ``"float64"`` (default) or ``"string"``.
       client: an existing :class:`IgniteClient` to use (then ``host``/``port`` and
         the credential arguments are ignored, unless ``host``/``port`` are
@@ -143,7 +161,7 @@ class IgniteDataset(tf.data.Dataset):
     ``"parallel_epochs"`` and ``"distributed_epoch"``, which hands out
     partitions -- and its iterators can be saved with
     ``tf.train.Checkpoint(iterator=it)`` and restored, exactly once, in any
-    process.  Not with ``num_parallel_reads`` > 1, ragged fields or
+    process.  Not with ``num_parallel_reads`` > 1, ragged fields (see ``shapes``) or
     ``TF_IGNITE_DATASET_SOURCE=generator`` (``from_generator``, process-local).
     """
 
@@ -179,6 +197,7 @@ class IgniteDataset(tf.data.Dataset):
         client: IgniteClient | None = None,
         timeout: float = 30.0,
         credentials: str | None = None,
+        shapes: Mapping[str, Sequence[int]] | None = None,
         known_cardinality: bool = False,
         shuffle: bool = False,
         seed: int | None = None,
@@ -214,7 +233,13 @@ class IgniteDataset(tf.data.Dataset):
                 f"{self.connection.port}; existing caches: {sorted(self.client.cache_names())[:20]}",
                 status=1000,
             )
-        self.schema = schema or self._resolve_schema(value_type, key_type, fields, null_masks, decimal_as)
+        if schema is not None:
+            self.schema = apply_shapes(schema, shapes, cache_name=cache_name)
+        else:
+            self.schema = cache_schema(self.client, cache_name, value_type=value_type, key_type=key_type,
+                                       fields=fields, null_masks=null_masks, decimal_as=decimal_as, shapes=shapes)
+            if not shapes:
+                _suggest_shapes(self.client, cache_name, self.schema)
         pmap = self.client.partition_map(cache_name)
         if params.get("parts") is None and params["part"] < 0 and not params["local"] and not pmap.applicable:
             self.plan = PartitionPlan((ScanTask(-1),))  # replicated cache: one scan
@@ -275,13 +300,6 @@ class IgniteDataset(tf.data.Dataset):
             return rows
         return rows // batch_size if drop_remainder else -(-rows // batch_size)
 
-    # ---------------------------------------------------------------- schema
-    def _resolve_schema(self, value_type: str | None, key_type: str | int | None,
-                        fields: Sequence[str] | None, null_masks: bool,
-                        decimal_as: str) -> DatasetSchema:
-        return cache_schema(self.client, self.cache_name, value_type=value_type, key_type=key_type, fields=fields,
-                            null_masks=null_masks, decimal_as=decimal_as)
-
     # ---------------------------------------------------------------- tf.data
     def _inputs(self) -> list[tf.data.Dataset]:
         return []
@@ -319,6 +337,7 @@ class IgniteDataset(tf.data.Dataset):
         schema: DatasetSchema | None = None,
         null_masks: bool = False,
         decimal_as: str = "float64",
+        shapes: Mapping[str, Sequence[int]] | None = None,
         page_size: int | None = None,
         username: str | None = None,
         password: str | None = None,
@@ -375,7 +394,7 @@ class IgniteDataset(tf.data.Dataset):
             certfile=certfile, keyfile=keyfile, cert_password=cert_password, cafile=cafile,
             insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname, parts=parts,
             value_type=value_type, key_type=key_type, fields=fields, schema=schema, null_masks=null_masks,
-            decimal_as=decimal_as, client=client, timeout=timeout, per_worker=per_worker)
+            decimal_as=decimal_as, client=client, timeout=timeout, per_worker=per_worker, shapes=shapes)
         return FollowDataset(base, options)
 
     # ---------------------------------------------------------------- SQL
@@ -453,13 +472,15 @@ def _tensor_arguments(cache_name: str, tensors: Mapping[str, Any], given: Mappin
 
 def cache_schema(client: IgniteClient, cache_name: str, *, value_type: str | None = None,
                  key_type: str | int | None = None, fields: Sequence[str] | None = None, null_masks: bool = False,
-                 decimal_as: str = "float64") -> DatasetSchema:
+                 decimal_as: str = "float64", shapes: Mapping[str, Sequence[int]] | None = None) -> DatasetSchema:
     """The schema ``IgniteDataset(cache_name, ...)`` reads with these options, without building a dataset.
 
     From the tensor schema recorded by ``write``, else the cache's binary type or
     query entity; entries are sampled only where metadata cannot tell (untyped
     caches, fields Ignite records as plain "object": nested objects, first-null
-    fields).  ``schema.element_spec(batched=True)`` gives the tensor specs.
+    fields).  ``shapes`` makes primitive-array fields dense (as
+    ``IgniteDataset(shapes=...)``).  ``schema.element_spec(batched=True)``
+    gives the tensor specs.
     """
     record = load_schema(client, cache_name)
     entity = None
@@ -470,11 +491,39 @@ def cache_schema(client: IgniteClient, cache_name: str, *, value_type: str | Non
     samples: list[tuple[Any, Any]] = []
     if type_name is None or _has_object_fields(client, type_name):
         samples = _sample_entries(client, cache_name, 32)
-    return resolve_schema(
+    resolved = resolve_schema(
         client, cache_name, value_type=value_type, key_type=key_type,
         fields=list(fields) if fields else None,
         null_masks=null_masks, decimal_as=decimal_as, record=record, samples=samples, query_entity=entity,
     )
+    return apply_shapes(resolved, shapes, cache_name=cache_name)
+
+
+#: Rows of the first page sampled for the ``shapes=`` hint (:func:`_suggest_shapes`).
+_HINT_SAMPLE_ROWS = 128
+
+
+def _suggest_shapes(client: IgniteClient, cache_name: str, schema: DatasetSchema) -> None:
+    """Log the ``shapes=`` that reads the ragged array fields dense, when the first page says one length fits.
+
+    Only for schemas with ragged primitive-array value fields (one small scan
+    page then; nothing for other caches).
+    """
+    if not any(f.is_ragged and f.kind == "column" for _, f in schema.leaves()):
+        return
+    try:
+        fixed = uniform_array_lengths(schema, _sample_entries(client, cache_name, _HINT_SAMPLE_ROWS))
+    except Exception as err:  # noqa: BLE001 - a hint must never fail a read
+        log.debug("IgniteDataset over cache %r: no shapes= hint (%s)", cache_name, err)
+        return
+    if fixed:
+        arg = "{" + ", ".join(f"{n!r}: [{k}]" for n, k in fixed.items()) + "}"
+        log.warning(
+            "IgniteDataset over cache %r: %s had one length in every row of the first page; pass shapes=%s to "
+            "read %s as dense [batch, n] tensors on the native source (serializable, checkpointable, tf.data "
+            "service) instead of ragged ones through a process-local from_generator", cache_name,
+            ", ".join(f"field {n!r} ({k} elements)" for n, k in fixed.items()), arg,
+            "it" if len(fixed) == 1 else "them")
 
 def _sample_entries(client: IgniteClient, cache_name: str, n: int) -> list[tuple[Any, Any]]:
     out: list[tuple[Any, Any]] = []

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..client import IgniteClient
 from ..client.cache import NodeScanProgress, select_rows
-from ..errors import ConfigurationError, SchemaError, UnsupportedOperationError
+from ..errors import ArrayLengthError, ConfigurationError, SchemaError, UnsupportedOperationError
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode
 from ..protocol.hashing import affinity_partitions, long_hash_codes
@@ -488,19 +488,33 @@ class ScanReader:
                 columns.update(rows_to_columns(per_row, rows))
         except C.FieldTypeError as exc:
             raise SchemaError(self._type_error(exc, data, n)) from None
+        except ArrayLengthError as exc:
+            raise ArrayLengthError(exc.path, exc.row, exc.found, exc.expected, cache=self.cache_name,
+                                   key=self._row_key(data, n, exc.row), shape=self._shape_of(exc.path)) from None
         except SchemaError as exc:
             where = ("events" if not parts else f"partition {parts[0]}" if len(parts) == 1
                      else f"partitions {parts[0]}..{parts[-1]}")
             raise SchemaError(f"cache {self.cache_name!r}, {where}: {exc}") from None
         return self.schema.to_batch(columns, n)
 
+    def _row_key(self, data: memoryview, n: int, row: int) -> Any:
+        """The key of row ``row`` of a decoded region (for error messages)."""
+        try:
+            start = int(C.value_offsets(data, n, 2)[row, 0])
+            return self.client.decoder().decode(data, start)
+        except Exception as err:  # noqa: BLE001 - the message must not hide the original error
+            return f"<undecodable key: {err}>"
+
+    def _shape_of(self, path: str) -> tuple[int, ...] | None:
+        """The declared per-row shape of the dense column at ``path`` (``"val.pixels"``)."""
+        for p, f in self.schema.leaves():
+            if p == path:
+                return tuple(int(d) for d in f.shape if d is not None) or None
+        return None
+
     def _type_error(self, exc: C.FieldTypeError, data: memoryview, n: int) -> str:
         """The message of a value that does not fit its column: cache, field, key of the row, both types."""
-        try:
-            start = int(C.value_offsets(data, n, 2)[exc.row, 0])
-            key: Any = self.client.decoder().decode(data, start)
-        except Exception as err:  # noqa: BLE001 - the message must not hide the original error
-            key = f"<undecodable key: {err}>"
+        key = self._row_key(data, n, exc.row)
         field = exc.path.split(".", 1)[1] if "." in exc.path else exc.path
         return (f"cache {self.cache_name!r}, field {field!r}, key {key!r}: the value is {exc.found}, which does "
                 f"not convert without loss to {exc.expected}, the field's type in the dataset schema "

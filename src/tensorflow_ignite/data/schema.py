@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
     from ..client import IgniteClient
 
-__all__ = ["FieldSchema", "DatasetSchema", "resolve_schema"]
+__all__ = ["FieldSchema", "DatasetSchema", "resolve_schema", "apply_shapes", "uniform_array_lengths"]
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +140,21 @@ class DatasetSchema:
             elif f.is_object:
                 for x in f.fields:
                     walk(x, f"{path}.{x.name}")
+
+        for r in self.roots():
+            walk(r, r.name)
+        return out
+
+    def leaves(self) -> list[tuple[str, FieldSchema]]:
+        """``(path, schema)`` of every leaf, paths as the decoded columns name them (``"val.address.zip"``)."""
+        out: list[tuple[str, FieldSchema]] = []
+
+        def walk(f: FieldSchema, path: str) -> None:
+            if f.is_object:
+                for x in f.fields:
+                    walk(x, f"{path}.{x.name}")
+            else:
+                out.append((path, f))
 
         for r in self.roots():
             walk(r, r.name)
@@ -236,6 +251,94 @@ def _assemble(f: FieldSchema, path: str, columns: Mapping[str, C.Column], n: int
         out[f.name] = values
     if masks and f.nullable:
         out[f"{f.name}_present"] = col.mask if col.mask is not None else np.ones(n, bool)
+    return out
+
+
+# ------------------------------------------------------------ dense arrays
+def _field_name(path: str) -> str:
+    """The name ``shapes=`` uses for a column path: relative to the value (``"val.a.b"`` -> ``"a.b"``)."""
+    return path.split(".", 1)[1] if "." in path else path
+
+
+def _is_primitive_array(f: FieldSchema) -> bool:
+    return f.kind == "column" and f.type_code in TF_ARRAY_DTYPES and f.dtype != "string"
+
+
+def apply_shapes(schema: DatasetSchema, shapes: Mapping[str, Sequence[int]] | None, *,
+                 cache_name: str) -> DatasetSchema:
+    """``schema`` with the primitive-array fields named in ``shapes`` read as dense tensors of those shapes.
+
+    Names are the dataset's field names: a value field (``"pixels"``), a field
+    of a nested object by its dotted path (``"image.pixels"``), or ``"val"``
+    for a value that is itself an array.  A shape is per row (``[64]``,
+    ``[8, 8]``: a row's array holds their product of elements, row-major).
+    Raises :class:`~tensorflow_ignite.errors.ConfigurationError` for a name
+    that is not a primitive-array field of the schema or a shape that is not
+    positive integers.
+    """
+    from ..errors import ConfigurationError
+
+    if not shapes:
+        return schema
+    leaves = {_field_name(p) if p.startswith("val.") else p: (p, f) for p, f in schema.leaves()}
+    arrays = sorted(n for n, (_, f) in leaves.items() if _is_primitive_array(f))
+    wanted: dict[str, tuple[int, ...]] = {}
+    for name, shape in shapes.items():
+        hit = leaves.get(name)
+        if hit is None or not _is_primitive_array(hit[1]):
+            what = ("the dataset has no such field" if hit is None
+                    else f"field {name!r} is {hit[1].dtype or 'an object'}{list(hit[1].shape)}, not a primitive array")
+            raise ConfigurationError(
+                f"IgniteDataset over cache {cache_name!r}: shapes= names {name!r}, but {what}; "
+                f"shapes= takes primitive-array fields (byte[], short[], int[], long[], float[], double[], "
+                f"boolean[], char[]), by their dotted names: {arrays or 'this cache has none'}")
+        try:
+            dims = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+        except (TypeError, ValueError):
+            dims = ()
+        if not dims or any(d <= 0 for d in dims):
+            raise ConfigurationError(
+                f"IgniteDataset over cache {cache_name!r}: shapes[{name!r}] is {shape!r}; a per-row shape is a "
+                "list of positive integers, e.g. [64] or [8, 8]")
+        wanted[hit[0]] = dims
+
+    def rebuild(f: FieldSchema, path: str) -> FieldSchema:
+        if f.is_object:
+            return replace(f, fields=tuple(rebuild(x, f"{path}.{x.name}") for x in f.fields))
+        return replace(f, shape=wanted[path]) if path in wanted else f
+
+    return replace(schema, key=rebuild(schema.key, schema.key.name) if schema.key else None,
+                   value=rebuild(schema.value, schema.value.name) if schema.value else None)
+
+
+def uniform_array_lengths(schema: DatasetSchema, samples: Sequence[tuple[Any, Any]]) -> dict[str, int]:
+    """The ragged primitive-array value fields whose every non-null sampled array had one length.
+
+    ``{name: length}`` with the names ``shapes=`` takes; fields with no
+    non-null sample, or of one length only because every sample is empty, are
+    left out.
+    """
+    out: dict[str, int] = {}
+    values = [v for _, v in samples]
+    for path, f in schema.leaves():
+        if not path.startswith("val") or not _is_primitive_array(f) or not f.is_ragged:
+            continue
+        parts = path.split(".")[1:]
+        lengths = set()
+        for v in values:
+            cur: Any = v
+            for p in parts:
+                cur = cur.get(p) if isinstance(cur, BinaryObject) else None
+                if cur is None:
+                    break
+            if cur is not None:
+                try:
+                    lengths.add(len(cur))
+                except TypeError:
+                    lengths = set()
+                    break
+        if len(lengths) == 1 and (k := lengths.pop()) > 0:
+            out[_field_name(path) if parts else "val"] = k
     return out
 
 

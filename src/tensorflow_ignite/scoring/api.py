@@ -178,7 +178,10 @@ def predict(
                                                 certfile=certfile, keyfile=keyfile,
                                                 cert_password=cert_password).connect()
     src = open_scoring_source(client, source, args=args, key=key, batch_size=batch_size)
-    bindings = bind_inputs(scoring_model.inputs, src.fields, source=src.describe(), explicit=inputs)
+    # A cache's variable-length arrays (float[] as other clients write them) feed inputs of a fixed
+    # shape: read dense at the model's length, each row checked (signature.py).
+    bindings = bind_inputs(scoring_model.inputs, src.fields, source=src.describe(), explicit=inputs,
+                           dense_arrays=src.kind == "cache")
     units = src.units
     if parts is not None:
         units = _chosen_units(src.units, parts, src.describe())
@@ -233,6 +236,7 @@ def predict(
     assert out.sender is not None
     out.sender.on_ack = bar.update
     fields = [b.field.name for b in bindings]
+    shapes = {b.field.name: b.field.shape for b in bindings if b.dense}
     # A run over every partition of a cache records them in one entry when it completes them all at its end.
     recorder = _Recorder(out, ledger, whole=len(src.units) if parts is None and len(src.units) > 1 else 0)
 
@@ -253,7 +257,7 @@ def predict(
     scoring: tuple[np.ndarray, Future[dict[str, np.ndarray]]] | None = None
     try:
         if todo:
-            reading = src.read(todo, fields)
+            reading = src.read(todo, fields, shapes)
             for i, (keys, columns) in enumerate(reading, 1):
                 if not len(keys):
                     continue

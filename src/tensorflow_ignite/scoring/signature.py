@@ -8,8 +8,14 @@ changing kind badly (equal, a narrower or wider float, an integer or bool into
 a float or wider integer; never a float into an integer, never strings into
 numbers) and its per-row shape equals the input's (``None`` matches any size),
 or has the same number of elements (a ``[28, 28]`` image into a ``[784]``
-input, reshaped row-major).  Every misfit is reported at once, naming the
-field, the input and both types.
+input, reshaped row-major).  A variable-length array field of a cache
+(``float32[?]``: a ``float[]`` as pyignite or a Java client writes it, Ignite
+records no length) fits an input of a fixed shape (``(64,)``, ``(8, 8)``)
+when ``dense_arrays``: the binding then asks the read for that many elements
+per row (``dense``), and a row whose array has another length fails its
+batch before anything of it is written
+(:class:`~tensorflow_ignite.errors.ArrayLengthError`, naming the key).  Every
+misfit is reported at once, naming the field, the input and both types.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ class InputBinding:
 
     input: TensorSpec
     field: TensorSpec
+    #: The field is a variable-length array read as ``field.shape`` elements per row (checked per row).
+    dense: bool = False
 
     def convert(self, column: np.ndarray) -> np.ndarray:
         if self.input.dtype != "object" and column.dtype != np.dtype(self.input.dtype):
@@ -61,9 +69,17 @@ def _shape_fits(field: tuple[int | None, ...], model: tuple[int | None, ...]) ->
     return math.prod(field) == math.prod(model)  # type: ignore[arg-type]
 
 
+def _dense_fits(field: tuple[int | None, ...], model: tuple[int | None, ...]) -> bool:
+    """A variable-length array (``[?]``) into an input of a fixed shape, when rows have that many elements."""
+    return field == (None,) and bool(model) and None not in model
+
+
 def bind_inputs(model_inputs: tuple[TensorSpec, ...], fields: Mapping[str, TensorSpec], *, source: str,
-                explicit: Mapping[str, str] | None = None) -> tuple[InputBinding, ...]:
-    """One :class:`InputBinding` per model input, or a :class:`ModelInputError` listing every misfit."""
+                explicit: Mapping[str, str] | None = None, dense_arrays: bool = False) -> tuple[InputBinding, ...]:
+    """One :class:`InputBinding` per model input, or a :class:`ModelInputError` listing every misfit.
+
+    ``dense_arrays``: variable-length array fields bind to inputs of a fixed shape (see the module).
+    """
     by_upper = {n.upper(): n for n in fields}
     explicit = dict(explicit or {})
     unknown = [n for n in explicit if n not in {s.name for s in model_inputs}]
@@ -88,6 +104,10 @@ def bind_inputs(model_inputs: tuple[TensorSpec, ...], fields: Mapping[str, Tenso
                                 f"map it with inputs={{{spec.name!r}: FIELD}}")
                 continue
         field = fields[name]
+        if (dense_arrays and _dtype_fits(field.dtype, spec.dtype) and _dense_fits(field.shape, spec.shape)):
+            elements = math.prod(spec.shape)  # type: ignore[arg-type]
+            bindings.append(InputBinding(spec, TensorSpec(field.name, field.dtype, (elements,)), dense=True))
+            continue
         if not _dtype_fits(field.dtype, spec.dtype) or not _shape_fits(field.shape, spec.shape):
             problems.append(f"field {name!r} is {field.describe()} but model input {spec.name!r} takes "
                             f"{spec.describe()}")

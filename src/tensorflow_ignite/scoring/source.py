@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +69,7 @@ class ScoringSource:
     rows: int | None
     identity: str
     key: TensorSpec
-    _read: Callable[[list[int], list[str]], Reading]
+    _read: Callable[[list[int], list[str], dict[str, tuple[int, ...]]], Reading]
     #: The type code of a cache's scalar keys (``long``, ``int``, ``String``...); None for an SQL
     #: query or object keys.
     key_type: int | None = None
@@ -77,9 +77,15 @@ class ScoringSource:
     def describe(self) -> str:
         return f"cache {self.name!r}" if self.kind == "cache" else f"SQL query {self.name!r}"
 
-    def read(self, units: Sequence[int], fields: Sequence[str]) -> Reading:
-        """A :class:`Reading` of the rows of ``units``, only ``fields`` decoded."""
-        return self._read(list(units), list(fields))
+    def read(self, units: Sequence[int], fields: Sequence[str],
+             shapes: Mapping[str, tuple[int, ...]] | None = None) -> Reading:
+        """A :class:`Reading` of the rows of ``units``, only ``fields`` decoded.
+
+        ``shapes`` reads these variable-length array fields of a cache dense, that many elements per
+        row (``IgniteDataset(shapes=...)``): a row of another length fails its batch with
+        :class:`~tensorflow_ignite.errors.ArrayLengthError` naming the key.
+        """
+        return self._read(list(units), list(fields), dict(shapes or {}))
 
 
 def open_scoring_source(client: "IgniteClient", source: str, *, args: Sequence[Any] = (), key: str | None = None,
@@ -116,6 +122,7 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
     from ..data.dataset import cache_schema
     from ..data.plan import PartitionPlan, ScanTask
     from ..data.reader import DEFAULT_PAGE_BYTES, PageSizer, ScanReader
+    from ..data.schema import apply_shapes
     from ..protocol.codes import TypeCode
 
     if key is not None:
@@ -141,19 +148,21 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
     node_scans = bool(partitioned and client.partition_awareness and key_field is not None
                       and not key_field.is_object and int(key_field.type_code) in (TypeCode.LONG, TypeCode.INT))
     units = tuple(range(pmap.partitions)) if partitioned else (WHOLE,)
-    schemas: dict[tuple[str, ...], Any] = {}
+    schemas: dict[tuple[Any, ...], Any] = {}
 
-    def read(chosen: list[int], wanted: list[str]) -> Reading:
+    def read(chosen: list[int], wanted: list[str], shapes: dict[str, tuple[int, ...]]) -> Reading:
         names = tuple(wanted)
-        if names not in schemas:  # the dataset's own schema resolution, once per field list
-            schemas[names] = full if not isinstance(value, dict) else cache_schema(client, cache, fields=list(names))
+        at = (names, tuple(sorted(shapes.items())))
+        if at not in schemas:  # the dataset's own schema resolution, once per field list and shapes
+            schemas[at] = (apply_shapes(full, shapes, cache_name=cache) if not isinstance(value, dict)
+                           else cache_schema(client, cache, fields=list(names), shapes=shapes))
         if chosen == [WHOLE]:
             tasks: tuple[ScanTask, ...] = (ScanTask(-1),)
         else:
             tasks = PartitionPlan.build(partitions=pmap.partitions, parts=chosen, cache_name=cache).tasks
         # The dataset's reader without TensorFlow: partition scans from each partition's primary,
         # with its failover, and its progress ledger telling which partitions are handed out whole.
-        reader = ScanReader(client, cache, schemas[names], tasks, PageSizer(None, DEFAULT_PAGE_BYTES))
+        reader = ScanReader(client, cache, schemas[at], tasks, PageSizer(None, DEFAULT_PAGE_BYTES))
         if node_scans and chosen == list(range(pmap.partitions)):
             reader.node_scans = True
             reader.partitions = pmap.partitions
@@ -218,7 +227,7 @@ def _sql_source(client: "IgniteClient", query: str, args: Sequence[Any], key: st
     key_name = key
     fields = {n: s for n, s in columns.items() if n != key_name}
 
-    def read(_units: list[int], wanted: list[str]) -> Reading:
+    def read(_units: list[int], wanted: list[str], _shapes: dict[str, tuple[int, ...]]) -> Reading:
         finished = False
 
         def batches() -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:

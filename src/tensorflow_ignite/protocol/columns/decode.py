@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorflow_ignite.errors import ProtocolError, SchemaError
+from tensorflow_ignite.errors import ArrayLengthError, ProtocolError, SchemaError
 from tensorflow_ignite.protocol.binary import BinaryDecoder, MissingSchemaError, SchemaResolver
 from tensorflow_ignite.protocol.pool import BufferPool, aligned_empty
 from tensorflow_ignite.protocol.buffer import I32
@@ -609,9 +609,8 @@ class _PageDecoder:
         k = plan.fixed_length
         if k is not None:
             if np.any(lens != k):
-                row = int(sel[np.flatnonzero(lens != k)[0]])
-                raise SchemaError(f"column {path!r}: row {row} has {int(lens[np.flatnonzero(lens != k)[0]])} "
-                                  f"elements, the plan fixes {k}")
+                bad = int(np.flatnonzero(lens != k)[0])
+                raise ArrayLengthError(path, int(sel[bad]), int(lens[bad]), k)
             out_dtype = dtype if dtype.kind != "b" else np.dtype(np.uint8)
             first = p + 5
             steps = np.diff(first)
