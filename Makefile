@@ -4,7 +4,7 @@
 #   make test    everything a fresh machine needs, then the whole test suite
 #   make test-long  the same with the long forms of the fault tests
 #   make bench   benchmarks, one full run of ~18 min (writes BENCHMARKS.md; BENCH_ARGS='...' adds options)
-#   make bench-3 issue 19's verdict: 3 full runs in one command (~55 min), targets' minimum and spread
+#   make bench-3 issue 19's verdict: 3 full runs in one command (about an hour; the last: 65 min), targets' minimum and spread
 #   make bench-revisions  the read path against earlier revisions in one run (BENCHMARKS-revisions.md)
 #   make soak    30 minutes of everything at once while nodes die (soak-report/)
 #   make soak-follow  IgniteDataset.follow behind a slow consumer: bounded queue, flat memory

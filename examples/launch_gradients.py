@@ -33,7 +33,7 @@ def main(host: str = "localhost", port: int = 10800, cache_name: str = "POINTS",
 
     with JobClient.connect(host, port) as jobs:
         rec = jobs.submit(cache_name, JOB_DIR, ["python", "worker.py"],
-                          env={"TF_CPP_MIN_LOG_LEVEL": "2"}, settle_ms=500)
+                          env={"TF_CPP_MIN_LOG_LEVEL": "2"}, settle=0.5)
         for line in jobs.output(rec["id"], follow=True):
             print(line)
         final = jobs.job(rec["id"])

@@ -35,7 +35,7 @@ def main(host: str = "localhost", port: int = 10800, *, train_cache: str = "DIGI
                "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
     with JobClient.connect(host, port) as jobs:
         rec = jobs.submit(train_cache, JOB_DIR, ["python", "train.py"], env=job_env,
-                          checkpoint_dir=checkpoint_dir, settle_ms=500)
+                          checkpoint_dir=checkpoint_dir, settle=0.5)
         lines = []
         for line in jobs.output(rec["id"], follow=True):
             lines.append(line)

@@ -38,6 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .cli import validate
+from .cli.credentials import add_connection_arguments
+from .cli.grammar import add_deprecated_alias, add_progress_argument
 from .errors import ConfigurationError, DemoError, NodeError
 from .local.cluster import LocalCluster, _port_free
 from .local.state import state_dir
@@ -470,9 +473,6 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--host", default=None,
-                   help="use a running cluster at HOST instead of starting local nodes")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"thin-client port of --host (default {DEFAULT_PORT})")
     p.add_argument("--distributed", action="store_true",
                    help="train across a local 3-node cluster (or --host) through `ignite-tf start`")
     p.add_argument("--epochs", type=int, default=None,
@@ -483,33 +483,39 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--work-dir", type=Path, default=None,
                    help="where the demo's own nodes keep their data (default: demo/ next to "
                    "`ignite-tf node`'s default work directory)")
-    p.add_argument("--node-port", type=int, default=DEFAULT_PORT,
-                   help=f"client port of the demo's own node when free (default {DEFAULT_PORT}; 0 = any free port)")
+    p.add_argument("--client-port", type=validate.int_between(0, 65535), default=DEFAULT_PORT, metavar="PORT",
+                   help=f"thin-client port of the demo's own node when free (default {DEFAULT_PORT}; 0 = any free "
+                   "port); node i of --distributed uses PORT+i")
+    add_deprecated_alias(p, "--node-port", "--client-port", "client_port", type=validate.int_between(0, 65535),
+                         metavar="PORT")
     p.add_argument("--keep-node", action="store_true",
                    help="leave the demo's own node(s) running at the end (prints the stop command)")
-    p.add_argument("--username", default=None, help="user for clusters with authentication "
-                   "(password from $IGNITE_PASSWORD, never the command line)")
-    p.add_argument("--cafile", default=None, help="CA certificate of a TLS cluster")
-    p.add_argument("--certfile", default=None, help="client certificate for TLS")
-    p.add_argument("--keyfile", default=None, help="client key for TLS (password from $IGNITE_CERT_PASSWORD)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars (for CI logs)")
+    add_progress_argument(p)
+    add_connection_arguments(p, without_host="start nodes of its own: one, three with --distributed")
     p.set_defaults(handler=_cli)
 
 
 def _cli(args: argparse.Namespace) -> int:
-    settings: dict[str, Any] = {}
-    if args.username:
-        settings.update(username=args.username, password=os.environ.get("IGNITE_PASSWORD", ""))
-    for key in ("cafile", "certfile", "keyfile"):
-        if getattr(args, key):
-            settings[key] = getattr(args, key)
-    if args.keyfile and os.environ.get("IGNITE_CERT_PASSWORD"):
-        settings["cert_password"] = os.environ["IGNITE_CERT_PASSWORD"]
-    if settings and args.host is None:
-        raise ConfigurationError("--username/--cafile/--certfile/--keyfile are for an existing cluster: "
-                                 "add --host and --port (the demo's own node uses neither)")
+    from .cli.credentials import client_settings
+
+    given = [f"--{k.replace('_', '-')}" for k in ("username", "cafile", "certfile", "keyfile", "server_hostname")
+             if getattr(args, k)]
+    if given and args.host is None:
+        raise ConfigurationError(f"{', '.join(given)}: for an existing cluster; add --host (the demo's own nodes "
+                                 "use no credentials or TLS)")
+    # The one credentials helper: the password from --password-env's variable ($IGNITE_PASSWORD) or a prompt.
+    settings: dict[str, Any] = client_settings(args)
+    host, port = args.host, args.port
+    if host is not None:
+        from .client.client import parse_addresses
+
+        endpoints = parse_addresses(host, default_port=port)
+        (host, port) = endpoints[0]
+        if len(endpoints) > 1:
+            print(f"ignite-tf: the demo uses the first node of --host, {host}:{port}", file=sys.stderr)
+    progress = args.progress if args.progress is not None else sys.stderr.isatty()
     epochs = args.epochs if args.epochs is not None else (4 if args.distributed else 20)
-    run_demo(args.host, args.port, epochs=epochs, out_dir=args.out_dir, work_dir=args.work_dir,
-             node_port=args.node_port or None, keep_node=args.keep_node, distributed=args.distributed,
-             progress=not args.no_progress, client_settings=settings)
+    run_demo(host, port, epochs=epochs, out_dir=args.out_dir, work_dir=args.work_dir,
+             node_port=args.client_port or None, keep_node=args.keep_node, distributed=args.distributed,
+             progress=progress, client_settings=settings)
     return 0

@@ -430,7 +430,7 @@ def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) ->
         (["load"], "the following arguments are required: CACHE, PATH"),
         (["load", "c", "data.npz", "--port", "0"], "argument --port: must be between 1 and 65535"),
         (["load", "c", "data.npz", "--port", "http"], "invalid int value: 'http'"),
-        (["load", "c", "data.npz", "--batch-mb", "0"], "argument --batch-mb: must be a positive number"),
+        (["load", "c", "data.npz", "--batch-bytes", "0"], "argument --batch-bytes: must be a positive size"),
         (["load", "c", "data.npz", "--backups", "-1"], "argument --backups: must be 0 or more"),
         (["load", "c", "data.npz", "--mode", "replace"], "invalid choice: 'replace'"),
         (["load", "c", "data.npz", "--keyfile", "k.pem"], "--keyfile needs --certfile"),
@@ -442,7 +442,7 @@ def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) ->
         (["tensorboard", "--logdir", ""], "argument --logdir: must not be empty"),
         (["tensorboard", "--logdir", "ignite://u:S3cr3tCliPass@h/runs"], "credentials in ignite:// URIs"),
         (["tensorboard", "--logdir", "ignite://h:port/runs"], "bad port 'port'"),
-        (["tensorboard", "--logdir", "ignite://h/runs", "--port", "99999"], "argument --port: must be between 0 and 65535"),
+        (["tensorboard", "--logdir", "ignite://h/runs", "--http-port", "99999"], "argument --http-port: must be between 0 and 65535"),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, list) else None,
 )

@@ -106,7 +106,7 @@ def stop_leftover_nodes(tmp_path: Path) -> Iterator[Path]:
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
 def test_tensorboard_stops_tensorboard(ignite_node: LocalCluster, sig: signal.Signals) -> None:
     host, port = ignite_node.address()
-    proc = ignite_tf("tensorboard", "--logdir", f"ignite://{host}:{port}/signals-{sig.name}", "--port", "0")
+    proc = ignite_tf("tensorboard", "--logdir", f"ignite://{host}:{port}/signals-{sig.name}", "--http-port", "0")
     read_until(proc, "TensorBoard serving", 180)
     tensorboard = children(proc.pid)
     assert len(tensorboard) == 1
@@ -129,7 +129,7 @@ def test_node_start_foreground_stops_its_nodes(stop_leftover_nodes: Path, sig: s
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
 def test_demo_stops_its_node(stop_leftover_nodes: Path, tmp_path: Path, sig: signal.Signals) -> None:
-    proc = ignite_tf("demo", "--work-dir", str(stop_leftover_nodes), "--node-port", "0", "--epochs", "1",
+    proc = ignite_tf("demo", "--work-dir", str(stop_leftover_nodes), "--client-port", "0", "--epochs", "1",
                      "--no-progress", "--out-dir", str(tmp_path / "out"))
     read_until(proc, "Ignite ready at", 180)
     cluster = LocalCluster.load_state(stop_leftover_nodes)

@@ -121,7 +121,7 @@ def test_demo_refuses_contradictory_options_before_starting_anything(
 
     monkeypatch.setenv("IGNITE_TF_HOME", str(tmp_path))
     assert cli(["demo", "--username", "ignite"]) == 1  # credentials are for --host clusters
-    assert "add --host and --port" in capsys.readouterr().err
+    assert "--username: for an existing cluster; add --host" in capsys.readouterr().err
     with pytest.raises(ConfigurationError, match="plain clusters only"):
         run_demo("127.0.0.1", 1, distributed=True, client_settings={"cafile": "ca.pem"})
     assert not (tmp_path / "demo").exists() and not (tmp_path / "demo-distributed").exists()
@@ -198,7 +198,7 @@ def test_demo_command_stops_its_node_and_the_printed_commands_bring_the_logs_bac
     cwd.mkdir()
     try:
         proc = subprocess.run(
-            [str(BIN / "ignite-tf"), "demo", "--epochs", "2", "--no-progress", "--node-port", "0"],
+            [str(BIN / "ignite-tf"), "demo", "--epochs", "2", "--no-progress", "--client-port", "0"],
             capture_output=True, text=True, timeout=900, env=env, cwd=cwd,
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

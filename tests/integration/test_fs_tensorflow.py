@@ -413,7 +413,7 @@ def test_tensorboard_serves_scalars_from_ignite(base: str) -> None:
         writer.close()
     port = _free_port()
     cmd = [str(Path(sys.executable).with_name("ignite-tf")), "tensorboard", "--logdir", logdir,
-           "--port", str(port), "--host", "127.0.0.1", "--", "--reload_interval", "1"]
+           "--http-port", str(port), "--bind", "127.0.0.1", "--", "--reload_interval", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)

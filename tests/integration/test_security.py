@@ -526,7 +526,7 @@ def test_secrets_not_on_command_lines(vault: dict[str, Any], tmp_path: Path) -> 
         # Every process on the machine while ours run (the CLI, TensorBoard's child, the JVMs).
         board = subprocess.Popen(
             [*CLI, "tensorboard", "--logdir", f"ignite://{vault['host']}:{vault['port']}/secret-runs",
-             "--port", "0", "--timeout", "120"],
+             "--http-port", "0", "--timeout", "120"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         board_child_seen = False

@@ -12,35 +12,76 @@ import argparse
 import getpass
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import validate
 
-__all__ = ["PASSWORD_ENV", "CERT_PASSWORD_ENV", "add_connection_arguments", "read_password", "client_settings"]
+if TYPE_CHECKING:
+    from ..client import ConnectionOptions
+
+__all__ = ["PASSWORD_ENV", "CERT_PASSWORD_ENV", "CONNECTION_OPTIONS", "add_connection_arguments", "read_password",
+           "client_settings", "connection_options"]
 
 PASSWORD_ENV = "IGNITE_PASSWORD"
 CERT_PASSWORD_ENV = "IGNITE_CERT_PASSWORD"
 
+#: The options of :func:`add_connection_arguments`: every command that connects to a cluster takes all of them.
+CONNECTION_OPTIONS: tuple[str, ...] = ("--host", "--port", "--username", "--password-env", "--cafile", "--certfile",
+                                       "--keyfile", "--server-hostname")
 
-def add_connection_arguments(p: argparse.ArgumentParser) -> None:
-    """``--host/--port/--username/--password-env/--cafile/--certfile/--keyfile`` as a group."""
+
+def add_connection_arguments(p: argparse.ArgumentParser, *, without_host: str | None = None) -> Any:
+    """The one set of connection options, as the group "connection" of ``p`` (returned, for more options).
+
+    ``--host HOST[:PORT][,HOST[:PORT]...]`` (the first answering is used, the others are
+    fallbacks) with ``--port`` the port of hosts given without one, ``--username`` and
+    ``--password-env`` (the password never on the command line), and TLS: ``--cafile``,
+    ``--certfile``, ``--keyfile``, ``--server-hostname``.  ``without_host`` makes
+    ``--host`` optional (default None) and says what the command does without it
+    (``demo``: start nodes of its own).
+    """
     conn = p.add_argument_group(
         "connection",
-        f"The password is read from the variable named by --password-env (default ${PASSWORD_ENV}) or "
-        f"asked for on the terminal, never taken from the command line; a client key's password "
-        f"comes from ${CERT_PASSWORD_ENV}.",
+        f"--host takes HOST, HOST:PORT or a comma-separated list of them (the others are tried when the "
+        f"first does not answer). The password is read from the variable named by --password-env "
+        f"(default ${PASSWORD_ENV}) or asked for on the terminal, never taken from the command line; a "
+        f"client key's password comes from ${CERT_PASSWORD_ENV}. Any of --cafile, --certfile and "
+        f"--server-hostname turns TLS on.",
     )
-    conn.add_argument("--host", default=DEFAULT_HOST, help=f"an Ignite node's host (default {DEFAULT_HOST})")
+    if without_host is None:
+        conn.add_argument("--host", default=DEFAULT_HOST, metavar="HOST[:PORT][,...]",
+                          help=f"the cluster's node(s) to connect to (default {DEFAULT_HOST})")
+    else:
+        conn.add_argument("--host", default=None, metavar="HOST[:PORT][,...]",
+                          help=f"the cluster's node(s) to connect to (default: {without_host})")
     conn.add_argument("--port", type=validate.port, default=DEFAULT_PORT,
-                      help=f"its thin-client port (default {DEFAULT_PORT})")
+                      help=f"thin-client port of the hosts given without one (default {DEFAULT_PORT})")
     conn.add_argument("--username", help="user name, for clusters with authentication")
     conn.add_argument("--password-env", default=PASSWORD_ENV, metavar="VAR",
-                      help=f"environment variable holding the password (default {PASSWORD_ENV})")
-    conn.add_argument("--cafile", help="CA certificate (PEM) to verify the node's TLS certificate; enables TLS")
-    conn.add_argument("--certfile", help="client certificate (PEM), for nodes that require one")
+                      help=f"environment variable holding the password (default {PASSWORD_ENV}; "
+                      f"without it, asked for on the terminal)")
+    # Hidden: without it argparse would take `--password SECRET` as an abbreviation of --password-env.
+    conn.add_argument("--password", nargs="?", action=_RefusePassword, default=argparse.SUPPRESS,
+                      help=argparse.SUPPRESS)
+    conn.add_argument("--cafile", help="CA certificate (PEM) to verify the nodes' TLS certificates; enables TLS")
+    conn.add_argument("--certfile", help="client certificate (PEM), for nodes that require one; enables TLS")
     conn.add_argument("--keyfile", help="private key of --certfile (PEM)")
+    conn.add_argument("--server-hostname", metavar="NAME",
+                      help="the name the nodes' TLS certificates are checked against (default: the host "
+                      "dialled); enables TLS")
+    return conn
+
+
+class _RefusePassword(argparse.Action):
+    """``--password``: refused, without repeating its value (it would end up in logs)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        parser.error(f"--password: a password is never a command-line argument (other users could read it in "
+                     f"`ps`): set ${PASSWORD_ENV} (or the variable --password-env names), or let it be asked for "
+                     f"on the terminal")
 
 
 def read_password(username: str | None, env: str = PASSWORD_ENV) -> str | None:
@@ -57,8 +98,8 @@ def read_password(username: str | None, env: str = PASSWORD_ENV) -> str | None:
 
 def client_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The connection keywords (``username``, ``password``, ``cafile``, ``certfile``,
-    ``keyfile``, ``cert_password``) a command's ``--username/--cafile/--certfile/--keyfile``
-    ask for; only those given.  ``args.password_env``, when the command has it, names
+    ``keyfile``, ``cert_password``, ``server_hostname``) a command's
+    ``--username/--cafile/--certfile/--keyfile/--server-hostname`` ask for; only those given.  ``args.password_env``, when the command has it, names
     the password's variable."""
     keyfile = getattr(args, "keyfile", None)
     certfile = getattr(args, "certfile", None)
@@ -75,4 +116,14 @@ def client_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings.update(certfile=certfile, keyfile=keyfile)
         if os.environ.get(CERT_PASSWORD_ENV):
             settings["cert_password"] = os.environ[CERT_PASSWORD_ENV]
+    if getattr(args, "server_hostname", None):
+        settings["server_hostname"] = args.server_hostname
     return settings
+
+
+def connection_options(args: argparse.Namespace) -> "ConnectionOptions":
+    """The :class:`~tensorflow_ignite.client.ConnectionOptions` of a command's connection options
+    (``--host`` may list several ``HOST[:PORT]``; the password is read as :func:`read_password` says)."""
+    from ..client import ConnectionOptions
+
+    return ConnectionOptions.from_address(args.host, args.port, **client_settings(args))

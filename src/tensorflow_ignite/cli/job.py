@@ -19,7 +19,8 @@ from ..errors import ConfigurationError, IgniteConnectionError
 from ..launcher import layout
 from ..launcher.jobs import JobClient, OutputLine
 from . import validate
-from .credentials import add_connection_arguments, client_settings
+from .credentials import add_connection_arguments, connection_options
+from .grammar import add_json_argument, print_json
 
 __all__ = ["register"]
 
@@ -74,12 +75,13 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     start.add_argument("--grace", type=validate.positive_float, default=10.0, metavar="SECONDS",
                        help="time workers get after SIGTERM before SIGKILL when stopped (default 10)")
     start.add_argument("-d", "--detach", action="store_true", help="print the job name and return at once")
+    add_json_argument(start, "the submitted job's name and cache (with --detach)")
     start.set_defaults(handler=_start, start_parser=start)
 
     ps = sub.add_parser("ps", help="list jobs", description="List the cluster's jobs, newest first.")
     add_connection_arguments(ps)
     ps.add_argument("--active", action="store_true", help="only jobs that have not finished")
-    ps.add_argument("--json", action="store_true", help="the job records as a JSON array (for scripts)")
+    add_json_argument(ps, "the job records (an array)")
     ps.set_defaults(handler=_ps)
 
     describe = _job_command(
@@ -87,7 +89,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "Show a job: state, exit code, the current plan (worker, node, partitions, pid), "
         "every restart with its reason, the workers' reported results and the launcher's events.",
     )
-    describe.add_argument("--json", action="store_true", help="the raw job and worker records as JSON")
+    add_json_argument(describe, "the raw job, worker and result records")
     describe.set_defaults(handler=_describe)
 
     logs = _job_command(
@@ -116,6 +118,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     stop.add_argument("--no-wait", action="store_true", help="return once the stop is requested")
     stop.add_argument("--timeout", type=validate.positive_float, default=120.0, metavar="SECONDS",
                       help="how long to wait for the job to stop (default 120)")
+    add_json_argument(stop, "the job's state and message")
     stop.set_defaults(handler=_stop)
 
     rm = sub.add_parser(
@@ -127,7 +130,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_connection_arguments(rm)
     rm.add_argument("jobs", nargs="*", metavar="JOB", help="jobs to delete")
     rm.add_argument("--finished", action="store_true", help="delete every SUCCEEDED, FAILED or STOPPED job")
-    rm.add_argument("-f", "--force", action="store_true", help="stop running jobs first instead of refusing")
+    rm.add_argument("--force", action="store_true", help="stop running jobs first instead of refusing")
+    add_json_argument(rm, "the jobs removed")
     rm.set_defaults(handler=_rm)
 
 
@@ -137,12 +141,12 @@ def _job_command(
     """The parser of a command on one job: the connection options and the JOB argument."""
     p = sub.add_parser(name, help=help, description=description)
     add_connection_arguments(p)
-    p.add_argument("job", metavar="JOB")
+    p.add_argument("job", metavar="JOB", help="the job's name (as `ignite-tf ps` lists it)")
     return p
 
 
 def _connect(args: argparse.Namespace) -> JobClient:
-    return JobClient.connect(args.host, args.port, **client_settings(args))
+    return JobClient(connection_options(args).open(), owns_client=True)
 
 
 # ------------------------------------------------------------------- handlers
@@ -160,6 +164,9 @@ def _start(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise ConfigurationError("no command: put it after --, e.g. ignite-tf start CACHE DIR -- python train.py")
+    if args.json and not args.detach:
+        raise ConfigurationError("--json needs --detach (it prints the job's name; a followed job's output is "
+                                 "text: `ignite-tf describe JOB --json` reports on it)")
     env = {}
     for item in args.env:
         key, sep, value = item.partition("=")
@@ -171,11 +178,14 @@ def _start(args: argparse.Namespace) -> int:
             args.cache, args.job_dir, command, name=args.name, env=env, python=args.python,
             checkpoint_dir=args.checkpoint_dir, max_restarts=args.max_restarts,
             strategy=args.strategy, num_ps=args.num_ps,
-            backoff_ms=int(args.backoff * 1000), settle_ms=int(args.settle * 1000), grace_ms=int(args.grace * 1000),
+            backoff=args.backoff, settle=args.settle, grace=args.grace,
         )
         job_id = rec["id"]
         if args.detach:
-            print(job_id)
+            if args.json:
+                print_json({"job": job_id, "cache": args.cache, "state": rec.get("state")})
+            else:
+                print(job_id)
             return 0
         print(f"ignite-tf: job {job_id} submitted (cache {args.cache}); following its output "
               f"(Ctrl+C detaches, `ignite-tf stop {job_id}` stops it)", file=sys.stderr)
@@ -214,7 +224,7 @@ def _ps(args: argparse.Namespace) -> int:
     if args.active:
         records = [r for r in records if r.get("state") not in layout.TERMINAL_STATES]
     if args.json:
-        print(json.dumps(records, indent=2, default=str))
+        print_json(records)
         return 0
     rows = [("JOB", "STATE", "EXIT", "ATTEMPT", "RESTARTS", "WORKERS", "CACHE", "AGE", "COMMAND")]
     now = time.time() * 1000
@@ -243,7 +253,7 @@ def _describe(args: argparse.Namespace) -> int:
         workers = jobs.workers(args.job)
         results = jobs.results(args.job)
     if args.json:
-        print(json.dumps({"job": rec, "workers": workers, "results": results}, indent=2, default=str))
+        print_json({"job": rec, "workers": workers, "results": results})
         return 0
     out = sys.stdout
     code = rec.get("exit_code")
@@ -324,6 +334,9 @@ def _attach(args: argparse.Namespace) -> int:
 def _stop(args: argparse.Namespace) -> int:
     with _connect(args) as jobs:
         rec = jobs.stop(args.job, wait=not args.no_wait, timeout=args.timeout)
+    if args.json:
+        print_json({"job": args.job, "state": rec.get("state"), "message": rec.get("message")})
+        return 0
     print(f"job {args.job}: {rec.get('state')}" + (f" ({rec.get('message')})" if rec.get("message") else ""))
     return 0
 
@@ -331,13 +344,20 @@ def _stop(args: argparse.Namespace) -> int:
 def _rm(args: argparse.Namespace) -> int:
     if not args.jobs and not args.finished:
         raise ConfigurationError("name the jobs to delete (ignite-tf rm JOB...) or use --finished")
+    report: list[dict[str, Any]] = []
     with _connect(args) as jobs:
         for job_id in args.jobs:
             out = jobs.remove(job_id, force=args.force)
-            print(f"removed job {job_id} ({out.get('state')}, {out.get('entries')} cache entries)")
+            report.append({"job": job_id, "state": out.get("state"), "entries": out.get("entries")})
+            if not args.json:
+                print(f"removed job {job_id} ({out.get('state')}, {out.get('entries')} cache entries)")
         if args.finished:
             removed = jobs.remove_finished()
-            print(f"removed {len(removed)} finished job(s)" + (": " + ", ".join(removed) if removed else ""))
+            report += [{"job": job_id, "state": "finished"} for job_id in removed]
+            if not args.json:
+                print(f"removed {len(removed)} finished job(s)" + (": " + ", ".join(removed) if removed else ""))
+    if args.json:
+        print_json({"removed": report})
     return 0
 
 

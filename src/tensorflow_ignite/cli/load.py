@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from ..errors import ConfigurationError, IgniteError
-from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import validate
-from .credentials import CERT_PASSWORD_ENV, PASSWORD_ENV, client_settings
+from .credentials import CERT_PASSWORD_ENV, PASSWORD_ENV, add_connection_arguments, client_settings
+from .grammar import add_deprecated_alias, add_json_argument, add_progress_argument, print_json
 
 __all__ = ["register"]
 
@@ -31,28 +31,20 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
             "cache first).  In create/overwrite mode a failed load removes the half-written cache.\n"
             "A load that would not fit the cache's data region (which would make Ignite stop the node)\n"
             "is refused before anything is stored, or stopped and rolled back if the region fills meanwhile.\n\n"
-            f"The password is read from ${PASSWORD_ENV}, or asked for on the terminal; it is never a\n"
-            f"command-line argument (other users could see it in `ps`).  A password for an encrypted\n"
-            f"client key comes from ${CERT_PASSWORD_ENV}.\n\n"
+            f"The password is read from ${PASSWORD_ENV} (or the variable --password-env names), or asked\n"
+            f"for on the terminal; it is never a command-line argument (other users could see it in `ps`).\n"
+            f"A password for an encrypted client key comes from ${CERT_PASSWORD_ENV}.\n\n"
             "With --ignite 3, CACHE is an Ignite 3 table, created from the file's columns when missing\n"
             "(one value per row and column; the primary key is --key, or an added ID column of row\n"
             "numbers); create refuses a table holding rows, overwrite drops the table first."
         ),
-        epilog="example: ignite-tf load mnist mnist.npz --port 10800 --key id",
+        epilog="example: ignite-tf load mnist mnist.npz --host 10.0.0.5:10800,10.0.0.6:10800 --key id",
     )
     p.add_argument("cache", metavar="CACHE", help="name of the cache to write")
     p.add_argument("path", metavar="PATH", help="input file: .npz, .csv or .parquet")
-    conn = p.add_argument_group("connection")
+    conn = add_connection_arguments(p)
     conn.add_argument("--ignite", type=int, choices=(2, 3), default=2, metavar="{2,3}",
                       help="the cluster's Ignite generation: 2 (default; a cache) or 3 (a table)")
-    conn.add_argument("--host", default=DEFAULT_HOST,
-                      help=f"Ignite node to connect to; also HOST:PORT or a comma-separated list (default {DEFAULT_HOST})")
-    conn.add_argument("--port", type=validate.port, default=DEFAULT_PORT, help=f"thin-client port (default {DEFAULT_PORT})")
-    conn.add_argument("--username", help="user name, for clusters with authentication "
-                      f"(password from ${PASSWORD_ENV} or a prompt)")
-    conn.add_argument("--cafile", help="CA certificate (PEM) to verify the node's TLS certificate; enables TLS")
-    conn.add_argument("--certfile", help="client certificate (PEM), for nodes that require one")
-    conn.add_argument("--keyfile", help="private key of --certfile (PEM)")
     data = p.add_argument_group("data")
     data.add_argument("--type-name", help="binary type of the values (default: <CacheName>Row)")
     data.add_argument("--key", metavar="COL", help="column whose values are the keys (default: the row number)")
@@ -61,7 +53,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     data.add_argument("--columns", help="comma-separated subset and order of columns to write")
     data.add_argument("--mode", choices=("create", "append", "overwrite"), default="create",
                       help="create (default), append or overwrite")
-    data.add_argument("--batch-mb", type=validate.positive_float, default=4.0, help="size of each put request in MB (default 4)")
+    data.add_argument("--batch-bytes", type=validate.size, default=4 << 20, metavar="SIZE",
+                      help="size of each put request: bytes, or a number with K, M or G (powers of 1024; default 4M)")
+    add_deprecated_alias(data, "--batch-mb", "--batch-bytes", "batch_bytes", type=validate.positive_float,
+                         convert=lambda mb: max(1, int(mb * (1 << 20))))
     cache = p.add_argument_group("cache configuration (when the cache is created)")
     cache.add_argument("--backups", type=validate.int_between(0), default=0, help="backup copies of each partition (default 0)")
     cache.add_argument("--atomicity", choices=("atomic", "transactional"), default="atomic",
@@ -72,9 +67,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                        help="do not make the cache an SQL table (by default it is one when the cluster has SQL)")
     cache.add_argument("--zone", help="with --ignite 3: the distribution zone the table is created in (its "
                        "replicas and storage profile, e.g. an in-memory aimem one; default: the cluster's default zone)")
-    p.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="always show the progress bar (default: only when stderr is a terminal)")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="never show the progress bar")
+    add_progress_argument(p)
+    add_json_argument(p, "what was loaded (rows, bytes, seconds, cache or table, SQL table, notes)")
     p.set_defaults(handler=_load)
 
 
@@ -111,13 +105,19 @@ def _load(args: argparse.Namespace) -> int:
             atomicity=args.atomicity,
             write_sync=args.write_sync,
             sql=not args.no_sql,
-            batch_bytes=max(1, int(args.batch_mb * (1 << 20))),
+            batch_bytes=args.batch_bytes,
             progress=args.progress,
         )
     except (IgniteError, OSError) as exc:
         # One line, even when the server's message spans several (unreadable files are OSErrors).
         print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
+    if args.json:
+        print_json({"rows": result.rows, "bytes": result.bytes_sent, "seconds": result.seconds,
+                    "rows_per_second": result.rows_per_second, "cache": result.cache_name,
+                    "type_name": result.type_name, "key": result.key, "sql_table": result.sql_table,
+                    "notes": list(result.notes)})
+        return 0
     print(f"{result.rows} rows, {result.megabytes:.1f} MB, {result.seconds:.2f} s "
           f"({result.rows_per_second:,.0f} rows/s) -> cache {result.cache_name!r} (type {result.type_name})")
     if result.sql_table:

@@ -73,12 +73,18 @@ def load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
                                          "--mode append to add to it or --mode overwrite to replace it")
         try:
             written = ignite3.write(args.cache, data, key=key, create=True, zone=args.zone, client=client,
-                                    batch_rows=max(1, int(args.batch_mb * (1 << 20)) // _row_bytes(data)))
+                                    batch_rows=max(1, args.batch_bytes // _row_bytes(data)))
         except (WriteError, ConfigurationError):
             if args.mode == "overwrite" or held is None:  # a table this load created: nothing half-written stays
                 client.execute(f"DROP TABLE IF EXISTS {table}")
             raise
     seconds = time.perf_counter() - began
+    if args.json:
+        from .grammar import print_json
+
+        print_json({"rows": written, "seconds": seconds, "rows_per_second": written / max(seconds, 1e-9),
+                    "table": args.cache, "key": key, "ignite": 3})
+        return 0
     print(f"{written} rows, {seconds:.2f} s ({written / max(seconds, 1e-9):,.0f} rows/s) -> Ignite 3 table "
           f"{args.cache} (primary key {key})")
     return 0

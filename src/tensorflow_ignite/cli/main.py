@@ -24,6 +24,26 @@ __all__ = ["main", "build_parser", "version_text"]
 _COMMANDS = (node, load, predict, demo, tensorboard, module, job)
 
 
+_EPILOG = """\
+One grammar for every command:
+  connecting   --host HOST[:PORT][,HOST[:PORT]...] (the others are tried when the first does not
+               answer) and --port (that of hosts without one, default 10800); --username with the
+               password from $IGNITE_PASSWORD (--password-env VAR names another) or a terminal prompt,
+               never the command line; TLS with --cafile, --certfile, --keyfile, --server-hostname.
+  serving      servers this CLI starts listen on --bind (node start, tensorboard); local nodes'
+               thin-client port is --client-port (node start, demo); TensorBoard's is --http-port.
+  results      --json prints a command's result as one JSON document on stdout.
+  progress     --progress / --no-progress (default: bars when stderr is a terminal).
+  durations    seconds (--timeout, --backoff, --settle, --grace), as in the Python API.
+
+Exit codes: 0 success; 1 an error (one line on stderr), or not every node up / carrying the module
+(node status, module check); 2 bad arguments; start, attach and predict --on-cluster exit with the
+job's exit code; 130 Ctrl+C (a followed job keeps running); 128+N stopped by signal N (143 SIGTERM,
+129 SIGHUP).
+
+Run `ignite-tf COMMAND --help` for the options of each command."""
+
+
 def version_text() -> str:
     """What ``ignite-tf --version`` prints: this package, TensorFlow, protocol, bundled Ignite.
 
@@ -76,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
             "TensorFlow on Apache Ignite: run local Ignite nodes, load data into caches, "
             "and run distributed training next to the data."
         ),
-        epilog="Run `ignite-tf COMMAND --help` for the options of each command.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="log debug details, and let TensorFlow's native start-up messages through")

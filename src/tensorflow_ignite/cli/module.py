@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..errors import IgniteError
-from .credentials import add_connection_arguments, client_settings
+from .credentials import add_connection_arguments, connection_options
+from .grammar import add_json_argument, print_json
 
 __all__ = ["register"]
 
@@ -24,7 +24,7 @@ cluster you run with ignite.sh (or the Docker image, or Kubernetes):
      README, "Security".
      `ignite-tf module config --follow-log CACHE` also keeps CACHE's follow log, with which
      IgniteDataset.follow resumes exactly once (README, "Following a cache").
-  3. restart the server nodes one at a time; `ignite-tf module check --host H --port P` confirms.
+  3. restart the server nodes one at a time; `ignite-tf module check --host H:P` confirms.
 
 IgniteDataset and the ignite:// filesystem need no module."""
 
@@ -54,7 +54,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                             "and who the launcher lets run jobs (its security settings, as it reports them); "
                             "exit code 0 when every node has this installation's version, 1 otherwise.")
     add_connection_arguments(check)
-    check.add_argument("--json", action="store_true", help="the nodes as JSON")
+    add_json_argument(check, "the server nodes with their module versions")
     check.set_defaults(handler=_check)
 
 
@@ -93,19 +93,18 @@ def _config(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ..client import ConnectionOptions
     from ..launcher.jobs import JobClient
     from ..launcher.module import MODULE_VERSION, module_status, require_module
 
-    with ConnectionOptions(host=args.host, port=args.port, **client_settings(args)).open() as client:
+    with connection_options(args).open() as client:
         nodes = module_status(client)
         security = None
         if nodes and all(n.version == MODULE_VERSION for n in nodes):
             # Who the launcher lets run jobs, as the supervisor itself reports it.
             security = str(JobClient(client).invoke("securitySummary"))
     if args.json:
-        print(json.dumps([{"node_id": str(n.node_id), "name": n.name, "addresses": list(n.addresses),
-                           "ignite": n.ignite_version, "module": n.version} for n in nodes], indent=2))
+        print_json([{"node_id": str(n.node_id), "name": n.name, "addresses": list(n.addresses),
+                     "ignite": n.ignite_version, "module": n.version} for n in nodes])
     else:
         rows = [("NODE", "ADDRESSES", "IGNITE", "MODULE")]
         rows += [(n.name, ", ".join(n.addresses[:3]), n.ignite_version, n.version or "-") for n in nodes]

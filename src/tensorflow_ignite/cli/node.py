@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from ..local.state import state_dir
 from ..local.tls import describe_tls
 from ..protocol.endpoint import DEFAULT_HOST
 from . import validate
+from .grammar import add_deprecated_alias, add_json_argument, print_json
 
 __all__ = ["register", "default_work_dir", "node_states"]
 
@@ -51,7 +52,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     start.add_argument("--client-port", type=validate.int_between(0, 65535), default=10800, metavar="PORT",
                        help="thin-client port of the first node; node i uses PORT+i (default 10800; "
                        "0 picks free ports)")
-    start.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    start.add_argument("--bind", default=DEFAULT_HOST, metavar="ADDRESS",
+                       help=f"address the nodes listen on (default {DEFAULT_HOST}: this machine only)")
+    add_deprecated_alias(start, "--host", "--bind", "bind", metavar="ADDRESS")
     start.add_argument("--persistence", action="store_true", help="enable native persistence (data survives restarts)")
     start.add_argument("--auth", action="store_true",
                        help=f"require username/password (implies --persistence; user {DEFAULT_USER}/{DEFAULT_PASSWORD})")
@@ -67,18 +70,20 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     start.add_argument("--timeout", type=validate.positive_float, default=180, help="seconds to wait for readiness (default 180)")
     start.add_argument("--foreground", action="store_true",
                        help="stay attached; stop the nodes on Ctrl+C or SIGTERM")
+    add_json_argument(start, "the started nodes (name, pid, host, ports), the work directory and the stop "
+                      "command (with --foreground: once they are up)")
     start.set_defaults(handler=_start)
 
     stop = nsub.add_parser("stop", help="stop the nodes started from WORK_DIR",
                            description="Stop exactly the nodes recorded in WORK_DIR (SIGTERM, then SIGKILL).")
     _work_dir_arg(stop)
+    add_json_argument(stop, "how many nodes were stopped, and the work directory")
     stop.set_defaults(handler=_stop)
 
     status = nsub.add_parser("status", help="show nodes, ports and topology size",
                              description="Exit code 0 when every recorded node is running, 1 otherwise.")
     _work_dir_arg(status)
-    status.add_argument("--json", action="store_true",
-                        help="the nodes as JSON: name, pid, state, host, ports, servers seen, cluster state")
+    add_json_argument(status, "the nodes: name, pid, state, host, ports, servers seen, cluster state")
     status.set_defaults(handler=_status)
 
 
@@ -97,7 +102,7 @@ def _start(args: argparse.Namespace) -> int:
     cluster = LocalCluster(
         work_dir=work_dir,
         nodes=args.nodes,
-        host=args.host,
+        host=args.bind,
         client_port=args.client_port or None,
         persistence=args.persistence,
         auth=args.auth,
@@ -108,34 +113,55 @@ def _start(args: argparse.Namespace) -> int:
         heap_mb=args.heap_mb,
         extra_classpath=tuple(args.classpath),
     )
-    print(f"Starting {args.nodes} Ignite node(s) in {cluster.work_dir} ...", flush=True)
+    human = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the one JSON document
+    print(f"Starting {args.nodes} Ignite node(s) in {cluster.work_dir} ...", file=human, flush=True)
     cluster.start(timeout=args.timeout)
     if not args.foreground:
-        _print_started(cluster)
-        print(f"Stop them with: ignite-tf node stop --work-dir {cluster.work_dir}")
+        _print_started(cluster, args.json)
+        if not args.json:
+            print(f"Stop them with: ignite-tf node stop --work-dir {cluster.work_dir}")
         return 0
     # Ctrl+C, SIGTERM and SIGHUP all arrive as KeyboardInterrupt (cli.signals), from the start on.
     try:
-        _print_started(cluster)
-        print("Running in the foreground; Ctrl+C stops the nodes.", flush=True)
+        _print_started(cluster, args.json)
+        print("Running in the foreground; Ctrl+C stops the nodes.", file=human, flush=True)
         while True:
             if not any(m.alive() for m in cluster.members):
-                print("all nodes exited", flush=True)
+                print("all nodes exited", file=human, flush=True)
                 return 1
             time.sleep(1.0)  # polling the nodes' processes
     except KeyboardInterrupt:
         pass
     finally:
         cluster.stop()
-        print("nodes stopped", flush=True)
+        print("nodes stopped", file=human, flush=True)
     return 0
 
 
-def _print_started(cluster: LocalCluster) -> None:
+def _print_started(cluster: LocalCluster, as_json: bool = False) -> None:
+    if as_json:
+        print_json({"work_dir": str(cluster.work_dir), "ignite": 2, "nodes": node_states(cluster),
+                    "address": ",".join(f"{m.host}:{m.client_port}" for m in cluster.members),
+                    "username": DEFAULT_USER if cluster.auth else None,
+                    "tls": tls_files(cluster.tls_material, cluster.tls_client_auth),
+                    "launcher": _launcher_note(cluster),
+                    "stop": f"ignite-tf node stop --work-dir {cluster.work_dir}"})
+        return
     _print_status(cluster)
     if cluster.tls_material is not None:
         print("\n".join(describe_tls(cluster.tls_material, cluster.tls_client_auth)))
     print(f"Launcher (ignite-tf start): {_launcher_note(cluster)}")
+
+
+def tls_files(material: Any, client_auth: bool) -> dict[str, str] | None:
+    """What ``node start --json`` says about TLS: the files to connect with (``describe_tls``'s, as fields)."""
+    if material is None:
+        return None
+    out = {"cafile": str(material.ca_cert)}
+    if client_auth:
+        out.update(certfile=str(material.client_cert), keyfile=str(material.client_key),
+                   key_password_file=str(material.directory / "client-key-password"))
+    return out
 
 
 def _launcher_note(cluster: LocalCluster) -> str:
@@ -172,13 +198,16 @@ def _stop(args: argparse.Namespace) -> int:
     if ig3 is not None:
         from . import node3
 
-        return node3.stop(ig3)
+        return node3.stop(ig3, as_json=args.json)
     cluster = _load(args)
     running = [m for m in cluster.members if m.alive()]
     cluster.stop()
     left = cluster.java_pids()
     if left:
         raise NodeError(f"processes still running after stop: {left}")
+    if args.json:
+        print_json({"stopped": len(running), "work_dir": str(cluster.work_dir)})
+        return 0
     print(f"stopped {len(running)} node(s) from {cluster.work_dir}")
     return 0
 
@@ -190,13 +219,13 @@ def _status(args: argparse.Namespace) -> int:
 
         if args.json:
             nodes3 = node3.states(ig3)
-            print(json.dumps({"work_dir": str(ig3.work_dir), "ignite": 3, "nodes": nodes3}, indent=2))
+            print_json({"work_dir": str(ig3.work_dir), "ignite": 3, "nodes": nodes3})
             return 0 if nodes3 and all(n["ready"] for n in nodes3) else 1
         return 0 if node3.print_status(ig3) else 1
     cluster = _load(args)
     if args.json:
         nodes = node_states(cluster)
-        print(json.dumps({"work_dir": str(cluster.work_dir), "nodes": nodes}, indent=2))
+        print_json({"work_dir": str(cluster.work_dir), "nodes": nodes})
         return 0 if nodes and all(n["state"] == "running" for n in nodes) else 1
     return 0 if _print_status(cluster) else 1
 

@@ -9,6 +9,7 @@ the first); their work directory's state file says they are Ignite 3 nodes, so
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from ..errors import ConfigurationError, NodeError
 from ..local.cluster import DEFAULT_PASSWORD, DEFAULT_USER
 from ..local.ignite3 import MEMORY_PROFILE, Ignite3Cluster
 from ..local.tls import describe_tls
+from .grammar import print_json
 
 __all__ = ["start", "stop", "status", "UNSUPPORTED"]
 
@@ -32,28 +34,38 @@ def start(args: argparse.Namespace, work_dir: Path) -> int:
     if given:
         raise ConfigurationError("; ".join(f"{flag} does not apply to --ignite 3 ({why})" for flag, why in given))
     cluster = Ignite3Cluster(
-        work_dir=work_dir, nodes=args.nodes, host=args.host, client_port=args.client_port or None,
+        work_dir=work_dir, nodes=args.nodes, host=args.bind, client_port=args.client_port or None,
         heap_mb=args.heap_mb, storage_mb=args.region_mb, owner_pid=None,
         username=DEFAULT_USER if args.auth else None, password=DEFAULT_PASSWORD if args.auth else None,
         tls=args.tls or args.tls_client_auth, tls_client_auth=args.tls_client_auth,
     )
-    print(f"Starting {args.nodes} Ignite 3 node(s) in {work_dir} ...", flush=True)
+    human = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the one JSON document
+    print(f"Starting {args.nodes} Ignite 3 node(s) in {work_dir} ...", file=human, flush=True)
     cluster.start(timeout=args.timeout)
-    _print_started(cluster)
+    if args.json:
+        from .node import tls_files
+
+        print_json({"work_dir": str(work_dir), "ignite": 3, "nodes": states(cluster),
+                    "address": ",".join(cluster.endpoints), "username": cluster.username,
+                    "tls": tls_files(cluster.tls_material, cluster.tls_client_auth),
+                    "stop": f"ignite-tf node stop --work-dir {work_dir}"})
+    else:
+        _print_started(cluster)
     if not args.foreground:
-        print(f"Stop them with: ignite-tf node stop --work-dir {work_dir}")
+        if not args.json:
+            print(f"Stop them with: ignite-tf node stop --work-dir {work_dir}")
         return 0
     try:  # Ctrl+C, SIGTERM and SIGHUP all arrive as KeyboardInterrupt (cli.signals)
-        print("Running in the foreground; Ctrl+C stops the nodes.", flush=True)
+        print("Running in the foreground; Ctrl+C stops the nodes.", file=human, flush=True)
         while any(cluster.is_alive(n) for n in cluster.members):
             time.sleep(1.0)  # polling the nodes' processes
-        print("all nodes exited", flush=True)
+        print("all nodes exited", file=human, flush=True)
         return 1
     except KeyboardInterrupt:
         return 0
     finally:
         cluster.stop()
-        print("nodes stopped", flush=True)
+        print("nodes stopped", file=human, flush=True)
 
 
 def _print_started(cluster: Ignite3Cluster) -> None:
@@ -68,12 +80,15 @@ def _print_started(cluster: Ignite3Cluster) -> None:
         print("\n".join(describe_tls(cluster.tls_material, cluster.tls_client_auth)))
 
 
-def stop(cluster: Ignite3Cluster) -> int:
+def stop(cluster: Ignite3Cluster, *, as_json: bool = False) -> int:
     running = [n for n in cluster.members if cluster.is_alive(n)]
     cluster.stop()
     left = [n.pid for n in cluster.members if cluster.is_alive(n)]
     if left:
         raise NodeError(f"Ignite 3 node processes still running after stop: {left}")
+    if as_json:
+        print_json({"stopped": len(running), "work_dir": str(cluster.work_dir), "ignite": 3})
+        return 0
     print(f"stopped {len(running)} Ignite 3 node(s) from {cluster.work_dir}")
     return 0
 

@@ -8,7 +8,8 @@ import sys
 
 from ..errors import ConfigurationError, IgniteError
 from . import validate
-from .credentials import add_connection_arguments, client_settings
+from .credentials import add_connection_arguments, client_settings, connection_options
+from .grammar import add_json_argument, add_progress_argument, print_json
 
 __all__ = ["register"]
 
@@ -63,9 +64,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--backups", type=validate.int_between(0), default=0,
                    help="backup copies of the output cache when it is created (default 0)")
     p.add_argument("--no-sql", action="store_true", help="do not make the output cache an SQL table")
-    p.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="always show the progress bar (default: only when stderr is a terminal)")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="never show the progress bar")
+    add_progress_argument(p)
+    add_json_argument(p, "the result (rows, seconds, units scored and skipped, model, rows per node; with "
+                      "--on-cluster --detach: the job name)")
     cluster = p.add_argument_group("on the cluster (--on-cluster)")
     cluster.add_argument("--on-cluster", action="store_true",
                          help="score on the server nodes through the launcher: one worker per node, its partitions")
@@ -98,7 +99,10 @@ def _on_cluster(args: argparse.Namespace) -> int:
 
     if args.key:
         raise ConfigurationError("--key names the key column of an SQL query; --on-cluster scores a cache")
-    with JobClient.connect(args.host, args.port, **client_settings(args)) as jobs:
+    if args.json and not args.detach:
+        raise ConfigurationError("--json with --on-cluster needs --detach (it prints the job's name; the job's "
+                                 "output is followed as text: `ignite-tf describe JOB --json` reports on it)")
+    with JobClient(connection_options(args).open(), owns_client=True) as jobs:
         try:
             rec = submit_predict(jobs, args.model, args.source, args.out, inputs=_mapping(args.inputs),
                                  mode=args.mode, batch_size=args.batch_size, record_every=args.record_every,
@@ -109,7 +113,10 @@ def _on_cluster(args: argparse.Namespace) -> int:
             return 1
         job_id = rec["id"]
         if args.detach:
-            print(job_id)
+            if args.json:
+                print_json({"job": job_id, "source": args.source, "output": args.out})
+            else:
+                print(job_id)
             return 0
         print(f"ignite-tf: job {job_id} scores cache {args.source} into {args.out!r} on the nodes; following its "
               f"output (Ctrl+C detaches, `ignite-tf describe {job_id}` shows each node's progress)", file=sys.stderr)
@@ -134,6 +141,14 @@ def _predict(args: argparse.Namespace) -> int:
     except (IgniteError, OSError) as exc:
         print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
+    if args.json:
+        print_json({"rows": result.rows, "seconds": result.seconds, "rows_per_second": result.rows_per_second,
+                    "output": result.output, "source": result.source, "output_action": result.output_action,
+                    "units_scored": result.units_scored, "units_skipped": result.units_skipped,
+                    "model_uri": result.model_uri, "model_sha256": result.model_sha256,
+                    "model_hash": result.model_hash, "rows_per_node": dict(result.rows_per_node),
+                    "stale_removed": result.stale_removed, "sql_table": result.sql_table})
+        return 0
     print(f"{result.rows} rows, {result.seconds:.2f} s ({result.rows_per_second:,.0f} rows/s) -> cache "
           f"{result.output!r}; {result.units_scored} unit(s) scored, {result.units_skipped} already complete")
     print(f"model: {result.model_uri} (sha256 {result.model_sha256}, model_hash {result.model_hash})")

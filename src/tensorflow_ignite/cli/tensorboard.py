@@ -22,6 +22,7 @@ import time
 
 from ..errors import ConfigurationError
 from . import validate
+from .credentials import add_connection_arguments, client_settings
 
 __all__ = ["register", "run", "child_main"]
 
@@ -38,21 +39,27 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
             "Start TensorBoard in a child process with the ignite:// filesystem loaded and\n"
             "--load_fast=false (TensorBoard's fast loader cannot read custom schemes), wait until\n"
             "it serves, print its URL, and stop it on Ctrl+C.\n\n"
-            "LOGDIR is ignite://HOST:PORT/path (or igfs://...); ignite:///path uses the default\n"
-            "endpoint from $IGNITE_FS_HOST/$IGNITE_FS_PORT (else $IGNITE_DATASET_HOST/PORT, else\n"
-            "127.0.0.1:10800).  Credentials and TLS come from $IGNITE_FS_USERNAME, _PASSWORD,\n"
-            "_CAFILE, _CERTFILE, _KEYFILE, _CERT_PASSWORD (else the IGNITE_DATASET_* ones); they\n"
-            "are never taken from the URI or the command line.\n\n"
-            "Arguments after `--` go to TensorBoard unchanged (e.g. -- --reload_interval 5)."
+            "LOGDIR is ignite://HOST:PORT/path (or igfs://...), or ignite:///path on the cluster the\n"
+            "connection options name (--host HOST[:PORT][,...]); without --host, ignite:///path uses\n"
+            "$IGNITE_FS_HOST/$IGNITE_FS_PORT (else $IGNITE_DATASET_HOST/PORT, else 127.0.0.1:10800).\n"
+            "--username, --cafile, --certfile, --keyfile and --server-hostname reach TensorBoard's\n"
+            "process as $IGNITE_FS_* variables, as do the password (from $IGNITE_PASSWORD, or asked for\n"
+            "on the terminal) and a client key's password ($IGNITE_CERT_PASSWORD); without them the\n"
+            "$IGNITE_FS_USERNAME, _PASSWORD, _CAFILE, ... variables (else the IGNITE_DATASET_* ones)\n"
+            "apply. Credentials are never taken from the URI.\n\n"
+            "TensorBoard's own HTTP server listens on --bind (default 127.0.0.1) and --http-port\n"
+            "(default 6006).  Arguments after `--` go to TensorBoard unchanged (e.g. -- --reload_interval 5)."
         ),
-        epilog="example: ignite-tf tensorboard --logdir ignite://127.0.0.1:10800/runs --port 6006",
+        epilog="example: ignite-tf tensorboard --logdir ignite:///runs --host 10.0.0.5:10800 --http-port 6006",
     )
     p.add_argument("--logdir", required=True, metavar="LOGDIR", type=validate.logdir,
                    help="directory of event files, e.g. ignite://127.0.0.1:10800/runs")
-    p.add_argument("--port", type=validate.int_between(0, 65535), default=6006,
-                   help="HTTP port for TensorBoard (default 6006; 0 picks a free one)")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address TensorBoard binds to (default 127.0.0.1; 0.0.0.0 for all interfaces)")
+    http = p.add_argument_group("TensorBoard's HTTP server")
+    http.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS",
+                      help="address TensorBoard listens on (default 127.0.0.1; 0.0.0.0 for all interfaces)")
+    http.add_argument("--http-port", type=validate.int_between(0, 65535), default=6006, metavar="PORT",
+                      help="HTTP port for TensorBoard (default 6006; 0 picks a free one)")
+    add_connection_arguments(p, without_host="LOGDIR's endpoint, or the $IGNITE_FS_* variables")
     p.add_argument("--timeout", type=validate.positive_float, default=_STARTUP_TIMEOUT,
                    help=f"seconds to wait for TensorBoard to start (default {_STARTUP_TIMEOUT:.0f})")
     p.add_argument("extra", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -80,10 +87,38 @@ def child_command(logdir: str, host: str, port: int, extra: list[str]) -> list[s
             "--host", host, "--port", str(port), "--load_fast=false", *extra]
 
 
-def child_env() -> dict[str, str]:
+def cluster_logdir(args: argparse.Namespace) -> str:
+    """LOGDIR on the cluster ``--host`` names: ``ignite:///path`` becomes ``ignite://H:P[,H:P]/path``."""
+    if args.host is None:
+        return str(args.logdir)
+    from ..client.client import parse_addresses
+    from ..protocol.endpoint import format_endpoint
+
+    scheme, sep, rest = str(args.logdir).partition("://")
+    if not sep or rest.partition("/")[0]:
+        raise ConfigurationError(
+            f"--host names the cluster of an ignite:///path LOGDIR, but {scheme}{sep}{rest.partition('/')[0]}... "
+            "names its own (or is not on ignite://): drop --host, or write the LOGDIR as ignite:///path. "
+            "TensorBoard's own HTTP server takes --bind and --http-port (formerly its --host and --port)")
+    endpoints = ",".join(format_endpoint(h, p) for h, p in parse_addresses(args.host, default_port=args.port))
+    return f"{scheme}://{endpoints}{rest}"
+
+
+#: ``client_settings`` key -> the ``IGNITE_FS_*`` variable TensorBoard's process reads it from.
+_FS_VARIABLES = {"username": "IGNITE_FS_USERNAME", "password": "IGNITE_FS_PASSWORD", "cafile": "IGNITE_FS_CAFILE",
+                 "certfile": "IGNITE_FS_CERTFILE", "keyfile": "IGNITE_FS_KEYFILE",
+                 "cert_password": "IGNITE_FS_CERT_PASSWORD", "server_hostname": "IGNITE_FS_SERVER_HOSTNAME"}
+
+
+def child_env(settings: dict[str, object] | None = None) -> dict[str, str]:
+    """TensorBoard's environment: this one, the ``ignite://`` plugin, and ``settings``
+    (:func:`~.credentials.client_settings`) as ``IGNITE_FS_*`` variables."""
     from ..fs.registration import BACKEND_SPEC
 
     env = dict(os.environ)
+    for key, value in (settings or {}).items():
+        if value is not None and key in _FS_VARIABLES:
+            env[_FS_VARIABLES[key]] = str(value)
     env["TF_IGNITE_FS_BACKEND"] = BACKEND_SPEC
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     return env
@@ -105,14 +140,17 @@ def run(args: argparse.Namespace) -> int:
     extra = [a for a in args.extra if a != "--"]
     if not args.logdir.strip():
         raise ConfigurationError("--logdir must not be empty")
-    port = args.port or _free_port(args.host)
-    if _port_open(args.host, port):
-        raise ConfigurationError(f"port {port} on {args.host} is already in use; pick another with --port")
-    proc = subprocess.Popen(child_command(args.logdir, args.host, port, extra), env=child_env())
+    logdir = cluster_logdir(args)
+    settings = client_settings(args)
+    bind = args.bind
+    port = args.http_port or _free_port(bind)
+    if _port_open(bind, port):
+        raise ConfigurationError(f"port {port} on {bind} is already in use; pick another with --http-port")
+    proc = subprocess.Popen(child_command(logdir, bind, port, extra), env=child_env(settings))
     try:
         deadline = time.monotonic() + args.timeout
         delay = 0.05
-        while not _port_open(args.host, port):
+        while not _port_open(bind, port):
             if proc.poll() is not None:
                 print(f"ignite-tf: TensorBoard exited with status {proc.returncode} before serving",
                       file=sys.stderr)
@@ -123,8 +161,8 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             time.sleep(delay)  # polling the port, bounded by the deadline
             delay = min(delay * 1.5, 0.5)
-        shown = "localhost" if args.host in ("0.0.0.0", "", "::") else args.host
-        print(f"TensorBoard serving {args.logdir} at http://{shown}:{port}/ (Ctrl+C to stop)", flush=True)
+        shown = "localhost" if bind in ("0.0.0.0", "", "::") else bind
+        print(f"TensorBoard serving {logdir} at http://{shown}:{port}/ (Ctrl+C to stop)", flush=True)
         return proc.wait() or 0
     except KeyboardInterrupt:
         print("ignite-tf: stopping TensorBoard", file=sys.stderr)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-__all__ = ["int_between", "positive_float", "port", "logdir"]
+__all__ = ["int_between", "positive_float", "port", "size", "logdir"]
 
 
 def int_between(low: int, high: int | None = None) -> Callable[[str], int]:
@@ -38,6 +38,27 @@ def positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return value
+
+
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def size(text: str) -> int:
+    """A positive size in bytes: ``4194304``, ``512K``, ``4M``, ``4MiB``, ``1G`` (K, M, G: powers of 1024)."""
+    t = text.strip().lower()
+    for tail in ("ib", "b"):
+        if t.endswith(tail) and len(t) > len(tail):
+            t = t[: -len(tail)]
+            break
+    unit = t[-1] if t and t[-1] in "kmg" else ""
+    try:
+        value = float(t[: len(t) - len(unit)])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid size: {text!r} (bytes, or a number with K, M or G, e.g. 4M)") from None
+    n = int(value * _SIZE_UNITS[unit]) if 0 < value < float("inf") else 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive size, got {text}")
+    return n
 
 
 #: A TCP port a client connects to.

@@ -17,6 +17,7 @@ import re
 import secrets
 import sys
 import time
+import warnings
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,7 +48,30 @@ __all__ = [
     "pack_directory",
     "plain",
     "new_job_id",
+    "job_durations",
 ]
+
+def job_durations(backoff: float | None, settle: float | None, grace: float | None, *,
+                  backoff_ms: int | None = None, settle_ms: int | None = None,
+                  grace_ms: int | None = None) -> dict[str, int]:
+    """A job's ``backoff``/``settle``/``grace`` (seconds; defaults 1, 1 and 10) as the record's
+    ``*_ms`` fields.  The old ``*_ms`` keywords are accepted with a :class:`DeprecationWarning`;
+    giving both spellings of one is a :class:`~tensorflow_ignite.errors.ConfigurationError`."""
+    out: dict[str, int] = {}
+    for name, seconds, ms, default in (("backoff", backoff, backoff_ms, 1.0), ("settle", settle, settle_ms, 1.0),
+                                       ("grace", grace, grace_ms, 10.0)):
+        if ms is not None:
+            if seconds is not None:
+                raise ConfigurationError(f"{name}= and {name}_ms= both given: pass {name}= (seconds) only")
+            warnings.warn(f"{name}_ms= is deprecated: pass {name}= in seconds ({name}={ms / 1000:g})",
+                          DeprecationWarning, stacklevel=3)
+            seconds = ms / 1000
+        value = default if seconds is None else seconds
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ConfigurationError(f"{name}={value!r}: a duration is a number of seconds, 0 or more")
+        out[f"{name}_ms"] = round(value * 1000)
+    return out
+
 
 #: Bytes per chunk of the job directory's zip in the files cache.
 FILE_CHUNK_BYTES = 4 << 20
@@ -184,8 +208,11 @@ class JobClient:
 
     @classmethod
     def connect(cls, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, **settings: Any) -> "JobClient":
-        """A job client with a client of its own; ``settings`` are :class:`ConnectionOptions` fields."""
-        return cls(ConnectionOptions(host=host, port=port, **settings).open(), owns_client=True)
+        """A job client with a client of its own; ``settings`` are :class:`ConnectionOptions` fields.
+
+        ``host`` may be ``"host:port"`` or a comma-separated list of them (as for
+        :meth:`ConnectionOptions.from_address`); ``port`` is that of hosts given without one."""
+        return cls(ConnectionOptions.from_address(host, port, **settings).open(), owns_client=True)
 
     def close(self) -> None:
         if self._owns:
@@ -258,9 +285,12 @@ class JobClient:
         strategy: str = "multi_worker_mirrored",
         num_ps: int | None = None,
         max_restarts: int = 3,
-        backoff_ms: int = 1000,
-        settle_ms: int = 1000,
-        grace_ms: int = 10_000,
+        backoff: float | None = None,
+        settle: float | None = None,
+        grace: float | None = None,
+        backoff_ms: int | None = None,
+        settle_ms: int | None = None,
+        grace_ms: int | None = None,
     ) -> dict[str, Any]:
         """Ship ``job_dir`` through the files cache and submit the job; returns its record.
 
@@ -275,7 +305,15 @@ class JobClient:
         ``env`` must not hold secrets (names matching :data:`SECRET_ENV_NAME`: PASSWORD, SECRET,
         TOKEN, API_KEY, ``*_PASS``, ...; values with ``scheme://user:password@``): workers get
         credentials from their node's ``TF_IGNITE_WORKER_*`` settings.
+
+        Durations are seconds (floats): ``backoff`` (default 1) before the first restart, doubled
+        each time up to 30 s; ``settle`` (default 1), how long the partition map must hold still
+        before workers start; ``grace`` (default 10), what workers get after SIGTERM before SIGKILL
+        when stopped.  ``backoff_ms``/``settle_ms``/``grace_ms`` are their deprecated millisecond
+        spellings (a :class:`DeprecationWarning`).
         """
+        durations = job_durations(backoff, settle, grace, backoff_ms=backoff_ms, settle_ms=settle_ms,
+                                  grace_ms=grace_ms)
         if not command:
             raise ConfigurationError("the job needs a command after --, e.g. -- python train.py")
         canonical = STRATEGIES.get(strategy.lower().replace("-", "_"))
@@ -306,9 +344,7 @@ class JobClient:
             # holds anything else by the time it reads it (another client rewrote the chunks).
             "files_sha256": hashlib.sha256(data).hexdigest(),
             "max_restarts": int(max_restarts),
-            "backoff_ms": int(backoff_ms),
-            "settle_ms": int(settle_ms),
-            "grace_ms": int(grace_ms),
+            **durations,
         }
         try:
             return self.invoke("submit", spec)

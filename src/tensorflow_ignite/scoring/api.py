@@ -93,11 +93,11 @@ def predict(
     args: Sequence[Any] = (),
     mode: Mode = "skip-existing",
     client: "IgniteClient | None" = None,
-    # The fields of ConnectionOptions, grouped as write() has them: endpoint; credentials; TLS files.
+    # The fields of ConnectionOptions, grouped as write() has them: endpoint; credentials; TLS.
     host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
     username: str | None = None, password: str | None = None,
     cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None,
-    cert_password: str | None = None,
+    cert_password: str | None = None, server_hostname: str | None = None,
     batch_size: int = 1024,
     record_every: int = 16,
     backups: int = 0,
@@ -151,7 +151,9 @@ def predict(
     (:class:`~tensorflow_ignite.errors.OutputLayoutError`).
 
     ``progress`` shows a tqdm bar on stderr (default: when stderr is a
-    terminal).  Either pass a connected ``client`` or the connection settings.
+    terminal).  Either pass a connected ``client`` or the connection settings (the fields of
+    :class:`~tensorflow_ignite.client.ConnectionOptions`, as for :func:`~tensorflow_ignite.write`;
+    ``server_hostname`` is the name the nodes' TLS certificates are checked against).
 
     ``parts`` scores only these partitions of a cache source (a launcher
     worker passes its node's primaries; ``()`` checks everything and prepares
@@ -175,8 +177,8 @@ def predict(
         from ..client import ConnectionOptions
 
         client = ConnectionOptions.from_address(host, port, username=username, password=password, cafile=cafile,
-                                                certfile=certfile, keyfile=keyfile,
-                                                cert_password=cert_password).connect()
+                                                certfile=certfile, keyfile=keyfile, cert_password=cert_password,
+                                                server_hostname=server_hostname).connect()
     src = open_scoring_source(client, source, args=args, key=key, batch_size=batch_size)
     # A cache's variable-length arrays (float[] as other clients write them) feed inputs of a fixed
     # shape: read dense at the model's length, each row checked (signature.py).

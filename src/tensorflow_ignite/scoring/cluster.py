@@ -66,9 +66,12 @@ def submit_predict(
     name: str | None = None,
     python: str | None = None,
     max_restarts: int = 3,
-    backoff_ms: int = 1000,
-    settle_ms: int = 1000,
-    grace_ms: int = 10_000,
+    backoff: float | None = None,
+    settle: float | None = None,
+    grace: float | None = None,
+    backoff_ms: int | None = None,
+    settle_ms: int | None = None,
+    grace_ms: int | None = None,
 ) -> dict[str, Any]:
     """Check everything, prepare ``output``, and submit the scoring job; returns the job's record.
 
@@ -76,12 +79,18 @@ def submit_predict(
     local (shipped with the job) or ``ignite://`` (read by every worker);
     ``source`` a cache name (an SQL query has no partitions to spread over
     nodes: score it with :func:`~tensorflow_ignite.scoring.predict`).  The other
-    arguments mean what they mean to ``predict``; ``name`` .. ``grace_ms`` what
-    they mean to :meth:`JobClient.submit`.  Raises the errors ``predict`` raises
+    arguments mean what they mean to ``predict``; ``name`` .. ``grace`` what
+    they mean to :meth:`JobClient.submit` (durations in seconds; the deprecated
+    ``backoff_ms``/``settle_ms``/``grace_ms`` are accepted with a
+    :class:`DeprecationWarning`).  Raises the errors ``predict`` raises
     for bad input (nothing written, no job), and the launcher's errors
     (:class:`~tensorflow_ignite.errors.LauncherPermissionError`, ...) -- then an
     output this call created is removed again.
     """
+    from ..launcher.jobs import job_durations
+
+    durations = job_durations(backoff, settle, grace, backoff_ms=backoff_ms, settle_ms=settle_ms,
+                              grace_ms=grace_ms)
     if not isinstance(model, (str, os.PathLike)):
         raise ConfigurationError("the cluster form loads the model on every node: pass a path (a .keras file or "
                                  "a SavedModel directory, local or ignite://), not a model object")
@@ -110,8 +119,9 @@ def submit_predict(
             json.dump(spec, f, indent=2)
         try:
             return jobs.submit(source, job_dir, worker_command(), name=name or _job_name(output), python=python,
-                               checkpoint_dir="", max_restarts=max_restarts, backoff_ms=backoff_ms,
-                               settle_ms=settle_ms, grace_ms=grace_ms)
+                               checkpoint_dir="", max_restarts=max_restarts,
+                               backoff=durations["backoff_ms"] / 1000, settle=durations["settle_ms"] / 1000,
+                               grace=durations["grace_ms"] / 1000)
         except Exception:
             if not existed and output in jobs.client.cache_names():
                 jobs.client.cache(output).destroy()  # created for a job that never ran

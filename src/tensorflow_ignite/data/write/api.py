@@ -89,11 +89,11 @@ def write(
     data: Any,
     *,
     client: "IgniteClient | None" = None,
-    # The fields of ConnectionOptions, grouped: endpoint; credentials; TLS files.
+    # The fields of ConnectionOptions, grouped: endpoint; credentials; TLS.
     host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
     username: str | None = None, password: str | None = None,
     cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None,
-    cert_password: str | None = None,
+    cert_password: str | None = None, server_hostname: str | None = None,
     type_name: str | None = None,
     key: str | None = None,
     key_offset: int | None = None,
@@ -158,7 +158,10 @@ def write(
 
     Rows are sent in put-all requests of about ``batch_bytes``.  ``progress``
     shows a tqdm bar on stderr (default: when stderr is a terminal).  Either
-    pass a connected ``client`` or the connection settings; the
+    pass a connected ``client`` or the connection settings (the fields of
+    :class:`~tensorflow_ignite.client.ConnectionOptions`; ``host`` may be
+    ``"h1:p1,h2:p2"``; ``server_hostname`` is the name the nodes' TLS
+    certificates are checked against, and turns TLS on); the
     ``IGNITE_DATASET_*`` connection variables (:mod:`tensorflow_ignite.client.env`)
     win over the latter, as for ``IgniteDataset``.
     """
@@ -181,8 +184,8 @@ def write(
         # The process's shared client for these options (the one its datasets and ignite:// use),
         # the IGNITE_DATASET_* variables applied as for every feature.
         client = ConnectionOptions.from_address(host, port, username=username, password=password, cafile=cafile,
-                                                certfile=certfile, keyfile=keyfile,
-                                                cert_password=cert_password).with_env().connect()
+                                                certfile=certfile, keyfile=keyfile, cert_password=cert_password,
+                                                server_hostname=server_hostname).with_env().connect()
     return _write(client, cache_name, source, type_name=type_name, key=key, key_offset=key_offset,
                   mode=mode, backups=backups, atomicity=atomicity_mode, write_sync=sync_mode, sql=sql,
                   batch_bytes=batch_bytes, progress=progress, started=started)
