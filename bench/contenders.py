@@ -153,8 +153,9 @@ def _traffic_delta(before: dict[str, tuple[int, int, int]], after: dict[str, tup
 @_spec
 def ignite_dataset(host: str, port: int, cache: str, *, row_bytes: int, batch_size: int,
                    page_size: int | None = None, num_parallel_reads: int | None = None,
-                   label: str = "IgniteDataset in TF", key: str = "dataset", traffic: bool = False) -> Contender:
-    """Iterate ``IgniteDataset(cache, batch_size=...)`` eagerly to the end."""
+                   label: str = "IgniteDataset in TF", key: str = "dataset", traffic: bool = False,
+                   shapes: Mapping[str, Sequence[int]] | None = None) -> Contender:
+    """Iterate ``IgniteDataset(cache, batch_size=...)`` eagerly to the end (``shapes``: its dense arrays)."""
 
     made: list[Any] = []
 
@@ -163,7 +164,7 @@ def ignite_dataset(host: str, port: int, cache: str, *, row_bytes: int, batch_si
             from tensorflow_ignite import IgniteDataset
 
             made.append(IgniteDataset(cache, host, port, page_size=page_size, batch_size=batch_size,
-                                      num_parallel_reads=num_parallel_reads))
+                                      num_parallel_reads=num_parallel_reads, shapes=shapes))
         return made[0]
 
     def run() -> Run:
@@ -175,7 +176,8 @@ def ignite_dataset(host: str, port: int, cache: str, *, row_bytes: int, batch_si
         return run
 
     return Contender(key, label, run, warmup=run,
-                     note=f"batch_size={batch_size}, page_size={page_size or 'auto'}")
+                     note=f"batch_size={batch_size}, page_size={page_size or 'auto'}"
+                          + (f", shapes={dict(shapes)}" if shapes else ""))
 
 
 @_spec

@@ -132,14 +132,48 @@ PYIGNITE_REPS = 1
 
 MNIST_FIELDS = {"label": ("int32", []), "pixels": ("uint8", [784])}
 MNIST_ROW_BYTES = 4 + 784
+#: The small rows again, written by pyignite (issue 47): what other applications' loaders leave in a cache.
+PYIGNITE_MNIST_CACHE = "bench_mnist_pyignite"
+
+
+def _write_with_pyignite(host: str, port: int, cache: str, columns: dict[str, np.ndarray], *,
+                         log: Any = print, batch_rows: int = 2000) -> None:
+    """``columns`` (``label`` int32, ``pixels`` uint8 ``[n, 784]``) as pyignite writes them: binary objects
+    with an ``IntObject`` label and a ``ByteArrayObject`` pixels field -- a ``byte[]`` of no recorded
+    length, and no tensor schema record -- under the row index as a ``long`` key (untimed)."""
+    import time
+    from collections import OrderedDict
+
+    from pyignite import Client, GenericObjectMeta
+    from pyignite.datatypes import ByteArrayObject, IntObject
+
+    row_class = GenericObjectMeta("MnistPyignite", (), {}, type_name="BenchMnistPyignite",
+                                  schema=OrderedDict([("label", IntObject), ("pixels", ByteArrayObject)]))
+    labels, pixels = columns["label"], columns["pixels"]
+    client = Client(timeout=120.0)
+    t0 = time.perf_counter()
+    with client.connect(host, port):
+        if cache in client.get_cache_names():  # a fresh cache, as write's mode="overwrite" gives the other
+            client.get_cache(cache).destroy()
+        target = client.create_cache(cache)
+        for lo in range(0, len(labels), batch_rows):
+            hi = min(len(labels), lo + batch_rows)
+            target.put_all({k: row_class(label=int(labels[k]), pixels=pixels[k].tobytes()) for k in range(lo, hi)})
+    log(f"  data: {len(labels):,} rows into {cache!r} with pyignite put_all in {time.perf_counter() - t0:.1f} s")
 
 
 def small_rows_scenario(host: str, port: int, sizes: Sizes, ceiling_port: int, log: Any = print) -> Scenario:
     n, page = sizes.small_rows, sizes.small_page_rows
-    _write(host, port, "bench_mnist", mnist_arrays(n, 10), log=log)
+    arrays = mnist_arrays(n, 10)
+    _write(host, port, "bench_mnist", arrays, log=log)
+    _write_with_pyignite(host, port, PYIGNITE_MNIST_CACHE, arrays, log=log)  # the same rows
+    del arrays
     cache = "bench_mnist"
     contenders = [
         C.ignite_dataset(host, port, cache, row_bytes=MNIST_ROW_BYTES, batch_size=sizes.small_batch, page_size=page),
+        C.ignite_dataset(host, port, PYIGNITE_MNIST_CACHE, row_bytes=MNIST_ROW_BYTES, batch_size=sizes.small_batch,
+                         page_size=page, shapes={"pixels": [784]}, key="dataset_pyignite",
+                         label="IgniteDataset in TF, rows written by pyignite (shapes=)"),
         C.our_reader(host, port, cache, row_bytes=MNIST_ROW_BYTES, page_size=page),
         C.java_scan(host, port, cache, page_size=page, warmup=sizes.java_warmup),
         C.pyignite_scan(host, port, cache, fields=MNIST_FIELDS, row_bytes=MNIST_ROW_BYTES, page_size=page,
@@ -151,7 +185,9 @@ def small_rows_scenario(host: str, port: int, sizes: Sizes, ceiling_port: int, l
     return Scenario(
         "small", "2a. Small rows: MNIST-shaped binary objects",
         f"{n:,} binary objects (int `label` + 784-byte `pixels` array, {MNIST_ROW_BYTES} payload bytes per row), "
-        f"one node, pages of {page} rows.",
+        f"one node, pages of {page} rows. The same rows written by pyignite (`IntObject` label, "
+        f"`ByteArrayObject` pixels: a `byte[]` of no recorded length) are read with `shapes={{'pixels': [784]}}` "
+        "(issue 47).",
         "rows/s", contenders, reference="java", min_reps=SMALL_ROWS_REPS,
         targets=[
             Target("dataset", "java", 1.0, "IgniteDataset >= 1.0x the Java thin client (small rows)"),
@@ -160,6 +196,8 @@ def small_rows_scenario(host: str, port: int, sizes: Sizes, ceiling_port: int, l
                    "1M rows/s)", rate=1_000_000),
             Target("dataset", "raw", 0.9, "IgniteDataset in TF >= 0.9x the raw scan pages (small rows; issue 31: "
                    "the node's own rate)"),
+            Target("dataset_pyignite", "dataset", 0.9, "IgniteDataset shapes= over the rows written by pyignite "
+                   ">= 0.9x the same rows written by write (small rows; issue 47)"),
         ],
     )
 

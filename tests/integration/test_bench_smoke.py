@@ -31,7 +31,7 @@ SHORT_SCENARIOS = ("bulk", "small", "train", "sql", "fs", "follow")
 #: scenario key -> contender keys every run must report.
 EXPECTED = {
     "bulk": {"dataset", "reader", "java", "pyignite", "socket", "raw"},
-    "small": {"dataset", "reader", "java", "pyignite", "socket", "raw"},
+    "small": {"dataset", "dataset_pyignite", "reader", "java", "pyignite", "socket", "raw"},
     "sql": {"dataset", "reader", "java", "pyignite", "socket"},
     "train": {"dataset", "arrays"},
     "scale1": {"dataset", "reader", "java"},
