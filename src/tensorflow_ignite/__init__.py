@@ -11,11 +11,24 @@ TensorFlow until something that needs it is used, so the command line stays fast
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import _lazy
-from .errors import *  # noqa: F403  (the error hierarchy is public API)
+from ._version import __version__ as __version__
+from .errors import *  # noqa: F403 - the error hierarchy is public API, listed in errors.__all__
 from .errors import __all__ as _error_names
 
-__version__ = "0.1.0.dev0"
+if TYPE_CHECKING:
+    # What _EXPORTS imports on first use, for type checkers and editors (test_public_api checks
+    # that the two agree); at run time these stay lazy.
+    # (`X as X`: an explicit re-export.)
+    from .client import IgniteClient as IgniteClient
+    from .data.dataset import IgniteDataset as IgniteDataset
+    from .data.write import WriteResult as WriteResult
+    from .data.write import write as write
+    from .local.cluster import LocalCluster as LocalCluster
+    from .scoring import PredictResult as PredictResult
+    from .scoring import predict as predict
 
 # ignite:// and igfs:// for TensorFlow: registered now if TensorFlow is already
 # imported, else as soon as it is (an import hook; no TensorFlow import here).

@@ -11,8 +11,8 @@ than stop someone's node.  The writers then roll back what they stored.
 
 **Where the numbers come from.**  The tensorflow-ignite module's launcher
 service (``TfJobService.regions``, which broadcasts ``RegionReport`` to every
-server node carrying the module; the writers hand the guard ``JobClient`` to
-ask it with, ``module=``) returns each node's regions: name, max size,
+server node carrying the module; asked through the thin client's service call,
+:func:`tensorflow_ignite.client.services.invoke_service`) returns each node's regions: name, max size,
 persistence, page size, and ``TotalUsedSize`` (allocated pages minus the empty
 pages a write can reuse; Ignite counts it whether or not the region enables
 metrics).  Without the module, a cluster with an SQL engine answers the same
@@ -43,9 +43,9 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .errors import CapacityError, IgniteError
 
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 __all__ = [
     "RegionUsage",
     "CapacityGuard",
-    "ModuleService",
     "region_usage",
     "sql_region_usage",
     "estimate_bytes",
@@ -152,29 +151,23 @@ class _Unavailable(Exception):
     """No region figures: the reason, for the one warning."""
 
 
-class ModuleService(Protocol):
-    """What asks the module's launcher service for its region reports:
-    :class:`~tensorflow_ignite.launcher.jobs.JobClient` (the writers pass it in; this
-    module sits below ``launcher/`` and does not import it)."""
-
-    def invoke(self, method: str, *args: Any, wait_for_service: float = ...) -> Any: ...
-
-
-def region_usage(client: "IgniteClient", module: ModuleService | None = None) -> tuple[list[RegionUsage], str]:
+def region_usage(client: "IgniteClient", *, module: bool = True) -> tuple[list[RegionUsage], str]:
     """Every server node's data regions and where the figures came from.
 
-    First through the module's launcher service (``module``, when given), else
-    through the SQL system views of a cluster with an SQL engine (:func:`sql_region_usage`).
+    First through the tensorflow-ignite module's service (``module``; its ``regions`` method),
+    else through the SQL system views of a cluster with an SQL engine (:func:`sql_region_usage`).
     Raises ``_Unavailable`` (internal) with the reasons when neither can say.
     """
-    from .errors import LauncherError
+    from .client.services import MODULE_SERVICE, invoke_service
+    from .errors import ServerError
 
-    if module is None:
+    if not module:
         return sql_region_usage(client), "SQL system views"
     try:
-        rows = module.invoke("regions", wait_for_service=10.0)
-    except LauncherError as exc:
-        reason = " ".join(str(exc).split())
+        rows = invoke_service(client, MODULE_SERVICE, "regions")
+    except ServerError as exc:
+        # No module on the nodes ("Service not found"), or an older one without the method: the SQL views.
+        reason = " ".join(str(exc).split())[:300]
         if "regions" in reason and ("method" in reason.lower() or "NoSuchMethod" in reason):
             reason = f"the nodes run an older tensorflow-ignite module without region reports ({reason})"
         try:
@@ -260,16 +253,16 @@ class CapacityGuard:
     grows past the limit while it runs -- someone else filled the region, or the
     estimate was low -- stops with a :class:`CapacityError` before the node
     runs out of pages.  ``copies`` is ``1 + backups``.  ``enabled=False`` (or
-    ``TF_IGNITE_CAPACITY_GUARD=0``) turns every check into a no-op.  ``module``
-    makes the client of the module's launcher service (``JobClient``), asked first
-    for the figures; without it only the SQL system views are.
+    ``TF_IGNITE_CAPACITY_GUARD=0``) turns every check into a no-op.  The figures
+    come from the module's service when the nodes carry it, else from the SQL system views
+    (:func:`region_usage`); ``module=False`` asks only the latter.
 
     ``stats`` counts refreshes and checks (for tests and diagnostics).
     """
 
     def __init__(self, client: "IgniteClient", cache_name: str, *, copies: int = 1, region: str | None = None,
                  what: str = "write", enabled: bool | None = None,
-                 module: "Callable[[IgniteClient], ModuleService] | None" = None) -> None:
+                 module: bool = True) -> None:
         import os
 
         self.client = client
@@ -282,8 +275,7 @@ class CapacityGuard:
         self.enabled = enabled
         self._rows: list[RegionUsage] | None = None
         self._headroom = 0  # bytes the busiest node had left after the last check (for refresh pacing)
-        self._module_factory = module
-        self._module: ModuleService | None = None
+        self._module = module
         self._at = 0.0
         self._since = 0
         self._unknown_at = 0.0
@@ -309,9 +301,7 @@ class CapacityGuard:
         if self._unknown_at and now - self._unknown_at < UNKNOWN_RETRY_SECONDS:
             return None
         try:
-            if self._module is None and self._module_factory is not None:
-                self._module = self._module_factory(self.client)
-            rows, source = region_usage(self.client, self._module)
+            rows, source = region_usage(self.client, module=self._module)
         except (_Unavailable, IgniteError) as exc:
             self._unknown_at = now
             self._rows = None

@@ -24,7 +24,6 @@ from tensorflow_ignite.capacity import (
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.data.write import write
 from tensorflow_ignite.errors import CapacityError
-from tensorflow_ignite.launcher.jobs import JobClient
 from tensorflow_ignite.local.cluster import LocalCluster
 
 from .test_writer import run_cli
@@ -63,7 +62,7 @@ def kept(client: IgniteClient) -> Iterator[dict[str, np.ndarray]]:
 
 
 def _region(client: IgniteClient) -> RegionUsage:
-    guard = CapacityGuard(client, "cap_keep", module=JobClient)
+    guard = CapacityGuard(client, "cap_keep")
     rows = guard.regions()
     assert rows is not None and len(rows) == 1, rows
     assert guard.source == "launcher module"

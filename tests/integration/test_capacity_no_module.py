@@ -18,7 +18,6 @@ from tensorflow_ignite.capacity import CapacityGuard
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.data.write import write
 from tensorflow_ignite.errors import CapacityError
-from tensorflow_ignite.launcher.jobs import JobClient
 from tensorflow_ignite.local.cluster import LocalCluster
 
 
@@ -28,7 +27,7 @@ def test_sql_system_views_give_the_figures_and_the_guard_refuses(tmp_path: Path)
         host, port = cluster.address()
         with IgniteClient(f"{host}:{port}") as c:
             write("cap_sql_keep", {"x": np.zeros((3000, 1000), np.uint8)}, client=c, progress=False)
-            guard = CapacityGuard(c, "cap_sql_keep", module=JobClient)  # asked first, absent here
+            guard = CapacityGuard(c, "cap_sql_keep")  # the module is asked first: absent here
             rows = guard.regions()
             assert guard.source == "SQL system views"
             assert rows is not None and sorted(r.node for r in rows) == ["tfi-capsql-0", "tfi-capsql-1"], rows

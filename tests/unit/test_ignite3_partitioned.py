@@ -87,13 +87,11 @@ def test_saved_state_resumes_only_its_own_plan() -> None:
 def test_description_rebuilds_the_same_reader() -> None:
     import json
 
-    from tensorflow_ignite.data import portable
-
     r = TableReader(ConnectionOptions(host="h1", port=10800, fallbacks=("h2:10800",), username="u", password="pw"),
                     "PUBLIC.TRAIN", ["X"], (ColumnMeta("X", T.DECIMAL, True, 2, 10),), [("ID", T.INT64), ("T", T.TIME)],
                     [1, 2, 5], 8, colocation=[(1, 0, 3), (0, 0, 0)], where="X > ?", args=[1.5], null_masks=True,
                     decimal_as="string")
-    text = portable.describe_ignite3(r.options, {**r.describe(), "batch_size": 32}, credentials=None)
+    text = r.description(batch_size=32, credentials=None)
     assert "pw" not in text
     d = json.loads(text)
     again = TableReader.rebuild(ConnectionOptions(host="h1", port=10800), d["read"])

@@ -45,28 +45,26 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from ..client.env import connection_env
+from ..client import described
+from ..client.described import DESCRIPTION_VERSION
 from ..errors import ConfigurationError, UnsupportedOperationError
-from ..protocol.endpoint import format_endpoint
 from .env import PREFIX, parse_partition_list
 from .schema import DatasetSchema, FieldSchema
 
 if TYPE_CHECKING:
-    from ..client import ConnectionOptions, IgniteClient
+    from ..client import IgniteClient
     from ..native.data_source import Source
     from .plan import ScanTask
 
 __all__ = [
     "describe_cache",
     "describe_sql",
-    "describe_ignite3",
     "rebuild",
     "register_credentials",
     "schema_to_json",
@@ -74,14 +72,8 @@ __all__ = [
     "DESCRIPTION_VERSION",
 ]
 
-DESCRIPTION_VERSION = 1
-#: Most endpoints a description lists (the first is the address the dataset was built with).
-_MAX_ENDPOINTS = 16
-_CREDENTIAL_FIELDS = ("username", "password", "cafile", "certfile", "keyfile", "cert_password")
-
 #: Rebuilt sources kept per process (least recently used dropped first).
 _MAX_REBUILT = 32
-_providers: dict[str, Callable[[], Mapping[str, Any]]] = {}
 _rebuilt: OrderedDict[str, "Source"] = OrderedDict()
 _lock = threading.Lock()
 
@@ -96,19 +88,9 @@ def register_credentials(name: str, provider: Callable[[], Mapping[str, Any]] | 
     Without a registered provider the same settings come from
     ``IGNITE_DATASET_<NAME>_PASSWORD`` and the like.
     """
-    _check_name(name)
+    described.register_credentials(name, provider)
     with _lock:
-        if provider is None:
-            _providers.pop(name, None)
-        else:
-            _providers[name] = provider
         _rebuilt.clear()  # the next rebuild asks the new provider
-
-
-def _check_name(name: str) -> None:
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
-        raise ConfigurationError(f"credentials source name {name!r}: use letters, digits and '_' "
-                                 "(it becomes part of environment variable names)")
 
 
 # ---------------------------------------------------------------- schema
@@ -135,137 +117,6 @@ def schema_from_json(d: Mapping[str, Any]) -> DatasetSchema:
     )
 
 
-# ------------------------------------------------------------ connection
-def _describe_connection(client: "IgniteClient", credentials: str | None) -> dict[str, Any]:
-    endpoints = [format_endpoint(h, p) for h, p in client.seeds]
-    try:
-        for addresses in client.node_endpoints().values():
-            if addresses:
-                text = format_endpoint(*addresses[0])
-                if text not in endpoints:
-                    endpoints.append(text)
-    except Exception:  # noqa: BLE001 - the seeds alone still describe the cluster
-        pass
-    return _describe_options(client.options, endpoints, credentials)
-
-
-def _describe_options(o: "ConnectionOptions", endpoints: Sequence[str], credentials: str | None) -> dict[str, Any]:
-    endpoints = list(endpoints)
-    if credentials is not None:
-        _check_name(credentials)
-    return {
-        "endpoints": endpoints[:_MAX_ENDPOINTS],
-        "username": o.username,
-        "password": o.password is not None,
-        "tls": o.uses_tls,
-        "cafile": o.cafile,
-        "client_cert": bool(o.certfile),
-        "key_password": bool(o.cert_password),
-        "server_hostname": o.server_hostname,
-        "insecure_skip_verify": o.insecure_skip_verify,
-        "insecure_skip_hostname_verification": o.insecure_skip_hostname_verification,
-        "timeout": o.timeout,
-        "connect_timeout": o.connect_timeout,
-        "idle_timeout": o.idle_timeout,
-        "credentials": credentials,
-    }
-
-
-def _split_endpoint(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    return host.strip("[]"), int(port)
-
-
-def _env_name(source: str | None, field: str) -> str:
-    return f"{PREFIX}{source.upper()}_{field.upper()}" if source else f"{PREFIX}{field.upper()}"
-
-
-def _credentials(conn: Mapping[str, Any]) -> dict[str, Any]:
-    """Credential settings of this process for a described connection (see the module docstring)."""
-    source = conn.get("credentials")
-    if source:
-        with _lock:
-            provider = _providers.get(source)
-        if provider is not None:
-            given = dict(provider())
-            unknown = set(given) - set(_CREDENTIAL_FIELDS)
-            if unknown:
-                raise ConfigurationError(f"credentials source {source!r} returned unknown settings "
-                                         f"{sorted(unknown)}; expected some of {list(_CREDENTIAL_FIELDS)}")
-            return given
-        env = connection_env(prefixes=(_env_name(source, ""),))
-    else:
-        env = connection_env()
-    return {f: env[f] for f in _CREDENTIAL_FIELDS if f in env}
-
-
-def _connect(conn: Mapping[str, Any], what: str) -> "IgniteClient":
-    from ..client import pooled_options
-
-    host, port, public = _public_settings(conn)
-    # The process that built the dataset (or any process that built one like it) already
-    # holds a client with the credentials: use it.
-    for options in pooled_options():
-        if ((options.host, options.port) == (host, port) and options.username == public["username"]
-                and options.cafile == public["cafile"] and options.server_hostname == public["server_hostname"]
-                and (options.password is not None) == conn["password"]
-                and bool(options.certfile) == conn["client_cert"]):
-            return options.connect()
-    return _options(conn, what).connect()
-
-
-def _public_settings(conn: Mapping[str, Any]) -> tuple[str, int, dict[str, Any]]:
-    """The first endpoint and the settings of a described connection that are not credentials."""
-    endpoints = list(conn["endpoints"])
-    host, port = _split_endpoint(endpoints[0])
-    # The connection variables of this process, as every feature reads them (credentials
-    # apart: those come from _credentials, a named source's before the plain variables).
-    env = {k: v for k, v in connection_env().items() if k not in _CREDENTIAL_FIELDS}
-    host, port = env.pop("host", host), env.pop("port", port)
-    public = dict(
-        username=conn["username"], cafile=conn["cafile"], server_hostname=conn["server_hostname"],
-        insecure_skip_verify=conn["insecure_skip_verify"],
-        insecure_skip_hostname_verification=conn["insecure_skip_hostname_verification"],
-        timeout=float(conn["timeout"]),
-        # Descriptions made before these options existed lack them: the defaults apply.
-        **{k: float(conn[k]) for k in ("connect_timeout", "idle_timeout") if k in conn},
-    )
-    public.update(env)
-    return host, port, public
-
-
-def _options(conn: Mapping[str, Any], what: str) -> "ConnectionOptions":
-    """The options of a described connection, with this process's credentials (see the module docstring)."""
-    from ..client import ConnectionOptions
-
-    endpoints = list(conn["endpoints"])
-    host, port, public = _public_settings(conn)
-    given = _credentials(conn)
-    source = conn.get("credentials")
-    username = given.get("username", conn["username"])
-    password = given.get("password")
-    missing: list[str] = []
-    if conn["password"] and given.get("password") is None:
-        missing.append(_env_name(source, "password") + f" (the password of Ignite user {username!r})")
-    if conn["client_cert"] and not (given.get("certfile") and given.get("keyfile")):
-        missing.append(f"{_env_name(source, 'certfile')} and {_env_name(source, 'keyfile')} (the client "
-                       "certificate and its key, PEM files on this machine)")
-    if conn["key_password"] and given.get("cert_password") is None:
-        missing.append(_env_name(source, "cert_password") + " (the password of the client key)")
-    if missing:
-        how = (f" or register a provider: tensorflow_ignite.data.register_credentials({source!r}, ...)"
-               if source else "")
-        raise ConfigurationError(
-            f"{what} needs credentials in this process (pid {os.getpid()}), which its description does not "
-            f"carry: set {'; '.join(missing)}{how}")
-    if username is None or password is None:
-        username = password = None
-    return ConnectionOptions(**{
-        **public, "host": host, "port": port, "fallbacks": tuple(endpoints[1:]), "username": username,
-        "password": password, "cafile": given.get("cafile", conn["cafile"]), "certfile": given.get("certfile"),
-        "keyfile": given.get("keyfile"), "cert_password": given.get("cert_password")})
-
-
 # ------------------------------------------------------------- describing
 def describe_cache(client: "IgniteClient", cache_name: str, tasks: Sequence["ScanTask"], *, partitions: int,
                    node_scans: bool, schema: DatasetSchema, page_size: int | None, page_bytes: int,
@@ -276,9 +127,9 @@ def describe_cache(client: "IgniteClient", cache_name: str, tasks: Sequence["Sca
 
     ``arguments``: what :mod:`.arguments` records of the arguments given as tensors, if any.
     """
-    return _dump({
+    return described.dump_description({
         "kind": "cache",
-        "connection": _describe_connection(client, credentials),
+        "connection": described.describe_connection(client, credentials),
         "cache": cache_name,
         "plan": {
             "partitions": [t.partition for t in tasks] if any(t.partition < 0 for t in tasks)
@@ -308,9 +159,9 @@ def describe_sql(client: "IgniteClient", query: str, args: Sequence[Any], *, sch
             unportable = (f"its query argument {i} is a {type(a).__name__}, which a description cannot carry; "
                           "pass it as a number or a string (SQL converts it)")
             break
-    return _dump({
+    return described.dump_description({
         "kind": "sql",
-        "connection": _describe_connection(client, credentials),
+        "connection": described.describe_connection(client, credentials),
         "query": query,
         "args": list(args) if unportable is None else [],
         "unportable": unportable,
@@ -321,24 +172,12 @@ def describe_sql(client: "IgniteClient", query: str, args: Sequence[Any], *, sch
     })
 
 
-def describe_ignite3(options: "ConnectionOptions", read: Mapping[str, Any], *, credentials: str | None) -> str:
-    """The description of a read of an Ignite 3 table (JSON): the connection as for Ignite 2 (its
-    endpoints those of ``options``), and ``read``, what :mod:`tensorflow_ignite.ignite3.partitioned`
-    rebuilds its reader from."""
-    return _dump({"kind": "ignite3", "connection": _describe_options(options, options.endpoints, credentials),
-                  "read": dict(read)})
-
-
 def _ranges(partitions: Sequence[int]) -> str:
     from .progress import format_ranges
 
     if list(partitions) != sorted(set(partitions)):
         raise ConfigurationError("a partition plan is a sorted list of distinct partitions")
     return format_ranges(partitions)
-
-
-def _dump(d: Mapping[str, Any]) -> str:
-    return json.dumps({"v": DESCRIPTION_VERSION, **d}, separators=(",", ":"), sort_keys=True)
 
 
 # ------------------------------------------------------------- rebuilding
@@ -392,7 +231,7 @@ def _build(description: str, arguments: tuple[Any, ...] = ()) -> "Source":
         from ..ignite3.partitioned import TableReader
 
         read = d["read"]
-        reader = TableReader.rebuild(_options(d["connection"], f"the read of Ignite 3 table {read['table']!r}"), read)
+        reader = TableReader.rebuild(described.described_options(d["connection"], f"the read of Ignite 3 table {read['table']!r}"), read)
         return Source(reader.run, reader.element_spec(), batch_size=read["batch_size"], resumable=True)
     schema = schema_from_json(d["schema"])
     spec = schema.element_spec(batched=True)
@@ -400,12 +239,12 @@ def _build(description: str, arguments: tuple[Any, ...] = ()) -> "Source":
         what = f"IgniteDataset.from_sql({d['query']!r})"
         if d.get("unportable"):
             raise UnsupportedOperationError(f"{what} cannot be rebuilt in another process: {d['unportable']}")
-        client = _connect(d["connection"], what)
+        client = described.connect_described(d["connection"], what)
         reader = SqlReader(client, d["query"], d["args"], schema, d["sql"])
         return Source(reader.run, spec, batch_size=d["batch_size"], drop_remainder=d["drop_remainder"],
                       resumable=True)
     cache = d["cache"]
-    client = _connect(d["connection"], f"IgniteDataset over cache {cache!r}")
+    client = described.connect_described(d["connection"], f"IgniteDataset over cache {cache!r}")
     plan = d["plan"]
     partitions = plan["partitions"]
     if plan.get("per_worker"):

@@ -184,7 +184,6 @@ def from_table(table: str, columns: Sequence[str] | None = None, *, where: str |
     """
     import tensorflow as tf
 
-    from ..data import portable
     from ..native import data_source
     from .partitioned import TableReader
     from .streamer import table_route
@@ -231,8 +230,7 @@ def from_table(table: str, columns: Sequence[str] | None = None, *, where: str |
     signature = reader.element_spec()
     if data_source.use_native(signature):
         try:
-            description = portable.describe_ignite3(opts, {**reader.describe(), "batch_size": batch_size},
-                                                    credentials=credentials)
+            description = reader.description(batch_size=batch_size, credentials=credentials)
         except UnsupportedOperationError:
             description = ""  # a where-argument JSON cannot carry: the dataset stays in this process
         ds = data_source.python_source(reader.run, signature, batch_size=batch_size, resumable=True,

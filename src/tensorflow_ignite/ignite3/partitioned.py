@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from ..client.client import parse_addresses
+from ..client.described import describe_options, dump_description
 from ..client.env import parse_partition_list
 from ..client.options import ConnectionOptions
 from ..data.progress import ReadProgress, ResumeState, format_ranges, plan_fingerprint
@@ -223,6 +224,14 @@ class TableReader:
             "page_size": self.page_size, "decimal_as": self.decimal_as, "null_masks": self.null_masks,
             "failover_timeout": self.failover_timeout, "per_node": self.per_node,
         }
+
+    def description(self, *, batch_size: int | None, credentials: str | None) -> str:
+        """The description a dataset over this read carries to other processes (JSON, no secret): the
+        connection as :mod:`tensorflow_ignite.client.described` writes it and :meth:`describe` with
+        ``batch_size``; :func:`tensorflow_ignite.data.portable.rebuild` reads it back."""
+        return dump_description({"kind": "ignite3",
+                                 "connection": describe_options(self.options, self.options.endpoints, credentials),
+                                 "read": {**self.describe(), "batch_size": batch_size}})
 
     @classmethod
     def rebuild(cls, options: ConnectionOptions, d: Mapping[str, Any]) -> "TableReader":

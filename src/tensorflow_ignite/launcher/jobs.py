@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..client import ConnectionOptions, IgniteClient
+from ..client.services import invoke_service, plain
 from ..errors import (
     ConfigurationError,
     JobNotFoundError,
@@ -33,8 +34,6 @@ from ..errors import (
     LauncherPermissionError,
     ServerError,
 )
-from ..protocol import requests, responses
-from ..protocol.codes import Op
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import layout
 from .module import NodeModule, check_module
@@ -122,15 +121,6 @@ class OutputLine:
 
     def __str__(self) -> str:
         return f"{self.label()} {self.text}"
-
-
-def plain(value: Any) -> Any:
-    """Java maps/collections decoded by the client -> plain ``dict``/``list`` (recursively)."""
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
 
 
 def check_job_id(job_id: str) -> str:
@@ -245,13 +235,8 @@ class JobClient:
         deadline = time.monotonic() + wait_for_service
         delay = 0.1
         while True:
-            conn = self.client.default_connection
-            features = conn.features
             try:
-                body = self.client.request(
-                    lambda rid: requests.service_invoke(rid, layout.SERVICE_NAME, method, args, features=features),
-                    Op.SERVICE_INVOKE, retry=False,
-                )
+                return invoke_service(self.client, layout.SERVICE_NAME, method, args)
             except ServerError as exc:
                 text = str(exc)
                 if "Service not found" in text or "Failed to find deployed service" in text:
@@ -266,7 +251,6 @@ class JobClient:
                     ) from None
                 message, refused = _service_message(text)
                 raise (LauncherPermissionError if refused else LauncherError)(message) from None
-            return plain(responses.decode_object(body, self.client.decoder()))
 
     def ping(self) -> str:
         """``"tf-ignite-launcher 1 on <node>"`` once the supervisor is deployed."""

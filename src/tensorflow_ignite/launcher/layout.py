@@ -20,6 +20,7 @@ launcher decides from what it sealed in the metastorage (README, "Security").
 
 from __future__ import annotations
 
+from ..client.services import MODULE_SERVICE
 from ..protocol.cache_config import CacheConfiguration, CacheMode, WriteSynchronizationMode
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 #: The supervisor's service name (a cluster singleton deployed by every NodeLauncher).
-SERVICE_NAME = "tf-ignite-launcher"
+SERVICE_NAME = MODULE_SERVICE
 
 JOBS = "tf_ignite_jobs"
 WORKERS = "tf_ignite_job_workers"

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape, quoteattr
 
-from .. import __version__
+from .._version import __version__
 from ..errors import LauncherModuleError, LauncherNotDeployedError
 
 if TYPE_CHECKING:

@@ -26,7 +26,6 @@ from ..data.write.plan import check_append_schema, estimate_row_bytes, make_plan
 from ..data.write.sender import PutAllSender, send_all
 from ..data.write.sources import open_source
 from ..errors import ConfigurationError, OutputLayoutError, ServerError
-from ..launcher.jobs import JobClient
 
 if TYPE_CHECKING:
     import uuid
@@ -137,9 +136,8 @@ class OutputCache:
         copies = 1 + backups
         if kept:
             copies = 1 + int(self.client.cache(self.name).configuration().backups or 0)
-        # The module's region figures (through JobClient) where the nodes carry it, as write() asks.
-        self.guard = CapacityGuard(self.client, self.name, copies=copies, what="predict", region=None if kept else "",
-                                   module=JobClient)
+        # The module's region figures where the nodes carry it (else the SQL views), as write() has them.
+        self.guard = CapacityGuard(self.client, self.name, copies=copies, what="predict", region=None if kept else "")
         rows = expected_rows or 0
         # Overwriting in place replaces entries of about the same size: no new room is needed for them,
         # so no check up front (a round trip to every node's region figures); the sends are guarded as always.

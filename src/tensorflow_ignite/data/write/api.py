@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...capacity import CapacityGuard
 from ...errors import CapacityError, ConfigurationError, IgniteError, ServerError, WriteError
-from ...launcher.jobs import JobClient
 from ...protocol.codes import AtomicityMode, WriteSynchronizationMode
 from ...protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..tensor_schema import SCHEMA_CACHE, load_schema, save_schema
@@ -208,7 +207,7 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
     # created, a type registered or anything stored (capacity.py); ``send_all`` checks again between batches.
     kept = existing and mode != "overwrite"  # the cache keeps its configuration (and backups)
     guard = CapacityGuard(client, cache_name, copies=_copies_of(client, cache_name) if kept else 1 + backups,
-                          what="write", region=None if kept else "", module=JobClient)
+                          what="write", region=None if kept else "")
     row_bytes = estimate_row_bytes(plan, source.first)
     rows_known = source.total_rows or 0  # unknown (a tf.data source): checked batch by batch only
     guard.check(row_bytes * rows_known, rows_known, largest_entry=row_bytes,

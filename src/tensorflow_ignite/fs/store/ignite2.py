@@ -22,7 +22,6 @@ from ...client import Cache, IgniteClient, TransactionConflictError
 from ...client.connection import Connection
 from ...client.transactions import Transaction
 from ...errors import CacheNotFoundError, ConfigurationError, IgniteConnectionError, ProtocolError, ServerError
-from ...launcher.jobs import JobClient
 from ...protocol import requests, responses
 from ...protocol.cache_config import CacheConfiguration
 from ...protocol.codes import AtomicityMode, CacheMode, Op, PartitionLossPolicy, TypeCode, WriteSynchronizationMode
@@ -103,8 +102,7 @@ class Ignite2Tables:
         self.region = storage
         self.meta_name, self.data_name = f"{prefix}_meta", f"{prefix}_data"
         self.ensure_tables()
-        self._capacity = CapacityGuard(client, self.data.name, copies=1 + backups, what="ignite:// write",
-                                       module=JobClient)
+        self._capacity = CapacityGuard(client, self.data.name, copies=1 + backups, what="ignite:// write")
 
     def ensure_tables(self) -> None:
         meta, data = cache_configurations(self.prefix, self.backups, self.region)
