@@ -438,7 +438,7 @@ def _cli_load(ld: _Loader, key: str, path: Path, host: str, port: int, data: Loa
         if not root.handlers:  # the CLI's logging.basicConfig(INFO) would then print every load's summary
             root.addHandler(logging.StreamHandler())
         argv = ["load", name, str(path), "--host", host, "--port", str(port), "--mode", "create", "--no-sql",
-                "--no-progress", "--type-name", type_name, "--batch-mb", repr(batch_bytes / (1 << 20))]
+                "--no-progress", "--type-name", type_name, "--batch-bytes", str(batch_bytes)]
         stdout, stderr = io.StringIO(), io.StringIO()
         requests = _put_all_requests(ld.caches.client)  # the command's client is the process's shared one
         t0 = time.perf_counter()
