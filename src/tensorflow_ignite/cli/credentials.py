@@ -12,6 +12,7 @@ import argparse
 import getpass
 import os
 import sys
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
@@ -42,14 +43,13 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, without_host: str | 
     ``--host`` optional (default None) and says what the command does without it
     (``demo``: start nodes of its own).
     """
-    conn = p.add_argument_group(
-        "connection",
+    # Wrapped here: commands with a raw description formatter print the group's text as given.
+    conn = p.add_argument_group("connection", textwrap.fill(
         f"--host takes HOST, HOST:PORT or a comma-separated list of them (the others are tried when the "
         f"first does not answer). The password is read from the variable named by --password-env "
         f"(default ${PASSWORD_ENV}) or asked for on the terminal, never taken from the command line; a "
         f"client key's password comes from ${CERT_PASSWORD_ENV}. Any of --cafile, --certfile and "
-        f"--server-hostname turns TLS on.",
-    )
+        f"--server-hostname turns TLS on.", width=78))
     if without_host is None:
         conn.add_argument("--host", default=DEFAULT_HOST, metavar="HOST[:PORT][,...]",
                           help=f"the cluster's node(s) to connect to (default {DEFAULT_HOST})")
