@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the versions of tensorflow-ignite, TensorFlow, the thin-client "
                              "protocol and the bundled Apache Ignite, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in _COMMANDS:
-        module.register(sub)
+    for command in _COMMANDS:
+        command.register(sub)
     return parser
 
 

@@ -19,7 +19,7 @@ from ..local.ignite3 import MEMORY_PROFILE, Ignite3Cluster
 from ..local.tls import describe_tls
 from .grammar import print_json
 
-__all__ = ["start", "stop", "status", "UNSUPPORTED"]
+__all__ = ["start", "stop", "states", "print_status", "UNSUPPORTED"]
 
 #: ``node start`` flags that have no meaning for Ignite 3 nodes: (attribute, flag, why).
 UNSUPPORTED: tuple[tuple[str, str, str], ...] = (

@@ -63,11 +63,11 @@ Address = tuple[str, int]
 def parse_addresses(addresses: str | Address | Sequence[str | Address], default_port: int = DEFAULT_PORT) -> list[Address]:
     """``"h1:p1,h2"`` / ``("h", p)`` / a list of either -> ``[(host, port), ...]``."""
     if isinstance(addresses, tuple) and len(addresses) == 2 and isinstance(addresses[1], int):
-        items: list[str | Address] = [addresses]  # type: ignore[list-item]
+        items: list[str | Address] = [addresses]
     elif isinstance(addresses, str):
         items = [a for a in addresses.split(",") if a.strip()]
     else:
-        items = list(addresses)  # type: ignore[arg-type]
+        items = list(addresses)
     out: list[Address] = []
     for item in items:
         if isinstance(item, tuple):

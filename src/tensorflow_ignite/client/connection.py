@@ -360,7 +360,7 @@ class Connection(DirectAnswers, Notifications):
             for part in parts or ():
                 part.release()
             parts = None
-            payload = None  # type: ignore[assignment]
+            payload = None  # type: ignore[assignment]  # drops the buffer early; never read again
         if error is not None:
             raise error
 

@@ -74,7 +74,7 @@ def stream_pages(
         while True:
             if page.has_more and cursor_id is not None:
                 cid = cursor_id
-                pending = conn.send(lambda rid: next_page(rid, cid))
+                pending = conn.send(lambda rid: next_page(rid, cid))  # noqa: B023 - called within send()
             yield page
             if pending is None:
                 open_cursor = False
@@ -145,7 +145,7 @@ class _ReadAhead:
                     self._cv.notify_all()
                 if not open_cursor:
                     break
-        except BaseException as exc:  # handed to the caller: raised where the page would have come
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller: raised where the page would have come
             open_cursor = False
             with self._cv:
                 self._error = exc

@@ -154,13 +154,13 @@ class DirectAnswers:
                 try:
                     head = reader.take(target.head)
                     reader.fill(into)
-                except BaseException as exc:
+                except BaseException as exc:  # noqa: BLE001 - re-raised below, without the frames
                     # The caller's buffer is TensorFlow's: no traceback frame may keep
                     # a reference to it once the caller has given up on this answer.
                     del into
                     target = None
                     exc.__context__ = None
-                    raise exc.with_traceback(None)
+                    raise exc.with_traceback(None)  # noqa: B904 - the context is dropped on purpose (above)
                 # The waiter may return (and its caller release the buffer) the moment
                 # it is notified, possibly before this frame ends: drop every reference
                 # to the buffer first.

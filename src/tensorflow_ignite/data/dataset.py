@@ -614,7 +614,8 @@ def _assemble(batches: Any, run: Any, n_tasks: int, schema: DatasetSchema, paral
         return tf.data.Dataset.from_generator(batches, args=(worker, np.int64(workers)), output_signature=signature)
 
     if workers == 1 and data_source.use_native(signature):
-        source = dict(resumable=True, description=description, num_splits=splits, arguments=arguments)
+        source: dict[str, Any] = dict(resumable=True, description=description, num_splits=splits,
+                                      arguments=arguments)
         if batch_size is not None:  # cut in Python: cheaper per batch than Dataset.rebatch
             return data_source.python_source(run, signature, batch_size=batch_size,
                                              drop_remainder=drop_remainder, allocate=allocate, **source)

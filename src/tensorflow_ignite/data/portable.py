@@ -104,7 +104,7 @@ def _field_from_json(d: Mapping[str, Any] | None) -> FieldSchema | None:
     return FieldSchema(
         name=d["name"], type_code=int(d["type_code"]), dtype=d["dtype"],
         shape=tuple(None if s is None else int(s) for s in d["shape"]),
-        fields=tuple(_field_from_json(f) for f in d["fields"]),  # type: ignore[misc]
+        fields=tuple(_field_from_json(f) for f in d["fields"]),  # type: ignore[misc]  # a field's members are never null in a schema's JSON
         nullable=bool(d["nullable"]), type_name=d["type_name"], kind=d["kind"],
     )
 
@@ -113,7 +113,7 @@ def schema_from_json(d: Mapping[str, Any]) -> DatasetSchema:
     return DatasetSchema(
         key=_field_from_json(d["key"]), value=_field_from_json(d["value"]),
         null_masks=bool(d["null_masks"]), decimal_as=d["decimal_as"],
-        columns=tuple(_field_from_json(c) for c in d["columns"]),  # type: ignore[misc]
+        columns=tuple(_field_from_json(c) for c in d["columns"]),  # type: ignore[misc]  # a schema's columns are never null in its JSON
     )
 
 

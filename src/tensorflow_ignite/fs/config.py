@@ -247,7 +247,7 @@ def settings(environ: Any = None) -> FsSettings:
         key = (_env_snapshot(), _overrides_version)
         cached = _settings_cache
         if cached is not None and cached[0] == key:
-            return cached[1]  # type: ignore[no-any-return]
+            return cached[1]
     env = os.environ if environ is None else environ
     with _lock:
         given = dict(_overrides)

@@ -123,7 +123,7 @@ class IgniteFileSystem(AbstractFileSystem):
             "type": "directory" if is_dir else "file",
             "mtime": entry.mtime_ns / 1e9,
             "id": entry.id,
-            **({} if is_dir else {"generation": entry.gen, "block_size": entry.block_size}),  # type: ignore[union-attr]
+            **({} if is_dir else {"generation": entry.gen, "block_size": entry.block_size}),  # type: ignore[union-attr]  # not is_dir: entry is a file entry
         }
 
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:

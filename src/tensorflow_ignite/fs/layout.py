@@ -42,7 +42,7 @@ import os
 import zlib
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from ..native.uri import clean_path
 
@@ -199,7 +199,7 @@ class DirEntry:
     size = 0
 
 
-Entry = Union[FileEntry, DirEntry]
+Entry = FileEntry | DirEntry
 
 #: The root when ``e:/`` was never written.
 ROOT_ENTRY = DirEntry(id="0", mtime_ns=0, nb=1)
@@ -239,8 +239,8 @@ def decode_garbage(value: Any) -> tuple[list[Range], int, float]:
     ranges list) has neither time nor delay: ``(ranges, 0, 0.0)``, deletable at once."""
     data = json.loads(value)
     if isinstance(data, list):
-        return [tuple(r) for r in data], 0, 0.0  # type: ignore[misc]
-    return [tuple(r) for r in data["r"]], int(data.get("t", 0)), float(data.get("d", 0.0))  # type: ignore[misc]
+        return [tuple(r) for r in data], 0, 0.0
+    return [tuple(r) for r in data["r"]], int(data.get("t", 0)), float(data.get("d", 0.0))
 
 
 def encode_bucket(nb: int, names: set[str] | frozenset[str] | list[str]) -> str:

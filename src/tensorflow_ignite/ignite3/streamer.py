@@ -154,7 +154,7 @@ class _Batches:
             wait(futures)
         self.written += sum(f.result() for f in futures if not f.cancelled() and f.exception() is None)
         if failed:
-            raise failed[0].exception()  # type: ignore[misc]
+            raise failed[0].exception()  # type: ignore[misc]  # failed holds only futures whose exception() is not None
 
 
 def stream(client: Ignite3Client, table: str, data: Mapping[str, np.ndarray], *, batch_rows: int = 1000,

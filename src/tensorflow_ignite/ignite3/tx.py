@@ -44,7 +44,7 @@ class Transaction:
 
     def __init__(self, client: "Ignite3Client", *, read_only: bool = False, timeout: float | None = None) -> None:
         self.read_only = bool(read_only)
-        timeout_ms = 0 if timeout is None else int(round(timeout * 1000))
+        timeout_ms = 0 if timeout is None else round(timeout * 1000)
         conn = client.connection()
         body = txp.begin_request(self.read_only, timeout_ms, conn.observable_timestamp)
         self.resource_id = txp.parse_begin(conn.call(ClientOp.TX_BEGIN, body, what="beginning a transaction"))

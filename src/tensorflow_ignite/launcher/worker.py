@@ -140,7 +140,7 @@ def gather_ints(strategy: Any, value: int) -> list[int]:
     # In a tf.function: eager collectives work too but warn about their overhead.
     run = tf.function(lambda v: strategy.run(one_hot, args=(v,)))
     result = strategy.experimental_local_results(run(tf.constant(float(value), tf.float64)))[0]
-    return [int(round(v)) for v in result.numpy().tolist()]
+    return [round(v) for v in result.numpy().tolist()]
 
 
 def equal_steps(examples: Any, *, batch_size: int, local_rows: int, steps: int, pad: Any,

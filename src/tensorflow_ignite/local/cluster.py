@@ -84,7 +84,8 @@ class NodeInfo:
     def status(self) -> dict[str, Any]:
         """The node's last published status (``{}`` before it wrote any)."""
         try:
-            return json.loads(Path(self.status_file).read_text())
+            status: dict[str, Any] = json.loads(Path(self.status_file).read_text())
+            return status
         except (OSError, ValueError):
             return {}
 

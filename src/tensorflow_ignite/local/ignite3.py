@@ -251,7 +251,7 @@ class Ignite3Cluster:
                 given.update(certfile=str(m.client_cert), keyfile=str(m.client_key),
                              cert_password=m.client_key_password)
         given.update(fields)
-        return ConnectionOptions(**given)  # type: ignore[arg-type]
+        return ConnectionOptions(**given)  # type: ignore[arg-type]  # given holds ConnectionOptions' fields by name, each of its type
 
     def _command(self, node: Ignite3Node, config: Path) -> list[str]:
         cmd = [java_runtime().executable, *JVM_FLAGS, f"-Xms{min(self.heap_mb, 128)}m", f"-Xmx{self.heap_mb}m",

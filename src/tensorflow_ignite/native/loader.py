@@ -228,10 +228,10 @@ def _check_backend(backend: object, native: ModuleType) -> None:
 
 def _as_backend(candidate: object, native: ModuleType) -> FileSystemBackend:
     if not isinstance(candidate, type) and all(callable(getattr(candidate, name, None)) for name in native.BACKEND_METHODS):
-        return candidate  # type: ignore[return-value]
+        return candidate  # type: ignore[return-value]  # a duck-typed backend: every method checked just above
     if not callable(candidate):
         _check_backend(candidate, native)  # raises with the missing methods
-    backend = candidate()  # type: ignore[operator]
+    backend = candidate()  # type: ignore[operator]  # callable, or _check_backend raised just above
     _check_backend(backend, native)
     return backend
 
@@ -251,7 +251,7 @@ def _default_factory() -> BackendFactory:
         target = getattr(target, part)
     if not callable(target):
         raise ConfigurationError(f"${BACKEND_ENV}={spec!r} is not callable")
-    return target  # type: ignore[return-value]
+    return target
 
 
 def _shutdown_hook(native: ModuleType) -> None:

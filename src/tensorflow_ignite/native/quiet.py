@@ -48,7 +48,7 @@ class _QuietLoader(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         with filtered_stderr():
-            self._inner.exec_module(module)  # type: ignore[attr-defined]
+            self._inner.exec_module(module)
 
 
 class _TensorFlowFinder(importlib.abc.MetaPathFinder):

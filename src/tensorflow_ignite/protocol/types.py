@@ -125,7 +125,7 @@ _ARRAY_INFO = [i for i in TYPES.values() if i.element is not None]
 #: Primitive array code -> NumPy dtype of its elements (little-endian on the wire).
 ARRAY_DTYPES: dict[int, np.dtype] = {i.code: i.wire for i in _ARRAY_INFO if i.is_primitive_array}
 #: Primitive scalar code -> the array code of its arrays.
-ARRAY_OF: dict[int, int] = {i.element: i.code for i in _ARRAY_INFO if i.is_primitive_array}  # type: ignore[misc]
+ARRAY_OF: dict[int, int] = {i.element: i.code for i in _ARRAY_INFO if i.is_primitive_array}  # type: ignore[misc]  # _ARRAY_INFO holds only infos whose element is not None
 #: Fixed-size scalar code -> (bytes after the type code, NumPy dtype of them or "").
 FIXED_WIRE: dict[int, tuple[int, str]] = {i.code: (i.size, i.wire) for i in _SCALAR_INFO if i.size is not None}
 #: Scalar code -> NumPy type of the column the page decoder makes of it.
@@ -142,7 +142,7 @@ JAVA_CLASS_TYPE_CODES: dict[str, int] = {
 }
 #: Typed-array code -> the code of its elements (``STRING_ARR`` -> ``STRING``...).
 TYPED_ARRAY_ELEMENTS: dict[int, int] = {
-    i.code: i.element for i in _ARRAY_INFO if not i.is_primitive_array  # type: ignore[misc]
+    i.code: i.element for i in _ARRAY_INFO if not i.is_primitive_array  # type: ignore[misc]  # _ARRAY_INFO holds only infos whose element is not None
 }
 #: Type code recorded in binary metadata for a field written with a given code (others: the code itself).
 METADATA_CODES: dict[int, int] = {i.code: i.metadata for i in TYPES.values() if i.metadata is not None}

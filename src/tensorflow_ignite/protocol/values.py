@@ -54,7 +54,7 @@ collection (ArrayList), ``set`` -> collection (HashSet), ``dict`` -> map
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -255,7 +255,7 @@ class OptimizedObject:
     data: bytes
 
 
-class ObjectArray(list):  # type: ignore[type-arg]
+class ObjectArray(list):
     """``Object[]`` (type 23) or an enum array (type 29): a list plus the component type id.
 
     ``type_id`` -1 means ``java.lang.Object``; ``class_name`` is set for an
@@ -280,7 +280,7 @@ class ObjectArray(list):  # type: ignore[type-arg]
         return f"ObjectArray({list.__repr__(self)}, type_id={self.type_id})"
 
 
-class Collection(list):  # type: ignore[type-arg]
+class Collection(list):
     """A Java collection (type 24): a list plus the collection kind byte."""
 
     __slots__ = ("kind",)
@@ -293,7 +293,7 @@ class Collection(list):  # type: ignore[type-arg]
         return f"Collection({list.__repr__(self)}, kind={self.kind})"
 
 
-class Map(dict):  # type: ignore[type-arg]
+class Map(dict):
     """A Java map (type 25): a dict plus the map kind byte."""
 
     __slots__ = ("kind",)
@@ -504,7 +504,7 @@ class BinaryTypeRegistry:
     def __contains__(self, type_id: object) -> bool:
         return type_id in self._types
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[BinaryType]:
         return iter(self._types.values())
 
     def __len__(self) -> int:

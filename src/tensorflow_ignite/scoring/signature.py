@@ -66,7 +66,7 @@ def _shape_fits(field: tuple[int | None, ...], model: tuple[int | None, ...]) ->
         return True
     if None in field or None in model:
         return False
-    return math.prod(field) == math.prod(model)  # type: ignore[arg-type]
+    return math.prod(field) == math.prod(model)
 
 
 def _dense_fits(field: tuple[int | None, ...], model: tuple[int | None, ...]) -> bool:
@@ -105,7 +105,7 @@ def bind_inputs(model_inputs: tuple[TensorSpec, ...], fields: Mapping[str, Tenso
                 continue
         field = fields[name]
         if (dense_arrays and _dtype_fits(field.dtype, spec.dtype) and _dense_fits(field.shape, spec.shape)):
-            elements = math.prod(spec.shape)  # type: ignore[arg-type]
+            elements = math.prod(spec.shape)
             bindings.append(InputBinding(spec, TensorSpec(field.name, field.dtype, (elements,)), dense=True))
             continue
         if not _dtype_fits(field.dtype, spec.dtype) or not _shape_fits(field.shape, spec.shape):

@@ -20,6 +20,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 
 class TcpProxy:
@@ -92,7 +93,7 @@ class TcpProxy:
         self.close()
 
     # ---------------------------------------------------------------- internals
-    def _spawn(self, fn, *args) -> None:  # type: ignore[no-untyped-def]
+    def _spawn(self, fn: Callable[..., object], *args: object) -> None:
         t = threading.Thread(target=fn, args=args, daemon=True)
         self._threads.append(t)
         t.start()

@@ -27,7 +27,8 @@ plan and checks), :mod:`.cache` (the target cache), :mod:`.sender` (put-all
 requests in flight, progress), :mod:`.api` (``write``).
 """
 
-from .api import WriteError, WriteResult, write
+from ...errors import WriteError
+from .api import WriteResult, write
 from .cache import default_type_name, sql_table_name
 from .encode import FixedLayoutEncoder, GenericRowEncoder
 from .fields import FieldPlan, plan_column

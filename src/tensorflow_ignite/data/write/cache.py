@@ -150,6 +150,6 @@ def after_failure(client: "IgniteClient", cache: "Cache", exc: BaseException, *,
             what = "emptied again"
         delete_schema(client, cache.name)
         exc.add_note(f"tensorflow_ignite.write: cache {cache.name!r} was {what}; {rows:,} rows had been written")
-    except BaseException as cleanup:  # never hide the original error
+    except BaseException as cleanup:  # noqa: BLE001 - never hide the original error
         log.error("could not clean up cache %r after a failed write: %s", cache.name, cleanup)
         exc.add_note(f"tensorflow_ignite.write: cleaning up cache {cache.name!r} failed too: {cleanup}")

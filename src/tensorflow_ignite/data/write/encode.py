@@ -164,7 +164,7 @@ class FixedLayoutEncoder:
         pos = _HEADER_LEN
         for s in sizes:
             offsets.append(pos)
-            pos += int(s)  # type: ignore[arg-type]
+            pos += int(s)
         self.offsets = offsets
         self.data_end = pos
         last = offsets[-1]

@@ -121,7 +121,7 @@ def _read_parquet(path: Path, columns: Sequence[str] | None) -> dict[str, np.nda
         raise ConfigurationError("reading .parquet needs pyarrow: pip install 'tensorflow-ignite[load]'") from None
     try:
         table = pq.read_table(path, columns=list(columns) if columns is not None else None)
-    except Exception as exc:  # ArrowInvalid, missing columns...
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, KeyError, OSError...: all "cannot read"
         raise ConfigurationError(f"cannot read {path}: {exc}") from None
     return {name: _arrow_to_numpy(name, table.column(name)) for name in table.column_names}
 

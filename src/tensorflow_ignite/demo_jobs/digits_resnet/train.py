@@ -118,8 +118,8 @@ for epoch in range(start_epoch, EPOCHS):
                        local_rows=local_rows, steps=steps, pad=pad)
     loss_sum, seen = 0.0, 0.0
     for (x, y), w in data:
-        l, n = train_step(x, y, w)
-        loss_sum += float(l)
+        step_loss, n = train_step(x, y, w)
+        loss_sum += float(step_loss)
         seen += float(n)
     rows_per_epoch.append(int(seen))
     epochs_done.assign(epoch + 1)

@@ -297,7 +297,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
                 self.tables.put_blocks(batch)
 
             try:
-                for (path, entry), (_, data) in zip(planned, chunk):
+                for (_path, entry), (_, data) in zip(planned, chunk):
                     for b in range(entry.blocks):
                         piece = bytes(data[b * bs:(b + 1) * bs])
                         batch.append((entry.key_of(b), piece))

@@ -142,7 +142,7 @@ class TxView:
             self._dirty[garbage_key(gid)] = encode_garbage(self.garbage, now_ns(), self.store.garbage_delay)
         puts = [(k, v) for k, v in self._dirty.items() if v is not _DELETED]
         removes = [k for k, v in self._dirty.items() if v is _DELETED]
-        self.tx.put_all(puts)  # type: ignore[arg-type]
+        self.tx.put_all(puts)  # type: ignore[arg-type]  # the values left are str once _DELETED is filtered out
         self.tx.remove_all(removes)
         return gid
 

@@ -310,11 +310,11 @@ class FileWriter:
         key = block_key(self.cid, self._block)
         try:
             acknowledged = self.store.send_block_from(key, block)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, without the frames
             # No traceback frame may keep a view of the caller's memory past this call.
             del block
             exc.__context__ = exc.__cause__ = None
-            raise exc.with_traceback(None)
+            raise exc.with_traceback(None)  # noqa: B904 - the context is dropped on purpose (above)
         del block
         self._block += 1
         try:

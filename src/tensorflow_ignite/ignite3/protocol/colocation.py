@@ -414,7 +414,8 @@ def _decoded_hash(v: Any, t: ColumnType, scale: int, precision: int) -> int:
     if t in (ColumnType.DATE, ColumnType.TIME, ColumnType.DATETIME, ColumnType.TIMESTAMP):
         v = int(v)
         if t is ColumnType.TIMESTAMP:
-            return timestamp_hash(*divmod(v, 1_000_000_000), precision)
+            seconds, nanos = divmod(v, 1_000_000_000)
+            return timestamp_hash(seconds, nanos, precision)
         if t is ColumnType.DATE:
             return _date_hash(_EPOCH_DATE + _dt.timedelta(days=v // _DAY_MS))
         days, ns = divmod(v, _DAY_NS) if t is ColumnType.DATETIME else (0, v)

@@ -16,7 +16,7 @@ import sys
 
 try:
     import tensorflow_ignite  # noqa: F401  (registration hook for ignite:// and igfs://)
-except Exception as exc:  # a broken hook must not stop the worker; say why instead
+except Exception as exc:  # noqa: BLE001 - a broken hook must not stop the worker; say why instead
     print(f"tf-ignite: ignite:// registration hook not installed: {exc}", file=sys.stderr)
 
 _here = os.path.dirname(os.path.abspath(__file__))

@@ -544,7 +544,7 @@ class BinaryDecoder:
                 pos = footer_start
                 for i in range(count):
                     if compact:
-                        fid = ids[i]  # type: ignore[index]
+                        fid = ids[i]  # type: ignore[index]  # compact footers only with a schema: ids is set above
                         opos = pos
                     else:
                         fid = I32.unpack_from(buf, pos)[0]
