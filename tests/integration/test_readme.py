@@ -103,7 +103,9 @@ for step in json.load(open(sys.argv[1])):
 @pytest.fixture(scope="module")
 def readme_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A node of the README's own (SQL-enabled: the SQL section), stopped however the test ends."""
-    cluster = LocalCluster(tmp_path_factory.mktemp("readme-node"), nodes=1, sql=True, name="tfi-readme")
+    # READINGS: the follow example's cache, whose follow log the node keeps (`ignite-tf node start --follow-log`).
+    cluster = LocalCluster(tmp_path_factory.mktemp("readme-node"), nodes=1, sql=True, name="tfi-readme",
+                           follow_log=("READINGS",))
     try:
         cluster.start()
         yield cluster

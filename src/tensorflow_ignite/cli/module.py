@@ -9,7 +9,7 @@ from ..errors import IgniteError
 from .credentials import add_connection_arguments, connection_options
 from .grammar import add_json_argument, print_json
 
-__all__ = ["register"]
+__all__ = ["register", "duration"]
 
 _DESCRIPTION = """\
 `ignite-tf start` runs its training workers through a small Ignite module: one jar in every
@@ -45,7 +45,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     config.add_argument("--follow-log", action="append", default=[], metavar="CACHE[,CACHE]",
                         help="also keep the follow log of these caches: every update, so that IgniteDataset.follow "
                         "resumes exactly once (README, 'Following a cache'); repeatable")
-    config.add_argument("--follow-log-retention", type=_duration, default=None, metavar="DURATION",
+    config.add_argument("--follow-log-retention", type=duration, default=None, metavar="DURATION",
                         help="how long the follow log keeps an update: seconds, or a number with s, m, h or d "
                         "(default 1h); a follower stopped longer than this cannot resume exactly once")
     config.set_defaults(handler=_config)
@@ -68,7 +68,7 @@ def _path(args: argparse.Namespace) -> int:
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def _duration(text: str) -> int:
+def duration(text: str) -> int:
     """``90``, ``90s``, ``30m``, ``1h``, ``2d`` -> whole seconds (positive)."""
     t = text.strip().lower()
     number, unit = (t[:-1], t[-1]) if t and t[-1] in _UNITS else (t, "s")

@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NodeError
+from ..launcher.module import follow_log_caches
 from ..local.cluster import DEFAULT_PASSWORD, DEFAULT_USER, DISCOVERY_SLOTS, LocalCluster
 from ..local.state import state_dir
 from ..local.tls import describe_tls
 from ..protocol.endpoint import DEFAULT_HOST
 from . import validate
 from .grammar import add_deprecated_alias, add_json_argument, print_json
+from .module import duration
 
 __all__ = ["register", "default_work_dir", "node_states"]
 
@@ -67,6 +69,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     start.add_argument("--heap-mb", type=validate.int_between(64), default=1024, help="JVM heap per node in MiB (default 1024)")
     start.add_argument("--classpath", action="append", default=[], metavar="PATH",
                        help="extra classpath entry for the nodes (repeatable)")
+    start.add_argument("--follow-log", action="append", default=[], metavar="CACHE[,CACHE]",
+                       help="keep the follow log of these caches: every update, so that IgniteDataset.follow "
+                       "resumes exactly once (README, 'Following a cache'); repeatable; Ignite 2 only")
+    start.add_argument("--follow-log-retention", type=duration, default=None, metavar="DURATION",
+                       help="how long the follow log keeps an update: seconds, or a number with s, m, h or d "
+                       "(default 1h); a follower stopped longer than this cannot resume exactly once")
     start.add_argument("--timeout", type=validate.positive_float, default=180, help="seconds to wait for readiness (default 180)")
     start.add_argument("--foreground", action="store_true",
                        help="stay attached; stop the nodes on Ctrl+C or SIGTERM")
@@ -95,7 +103,15 @@ def _work_dir_arg(p: argparse.ArgumentParser) -> None:
 
 def _start(args: argparse.Namespace) -> int:
     work_dir = args.work_dir or default_work_dir()
+    follow_log = follow_log_caches(args.follow_log)
+    if args.follow_log_retention is not None and not follow_log:
+        print("ignite-tf: --follow-log-retention needs --follow-log CACHE (which caches to log)", file=sys.stderr)
+        return 2
     if args.ignite == 3:
+        if follow_log:
+            print("ignite-tf: --follow-log is a module of Ignite 2 nodes; Ignite 3 nodes (--ignite 3) have no "
+                  "follow log", file=sys.stderr)
+            return 2
         from . import node3
 
         return node3.start(args, work_dir)
@@ -112,6 +128,8 @@ def _start(args: argparse.Namespace) -> int:
         region_mb=args.region_mb,
         heap_mb=args.heap_mb,
         extra_classpath=tuple(args.classpath),
+        follow_log=tuple(follow_log),
+        follow_log_retention_s=args.follow_log_retention,
     )
     human = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the one JSON document
     print(f"Starting {args.nodes} Ignite node(s) in {cluster.work_dir} ...", file=human, flush=True)

@@ -31,7 +31,9 @@ Without it, the guarantee, precisely (ARCHITECTURE.md, "Following a cache"):
 
 The saved state is a few bytes (:class:`FollowState`): the plan, the rows
 handed out (for ``max_rows``) and whether the first scan had been handed out
-(and, following the log, an update counter per partition).
+(and, following the log, an update counter per partition, and while the first
+scan is handed out that scan's own state, with which a restore resumes it
+exactly once: :mod:`.follow_log`).
 
 Memory is bounded: a reader thread per run drains the query's connection
 into a queue of at most ``max_buffered`` frames (of at most the query's page
@@ -43,6 +45,8 @@ slow consumer.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import threading
@@ -69,7 +73,7 @@ from ..protocol.hashing import affinity_partition, cache_id, java_key_hash, to_i
 from ..protocol.requests.common import CacheOptions, resource_close
 from .plan import ScanTask
 from .progress import plan_fingerprint
-from .reader import NextSplit, ScanReader
+from .reader import NextSplit, ScanReader, ScanRun
 
 __all__ = ["FollowOptions", "FollowState", "FollowStats", "Follower", "FollowRun", "START_MODES", "DELETE_MODES"]
 
@@ -117,30 +121,40 @@ class FollowOptions:
 @dataclass(frozen=True)
 class FollowState:
     """A follower's saved position: which plan, rows handed out, whether the first scan was handed out,
-    and -- following the module's log -- the update counter handed out last per partition."""
+    and -- following the module's log -- the update counter handed out last per partition and, while
+    the first scan is being handed out, that scan's own saved state (:class:`~.progress.ResumeState`)."""
 
     plan: str
     rows: int = 0
     scanned: bool = False
-    #: Partition -> the last update counter handed out (None: not following a log).
+    #: Partition -> the last update counter handed out (None: not following a log).  While ``scan``
+    #: is set: the head taken before the first scan, where the log is read from once it is done.
     positions: dict[int, int] | None = None
+    #: The first scan's state as of the rows handed out (the scan's exactly-once resume), while it is
+    #: handed out with the log on; None otherwise.
+    scan: bytes | None = None
 
     def encode(self) -> bytes:
         raw: dict[str, Any] = {"follow": _STATE_VERSION, "plan": self.plan, "rows": self.rows,
                                "scanned": self.scanned}
         if self.positions is not None:
             raw["log"] = [[p, c] for p, c in sorted(self.positions.items())]
+        if self.scan is not None:
+            raw["scan"] = base64.b64encode(self.scan).decode("ascii")
         return json.dumps(raw, separators=(",", ":")).encode()
 
     @classmethod
     def decode(cls, data: bytes, what: str) -> "FollowState":
         try:
             raw = json.loads(bytes(data).decode())
-            if raw.get("follow") not in (1, _STATE_VERSION):  # 1: before the log; read as a state without one
+            # 1: before the log, read as a state without one. 2 gained "scan" (optional: a reader that
+            # ignores it starts the first scan again, as before it existed).
+            if raw.get("follow") not in (1, _STATE_VERSION):
                 raise ValueError(f"version {raw.get('follow')!r}")
             positions = {int(p): int(c) for p, c in raw["log"]} if raw.get("log") is not None else None
-            return cls(str(raw["plan"]), int(raw["rows"]), bool(raw["scanned"]), positions)
-        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+            scan = base64.b64decode(raw["scan"], validate=True) if raw.get("scan") is not None else None
+            return cls(str(raw["plan"]), int(raw["rows"]), bool(raw["scanned"]), positions, scan)
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, binascii.Error) as exc:
             raise ConfigurationError(
                 f"{what} is not the state of a follower (IgniteDataset.follow) ({exc}); restore a checkpoint "
                 "saved by an iterator of a dataset built the same way") from None
@@ -209,7 +223,7 @@ class _Query:
                     self._frames.append(body)
                     self._stats.peak_buffered = max(self._stats.peak_buffered, len(self._frames))
                     self._cv.notify_all()
-        except BaseException as exc:  # reported to the run, which resyncs
+        except BaseException as exc:  # noqa: BLE001 - reported to the run, which resyncs
             with self._cv:
                 self.failure = exc
                 self._cv.notify_all()
@@ -335,6 +349,10 @@ class Follower:
 class FollowRun:
     """One iterator of a follower: its batches (``__iter__``), ``emitted``, ``save`` and ``close``."""
 
+    #: Whether the first scan's own state is kept while it is handed out (a subclass that can resume it
+    #: exactly once: the log's run; without the log a restore rescans anyway).
+    keeps_snapshot = False
+
     def __init__(self, follower: Follower, resume: FollowState | None) -> None:
         self._f = follower
         self._opts = follower.options
@@ -345,15 +363,26 @@ class FollowRun:
         self._scan_end: int | None = None
         self._resume = resume
         self._query: _Query | None = None
+        #: The first scan's read (its ledger of rows handed out: ``ScanRun.save``) while it is handed
+        #: out, and the row count (as ``_rows`` counts) its first row has (``keeps_snapshot`` only).
+        self._snap: ScanRun | None = None
+        self._snap_start = 0
         self._batches = self._run()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self._batches
 
     def emitted(self, rows: int) -> None:
+        before = self._rows
         self._rows += int(rows)
+        if self._snap is not None:
+            # Rows are handed out in the order they were yielded: those of the first scan go to its ledger.
+            end = self._rows if self._scan_end is None else min(self._rows, self._scan_end)
+            if end > max(before, self._snap_start):
+                self._snap.emitted(end - max(before, self._snap_start))
         if self._scan_end is not None and self._rows >= self._scan_end:
             self._scanned = True
+            self._snap = None  # handed out whole: its ledger is no longer needed
 
     def save(self) -> bytes:
         return FollowState(self._f.fingerprint, self._rows, self._scanned).encode()
@@ -456,9 +485,14 @@ class FollowRun:
         live = keep & ~gone
         return events.rows(live), np.zeros(int(live.sum()), dtype=bool), int(live.sum()), None
 
-    def _scan(self) -> Iterator[dict[str, Any]]:
+    def _scan(self, state: bytes | None = None) -> Iterator[dict[str, Any]]:
+        """The scan of the plan, from the start or from a scan's saved ``state`` (the rows it had not
+        handed out, exactly once: :class:`~.reader.ScanRun`); the first one's ledger is kept while it is
+        handed out when the run ``keeps_snapshot``."""
         flag = self._opts.deletes == "flag"
-        run = self._f.scan.run()
+        run = self._f.scan.run(state)
+        if self.keeps_snapshot and not self._scanned:
+            self._snap, self._snap_start = run, self._yielded
         try:
             for batch in run:
                 n = _rows(batch)

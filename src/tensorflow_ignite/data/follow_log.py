@@ -13,7 +13,11 @@ bytes.  A :class:`LogRun` follows that log instead of the cache:
   the log's query is registered) is the first position; with
   ``start="beginning"`` the cache is then scanned.  A row written between the
   head and the scan's visit of its key comes twice (scan, then log): the
-  snapshot is at least once, everything after it exactly once;
+  snapshot is at least once for those rows, everything after it exactly once;
+* **a checkpoint inside the snapshot** -- the state holds the head and the
+  scan's own state (:class:`~.reader.ScanRun`, the plain scan's exactly-once
+  resume); a restore scans on from there, then reads the log after the head:
+  nothing handed out before the checkpoint comes again;
 * **restore / lost query** -- a thin-client continuous query on the log is
   registered first, then each partition's log entries after its position are
   read back (a scan of that log partition: log partition p holds the cache's
@@ -51,7 +55,6 @@ from ..errors import (
 from ..protocol import continuous, requests, responses
 from ..protocol.codes import Op
 from ..protocol.hashing import affinity_partition
-
 from .follow import FollowRun, FollowState
 
 if TYPE_CHECKING:
@@ -73,6 +76,8 @@ _WRITTEN = (int(continuous.EventType.CREATED), int(continuous.EventType.UPDATED)
 #: Entries one ``verify`` call checks at most (the service's ``MAX_VERIFY``).
 _MAX_VERIFY = 65536
 _SEAL_BYTES = 32
+#: A first scan to read from its start (LogRun._snapshot holds a scan's saved state otherwise).
+_FROM_START = b""
 
 
 def log_cache_name(cache: str) -> str:
@@ -81,14 +86,22 @@ def log_cache_name(cache: str) -> str:
 
 
 def has_follow_log(client: IgniteClient, cache: str) -> bool:
-    """Whether every server node logs ``cache`` (a node without it would leave its updates out)."""
+    """Whether every server node logs ``cache`` (a node without it would leave its updates out).
+
+    When not, one warning says the follower is at least once and how to make it exactly once.
+    """
     nodes = client.server_nodes()
     logging_ = [n for n in nodes if cache in str(n.attributes.get(ATTRIBUTE) or "").split(",")]
-    if logging_ and len(logging_) < len(nodes):
-        log.warning("IgniteDataset.follow over cache %r: %d of %d server nodes keep its follow log; following "
-                    "without it (configure every node the same way for exactly-once resumes)", cache,
-                    len(logging_), len(nodes))
-    return bool(nodes) and len(logging_) == len(nodes)
+    if nodes and len(logging_) == len(nodes):
+        return True
+    which = (f"only {len(logging_)} of the {len(nodes)} server nodes keep" if logging_
+             else "the server nodes keep no")
+    log.warning("IgniteDataset.follow over cache %r: %s follow log of it, so this follower is at least once "
+                "(stats.mode == 'resync'): after a lost query or a restored checkpoint it scans the cache again "
+                "and delivers rows it had delivered. For exactly once, have every server node keep the cache's "
+                "follow log: `ignite-tf module config --follow-log %s` (nodes started from Spring XML) or "
+                "`ignite-tf node start --follow-log %s` (local nodes)", cache, which, cache, cache)
+    return False
 
 
 def _invoke(client: IgniteClient, cache: str, method: str, args: list[Any], timeout: float) -> Any:
@@ -103,7 +116,8 @@ def _invoke(client: IgniteClient, cache: str, method: str, args: list[Any], time
         features = client.default_connection.features
         try:
             body = client.request(
-                lambda rid: requests.service_invoke(rid, SERVICE_NAME, method, args, features=features),
+                lambda rid: requests.service_invoke(rid, SERVICE_NAME, method, args,
+                                                    features=features),  # noqa: B023 - called at once
                 Op.SERVICE_INVOKE, retry=False)
             return responses.decode_object(body, client.decoder())
         except (ServerError, IgniteConnectionError) as exc:
@@ -216,10 +230,18 @@ def _read_log_partition(client: IgniteClient, cache: str, partition: int, partit
 class LogRun(FollowRun):
     """A :class:`~.follow.FollowRun` over the module's follow log: positions per partition, exactly once."""
 
+    keeps_snapshot = True
+
     def __init__(self, follower: "Follower", resume: "FollowState | None") -> None:
         f = follower
         self._parts = sorted(f.partitions) if f.partitions is not None else list(range(f.partition_count))
-        known = resume.positions if resume is not None and resume.scanned else None
+        #: Saved while the first scan was handed out: that scan's state, resumed before the log is read
+        #: from the head taken before it (``known``).
+        self._snapshot: bytes | None = None
+        if resume is not None and not resume.scanned and resume.scan is not None and resume.positions is not None \
+                and set(resume.positions) == set(self._parts):
+            self._snapshot = resume.scan
+        known = resume.positions if resume is not None and (resume.scanned or self._snapshot is not None) else None
         #: Per partition, the last counter handed to TensorFlow (saved), and the last one yielded (ahead of it).
         self._positions: dict[int, int] = dict(known) if known is not None else {}
         self._ahead: dict[int, int] = dict(self._positions)
@@ -246,7 +268,9 @@ class LogRun(FollowRun):
             left -= n
 
     def save(self) -> bytes:
-        return FollowState(self._f.fingerprint, self._rows, self._scanned, dict(self._positions)).encode()
+        snap = self._snap
+        scan = snap.save() if snap is not None and not self._scanned and self._positions else None
+        return FollowState(self._f.fingerprint, self._rows, self._scanned, dict(self._positions), scan).encode()
 
     def _piece(self, tags: list[Any] | None, rows: int) -> None:
         pos: dict[int, int] = {}
@@ -266,18 +290,40 @@ class LogRun(FollowRun):
 
     def _before_events(self, lost: str | None) -> Iterator[dict[str, Any]]:
         """Fresh: the head is the position (then the snapshot, with ``start="beginning"``); restored
-        or after a lost query: the log after the position (:meth:`_catch_up`)."""
-        if self._fresh:
+        or after a lost query: the rest of the snapshot if it was not read whole, then the log after
+        the position (:meth:`_catch_up`)."""
+        fresh = self._fresh
+        if fresh:
             f = self._f
             head = log_head(f.client, f.cache_name, f.client.options.timeout)
             self._positions = {p: head[p] for p in self._parts}
             self._ahead = dict(self._positions)
             self._accepted = dict(self._positions)
             self._pieces.clear()
-            if self._opts.start == "beginning" or self._resume is not None:
-                yield from self._scan()
             self._fresh = False
-        else:
+            if self._opts.start == "beginning" or self._resume is not None:
+                self._snapshot = _FROM_START
+        if self._snapshot is not None:
+            # The first scan, or the rest of it: restored while it was handed out, or its read failed
+            # past the reader's own retries -- exactly once by its own state. Then the log from the head
+            # taken before it; a row written since that head comes by the scan and by the log (the
+            # snapshot is at least once for those rows).
+            state, self._snapshot = self._snapshot, None
+            try:
+                yield from self._scan(state or None)
+            except IgniteConnectionError:
+                # The next query goes on after the rows yielded, not from the start.
+                snap = self._snap
+                self._snapshot = state if snap is None else \
+                    snap.progress.state(rows=self._yielded - self._snap_start).encode()
+                raise
+            if self._done():
+                return
+            self._scan_end = self._yielded
+            if self._rows >= self._scan_end:
+                self._scanned = True
+                self._snap = None
+        if not fresh:
             yield from self._catch_up()
 
     def _lost(self, reason: str) -> None:

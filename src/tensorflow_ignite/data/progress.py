@@ -255,9 +255,10 @@ class ReadProgress:
         self._emitted += rows
 
     # ------------------------------------------------------------------ state
-    def state(self) -> ResumeState:
-        """The state as of the rows handed to TensorFlow so far."""
-        emitted = self._emitted
+    def state(self, rows: int | None = None) -> ResumeState:
+        """The state as of the rows handed to TensorFlow so far, or as of the first ``rows`` rows of the
+        stream (at least those handed out: a follower resuming its snapshot after the rows it yielded)."""
+        emitted = self._emitted if rows is None else max(self._emitted, min(int(rows), self._read))
         complete = {p for p, end in self._ends.items() if end <= emitted}
         tentative = complete & self._tentative
         if tentative:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..client import IgniteClient
 
 __all__ = ["MODULE_ATTRIBUTE", "MODULE_VERSION", "FOLLOW_LOG_ATTRIBUTE", "FOLLOW_LOG_RETENTION_S", "LauncherSecurity",
-           "NodeModule", "xml_fragment", "module_status", "check_module", "require_module"]
+           "NodeModule", "xml_fragment", "follow_log_caches", "module_status", "check_module", "require_module"]
 
 #: The node attribute carrying the module's version (``TfLauncherModule.ATTRIBUTE``).
 MODULE_ATTRIBUTE = "tensorflow-ignite.module"
@@ -149,7 +149,7 @@ def xml_fragment(version: str = MODULE_VERSION, security: LauncherSecurity | Non
     ``FollowLog.configure(cfg, caches, retentionSeconds)``: its node attribute and its
     service (``FollowLogService``, one instance on every module node).
     """
-    caches = _follow_log_caches(follow_log)
+    caches = follow_log_caches(follow_log)
     retention = FOLLOW_LOG_RETENTION_S if follow_log_retention_s is None else int(follow_log_retention_s)
     if caches and retention <= 0:
         raise ValueError(f"the follow log's retention must be a positive number of seconds, not {retention}")
@@ -211,7 +211,7 @@ def _service_bean(name: str, total: int, version: str, service_class: str, prope
     </bean>"""
 
 
-def _follow_log_caches(caches: Sequence[str]) -> list[str]:
+def follow_log_caches(caches: Sequence[str]) -> list[str]:
     """The listed cache names, each once, in order; ``a,b`` entries split (the node attribute is
     comma-separated, so a name cannot hold a comma)."""
     out: list[str] = []
