@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -33,7 +34,7 @@ import numpy as np
 
 from .harness import Contender, Run, Scenario, ScenarioResult
 
-__all__ = ["follow_scenario", "FOLLOW_CACHE"]
+__all__ = ["follow_scenario", "follow_resume_scenario", "FOLLOW_CACHE", "RESUME_CACHE"]
 
 FOLLOW_CACHE = "bench_follow"
 _ROW_BYTES = 8 + 8
@@ -184,4 +185,104 @@ def follow_scenario(host: str, port: int, *, rows: int, rate: float, chunk: int 
                "follower keeps up. The writer shares the bench process (and its GIL) with IgniteDataset.follow, "
                "not with the Java listener's JVM."],
         report=_latency_section,
+    )
+
+
+RESUME_CACHE = "bench_follow_resume"
+
+
+def _snapshot_follower(host: str, port: int, rows: int, page: int, batch_size: int, *, resume: bool) -> Contender:
+    """A follower checkpointed a quarter into the snapshot of ``rows`` rows, then restored (``resume``)
+    -- or, the reference, started over as a fresh follower (what a restore delivered before issue 47)."""
+    import tensorflow as tf
+
+    from tensorflow_ignite import IgniteDataset
+
+    def follow(**kw: Any) -> Any:
+        return IgniteDataset.follow(RESUME_CACHE, host, port, batch_size=batch_size, max_wait=0.05, page_size=page,
+                                    **kw)
+
+    def run() -> Run:
+        with tempfile.TemporaryDirectory(prefix="tfi-bench-follow-resume-") as tmp:
+            return measure(f"{tmp}/ckpt")
+
+    def measure(ckpt: str) -> Run:
+        ds = follow()
+        it = iter(ds)
+        before: list[int] = []
+        while len(before) < rows // 4:
+            before += next(it)["key"].numpy().tolist()
+        path = tf.train.Checkpoint(iterator=it).write(ckpt)
+        del it, ds
+        t0 = time.monotonic()
+        restored = follow()
+        it2 = iter(restored)
+        if resume:
+            tf.train.Checkpoint(iterator=it2).read(path).assert_consumed()
+        first_s: float | None = None
+        after: list[int] = []
+        snapshot_left = rows - len(before) if resume else rows
+        while len(after) < snapshot_left:
+            after += next(it2)["key"].numpy().tolist()
+            if first_s is None:
+                first_s = time.monotonic() - t0
+        seconds = time.monotonic() - t0
+        del it2
+        repeated = len(set(before) & set(after))
+        if resume and (repeated or sorted(before + after) != list(range(rows))):
+            raise RuntimeError(f"the restored follower re-delivered {repeated} of the {len(before)} rows delivered "
+                               f"before its checkpoint (or lost some): {len(before) + len(after)} rows for {rows}")
+        return Run(seconds, len(after), len(after) * _ROW_BYTES,
+                   extra={"before": len(before), "redelivered": repeated, "first_row_s": first_s or seconds,
+                          "mode": 1.0 if restored.stats.mode == "log" else 0.0})
+
+    if resume:
+        return Contender("resume", "checkpoint restored mid-snapshot (follow log)", run,
+                         note=f"batch_size={batch_size}, page_size={page}; the rest of the snapshot, exactly once")
+    return Contender("restart", "started over (a fresh follower)", run,
+                     note="what a mid-snapshot restore delivered before issue 47: the whole snapshot again")
+
+
+def _resume_section(result: ScenarioResult) -> str:
+    lines = ["Restore a quarter into the snapshot (medians over repetitions):", "",
+             "| Contender | rows before the checkpoint | rows after the restore | of them re-delivered | "
+             "first row s | snapshot done s |", "|---|---|---|---|---|---|"]
+    for res in result.results.values():
+        if not res.ok:
+            continue
+        med = {k: float(np.median([r.extra[k] for r in res.runs])) for k in ("before", "redelivered", "first_row_s")}
+        rows_after = int(np.median([r.units for r in res.runs]))
+        lines.append(f"| {res.contender.label} | {med['before']:,.0f} | {rows_after:,} | {med['redelivered']:,.0f} | "
+                     f"{med['first_row_s']:.2f} | {res.seconds:.2f} |")
+    return "\n".join(lines)
+
+
+def follow_resume_scenario(host: str, port: int, *, rows: int, log: Any = print) -> Scenario:
+    """The ``follow_resume`` scenario on a running node that keeps ``RESUME_CACHE``'s follow log
+    (``LocalCluster(follow_log=(RESUME_CACHE,))``): a snapshot of ``rows`` rows, checkpointed a quarter in."""
+    from tensorflow_ignite.client import IgniteClient
+    from tensorflow_ignite.protocol.values import BinaryObject
+
+    page = max(50, rows // 40)  # the snapshot spans some 40 pages
+    client = IgniteClient(f"{host}:{port}")
+    cache = client.get_or_create_cache(RESUME_CACHE)
+    cache.clear()
+    now = time.time_ns()
+    for lo in range(0, rows, 5000):
+        cache.put_all({k: BinaryObject("FollowBench", {"seq": k, "t_ns": now}) for k in range(lo, min(rows, lo + 5000))})
+    batch_size = max(16, page // 2)
+    contenders = [_snapshot_follower(host, port, rows, page, batch_size, resume=True),
+                  _snapshot_follower(host, port, rows, page, batch_size, resume=False)]
+    contenders[-1].close = client.close
+    log(f"  follow_resume: a snapshot of {rows:,} rows in pages of {page}, checkpointed after {rows // 4:,}")
+    return Scenario(
+        "follow_resume", "8b. Following a cache: a checkpoint restored in the middle of the first snapshot",
+        f"{rows:,} rows (two longs) in a cache whose follow log the node keeps; a follower checkpoints once "
+        f"{rows // 4:,} rows of its first snapshot are in hand, and a new follower restores it (the time from "
+        "building it to the snapshot's last row) -- against one that starts over. One node.",
+        "rows/s", contenders, reference="restart",
+        notes=["The restored follower delivers only the rows not handed out before the checkpoint (the scan's "
+               "own exactly-once state), then the follow log from the head taken before the first scan; a "
+               "repetition fails if it re-delivers any row. Nothing is written meanwhile."],
+        report=_resume_section,
     )

@@ -287,8 +287,10 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
         # Phase 1: one Ignite 2.18 node.
         if {"bulk", "small", "train", "scale", "fs", "load", "predict", "follow", "latency"} & set(wanted):
             region = 3072 if big else 512
+            from .follow import RESUME_CACHE  # the follow_resume scenario's cache: the node keeps its follow log
+
             cluster = LocalCluster(work / "one", nodes=1, region_mb=region, heap_mb=2048 if big else 512,
-                                   name="bench-one")
+                                   name="bench-one", follow_log=(RESUME_CACHE,))
             log(f"starting 1 node (region {region} MiB) in {cluster.work_dir} ...")
             try:
                 cluster.start()
@@ -347,9 +349,10 @@ def measure_run(index: int, *, wanted: list[str], sizes: Any, fs_mb: int, quick:
                     for predict_scenario in predict_scenarios([(host, port)], sizes, log=log):
                         run(predict_scenario)
                 if "follow" in wanted:
-                    from .follow import follow_scenario
+                    from .follow import follow_resume_scenario, follow_scenario
 
                     run(follow_scenario(host, port, rows=sizes.follow_rows, rate=sizes.follow_rate, log=log))
+                    run(follow_resume_scenario(host, port, rows=sizes.follow_rows, log=log))
             finally:
                 node_pids.clear()
                 close_shared_clients()
