@@ -1,11 +1,13 @@
-"""Every ``python`` and ``bash`` block of README.md, run in order against a real node.
+"""Every ``python`` and ``bash`` block of README.md and of the documentation site's pages
+(docs/), run in order against a real node.
 
-The README's snippets are one session against ``localhost:10800``.  Here they run
+The snippets are one session against ``localhost:10800``: README's first, then the pages in
+:data:`SESSION` order (a page's snippets use what earlier pages made).  Here they run
 against a fresh SQL-enabled node on a free port: every ``10800`` in a block
 becomes that port, ``IGNITE_FS_HOST/PORT`` point ``ignite:///`` paths at it, and
 ``ignite-tf`` is this environment's script.  Python blocks share one namespace
 in one interpreter (compiled with their README line numbers, so a traceback
-names the README line); bash blocks run with ``bash -euo pipefail`` in the same
+names the file and line); bash blocks run with ``bash -euo pipefail`` in the same
 working directory, in document order between them.  A block preceded by
 ``<!-- not-run: reason -->`` is skipped; the reason is required.
 """
@@ -25,10 +27,42 @@ import pytest
 
 from tensorflow_ignite.local.cluster import LocalCluster
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 RUNNABLE = ("python", "bash")
-#: Few blocks may be skipped: the quickstart's make targets, fixed-port nodes, a server.
+#: Few blocks may be skipped: the quickstart's make targets, fixed-port nodes, a server, Ignite 3.
 MAX_NOT_RUN = 4
+#: README and every page of the site, in the order their blocks run.  Every page under docs/ is
+#: listed (a new page with no place here fails test_every_page_has_its_place_in_the_session).
+SESSION = (
+    "README.md",
+    "docs/index.md",
+    "docs/install.md",
+    "docs/quickstart.md",
+    "docs/guide/local-nodes.md",
+    "docs/guide/writing.md",
+    "docs/guide/datasets.md",
+    "docs/guide/tf-data.md",
+    "docs/guide/following.md",
+    "docs/guide/sql.md",
+    "docs/guide/scoring.md",
+    "docs/guide/filesystem.md",
+    "docs/guide/launcher.md",
+    "docs/guide/ignite3.md",
+    "docs/guide/own-cluster.md",
+    "docs/guide/security.md",
+    "docs/reference/cli.md",
+    "docs/guide/migrating.md",
+    "docs/guide/limitations.md",
+    "docs/guide/remote-clusters.md",
+    "docs/guide/troubleshooting.md",
+    "docs/development.md",
+    "docs/reference/api.md",
+    "docs/benchmarks.md",
+    "docs/reliability.md",
+    "docs/architecture.md",
+    "docs/changelog.md",
+)
 
 _NOT_RUN = re.compile(r"^<!--\s*not-run:\s*(?P<reason>.*?)\s*-->$")
 
@@ -41,9 +75,10 @@ class Block:
     line: int  # 1-based line of the block's first source line
     source: str
     not_run: str | None
+    file: str = "README.md"
 
 
-def readme_blocks(text: str) -> list[Block]:
+def readme_blocks(text: str, file: str = "README.md") -> list[Block]:
     """The fenced blocks of ``text`` with their language and ``not-run`` reason."""
     blocks: list[Block] = []
     lines = text.splitlines()
@@ -59,28 +94,43 @@ def readme_blocks(text: str) -> list[Block]:
         while end < len(lines) and lines[end].strip() != "```":
             end += 1
         if end == len(lines):
-            raise AssertionError(f"README.md:{i + 1}: code block is never closed")
+            raise AssertionError(f"{file}:{i + 1}: code block is never closed")
         previous = next((lines[j].strip() for j in range(i - 1, -1, -1) if lines[j].strip()), "")
         marker = _NOT_RUN.match(previous)
         blocks.append(Block(lang, start + 1, "\n".join(lines[start:end]) + "\n",
-                            marker.group("reason") if marker else None))
+                            marker.group("reason") if marker else None, file))
         i = end + 1
     return blocks
 
 
+def session_blocks() -> list[Block]:
+    """The fenced blocks of README and of every page in :data:`SESSION`, in that order."""
+    return [b for file in SESSION for b in readme_blocks((ROOT / file).read_text(), file)]
+
+
+def test_every_page_has_its_place_in_the_session() -> None:
+    pages = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    assert pages == set(SESSION) - {"README.md"}, (sorted(pages - set(SESSION)), sorted(set(SESSION) - pages))
+    assert len(SESSION) == len(set(SESSION))
+
+
 def test_readme_blocks_say_what_they_are() -> None:
-    blocks = readme_blocks(README.read_text())
-    assert all(b.lang for b in blocks), [b.line for b in blocks if not b.lang]  # ```text for output
+    blocks = session_blocks()
+    assert all(b.lang for b in blocks), [(b.file, b.line) for b in blocks if not b.lang]  # ```text for output
     runnable = [b for b in blocks if b.lang in RUNNABLE]
     skipped = [b for b in runnable if b.not_run is not None]
     assert all(b.not_run for b in skipped), "a not-run marker needs a reason"
-    assert len(skipped) <= MAX_NOT_RUN, [(b.line, b.not_run) for b in skipped]
+    assert len(skipped) <= MAX_NOT_RUN, [(b.file, b.line, b.not_run) for b in skipped]
     assert len(runnable) - len(skipped) >= 12
     assert {b.lang for b in runnable if b.not_run is None} == set(RUNNABLE)
     # The README's first code block is a checkout's two commands (the main job, the tests);
     # installing the wheel comes right after it.
-    assert "make demo" in blocks[0].source and "make test" in blocks[0].source
-    assert 'pip install "tensorflow-ignite[tf]"' in blocks[1].source
+    readme = readme_blocks(README.read_text())
+    assert "make demo" in readme[0].source and "make test" in readme[0].source
+    assert 'pip install "tensorflow-ignite[tf]"' in readme[1].source
+    # README's own-cluster example is the Quickstart's (one example, run twice in the session).
+    quickstart = [b.source for b in readme_blocks((ROOT / "docs/quickstart.md").read_text()) if b.lang == "python"]
+    assert [b.source for b in readme if b.lang == "python"] == quickstart[-1:]
 
 
 _RUNNER = r'''
@@ -88,15 +138,16 @@ import json, subprocess, sys
 
 ns = {"__name__": "__readme__"}
 for step in json.load(open(sys.argv[1])):
-    print(f"=== README.md:{step['line']} {step['lang']}", flush=True)
+    where = f"{step['file']}:{step['line']}"
+    print(f"=== {where} {step['lang']}", flush=True)
     if step["lang"] == "python":
-        # Padding: the traceback of a failing snippet names its README line.
-        exec(compile("\n" * (step["line"] - 1) + step["source"], "README.md", "exec"), ns)
+        # Padding: the traceback of a failing snippet names its file and line.
+        exec(compile("\n" * (step["line"] - 1) + step["source"], step["file"], "exec"), ns)
     else:
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", step["source"]], timeout=600)
         if done.returncode:
-            sys.exit(f"README.md:{step['line']}: bash block failed with exit code {done.returncode}")
-    print(f"=== ok README.md:{step['line']}", flush=True)
+            sys.exit(f"{where}: bash block failed with exit code {done.returncode}")
+    print(f"=== ok {where}", flush=True)
 '''
 
 
@@ -117,7 +168,7 @@ def test_every_readme_snippet_runs(readme_node: LocalCluster, tmp_path: Path) ->
     host, port = readme_node.address()
     steps = [
         {**asdict(b), "source": b.source.replace("10800", str(port))}
-        for b in readme_blocks(README.read_text())
+        for b in session_blocks()
         if b.lang in RUNNABLE and b.not_run is None
     ]
     (tmp_path / "steps.json").write_text(json.dumps(steps))
@@ -136,8 +187,8 @@ def test_every_readme_snippet_runs(readme_node: LocalCluster, tmp_path: Path) ->
                           cwd=work, env=env, capture_output=True, text=True, timeout=1200)
     (tmp_path / "output.txt").write_text(proc.stdout + "\n--- stderr\n" + proc.stderr)
     assert proc.returncode == 0, f"{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
-    finished = re.findall(r"^=== ok README\.md:(\d+)$", proc.stdout, re.MULTILINE)
-    assert [int(n) for n in finished] == [s["line"] for s in steps]
+    finished = re.findall(r"^=== ok (\S+):(\d+)$", proc.stdout, re.MULTILINE)
+    assert [(f, int(n)) for f, n in finished] == [(s["file"], s["line"]) for s in steps]
     # Spot checks that the shell commands did their work (beyond exiting 0).
     out = proc.stdout
     assert "500 rows" in out and "-> cache 'DIGITS'" in out  # ignite-tf load
