@@ -2,7 +2,9 @@
 # Installs what tensorflow-ignite needs from the system: a JDK (17+), Maven and a
 # C++ compiler; for the tests, gdb (a stuck test prints every thread's native
 # stack: tests/conftest.py) and iproute2: ss (the loading benchmark counts the
-# bytes sent to each node) and ip (the multi-host tests' network namespaces).
+# bytes sent to each node) and ip (the multi-host tests' network namespaces);
+# and Chromium, in which the documentation site's test opens the built site
+# (tests/unit/test_docs_site.py drives it through Playwright; no browser is downloaded).
 # Does nothing when they are already there.
 set -euo pipefail
 
@@ -15,6 +17,7 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v gdb >/dev/null 2>&1 || need+=(gdb)
 command -v ss >/dev/null 2>&1 || need+=(iproute2)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "system dependencies present: $(java -version 2>&1 | head -n1); $(mvn -v 2>/dev/null | head -n1)"

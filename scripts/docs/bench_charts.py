@@ -69,10 +69,11 @@ def draw(title: str, targets: list[Target], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: smaller files, drawn in a fraction of the time
     import matplotlib.pyplot as plt
 
     height = 0.9 + 0.42 * len(targets)
-    fig, ax = plt.subplots(figsize=(9.5, height))
+    fig, ax = plt.subplots(figsize=(9.5, height), layout="constrained")
     names = [t.name if len(t.name) <= 70 else t.name[:67] + "..." for t in targets][::-1]
     values = [t.measured for t in targets][::-1]
     colors = ["#2e7d32" if t.met else "#c62828" for t in targets][::-1]
@@ -87,7 +88,6 @@ def draw(title: str, targets: list[Target], path: Path) -> None:
     ax.set_xlabel("ratio (median / reference median); green: target met, red: missed")
     ax.set_title(title, fontsize=10)
     ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
     fig.savefig(path, format="svg", metadata={"Date": None})
     plt.close(fig)
 
