@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tensorflow_ignite.data import portable
-from tensorflow_ignite.data.progress import ReadProgress, ResumeState, format_ranges, plan_fingerprint, row_identities
+from tensorflow_ignite.client.progress import ReadProgress, ResumeState, format_ranges, plan_fingerprint, row_identities
 from tensorflow_ignite.data.schema import DatasetSchema, FieldSchema
 from tensorflow_ignite.errors import ConfigurationError, IgniteConnectionError
 from tensorflow_ignite.protocol.binary import BinaryEncoder

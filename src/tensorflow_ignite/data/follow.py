@@ -59,6 +59,7 @@ import numpy as np
 
 from ..client import IgniteClient
 from ..client.connection import Connection
+from ..client.progress import plan_fingerprint
 from ..errors import (
     CacheNotFoundError,
     ConfigurationError,
@@ -72,7 +73,6 @@ from ..protocol.codes import Op
 from ..protocol.hashing import affinity_partition, cache_id, java_key_hash, to_int32
 from ..protocol.requests.common import CacheOptions, resource_close
 from .plan import ScanTask
-from .progress import plan_fingerprint
 from .reader import NextSplit, ScanReader, ScanRun
 
 __all__ = ["FollowOptions", "FollowState", "FollowStats", "Follower", "FollowRun", "START_MODES", "DELETE_MODES"]

@@ -173,7 +173,7 @@ def describe_sql(client: "IgniteClient", query: str, args: Sequence[Any], *, sch
 
 
 def _ranges(partitions: Sequence[int]) -> str:
-    from .progress import format_ranges
+    from ..client.progress import format_ranges
 
     if list(partitions) != sorted(set(partitions)):
         raise ConfigurationError("a partition plan is a sorted list of distinct partitions")

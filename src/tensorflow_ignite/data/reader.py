@@ -30,6 +30,7 @@ import numpy as np
 
 from ..client import IgniteClient
 from ..client.cache import NodeScanProgress, select_rows
+from ..client.progress import ReadProgress, ResumeState, plan_fingerprint, row_identities
 from ..errors import ArrayLengthError, ConfigurationError, SchemaError, UnsupportedOperationError
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode
@@ -37,7 +38,6 @@ from ..protocol.hashing import affinity_partitions, long_hash_codes
 from ..protocol.pool import BufferPool
 from ..protocol.responses import ScanPage, decode_scan_rows
 from .plan import ScanTask
-from .progress import ReadProgress, ResumeState, plan_fingerprint, row_identities
 from .schema import DatasetSchema, rows_to_columns
 
 __all__ = ["PageSizer", "ReadStats", "ScanReader", "ScanRun", "SqlReader", "NextSplit",

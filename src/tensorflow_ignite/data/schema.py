@@ -48,13 +48,12 @@ the cache, the field, the row's key and both types.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-import logging
 
 from ..errors import SchemaError
 from ..protocol import columns as C
@@ -66,7 +65,6 @@ from ..protocol.values import BinaryObject, BinaryType, EnumValue, OptimizedObje
 from .tensor_schema import TensorSchemaRecord
 
 if TYPE_CHECKING:
-    import tensorflow as tf
 
     from ..client import IgniteClient
 
@@ -212,7 +210,7 @@ def _spec(f: FieldSchema, batched: bool, masks: bool) -> Any:
     shape = ((None,) if batched else ()) + tuple(f.shape)
     dtype = tf.dtypes.as_dtype(f.dtype)
     if f.is_ragged:
-        return tf.RaggedTensorSpec(shape=shape, dtype=dtype, ragged_rank=1 if not batched else 1,
+        return tf.RaggedTensorSpec(shape=shape, dtype=dtype, ragged_rank=1,
                                    row_splits_dtype=tf.int64) if batched else tf.TensorSpec(shape, dtype)
     return tf.TensorSpec(shape, dtype)
 

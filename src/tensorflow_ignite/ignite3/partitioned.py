@@ -18,7 +18,7 @@ that the run's consumer -- the native source op
 primary is not among the connected nodes goes to any connected node (the
 node forwards; routing saves work, it is not needed for correctness).
 
-Progress is the Ignite 2 reader's (:class:`~tensorflow_ignite.data.progress.ReadProgress`):
+Progress is the Ignite 2 reader's (:class:`~tensorflow_ignite.client.progress.ReadProgress`):
 every page enters the ledger with each row's partition and *identity* -- the
 primary key: the value itself for one integer key column, else a 64-bit
 BLAKE2b digest of the key columns' values -- when it is handed on, and a
@@ -63,7 +63,7 @@ from ..client.client import parse_addresses
 from ..client.described import describe_options, dump_description
 from ..client.env import parse_partition_list
 from ..client.options import ConnectionOptions
-from ..data.progress import ReadProgress, ResumeState, format_ranges, plan_fingerprint
+from ..client.progress import ReadProgress, ResumeState, format_ranges, plan_fingerprint
 from ..errors import (
     AuthenticationError,
     ConfigurationError,

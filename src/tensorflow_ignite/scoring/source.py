@@ -4,7 +4,7 @@ A cache is read by the dataset's own reader (:class:`~tensorflow_ignite.data.rea
 the one behind :class:`~tensorflow_ignite.data.dataset.IgniteDataset`, driven
 from Python without TensorFlow): schema resolved by the dataset, partition
 scans pipelined to each partition's primary with their failover, and the
-checkpoint ledger (:class:`~tensorflow_ignite.data.progress.ReadProgress`) that
+checkpoint ledger (:class:`~tensorflow_ignite.client.progress.ReadProgress`) that
 says which partitions have been handed out whole -- the units a scoring run
 records complete.  A query is read whole through ``IgniteDataset.from_sql``.
 A *unit* is what completion is recorded for: one partition of a partitioned

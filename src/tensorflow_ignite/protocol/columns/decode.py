@@ -12,17 +12,8 @@ import numpy as np
 
 from tensorflow_ignite.errors import ArrayLengthError, ProtocolError, SchemaError
 from tensorflow_ignite.protocol.binary import BinaryDecoder, MissingSchemaError, SchemaResolver
-from tensorflow_ignite.protocol.pool import BufferPool, aligned_empty
 from tensorflow_ignite.protocol.buffer import I32
 from tensorflow_ignite.protocol.codes import ObjectFlag, TypeCode
-from tensorflow_ignite.protocol.javatime import (
-    KIND_DATE,
-    KIND_TIME,
-    KIND_TIMESTAMP,
-    decode_java_time_columns,
-    describe_java_object,
-)
-from tensorflow_ignite.protocol.types import ARRAY_DTYPES, COLUMN_DTYPES, FIXED_WIRE, WIDENING
 from tensorflow_ignite.protocol.columns.plan import (
     Column,
     FieldPlan,
@@ -31,7 +22,15 @@ from tensorflow_ignite.protocol.columns.plan import (
     type_label,
     widen,
 )
-
+from tensorflow_ignite.protocol.javatime import (
+    KIND_DATE,
+    KIND_TIME,
+    KIND_TIMESTAMP,
+    decode_java_time_columns,
+    describe_java_object,
+)
+from tensorflow_ignite.protocol.pool import BufferPool, aligned_empty
+from tensorflow_ignite.protocol.types import ARRAY_DTYPES, COLUMN_DTYPES, FIXED_WIRE, WIDENING
 
 # Plain ints: enum member lookups cost a call each in the per-page paths.
 _NULL = int(TypeCode.NULL)
@@ -354,7 +353,7 @@ class _PageDecoder:
         present = np.ones(n, dtype=bool)
         for kind, path, plan, off, code in layout.leaves:
             if kind == "fixed":
-                size, dt = FIXED_WIRE[code]
+                _, dt = FIXED_WIRE[code]
                 vals = np.ndarray((n,), dt, buffer=page, offset=off, strides=(row_len,))
                 out = vals != 0 if code == TypeCode.BOOL else vals.astype(COLUMN_DTYPES[code])
             elif kind == "ts":
@@ -552,8 +551,8 @@ class _PageDecoder:
             unpack = struct.Struct("<qq").unpack_from
             mask64 = (1 << 64) - 1
             out[sel] = [
-                str(_uuid.UUID(int=((m & mask64) << 64) | (l & mask64))).encode("ascii")
-                for m, l in (unpack(data, q) for q in (p + 1).tolist())
+                str(_uuid.UUID(int=((m & mask64) << 64) | (lo & mask64))).encode("ascii")
+                for m, lo in (unpack(data, q) for q in (p + 1).tolist())
             ]
             self.emit(path, plan, out, present)
         elif code in (TypeCode.ENUM, TypeCode.BINARY_ENUM):
