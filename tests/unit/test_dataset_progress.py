@@ -1,4 +1,4 @@
-"""The checkpoint state of a read (data/progress.py) and the op's description (data/portable.py), no server.
+"""The checkpoint state of a read (client/progress.py) and the op's description (data/portable.py), no server.
 
 Pages are real scan-page regions made by the binary encoder; the ledger is
 driven the way the reader drives it.
