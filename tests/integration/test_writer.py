@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -427,6 +429,19 @@ def test_cli_load_end_to_end(ignite_node: LocalCluster, cache_name: str, tmp_pat
 
     missing = run_cli("load", cache_name + "_m", str(tmp_path / "nope.csv"), "--port", str(port))
     assert missing.returncode == 1 and "no such file" in missing.stderr
+
+    # --host lists nodes (one that does not answer first), --json reports the load as one document.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        nobody = sock.getsockname()[1]
+    more = run_cli("load", cache_name, str(tmp_path / "mnist.npz"), "--host", f"127.0.0.1:{nobody},{host}",
+                   "--port", str(port), "--mode", "append", "--json", "--batch-bytes", "64K")
+    assert more.returncode == 0, more.stderr
+    report = json.loads(more.stdout)
+    assert (report["rows"], report["cache"], report["sql_table"]) == (500, cache_name, None), report
+    assert report["bytes"] > 500 * 28 * 28 and report["seconds"] > 0
+    with connect(ignite_node) as c:
+        assert c.cache(cache_name).size() == 1000
     assert time.monotonic() - started < 120
 
 
@@ -437,7 +452,8 @@ def test_cli_load_with_tls_and_password_from_the_environment(ignite_secure_node:
     (tmp_path / "d.csv").write_text("a,b\n1,x\n2,y\n")
     args = ["load", cache_name, str(tmp_path / "d.csv"), "--host", host, "--port", str(port),
             "--username", settings["username"], "--cafile", settings["cafile"],
-            "--certfile", settings["certfile"], "--keyfile", settings["keyfile"], "--no-progress"]
+            "--certfile", settings["certfile"], "--keyfile", settings["keyfile"], "--server-hostname", host,
+            "--no-progress"]
     env = {"IGNITE_PASSWORD": settings["password"], "IGNITE_CERT_PASSWORD": settings["cert_password"] or ""}
     ok = run_cli(*args, env=env)
     assert ok.returncode == 0, ok.stderr
