@@ -268,6 +268,9 @@ def three_ignite3_nodes(tmp_path: Path, backend: None) -> Iterator[Ignite3Cluste
 
 
 @pytest.mark.slow
+@pytest.mark.long_only("test_node_killed_while_a_checkpoint_is_written (the same trial on Ignite 2) and "
+                       "test_ignite3_reads.py::test_every_row_exactly_once_while_a_node_is_killed_mid_read "
+                       "(an Ignite 3 node killed under a client)")
 def test_ignite3_node_killed_while_a_checkpoint_is_written(three_ignite3_nodes: Ignite3Cluster) -> None:
     """The same on Ignite 3: the store's default (one backup) is a zone of 3 replicas, so every
     partition keeps a Raft majority when one node dies.  The node killed is the first the URI names

@@ -320,6 +320,9 @@ def test_service_job_and_per_worker_readers_go_on_when_a_host_is_cut_off(
 
 
 @pytest.mark.slow
+@pytest.mark.long_only("test_submitter_cut_off_the_job_runs_on_and_attach_follows_it_again runs a launcher job "
+                       "across the hosts; test_stock_cluster.py::test_node_kill_moves_the_launcher_and_the_job_resumes "
+                       "restarts one on the rest and resumes it from its checkpoint")
 def test_launcher_job_across_hosts_restarts_on_the_rest_when_a_worker_host_is_cut_off(
         three_hosts: HostCluster) -> None:
     """A training job on the three hosts forms its TensorFlow cluster over the hosts' addresses;

@@ -36,7 +36,7 @@ from . import test_launcher_faults as faults_on_our_nodes
 from . import test_launcher_jobs as on_our_nodes
 from tensorflow_ignite.testing.waiting import wait_rebalanced
 
-from .test_dataset_faults import KILL_MODES, assert_exactly_once, fill_cache
+from .test_dataset_faults import SCAN_MODES, assert_exactly_once, fill_cache
 from .test_launcher_jobs import addr, assert_checkpoints_in_ignite, children, job_processes, launch_digits_resnet
 
 
@@ -156,7 +156,12 @@ def test_node_kill_moves_the_launcher_and_the_job_resumes(stock_cluster: StockCl
             stock_cluster.restart_nodes(down)
 
 
-@pytest.mark.parametrize("readers,mode", KILL_MODES)  # partition scans' kill trial under --long, as on our nodes
+#: Node scans' kill trials run here in every run (on our own nodes, under --long); partition scans' under --long.
+KILL_MODES = [SCAN_MODES[0], pytest.param(2, "partitions", id="partition-scans", marks=pytest.mark.long_only(
+    "test_dataset_faults.py::test_node_join_and_leave_during_epoch_yield_every_row_once[partition-scans]"))]
+
+
+@pytest.mark.parametrize("readers,mode", KILL_MODES)
 def test_node_kill_mid_epoch_loses_and_repeats_nothing(stock_cluster: StockCluster, cache_name: str,
                                                        readers: int, mode: str) -> None:
     """backups=1: a stock node SIGKILLed mid-epoch costs no row and repeats none."""

@@ -32,7 +32,11 @@ def run(workers: int) -> list[dict[str, float]]:
     return json.loads(line[len("RESULT "):])
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [
+    pytest.param(1, marks=pytest.mark.long_only(
+        "test_fetched_values_and_atomic_metric_give_exact_epoch_means[2]: two workers, whose means must agree")),
+    2,
+])
 def test_fetched_values_and_atomic_metric_give_exact_epoch_means(workers: int) -> None:
     epochs = run(workers)
     assert len(epochs) == 2
