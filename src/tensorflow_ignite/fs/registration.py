@@ -54,7 +54,7 @@ def register(force: bool = False) -> Any:
     # TensorFlow first: if the import hook is still installed it fires here, on
     # its own, rather than inside the loader's registration (which would then
     # find the plugin registered twice).
-    import tensorflow  # noqa: F401
+    import tensorflow  # noqa: F401 - imported for the hook it fires (comment above)
 
     with _lock:
         from ..native import loader

@@ -317,7 +317,7 @@ def _settle(f: "Future[None]") -> None:
     run is failing for another reason."""
     try:
         f.result()
-    except BaseException:  # noqa: BLE001
+    except BaseException:  # noqa: BLE001 - already raised to the caller, or the run fails anyway (docstring)
         pass
 
 
