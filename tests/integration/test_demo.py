@@ -144,7 +144,7 @@ def _command(line: str) -> list[str]:
 def _tensorboard_tags(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
     """Run the printed `ignite-tf tensorboard` command; return the scalar tags once both runs show."""
     port = _free_port()
-    proc = subprocess.Popen([*argv, "--port", str(port), "--", "--reload_interval", "1"], env=env,
+    proc = subprocess.Popen([*argv, "--http-port", str(port), "--", "--reload_interval", "1"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)

@@ -256,6 +256,8 @@ def test_tensorboard_host_names_the_cluster_of_an_ignite_logdir() -> None:
     assert cluster_logdir(parsed("--logdir", "ignite://h:5/runs")) == "ignite://h:5/runs"
     with pytest.raises(ConfigurationError, match="--bind and --http-port"):
         cluster_logdir(parsed("--logdir", "ignite://h:5/runs", "--host", "0.0.0.0"))
+    with pytest.raises(ConfigurationError, match="HTTP port is --http-port"):
+        cluster_logdir(parsed("--logdir", "ignite://h:5/runs", "--port", "6006"))
     env = child_env({"username": "u", "password": "pw", "server_hostname": "ignite.example"})
     assert (env["IGNITE_FS_USERNAME"], env["IGNITE_FS_PASSWORD"], env["IGNITE_FS_SERVER_HOSTNAME"]) == \
         ("u", "pw", "ignite.example")

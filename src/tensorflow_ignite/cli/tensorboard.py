@@ -89,10 +89,15 @@ def child_command(logdir: str, host: str, port: int, extra: list[str]) -> list[s
 
 def cluster_logdir(args: argparse.Namespace) -> str:
     """LOGDIR on the cluster ``--host`` names: ``ignite:///path`` becomes ``ignite://H:P[,H:P]/path``."""
-    if args.host is None:
-        return str(args.logdir)
     from ..client.client import parse_addresses
-    from ..protocol.endpoint import format_endpoint
+    from ..protocol.endpoint import DEFAULT_PORT, format_endpoint
+
+    if args.host is None:
+        if args.port != DEFAULT_PORT:  # most likely the HTTP port, as --port was before --http-port
+            raise ConfigurationError(
+                f"--port {args.port} is the thin-client port of the --host nodes, and there is no --host: "
+                "TensorBoard's own HTTP port is --http-port (formerly its --port)")
+        return str(args.logdir)
 
     scheme, sep, rest = str(args.logdir).partition("://")
     if not sep or rest.partition("/")[0]:
