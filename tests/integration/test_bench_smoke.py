@@ -22,11 +22,13 @@ ROOT = Path(__file__).resolve().parents[2]
 #: client joins, each run creates and destroys a cache); test_bench_loading.py runs its contenders.
 #: Nor ``ignite3`` (an Ignite 3 node of its own to start): test_bench_ignite3.py runs its scenarios.
 SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "latency", "predict", "follow")
-#: The short form (every run, CI): the read paths, SQL, training, the filesystem and following. ``--long``
-#: (``make test-long``) adds the 3-node scale-out, the latency proxy and scoring, which cost CI minutes
-#: (a second cluster, four round-trip settings, scoring workers on every node) and have tests of their own
-#: (test_client_routing, test_network_faults, test_predict*).
-SHORT_SCENARIOS = ("bulk", "small", "train", "sql", "fs", "follow")
+#: The short form (every run, CI): both read shapes (big values, small rows: every contender, the raw
+#: pages, the report's targets) and following. ``--long`` (``make test-long``) adds training, SQL, the
+#: filesystem, the 3-node scale-out, the latency proxy and scoring, which cost CI minutes (an SQL node, an S3
+#: server, a second cluster, four round-trip settings, scoring workers on every node) and whose paths have
+#: tests of their own (test_dataset*, test_fs_*, test_bench_s3anchor, test_client_routing,
+#: test_network_faults, test_predict*); the report's sections are checked in tests/unit/test_bench_*.
+SHORT_SCENARIOS = ("bulk", "small", "follow")
 
 #: scenario key -> contender keys every run must report.
 EXPECTED = {
@@ -84,9 +86,11 @@ def test_bench_quick_run_reports_every_contender(tmp_path: Path, long_form: bool
         if scenario["reference"]:
             assert contenders[scenario["reference"]]["ratio"] == pytest.approx(1.0)
 
-    for heading in ("## Targets (issue 6)", "## 5. Filesystem",
+    for heading in ("## Targets (issue 6)",
                     "- Machine:", "- Software:", "- Date:", "- Load average", "- Command: `python -m bench.run"):
         assert heading in text, heading
+    if "fs" in scenarios:
+        assert "## 5. Filesystem" in text
     if "scale" in scenarios:
         assert "### 1 node vs several" in text and "Bytes received per node" in text
     for key in [k for k in ("latency_bulk", "latency_small") if k in expected]:
@@ -113,6 +117,8 @@ def test_bench_quick_run_reports_every_contender(tmp_path: Path, long_form: bool
 
 
 @pytest.mark.slow
+@pytest.mark.long_only("test_targets_over_runs_table_minimum_spread_and_verdict (the table from several runs' "
+                       "results) and test_bench_quick_run_reports_every_contender (one run through the command)")
 def test_bench_two_runs_report_targets_over_runs(tmp_path: Path) -> None:
     """``--runs 2``: the whole measurement twice in one command (one scenario, to stay short), the
     "Targets over 2 runs" table with both runs' values, the rest labelled as the last run's."""
