@@ -164,6 +164,9 @@ def readme_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClust
         cluster.stop()
 
 
+# README and every page in one interpreter: ~3 minutes on two idle cores, more on a loaded machine.  The
+# runner's own timeout (1200 s) ends it first, with its output; pytest's default (600 s) would end the run.
+@pytest.mark.timeout(1500)
 def test_every_readme_snippet_runs(readme_node: LocalCluster, tmp_path: Path) -> None:
     host, port = readme_node.address()
     steps = [
