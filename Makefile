@@ -94,6 +94,7 @@ docs: venv
 # runs it before the tests (about 30 s of CPU, most of it mypy's first run without a cache).
 lint: venv
 	$(VENV)/bin/ruff check
+	$(VENV)/bin/ruff format --check
 	$(VENV)/bin/mypy
 
 test: setup lint

@@ -59,9 +59,12 @@ def _dataset_op() -> None:
     except Exception as exc:  # noqa: BLE001 - never break the user's import of TensorFlow
         import warnings
 
-        warnings.warn(f"tensorflow-ignite could not load its tf.data op ({exc}); IgniteDataset falls back to "
-                      "from_generator and serialized datasets will not run in this process", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"tensorflow-ignite could not load its tf.data op ({exc}); IgniteDataset falls back to "
+            "from_generator and serialized datasets will not run in this process",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
 
 _fs_registration.on_tensorflow(_dataset_op)

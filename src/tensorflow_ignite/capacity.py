@@ -124,11 +124,17 @@ class RegionUsage:
 
     @classmethod
     def from_report(cls, row: dict[str, Any]) -> "RegionUsage":
-        return cls(node=str(row.get("node", "?")), node_id=str(row.get("node_id", "")),
-                   region=str(row.get("region", "default")), default=bool(row.get("default", False)),
-                   persistence=bool(row.get("persistence", False)), eviction=str(row.get("eviction", "DISABLED")),
-                   max_size=int(row.get("max_size", 0)), used_size=int(row.get("used_size", 0)),
-                   page_size=int(row.get("page_size", 4096)))
+        return cls(
+            node=str(row.get("node", "?")),
+            node_id=str(row.get("node_id", "")),
+            region=str(row.get("region", "default")),
+            default=bool(row.get("default", False)),
+            persistence=bool(row.get("persistence", False)),
+            eviction=str(row.get("eviction", "DISABLED")),
+            max_size=int(row.get("max_size", 0)),
+            used_size=int(row.get("used_size", 0)),
+            page_size=int(row.get("page_size", 4096)),
+        )
 
 
 def estimate_bytes(payload: int, entries: int, *, copies: int = 1, partitions: int = 0) -> int:
@@ -180,8 +186,10 @@ def region_usage(client: "IgniteClient", *, module: bool = True) -> tuple[list[R
 
 
 _CONFIG_PREFIX = "DataStorageConfiguration."
-_REGION_KEY = re.compile(r"^DataStorageConfiguration\.(DefaultDataRegionConfiguration|DataRegionConfigurations\[\d+\])\."
-                         r"(Name|MaxSize|PersistenceEnabled|PageEvictionMode)$")
+_REGION_KEY = re.compile(
+    r"^DataStorageConfiguration\.(DefaultDataRegionConfiguration|DataRegionConfigurations\[\d+\])\."
+    r"(Name|MaxSize|PersistenceEnabled|PageEvictionMode)$"
+)
 
 
 def sql_region_usage(client: "IgniteClient") -> list[RegionUsage]:
@@ -204,16 +212,26 @@ def sql_region_usage(client: "IgniteClient") -> list[RegionUsage]:
         label = str(node.consistent_id if node.consistent_id is not None else node.node_id)
         conn = client.connection_for_node(node.node_id)
         if conn.handshake is None or conn.handshake.node_id != node.node_id:
-            raise _Unavailable(f"no connection of its own to node {label} (partition awareness is off or its "
-                               "address cannot be reached), and the SQL system views show only the node asked")
+            raise _Unavailable(
+                f"no connection of its own to node {label} (partition awareness is off or its "
+                "address cannot be reached), and the SQL system views show only the node asked"
+            )
         try:
-            config = client.sql("SELECT NAME, VALUE FROM SYS.CONFIGURATION WHERE NAME LIKE ?",
-                                [_CONFIG_PREFIX + "%"], schema="SYS", node_id=node.node_id).fetchall()
-            metrics = client.sql("SELECT NAME, VALUE FROM SYS.METRICS WHERE NAME LIKE 'io.dataregion.%'",
-                                 schema="SYS", node_id=node.node_id).fetchall()
+            config = client.sql(
+                "SELECT NAME, VALUE FROM SYS.CONFIGURATION WHERE NAME LIKE ?",
+                [_CONFIG_PREFIX + "%"],
+                schema="SYS",
+                node_id=node.node_id,
+            ).fetchall()
+            metrics = client.sql(
+                "SELECT NAME, VALUE FROM SYS.METRICS WHERE NAME LIKE 'io.dataregion.%'",
+                schema="SYS",
+                node_id=node.node_id,
+            ).fetchall()
         except IgniteError as exc:
-            raise _Unavailable(f"the cluster's SQL system views cannot be read ({' '.join(str(exc).split())[:200]})"
-                               ) from None
+            raise _Unavailable(
+                f"the cluster's SQL system views cannot be read ({' '.join(str(exc).split())[:200]})"
+            ) from None
         regions: dict[str, dict[str, str]] = {}
         page_size = 4096
         for name, value in config:
@@ -225,14 +243,19 @@ def sql_region_usage(client: "IgniteClient") -> list[RegionUsage]:
         used = {str(n): str(v) for n, v in metrics}
         for key, props in regions.items():
             region = props.get("Name") or "default"
-            out.append(RegionUsage(
-                node=label, node_id=str(node.node_id), region=region,
-                default=key == "DefaultDataRegionConfiguration",
-                persistence=props.get("PersistenceEnabled", "false").lower() == "true",
-                eviction=props.get("PageEvictionMode") or "DISABLED",
-                max_size=int(props.get("MaxSize") or used.get(f"io.dataregion.{region}.MaxSize") or 0),
-                used_size=int(used.get(f"io.dataregion.{region}.TotalUsedSize", "0")),
-                page_size=page_size))
+            out.append(
+                RegionUsage(
+                    node=label,
+                    node_id=str(node.node_id),
+                    region=region,
+                    default=key == "DefaultDataRegionConfiguration",
+                    persistence=props.get("PersistenceEnabled", "false").lower() == "true",
+                    eviction=props.get("PageEvictionMode") or "DISABLED",
+                    max_size=int(props.get("MaxSize") or used.get(f"io.dataregion.{region}.MaxSize") or 0),
+                    used_size=int(used.get(f"io.dataregion.{region}.TotalUsedSize", "0")),
+                    page_size=page_size,
+                )
+            )
         if not regions:
             raise _Unavailable(f"node {label} lists no data regions in SYS.CONFIGURATION")
     return out
@@ -260,9 +283,17 @@ class CapacityGuard:
     ``stats`` counts refreshes and checks (for tests and diagnostics).
     """
 
-    def __init__(self, client: "IgniteClient", cache_name: str, *, copies: int = 1, region: str | None = None,
-                 what: str = "write", enabled: bool | None = None,
-                 module: bool = True) -> None:
+    def __init__(
+        self,
+        client: "IgniteClient",
+        cache_name: str,
+        *,
+        copies: int = 1,
+        region: str | None = None,
+        what: str = "write",
+        enabled: bool | None = None,
+        module: bool = True,
+    ) -> None:
         import os
 
         self.client = client
@@ -330,7 +361,10 @@ class CapacityGuard:
         log.warning(
             "tensorflow-ignite cannot check how much room the data regions of %s have, so writes there are not "
             "guarded against filling a region (which makes Ignite stop the node): %s. The guard needs the "
-            "tensorflow-ignite module on the server nodes (README, 'Use your own Ignite cluster').", cluster, reason)
+            "tensorflow-ignite module on the server nodes (README, 'Use your own Ignite cluster').",
+            cluster,
+            reason,
+        )
 
     def regions(self, *, refresh: bool = True) -> list[RegionUsage] | None:
         """The target region on every server node (None: not available)."""
@@ -350,8 +384,9 @@ class CapacityGuard:
             if rows is not None:
                 self._verify(rows, estimate_bytes(payload, entries, partitions=new_partitions), largest_entry, 0)
 
-    def admit(self, payload: int, entries: int, *, remaining: tuple[int, int] | None = None,
-              largest_entry: int = 0) -> None:
+    def admit(
+        self, payload: int, entries: int, *, remaining: tuple[int, int] | None = None, largest_entry: int = 0
+    ) -> None:
         """Before storing ``entries`` entries of ``payload`` bytes: raise :class:`CapacityError`
         if they -- or ``remaining`` (payload, entries) of the whole write still to come, when
         known -- no longer fit.  Figures are re-read every ``REFRESH_BYTES`` or ``REFRESH_SECONDS``."""
@@ -359,8 +394,11 @@ class CapacityGuard:
             return
         need = estimate_bytes(payload, entries)
         with self._lock:
-            stale = (self._rows is None or self._since + need > max(REFRESH_BYTES, self._headroom // 4)
-                     or time.monotonic() - self._at > REFRESH_SECONDS)
+            stale = (
+                self._rows is None
+                or self._since + need > max(REFRESH_BYTES, self._headroom // 4)
+                or time.monotonic() - self._at > REFRESH_SECONDS
+            )
             rows = self._refresh() if stale else self._rows
             if rows is None:
                 return
@@ -378,8 +416,11 @@ class CapacityGuard:
         if guarded:
             nodes = len(rows)
             copies = min(self.copies, nodes)
-            self._headroom = (min(r.free for r in guarded) - node_share(need * copies, nodes, largest_entry)
-                              - node_share(pending * copies, nodes, 0))
+            self._headroom = (
+                min(r.free for r in guarded)
+                - node_share(need * copies, nodes, largest_entry)
+                - node_share(pending * copies, nodes, 0)
+            )
         else:
             self._headroom = 1 << 62
         if short is None:
@@ -394,12 +435,18 @@ class CapacityGuard:
             f"{_mib(max(0, r.free - pending_share))} are left. Filling an in-memory region makes Ignite stop "
             "the node. Free room (destroy caches you no longer need), raise the region's maxSize, add nodes, "
             "or enable persistence for that region.",
-            region=r.region, node=r.node, max_size=r.max_size, used=used, needed=share,
-            cache_name=self.cache_name)
+            region=r.region,
+            node=r.node,
+            max_size=r.max_size,
+            used=used,
+            needed=share,
+            cache_name=self.cache_name,
+        )
 
 
-def shortfall(rows: Sequence[RegionUsage], need: int, *, copies: int = 1, largest_entry: int = 0,
-              pending: int = 0) -> tuple[RegionUsage, int, int] | None:
+def shortfall(
+    rows: Sequence[RegionUsage], need: int, *, copies: int = 1, largest_entry: int = 0, pending: int = 0
+) -> tuple[RegionUsage, int, int] | None:
     """The node that cannot take a write, or None when every node can.
 
     ``rows`` is the target region on every server node; ``need`` the region bytes of one

@@ -50,8 +50,18 @@ if TYPE_CHECKING:
     import keras
     import tensorflow as tf
 
-__all__ = ["DemoResult", "DemoError", "run_demo", "build_model", "demo_work_dir", "register",
-           "TRAIN_CACHE", "TEST_CACHE", "SCORES_CACHE", "demo_dataset"]
+__all__ = [
+    "DemoResult",
+    "DemoError",
+    "run_demo",
+    "build_model",
+    "demo_work_dir",
+    "register",
+    "TRAIN_CACHE",
+    "TEST_CACHE",
+    "SCORES_CACHE",
+    "demo_dataset",
+]
 
 TRAIN_CACHE = "DIGITS_TRAIN"
 TEST_CACHE = "DIGITS_TEST"
@@ -112,7 +122,8 @@ def _require(module: str) -> None:
     if importlib.util.find_spec(module) is None:
         raise ConfigurationError(
             f"the demo needs {module!r}, which is not installed: pip install 'tensorflow-ignite[demo]' "
-            "(or run `make demo`, which installs it)")
+            "(or run `make demo`, which installs it)"
+        )
 
 
 def _load_digits(seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -125,8 +136,7 @@ def _load_digits(seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
     order = np.random.default_rng(seed).permutation(len(labels))
     cut = int(len(order) * 0.8)
     train, test = order[:cut], order[cut:]
-    return ({"image": images[train], "label": labels[train]},
-            {"image": images[test], "label": labels[test]})
+    return ({"image": images[train], "label": labels[train]}, {"image": images[test], "label": labels[test]})
 
 
 def build_model() -> "keras.Model":
@@ -135,13 +145,15 @@ def build_model() -> "keras.Model":
 
     # Named after the cache's field and what it predicts: `predict` binds the input to the
     # field `image` by name and stores the output as the field `digit`.
-    return keras.Sequential([
-        keras.layers.Input((8, 8, 1), name="image"),
-        keras.layers.Conv2D(16, 3, activation="relu", padding="same"),
-        keras.layers.Flatten(),
-        keras.layers.Dense(64, activation="relu"),
-        keras.layers.Dense(10, activation="softmax", name="digit"),
-    ])
+    return keras.Sequential(
+        [
+            keras.layers.Input((8, 8, 1), name="image"),
+            keras.layers.Conv2D(16, 3, activation="relu", padding="same"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(64, activation="relu"),
+            keras.layers.Dense(10, activation="softmax", name="digit"),
+        ]
+    )
 
 
 def _shell(argv: Sequence[str]) -> str:
@@ -182,30 +194,45 @@ def run_demo(
         raise ConfigurationError(
             "ignite-tf demo --distributed runs on plain clusters only (it passes no TLS or credentials "
             "on to `ignite-tf start`); drop --username/--cafile/--certfile/--keyfile, or drop --host "
-            "to train on a local 3-node cluster")
+            "to train on a local 3-node cluster"
+        )
     cluster: LocalCluster | None = None
     node_running = False
     try:  # (an interrupt -- Ctrl+C, SIGTERM, SIGHUP -- from here on stops the nodes started)
         if host is None:
-            cluster = _start_own_nodes(Path(work_dir) if work_dir else demo_work_dir(distributed),
-                                       nodes=3 if distributed else 1, node_port=node_port, keep=keep_node)
+            cluster = _start_own_nodes(
+                Path(work_dir) if work_dir else demo_work_dir(distributed),
+                nodes=3 if distributed else 1,
+                node_port=node_port,
+                keep=keep_node,
+            )
             host, port = cluster.address()
-            print(f"Ignite ready at {host}:{port}" + (f" (and {len(cluster.members) - 1} more nodes)"
-                                                       if len(cluster.members) > 1 else ""), flush=True)
+            print(
+                f"Ignite ready at {host}:{port}"
+                + (f" (and {len(cluster.members) - 1} more nodes)" if len(cluster.members) > 1 else ""),
+                flush=True,
+            )
         if distributed:
-            result = _train_distributed(host, port, epochs=epochs, run=run, progress=progress,
-                                        started=started)
+            result = _train_distributed(host, port, epochs=epochs, run=run, progress=progress, started=started)
         else:
-            result = _train(host, port, epochs=epochs, batch_size=batch_size, out_dir=Path(out_dir) if out_dir is not None else demo_output_dir(run),
-                            progress=progress, settings=settings, run=run, started=started)
+            result = _train(
+                host,
+                port,
+                epochs=epochs,
+                batch_size=batch_size,
+                out_dir=Path(out_dir) if out_dir is not None else demo_output_dir(run),
+                progress=progress,
+                settings=settings,
+                run=run,
+                started=started,
+            )
         node_running = cluster is not None and keep_node
     finally:
         _close_filesystem()
         if cluster is not None and not node_running:
             cluster.stop()
             print(f"Ignite node(s) stopped; their data stays in {cluster.work_dir}", flush=True)
-    result = dataclasses.replace(result, node_work_dir=cluster.work_dir if cluster else None,
-                                 node_running=node_running)
+    result = dataclasses.replace(result, node_work_dir=cluster.work_dir if cluster else None, node_running=node_running)
     _print_summary(result, cluster, settings)
     return result
 
@@ -215,14 +242,16 @@ def _start_own_nodes(work_dir: Path, *, nodes: int, node_port: int | None, keep:
     if previous is not None and any(m.alive() for m in previous.members):
         raise NodeError(
             f"the demo's node(s) from an earlier run (--keep-node?) still run in {work_dir}; stop them "
-            f"with `ignite-tf node stop --work-dir {work_dir}`, or pass --host/--port to use them")
+            f"with `ignite-tf node stop --work-dir {work_dir}`, or pass --host/--port to use them"
+        )
     port = node_port if node_port and all(_port_free("127.0.0.1", node_port + i) for i in range(nodes)) else None
     print(f"Starting {nodes} local Apache Ignite node(s) with persistence in {work_dir} ...", flush=True)
     # The default node name: `ignite-tf node start --persistence --work-dir DIR` later
     # finds the same consistent ids, hence the same stored data.
     # Unless kept, the nodes also stop when the demo is killed before it can stop them.
-    return LocalCluster(work_dir, nodes=nodes, client_port=port, persistence=True,
-                        owner_pid=None if keep else os.getpid()).start()
+    return LocalCluster(
+        work_dir, nodes=nodes, client_port=port, persistence=True, owner_pid=None if keep else os.getpid()
+    ).start()
 
 
 def _close_filesystem() -> None:
@@ -243,8 +272,9 @@ def _load(host: str, port: int, settings: dict[str, Any], progress: bool) -> tup
     return train, test
 
 
-def demo_dataset(name: str, host: str, port: int, *, batch_size: int = 64,
-                 client_settings: dict[str, Any] | None = None) -> "tf.data.Dataset":
+def demo_dataset(
+    name: str, host: str, port: int, *, batch_size: int = 64, client_settings: dict[str, Any] | None = None
+) -> "tf.data.Dataset":
     """``(image [b, 8, 8, 1], label [b])`` batches of a digits cache, read through IgniteDataset."""
     import tensorflow as tf
 
@@ -257,8 +287,18 @@ def demo_dataset(name: str, host: str, port: int, *, batch_size: int = 64,
     return ds.map(as_xy).prefetch(tf.data.AUTOTUNE)
 
 
-def _train(host: str, port: int, *, epochs: int, batch_size: int, out_dir: Path, progress: bool,
-           settings: dict[str, Any], run: str, started: float) -> DemoResult:
+def _train(
+    host: str,
+    port: int,
+    *,
+    epochs: int,
+    batch_size: int,
+    out_dir: Path,
+    progress: bool,
+    settings: dict[str, Any],
+    run: str,
+    started: float,
+) -> DemoResult:
     from . import fs
     from .fs import config as fs_config
 
@@ -269,16 +309,38 @@ def _train(host: str, port: int, *, epochs: int, batch_size: int, out_dir: Path,
     previous = fs_config.overrides()  # the configure() values in force now
     fs.configure(**settings)
     try:
-        return _fit(host, port, epochs=epochs, batch_size=batch_size, out_dir=out_dir, progress=progress,
-                    settings=settings, run=run, started=started, train=train, test=test)
+        return _fit(
+            host,
+            port,
+            epochs=epochs,
+            batch_size=batch_size,
+            out_dir=out_dir,
+            progress=progress,
+            settings=settings,
+            run=run,
+            started=started,
+            train=train,
+            test=test,
+        )
     finally:
         _close_filesystem()
         fs.configure(**{k: previous.get(k) for k in settings})
 
 
-def _fit(host: str, port: int, *, epochs: int, batch_size: int, out_dir: Path, progress: bool,
-         settings: dict[str, Any], run: str, started: float, train: dict[str, Any],
-         test: dict[str, Any]) -> DemoResult:
+def _fit(
+    host: str,
+    port: int,
+    *,
+    epochs: int,
+    batch_size: int,
+    out_dir: Path,
+    progress: bool,
+    settings: dict[str, Any],
+    run: str,
+    started: float,
+    train: dict[str, Any],
+    test: dict[str, Any],
+) -> DemoResult:
     import keras
     import tensorflow as tf
 
@@ -287,17 +349,18 @@ def _fit(host: str, port: int, *, epochs: int, batch_size: int, out_dir: Path, p
 
     keras.utils.set_random_seed(0)
     model = build_model()
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="sparse_categorical_crossentropy",
-                  metrics=["accuracy"])
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
     manager = tf.train.CheckpointManager(
-        tf.train.Checkpoint(model=model, optimizer=model.optimizer, epoch=epoch), ckpt_dir, max_to_keep=3)
+        tf.train.Checkpoint(model=model, optimizer=model.optimizer, epoch=epoch), ckpt_dir, max_to_keep=3
+    )
     callbacks = [
         # write_graph=False: the graph of a 4-layer model says nothing, and writing it
         # costs a trace; scalars per epoch are what the curves need.
         keras.callbacks.TensorBoard(log_dir=log_dir, write_graph=False, profile_batch=0),
         _checkpoint_every_epoch(manager, epoch),
     ]
+
     def batches(name: str, rows: int) -> tf.data.Dataset:
         # A generator-fed dataset has no known length; stating it gives Keras a
         # progress bar with a total from the first epoch on.
@@ -307,8 +370,14 @@ def _fit(host: str, port: int, *, epochs: int, batch_size: int, out_dir: Path, p
     # Shuffle batches (rows arrive grouped by partition), then keep them in memory.
     train_ds = batches(TRAIN_CACHE, len(train["label"])).shuffle(32).cache()
     print(f"Training for {epochs} epochs; checkpoints -> {ckpt_dir}, TensorBoard logs -> {log_dir}", flush=True)
-    history = model.fit(train_ds, epochs=epochs, callbacks=callbacks, verbose=1 if progress else 2,
-                        shuffle=False, validation_data=batches(TEST_CACHE, len(test["label"])))
+    history = model.fit(
+        train_ds,
+        epochs=epochs,
+        callbacks=callbacks,
+        verbose=1 if progress else 2,
+        shuffle=False,
+        validation_data=batches(TEST_CACHE, len(test["label"])),
+    )
     _, accuracy = model.evaluate(batches(TEST_CACHE, len(test["label"])), verbose=0)
     model_uri = f"{base}/model.keras"
     model.save(model_uri)
@@ -317,10 +386,17 @@ def _fit(host: str, port: int, *, epochs: int, batch_size: int, out_dir: Path, p
     png = (out_dir / "training_curves.png").resolve()
     _plot(history.history, png)
     return DemoResult(
-        train_rows=len(train["label"]), test_rows=len(test["label"]), epochs=epochs, accuracy=float(accuracy),
-        seconds=time.monotonic() - started, checkpoint_dir=ckpt_dir, log_dir=log_dir, curves_png=png,
+        train_rows=len(train["label"]),
+        test_rows=len(test["label"]),
+        epochs=epochs,
+        accuracy=float(accuracy),
+        seconds=time.monotonic() - started,
+        checkpoint_dir=ckpt_dir,
+        log_dir=log_dir,
+        curves_png=png,
         tensorboard_command=_shell(["ignite-tf", "tensorboard", "--logdir", log_dir]),
-        scored_accuracy=scored, model_uri=model_uri,
+        scored_accuracy=scored,
+        model_uri=model_uri,
     )
 
 
@@ -337,15 +413,18 @@ def _score_in_place(model_uri: str, host: str, port: int, settings: dict[str, An
 
     from .client import ConnectionOptions
 
-    result = ti.predict(model_uri, TEST_CACHE, SCORES_CACHE, host=host, port=port, mode="overwrite",
-                        progress=progress, **settings)
+    result = ti.predict(
+        model_uri, TEST_CACHE, SCORES_CACHE, host=host, port=port, mode="overwrite", progress=progress, **settings
+    )
     print(result.summary(), flush=True)
     with ConnectionOptions(host=host, port=port, **settings).open() as client:
         labels = {k: int(v.fields["label"]) for k, v in client.cache(TEST_CACHE).scan()}
         predicted = {k: int(np.argmax(np.asarray(v.fields["digit"]))) for k, v in client.cache(SCORES_CACHE).scan()}
     if predicted.keys() != labels.keys():
-        raise DemoError(f"the predictions in {SCORES_CACHE} cover {len(predicted)} keys, the held-out cache "
-                        f"{len(labels)}: every digit should have exactly one prediction")
+        raise DemoError(
+            f"the predictions in {SCORES_CACHE} cover {len(predicted)} keys, the held-out cache "
+            f"{len(labels)}: every digit should have exactly one prediction"
+        )
     return sum(predicted[k] == labels[k] for k in labels) / len(labels)
 
 
@@ -361,42 +440,80 @@ def _checkpoint_every_epoch(manager: "tf.train.CheckpointManager", epoch: "tf.Va
     return CheckpointEveryEpoch()
 
 
-def _train_distributed(host: str, port: int, *, epochs: int, run: str, progress: bool,
-                       started: float) -> DemoResult:
+def _train_distributed(host: str, port: int, *, epochs: int, run: str, progress: bool, started: float) -> DemoResult:
     from .launcher.jobs import JobClient
 
     if not (DISTRIBUTED_JOB_DIR / "train.py").is_file():
         raise ConfigurationError(
             f"--distributed runs the launcher job {DISTRIBUTED_JOB_DIR / 'train.py'}, which is missing: "
             "this installation of tensorflow-ignite is incomplete; reinstall it "
-            "(`pip install --force-reinstall tensorflow-ignite`)")
+            "(`pip install --force-reinstall tensorflow-ignite`)"
+        )
     train, test = _load(host, port, {}, progress)
     base = f"ignite://{host}:{port}/demo/{run}"
     ckpt_dir, log_dir = f"{base}/checkpoints", f"{base}/logs"
     job_id = f"demo-{run}"
-    command = ["ignite-tf", "start", "--host", host, "--port", str(port), TRAIN_CACHE, str(DISTRIBUTED_JOB_DIR),
-               "--name", job_id, "--checkpoint-dir", ckpt_dir, "-e", f"TENSORBOARD_DIR={log_dir}",
-               "-e", f"EPOCHS={epochs}", "-e", f"EVAL_CACHE={TEST_CACHE}", "-e", "TF_CPP_MIN_LOG_LEVEL=2",
-               "--settle", "0.5", "--", "python", "train.py"]
+    command = [
+        "ignite-tf",
+        "start",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        TRAIN_CACHE,
+        str(DISTRIBUTED_JOB_DIR),
+        "--name",
+        job_id,
+        "--checkpoint-dir",
+        ckpt_dir,
+        "-e",
+        f"TENSORBOARD_DIR={log_dir}",
+        "-e",
+        f"EPOCHS={epochs}",
+        "-e",
+        f"EVAL_CACHE={TEST_CACHE}",
+        "-e",
+        "TF_CPP_MIN_LOG_LEVEL=2",
+        "--settle",
+        "0.5",
+        "--",
+        "python",
+        "train.py",
+    ]
     print(f"Training across the cluster through the launcher:\n  {_shell(command)}", flush=True)
     # The very command a user would type, run by this interpreter (its ignite-tf).
     proc = subprocess.run([sys.executable, "-m", "tensorflow_ignite.cli.main", *command[1:]], check=False)
     with JobClient.connect(host, port) as jobs:
         record = jobs.job(job_id)
         results = jobs.results(job_id)
-    print(f"job {job_id}: {record.get('state')} (exit code {record.get('exit_code')}), "
-          f"{len(results)} worker(s), {record.get('restarts')} restart(s)", flush=True)
+    print(
+        f"job {job_id}: {record.get('state')} (exit code {record.get('exit_code')}), "
+        f"{len(results)} worker(s), {record.get('restarts')} restart(s)",
+        flush=True,
+    )
     if proc.returncode != 0 or record.get("state") != "SUCCEEDED" or 0 not in results:
-        raise DemoError(f"the distributed training job {job_id} ended {record.get('state')} "
-                        f"({record.get('message')}); see `ignite-tf describe {job_id}` and `ignite-tf logs {job_id}`")
+        raise DemoError(
+            f"the distributed training job {job_id} ended {record.get('state')} "
+            f"({record.get('message')}); see `ignite-tf describe {job_id}` and `ignite-tf logs {job_id}`"
+        )
     for index in sorted(results):
         r = results[index]
-        print(f"  worker {index} on {r.get('node')}: {r.get('rows')} rows in {len(r.get('partitions') or ())} "
-              f"partitions, final local loss {float(r.get('final_loss') or 'nan'):.4f}", flush=True)
+        print(
+            f"  worker {index} on {r.get('node')}: {r.get('rows')} rows in {len(r.get('partitions') or ())} "
+            f"partitions, final local loss {float(r.get('final_loss') or 'nan'):.4f}",
+            flush=True,
+        )
     return DemoResult(
-        train_rows=len(train["label"]), test_rows=len(test["label"]), epochs=epochs,
-        accuracy=float(results[0]["accuracy"]), seconds=time.monotonic() - started, checkpoint_dir=ckpt_dir,
-        log_dir=log_dir, curves_png=None, job_id=job_id, job_results=results,
+        train_rows=len(train["label"]),
+        test_rows=len(test["label"]),
+        epochs=epochs,
+        accuracy=float(results[0]["accuracy"]),
+        seconds=time.monotonic() - started,
+        checkpoint_dir=ckpt_dir,
+        log_dir=log_dir,
+        curves_png=None,
+        job_id=job_id,
+        job_results=results,
         tensorboard_command=_shell(["ignite-tf", "tensorboard", "--logdir", log_dir]),
     )
 
@@ -407,11 +524,15 @@ def _print_summary(result: DemoResult, cluster: LocalCluster | None, settings: d
         f"Held-out accuracy: {result.accuracy:.3f} ({result.test_rows} digits never seen in training)",
     ]
     if result.scored_accuracy is not None:
-        lines.append(f"Scored in place:   {TEST_CACHE} -> {SCORES_CACHE}, one prediction per digit; accuracy read "
-                     f"back from them {result.scored_accuracy:.3f} (model {result.model_uri})")
+        lines.append(
+            f"Scored in place:   {TEST_CACHE} -> {SCORES_CACHE}, one prediction per digit; accuracy read "
+            f"back from them {result.scored_accuracy:.3f} (model {result.model_uri})"
+        )
     if result.job_id:
-        lines.append(f"Distributed job:   {result.job_id} ({len(result.job_results)} workers; "
-                     f"`ignite-tf describe {result.job_id}` while the cluster runs)")
+        lines.append(
+            f"Distributed job:   {result.job_id} ({len(result.job_results)} workers; "
+            f"`ignite-tf describe {result.job_id}` while the cluster runs)"
+        )
     if result.curves_png:
         lines.append(f"Training curves:   {result.curves_png}")
     lines.append(f"Checkpoints:       {result.checkpoint_dir}")
@@ -419,8 +540,16 @@ def _print_summary(result: DemoResult, cluster: LocalCluster | None, settings: d
         lines.append(f"TensorBoard logs:  {result.log_dir}")
     if cluster is not None:
         host, port = cluster.address()
-        start = ["ignite-tf", "node", "start", "--persistence", "--work-dir", str(cluster.work_dir),
-                 "--client-port", str(port)] + (["--nodes", str(cluster.nodes)] if cluster.nodes > 1 else [])
+        start = [
+            "ignite-tf",
+            "node",
+            "start",
+            "--persistence",
+            "--work-dir",
+            str(cluster.work_dir),
+            "--client-port",
+            str(port),
+        ] + (["--nodes", str(cluster.nodes)] if cluster.nodes > 1 else [])
         stop = _shell(["ignite-tf", "node", "stop", "--work-dir", str(cluster.work_dir)])
         if result.node_running:
             lines += ["", f"The demo's node(s) keep running at {host}:{port} (--keep-node)."]
@@ -428,9 +557,12 @@ def _print_summary(result: DemoResult, cluster: LocalCluster | None, settings: d
                 lines += ["Open TensorBoard on the logs:", f"  {result.tensorboard_command}"]
             lines += ["Stop the node(s) when done:", f"  {stop}"]
         else:
-            lines += ["", f"The demo stopped its node(s); their persistent store in {cluster.work_dir}",
-                      "keeps the digits, the checkpoints and the logs. To look at them again:",
-                      f"  {_shell(start)}"]
+            lines += [
+                "",
+                f"The demo stopped its node(s); their persistent store in {cluster.work_dir}",
+                "keeps the digits, the checkpoints and the logs. To look at them again:",
+                f"  {_shell(start)}",
+            ]
             if result.tensorboard_command:
                 lines.append(f"  {result.tensorboard_command}")
             lines.append(f"  {stop}")
@@ -473,23 +605,41 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--distributed", action="store_true",
-                   help="train across a local 3-node cluster (or --host) through `ignite-tf start`")
-    p.add_argument("--epochs", type=int, default=None,
-                   help="training epochs (default 20; 4 with --distributed)")
-    p.add_argument("--out-dir", default=None,
-                   help="where to save training_curves.png (default: demo-output/RUN in the state directory, "
-                   "$IGNITE_TF_HOME or ~/.local/state/tensorflow-ignite)")
-    p.add_argument("--work-dir", type=Path, default=None,
-                   help="where the demo's own nodes keep their data (default: demo/ next to "
-                   "`ignite-tf node`'s default work directory)")
-    p.add_argument("--client-port", type=validate.int_between(0, 65535), default=DEFAULT_PORT, metavar="PORT",
-                   help=f"thin-client port of the demo's own node when free (default {DEFAULT_PORT}; 0 = any free "
-                   "port); node i of --distributed uses PORT+i")
-    add_deprecated_alias(p, "--node-port", "--client-port", "client_port", type=validate.int_between(0, 65535),
-                         metavar="PORT")
-    p.add_argument("--keep-node", action="store_true",
-                   help="leave the demo's own node(s) running at the end (prints the stop command)")
+    p.add_argument(
+        "--distributed",
+        action="store_true",
+        help="train across a local 3-node cluster (or --host) through `ignite-tf start`",
+    )
+    p.add_argument("--epochs", type=int, default=None, help="training epochs (default 20; 4 with --distributed)")
+    p.add_argument(
+        "--out-dir",
+        default=None,
+        help="where to save training_curves.png (default: demo-output/RUN in the state directory, "
+        "$IGNITE_TF_HOME or ~/.local/state/tensorflow-ignite)",
+    )
+    p.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="where the demo's own nodes keep their data (default: demo/ next to "
+        "`ignite-tf node`'s default work directory)",
+    )
+    p.add_argument(
+        "--client-port",
+        type=validate.int_between(0, 65535),
+        default=DEFAULT_PORT,
+        metavar="PORT",
+        help=f"thin-client port of the demo's own node when free (default {DEFAULT_PORT}; 0 = any free "
+        "port); node i of --distributed uses PORT+i",
+    )
+    add_deprecated_alias(
+        p, "--node-port", "--client-port", "client_port", type=validate.int_between(0, 65535), metavar="PORT"
+    )
+    p.add_argument(
+        "--keep-node",
+        action="store_true",
+        help="leave the demo's own node(s) running at the end (prints the stop command)",
+    )
     add_progress_argument(p)
     add_connection_arguments(p, without_host="start nodes of its own: one, three with --distributed")
     p.set_defaults(handler=_cli)
@@ -498,11 +648,15 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 def _cli(args: argparse.Namespace) -> int:
     from .cli.credentials import client_settings
 
-    given = [f"--{k.replace('_', '-')}" for k in ("username", "cafile", "certfile", "keyfile", "server_hostname")
-             if getattr(args, k)]
+    given = [
+        f"--{k.replace('_', '-')}"
+        for k in ("username", "cafile", "certfile", "keyfile", "server_hostname")
+        if getattr(args, k)
+    ]
     if given and args.host is None:
-        raise ConfigurationError(f"{', '.join(given)}: for an existing cluster; add --host (the demo's own nodes "
-                                 "use no credentials or TLS)")
+        raise ConfigurationError(
+            f"{', '.join(given)}: for an existing cluster; add --host (the demo's own nodes use no credentials or TLS)"
+        )
     # The one credentials helper: the password from --password-env's variable ($IGNITE_PASSWORD) or a prompt.
     settings: dict[str, Any] = client_settings(args)
     host, port = args.host, args.port
@@ -515,7 +669,16 @@ def _cli(args: argparse.Namespace) -> int:
             print(f"ignite-tf: the demo uses the first node of --host, {host}:{port}", file=sys.stderr)
     progress = args.progress if args.progress is not None else sys.stderr.isatty()
     epochs = args.epochs if args.epochs is not None else (4 if args.distributed else 20)
-    run_demo(host, port, epochs=epochs, out_dir=args.out_dir, work_dir=args.work_dir,
-             node_port=args.client_port or None, keep_node=args.keep_node, distributed=args.distributed,
-             progress=progress, client_settings=settings)
+    run_demo(
+        host,
+        port,
+        epochs=epochs,
+        out_dir=args.out_dir,
+        work_dir=args.work_dir,
+        node_port=args.client_port or None,
+        keep_node=args.keep_node,
+        distributed=args.distributed,
+        progress=progress,
+        client_settings=settings,
+    )
     return 0

@@ -140,13 +140,21 @@ class ArrayLengthError(SchemaError):
     ``key`` (the message then names them).
     """
 
-    def __init__(self, path: str, row: int, found: int, expected: int, *, cache: str | None = None,
-                 key: object = None, shape: tuple[int, ...] | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        row: int,
+        found: int,
+        expected: int,
+        *,
+        cache: str | None = None,
+        key: object = None,
+        shape: tuple[int, ...] | None = None,
+    ) -> None:
         field = path.split(".", 1)[1] if "." in path else path
         declared = list(shape) if shape else [expected]
         shown = repr(int(key)) if isinstance(key, int) and not isinstance(key, bool) else repr(key)
-        where = (f"cache {cache!r}, field {field!r}, key {shown}" if cache is not None
-                 else f"column {path!r}, row {row}")
+        where = f"cache {cache!r}, field {field!r}, key {shown}" if cache is not None else f"column {path!r}, row {row}"
         super().__init__(
             f"{where}: the array has {found} elements, but the read declares the dense shape {declared} "
             f"({expected} elements) for this field (IgniteDataset shapes=..., a model input of that shape, or "
@@ -178,8 +186,17 @@ class CapacityError(ClientError):
 
     tf_error_code = 8  # RESOURCE_EXHAUSTED (native/status.py)
 
-    def __init__(self, message: str, *, region: str, node: str, max_size: int, used: int, needed: int,
-                 cache_name: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        region: str,
+        node: str,
+        max_size: int,
+        used: int,
+        needed: int,
+        cache_name: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.region = region
         self.node = node
@@ -367,8 +384,9 @@ def _status_map() -> dict[int, type[ServerError]]:
     if not _BY_STATUS:
         from .protocol.codes import ClientStatus  # here: protocol's package imports this module
 
-        by_status = {int(ClientStatus[cls.status_name]): cls for cls in _subclasses(ServerError)
-                     if cls.status_name is not None}
+        by_status = {
+            int(ClientStatus[cls.status_name]): cls for cls in _subclasses(ServerError) if cls.status_name is not None
+        }
         _FAILED.append(int(ClientStatus.FAILED))
         _BY_STATUS.update(by_status)
     return _BY_STATUS
@@ -475,8 +493,17 @@ class Ignite3ServerError(ServerError):
     (``expected-schema-ver`` for a schema version mismatch).
     """
 
-    def __init__(self, message: str, *, status: int, op: int | None = None, code_name: str = "",
-                 class_name: str = "", trace_id: object = None, extensions: dict[str, object] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        op: int | None = None,
+        code_name: str = "",
+        class_name: str = "",
+        trace_id: object = None,
+        extensions: dict[str, object] | None = None,
+    ) -> None:
         super().__init__(message, status=status, op=op)
         self.code_name = code_name
         self.class_name = class_name

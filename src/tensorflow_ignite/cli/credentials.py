@@ -22,15 +22,30 @@ from . import validate
 if TYPE_CHECKING:
     from ..client import ConnectionOptions
 
-__all__ = ["PASSWORD_ENV", "CERT_PASSWORD_ENV", "CONNECTION_OPTIONS", "add_connection_arguments", "read_password",
-           "client_settings", "connection_options"]
+__all__ = [
+    "PASSWORD_ENV",
+    "CERT_PASSWORD_ENV",
+    "CONNECTION_OPTIONS",
+    "add_connection_arguments",
+    "read_password",
+    "client_settings",
+    "connection_options",
+]
 
 PASSWORD_ENV = "IGNITE_PASSWORD"
 CERT_PASSWORD_ENV = "IGNITE_CERT_PASSWORD"
 
 #: The options of :func:`add_connection_arguments`: every command that connects to a cluster takes all of them.
-CONNECTION_OPTIONS: tuple[str, ...] = ("--host", "--port", "--username", "--password-env", "--cafile", "--certfile",
-                                       "--keyfile", "--server-hostname")
+CONNECTION_OPTIONS: tuple[str, ...] = (
+    "--host",
+    "--port",
+    "--username",
+    "--password-env",
+    "--cafile",
+    "--certfile",
+    "--keyfile",
+    "--server-hostname",
+)
 
 
 def add_connection_arguments(p: argparse.ArgumentParser, *, without_host: str | None = None) -> Any:
@@ -44,44 +59,75 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, without_host: str | 
     (``demo``: start nodes of its own).
     """
     # Wrapped here: commands with a raw description formatter print the group's text as given.
-    conn = p.add_argument_group("connection", textwrap.fill(
-        f"--host takes HOST, HOST:PORT or a comma-separated list of them (the others are tried when the "
-        f"first does not answer). The password is read from the variable named by --password-env "
-        f"(default ${PASSWORD_ENV}) or asked for on the terminal, never taken from the command line; a "
-        f"client key's password comes from ${CERT_PASSWORD_ENV}. Any of --cafile, --certfile and "
-        f"--server-hostname turns TLS on.", width=78))
+    conn = p.add_argument_group(
+        "connection",
+        textwrap.fill(
+            f"--host takes HOST, HOST:PORT or a comma-separated list of them (the others are tried when the "
+            f"first does not answer). The password is read from the variable named by --password-env "
+            f"(default ${PASSWORD_ENV}) or asked for on the terminal, never taken from the command line; a "
+            f"client key's password comes from ${CERT_PASSWORD_ENV}. Any of --cafile, --certfile and "
+            f"--server-hostname turns TLS on.",
+            width=78,
+        ),
+    )
     if without_host is None:
-        conn.add_argument("--host", default=DEFAULT_HOST, metavar="HOST[:PORT][,...]",
-                          help=f"the cluster's node(s) to connect to (default {DEFAULT_HOST})")
+        conn.add_argument(
+            "--host",
+            default=DEFAULT_HOST,
+            metavar="HOST[:PORT][,...]",
+            help=f"the cluster's node(s) to connect to (default {DEFAULT_HOST})",
+        )
     else:
-        conn.add_argument("--host", default=None, metavar="HOST[:PORT][,...]",
-                          help=f"the cluster's node(s) to connect to (default: {without_host})")
-    conn.add_argument("--port", type=validate.port, default=DEFAULT_PORT,
-                      help=f"thin-client port of the hosts given without one (default {DEFAULT_PORT})")
+        conn.add_argument(
+            "--host",
+            default=None,
+            metavar="HOST[:PORT][,...]",
+            help=f"the cluster's node(s) to connect to (default: {without_host})",
+        )
+    conn.add_argument(
+        "--port",
+        type=validate.port,
+        default=DEFAULT_PORT,
+        help=f"thin-client port of the hosts given without one (default {DEFAULT_PORT})",
+    )
     conn.add_argument("--username", help="user name, for clusters with authentication")
-    conn.add_argument("--password-env", default=PASSWORD_ENV, metavar="VAR",
-                      help=f"environment variable holding the password (default {PASSWORD_ENV}; "
-                      f"without it, asked for on the terminal)")
+    conn.add_argument(
+        "--password-env",
+        default=PASSWORD_ENV,
+        metavar="VAR",
+        help=f"environment variable holding the password (default {PASSWORD_ENV}; "
+        f"without it, asked for on the terminal)",
+    )
     # Hidden: without it argparse would take `--password SECRET` as an abbreviation of --password-env.
-    conn.add_argument("--password", nargs="?", action=_RefusePassword, default=argparse.SUPPRESS,
-                      help=argparse.SUPPRESS)
+    conn.add_argument(
+        "--password", nargs="?", action=_RefusePassword, default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
     conn.add_argument("--cafile", help="CA certificate (PEM) to verify the nodes' TLS certificates; enables TLS")
     conn.add_argument("--certfile", help="client certificate (PEM), for nodes that require one; enables TLS")
     conn.add_argument("--keyfile", help="private key of --certfile (PEM)")
-    conn.add_argument("--server-hostname", metavar="NAME",
-                      help="the name the nodes' TLS certificates are checked against (default: the host "
-                      "dialled); enables TLS")
+    conn.add_argument(
+        "--server-hostname",
+        metavar="NAME",
+        help="the name the nodes' TLS certificates are checked against (default: the host dialled); enables TLS",
+    )
     return conn
 
 
 class _RefusePassword(argparse.Action):
     """``--password``: refused, without repeating its value (it would end up in logs)."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
-                 option_string: str | None = None) -> None:
-        parser.error(f"--password: a password is never a command-line argument (other users could read it in "
-                     f"`ps`): set ${PASSWORD_ENV} (or the variable --password-env names), or let it be asked for "
-                     f"on the terminal")
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(
+            f"--password: a password is never a command-line argument (other users could read it in "
+            f"`ps`): set ${PASSWORD_ENV} (or the variable --password-env names), or let it be asked for "
+            f"on the terminal"
+        )
 
 
 def read_password(username: str | None, env: str = PASSWORD_ENV) -> str | None:
@@ -108,8 +154,9 @@ def client_settings(args: argparse.Namespace) -> dict[str, Any]:
     settings: dict[str, Any] = {}
     username = getattr(args, "username", None)
     if username is not None:
-        settings.update(username=username,
-                        password=read_password(username, getattr(args, "password_env", None) or PASSWORD_ENV))
+        settings.update(
+            username=username, password=read_password(username, getattr(args, "password_env", None) or PASSWORD_ENV)
+        )
     if getattr(args, "cafile", None):
         settings["cafile"] = args.cafile
     if certfile:

@@ -38,30 +38,64 @@ def print_json(value: Any) -> None:
 
 def add_progress_argument(p: argparse.ArgumentParser | Any) -> None:
     """``--progress/--no-progress``: progress bars on stderr; default: only when stderr is a terminal."""
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="show progress bars on stderr, or never (default: only when stderr is a terminal)")
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show progress bars on stderr, or never (default: only when stderr is a terminal)",
+    )
 
 
 class _DeprecatedAlias(argparse.Action):
     """An old spelling: stores into the new option's ``dest`` and warns once on stderr."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, *, new: str,
-                 convert: Callable[[Any], Any] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str,
+        *,
+        new: str,
+        convert: Callable[[Any], Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(option_strings, dest, **kwargs)
         self.new = new
         self.convert = convert
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        print(f"ignite-tf: warning: {option_string} is deprecated and will be removed in a later release; "
-              f"use {self.new}", file=sys.stderr)
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(
+            f"ignite-tf: warning: {option_string} is deprecated and will be removed in a later release; use {self.new}",
+            file=sys.stderr,
+        )
         setattr(namespace, self.dest, self.convert(values) if self.convert is not None else values)
 
 
-def add_deprecated_alias(p: argparse.ArgumentParser | Any, old: str, new: str, dest: str, *,
-                         type: Callable[[str], Any] | None = None, convert: Callable[[Any], Any] | None = None,
-                         metavar: str | None = None) -> None:
+def add_deprecated_alias(
+    p: argparse.ArgumentParser | Any,
+    old: str,
+    new: str,
+    dest: str,
+    *,
+    type: Callable[[str], Any] | None = None,
+    convert: Callable[[Any], Any] | None = None,
+    metavar: str | None = None,
+) -> None:
     """Keep ``old`` working as a hidden alias of ``new`` (which stores into ``dest``); ``convert`` maps its value."""
     typed: dict[str, Any] = {"type": type} if type is not None else {}
-    p.add_argument(old, dest=dest, action=_DeprecatedAlias, new=new, convert=convert, metavar=metavar,
-                   help=DEPRECATED_HELP, default=argparse.SUPPRESS, **typed)
+    p.add_argument(
+        old,
+        dest=dest,
+        action=_DeprecatedAlias,
+        new=new,
+        convert=convert,
+        metavar=metavar,
+        help=DEPRECATED_HELP,
+        default=argparse.SUPPRESS,
+        **typed,
+    )

@@ -50,30 +50,73 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_connection_arguments(start)
     start.add_argument("cache", metavar="CACHE", help="the cache whose partitions the workers read")
     start.add_argument("job_dir", metavar="JOB_DIR", help="directory with the training script (shipped to the nodes)")
-    start.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
-                       help="the command each worker runs in its copy of JOB_DIR, e.g. -- python train.py")
+    start.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="-- CMD [ARGS...]",
+        help="the command each worker runs in its copy of JOB_DIR, e.g. -- python train.py",
+    )
     start.add_argument("--name", help="job name (default: JOB_DIR's name plus a random suffix)")
-    start.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VALUE",
-                       help="environment variable for the workers (repeatable)")
-    start.add_argument("--checkpoint-dir", metavar="URI",
-                       help="passed to workers as TF_IGNITE_CHECKPOINT_DIR (default ignite:///tf-jobs/JOB)")
-    start.add_argument("--strategy", default="multi_worker_mirrored",
-                       choices=("multi_worker_mirrored", "mwms", "parameter_server", "ps"),
-                       help="TF roles: one worker per data node (multi_worker_mirrored, default), or a chief, "
-                       "--num-ps ps tasks and one worker per data node (parameter_server; the job ends when "
-                       "the chief exits)")
-    start.add_argument("--num-ps", type=validate.int_between(1, 16), metavar="N",
-                       help="ps tasks of a parameter_server job (default 1), placed on the data nodes")
-    start.add_argument("--python", metavar="PATH",
-                       help="Python interpreter on the nodes (default: this one); first on the workers' PATH")
-    start.add_argument("--max-restarts", type=validate.int_between(0, 1000), default=3, metavar="N",
-                       help="restarts after failures before the job fails (default 3)")
-    start.add_argument("--backoff", type=validate.positive_float, default=1.0, metavar="SECONDS",
-                       help="delay before the first restart, doubled each time up to 30 s (default 1)")
-    start.add_argument("--settle", type=validate.positive_float, default=1.0, metavar="SECONDS",
-                       help="how long the partition map must hold still before workers start (default 1)")
-    start.add_argument("--grace", type=validate.positive_float, default=10.0, metavar="SECONDS",
-                       help="time workers get after SIGTERM before SIGKILL when stopped (default 10)")
+    start.add_argument(
+        "-e",
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment variable for the workers (repeatable)",
+    )
+    start.add_argument(
+        "--checkpoint-dir",
+        metavar="URI",
+        help="passed to workers as TF_IGNITE_CHECKPOINT_DIR (default ignite:///tf-jobs/JOB)",
+    )
+    start.add_argument(
+        "--strategy",
+        default="multi_worker_mirrored",
+        choices=("multi_worker_mirrored", "mwms", "parameter_server", "ps"),
+        help="TF roles: one worker per data node (multi_worker_mirrored, default), or a chief, "
+        "--num-ps ps tasks and one worker per data node (parameter_server; the job ends when "
+        "the chief exits)",
+    )
+    start.add_argument(
+        "--num-ps",
+        type=validate.int_between(1, 16),
+        metavar="N",
+        help="ps tasks of a parameter_server job (default 1), placed on the data nodes",
+    )
+    start.add_argument(
+        "--python",
+        metavar="PATH",
+        help="Python interpreter on the nodes (default: this one); first on the workers' PATH",
+    )
+    start.add_argument(
+        "--max-restarts",
+        type=validate.int_between(0, 1000),
+        default=3,
+        metavar="N",
+        help="restarts after failures before the job fails (default 3)",
+    )
+    start.add_argument(
+        "--backoff",
+        type=validate.positive_float,
+        default=1.0,
+        metavar="SECONDS",
+        help="delay before the first restart, doubled each time up to 30 s (default 1)",
+    )
+    start.add_argument(
+        "--settle",
+        type=validate.positive_float,
+        default=1.0,
+        metavar="SECONDS",
+        help="how long the partition map must hold still before workers start (default 1)",
+    )
+    start.add_argument(
+        "--grace",
+        type=validate.positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time workers get after SIGTERM before SIGKILL when stopped (default 10)",
+    )
     start.add_argument("-d", "--detach", action="store_true", help="print the job name and return at once")
     add_json_argument(start, "the submitted job's name and cache (with --detach)")
     start.set_defaults(handler=_start, start_parser=start)
@@ -85,7 +128,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     ps.set_defaults(handler=_ps)
 
     describe = _job_command(
-        sub, "describe", "show a job's state, workers, restarts and their reasons",
+        sub,
+        "describe",
+        "show a job's state, workers, restarts and their reasons",
         "Show a job: state, exit code, the current plan (worker, node, partitions, pid), "
         "every restart with its reason, the workers' reported results and the launcher's events.",
     )
@@ -93,7 +138,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     describe.set_defaults(handler=_describe)
 
     logs = _job_command(
-        sub, "logs", "print a job's output",
+        sub,
+        "logs",
+        "print a job's output",
         "Print the output of every worker of a job, each line labelled [wINDEX NODE] "
         "(plus #ATTEMPT after restarts), and the launcher's own events as [launcher] lines.",
     )
@@ -104,25 +151,35 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     logs.set_defaults(handler=_logs)
 
     attach = _job_command(
-        sub, "attach", "follow a job's output and exit with its exit code",
+        sub,
+        "attach",
+        "follow a job's output and exit with its exit code",
         "Print the job's output so far, follow it until the job finishes, and exit with "
         "the job's exit code. Ctrl+C detaches without stopping the job.",
     )
     attach.set_defaults(handler=_attach)
 
     stop = _job_command(
-        sub, "stop", "stop a job and all its worker processes",
+        sub,
+        "stop",
+        "stop a job and all its worker processes",
         "Stop every worker of the job on every node (SIGTERM to each worker's process "
         "group, SIGKILL after the grace period) and wait until the job is STOPPED.",
     )
     stop.add_argument("--no-wait", action="store_true", help="return once the stop is requested")
-    stop.add_argument("--timeout", type=validate.positive_float, default=120.0, metavar="SECONDS",
-                      help="how long to wait for the job to stop (default 120)")
+    stop.add_argument(
+        "--timeout",
+        type=validate.positive_float,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long to wait for the job to stop (default 120)",
+    )
     add_json_argument(stop, "the job's state and message")
     stop.set_defaults(handler=_stop)
 
     rm = sub.add_parser(
-        "rm", help="delete jobs and what they left in the cluster",
+        "rm",
+        help="delete jobs and what they left in the cluster",
         description="Delete jobs: the job record, worker records, output, results and shipped files "
         "in the launcher's caches, and each node's copy of the job directory. A job that is still "
         "running is refused unless --force (which stops it first). Checkpoints are kept.",
@@ -165,8 +222,10 @@ def _start(args: argparse.Namespace) -> int:
     if not command:
         raise ConfigurationError("no command: put it after --, e.g. ignite-tf start CACHE DIR -- python train.py")
     if args.json and not args.detach:
-        raise ConfigurationError("--json needs --detach (it prints the job's name; a followed job's output is "
-                                 "text: `ignite-tf describe JOB --json` reports on it)")
+        raise ConfigurationError(
+            "--json needs --detach (it prints the job's name; a followed job's output is "
+            "text: `ignite-tf describe JOB --json` reports on it)"
+        )
     env = {}
     for item in args.env:
         key, sep, value = item.partition("=")
@@ -175,10 +234,19 @@ def _start(args: argparse.Namespace) -> int:
         env[key] = value
     with _connect(args) as jobs:
         rec = jobs.submit(
-            args.cache, args.job_dir, command, name=args.name, env=env, python=args.python,
-            checkpoint_dir=args.checkpoint_dir, max_restarts=args.max_restarts,
-            strategy=args.strategy, num_ps=args.num_ps,
-            backoff=args.backoff, settle=args.settle, grace=args.grace,
+            args.cache,
+            args.job_dir,
+            command,
+            name=args.name,
+            env=env,
+            python=args.python,
+            checkpoint_dir=args.checkpoint_dir,
+            max_restarts=args.max_restarts,
+            strategy=args.strategy,
+            num_ps=args.num_ps,
+            backoff=args.backoff,
+            settle=args.settle,
+            grace=args.grace,
         )
         job_id = rec["id"]
         if args.detach:
@@ -187,8 +255,11 @@ def _start(args: argparse.Namespace) -> int:
             else:
                 print(job_id)
             return 0
-        print(f"ignite-tf: job {job_id} submitted (cache {args.cache}); following its output "
-              f"(Ctrl+C detaches, `ignite-tf stop {job_id}` stops it)", file=sys.stderr)
+        print(
+            f"ignite-tf: job {job_id} submitted (cache {args.cache}); following its output "
+            f"(Ctrl+C detaches, `ignite-tf stop {job_id}` stops it)",
+            file=sys.stderr,
+        )
         return _follow(jobs, job_id)
 
 
@@ -202,10 +273,12 @@ def _follow(jobs: JobClient, job_id: str, out: TextIO | None = None) -> int:
         return 130
     except IgniteConnectionError as exc:
         # The job runs in the cluster, not here: losing the cluster ends only the following.
-        print(f"\nignite-tf: error: lost the cluster while following job {job_id}: {exc}\n"
-              f"ignite-tf: the job itself runs on in the cluster; once the cluster is reachable again, "
-              f"`ignite-tf attach {job_id}` follows it again (`ignite-tf describe {job_id}` shows its state)",
-              file=sys.stderr)
+        print(
+            f"\nignite-tf: error: lost the cluster while following job {job_id}: {exc}\n"
+            f"ignite-tf: the job itself runs on in the cluster; once the cluster is reachable again, "
+            f"`ignite-tf attach {job_id}` follows it again (`ignite-tf describe {job_id}` shows its state)",
+            file=sys.stderr,
+        )
         return 1
     rec = jobs.job(job_id)
     code = rec.get("exit_code")
@@ -229,13 +302,19 @@ def _ps(args: argparse.Namespace) -> int:
     rows = [("JOB", "STATE", "EXIT", "ATTEMPT", "RESTARTS", "WORKERS", "CACHE", "AGE", "COMMAND")]
     now = time.time() * 1000
     for r in records:
-        rows.append((
-            str(r.get("id")), str(r.get("state")),
-            "" if r.get("exit_code") is None else str(r.get("exit_code")),
-            str(r.get("attempt")), str(r.get("restarts")), str(len(r.get("workers") or ())),
-            str(r.get("cache")), _age(now - (r.get("created_ms") or now)),
-            shlex.join(str(c) for c in r.get("command") or ()),
-        ))
+        rows.append(
+            (
+                str(r.get("id")),
+                str(r.get("state")),
+                "" if r.get("exit_code") is None else str(r.get("exit_code")),
+                str(r.get("attempt")),
+                str(r.get("restarts")),
+                str(len(r.get("workers") or ())),
+                str(r.get("cache")),
+                _age(now - (r.get("created_ms") or now)),
+                shlex.join(str(c) for c in r.get("command") or ()),
+            )
+        )
     _table(rows, sys.stdout)
     return 0
 
@@ -265,8 +344,11 @@ def _describe(args: argparse.Namespace) -> int:
         ("Submitted by", _submitter(rec)),
         ("Cache", rec.get("cache")),
         ("Command", shlex.join(str(c) for c in rec.get("command") or ())),
-        ("Strategy", f"{rec.get('strategy')}"
-         + (f" ({rec.get('num_ps')} ps)" if rec.get("strategy") == "parameter_server" else "")),
+        (
+            "Strategy",
+            f"{rec.get('strategy')}"
+            + (f" ({rec.get('num_ps')} ps)" if rec.get("strategy") == "parameter_server" else ""),
+        ),
         ("Checkpoints", rec.get("checkpoint_dir") or "-"),
         ("Attempt", rec.get("attempt")),
         ("Restarts", f"{rec.get('restarts')} of at most {rec.get('max_restarts')}"),
@@ -288,20 +370,27 @@ def _describe(args: argparse.Namespace) -> int:
             idx = int(w.get("index", -1))
             st = by_index.get(idx, {})
             parts = str(w.get("partitions") or "")
-            rows.append((
-                str(idx), f"{w.get('task_type') or 'worker'} {w.get('task_index', idx)}",
-                str(w.get("node")), f"{w.get('host')}:{w.get('port')}",
-                f"{w.get('dataset_host')}:{w.get('dataset_port')}",
-                f"{w.get('partition_count')} ({parts if len(parts) <= 30 else parts[:27] + '...'})",
-                str(st.get("pid") or w.get("pid") or ""), str(st.get("state") or "?"),
-                "" if st.get("exit_code") is None else str(st.get("exit_code")),
-            ))
+            rows.append(
+                (
+                    str(idx),
+                    f"{w.get('task_type') or 'worker'} {w.get('task_index', idx)}",
+                    str(w.get("node")),
+                    f"{w.get('host')}:{w.get('port')}",
+                    f"{w.get('dataset_host')}:{w.get('dataset_port')}",
+                    f"{w.get('partition_count')} ({parts if len(parts) <= 30 else parts[:27] + '...'})",
+                    str(st.get("pid") or w.get("pid") or ""),
+                    str(st.get("state") or "?"),
+                    "" if st.get("exit_code") is None else str(st.get("exit_code")),
+                )
+            )
         _table(rows, out, indent="  ")
     failures = rec.get("failures") or []
     out.write(f"\nRestarts ({len(failures)} failure(s)):\n" if failures else "\nRestarts: none\n")
     for f in failures:
-        out.write(f"  {_when(f.get('t'))}  attempt {f.get('attempt')}  [{f.get('kind')}] {f.get('reason')}"
-                  f"  -> {f.get('action')}\n")
+        out.write(
+            f"  {_when(f.get('t'))}  attempt {f.get('attempt')}  [{f.get('kind')}] {f.get('reason')}"
+            f"  -> {f.get('action')}\n"
+        )
     if results:
         out.write("\nResults:\n")
         for idx in sorted(results):
@@ -317,8 +406,9 @@ def _describe(args: argparse.Namespace) -> int:
 def _logs(args: argparse.Namespace) -> int:
     with _connect(args) as jobs:
         try:
-            for line in jobs.output(args.job, follow=args.follow, launcher=not args.no_launcher,
-                                    attempts=args.attempt, workers=args.worker):
+            for line in jobs.output(
+                args.job, follow=args.follow, launcher=not args.no_launcher, attempts=args.attempt, workers=args.worker
+            ):
                 _print_line(line, sys.stdout)
         except KeyboardInterrupt:
             return 130

@@ -13,7 +13,6 @@ from .grammar import add_deprecated_alias, add_json_argument, add_progress_argum
 __all__ = ["register"]
 
 
-
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add the ``load`` command."""
     p = sub.add_parser(
@@ -43,30 +42,71 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("cache", metavar="CACHE", help="name of the cache to write")
     p.add_argument("path", metavar="PATH", help="input file: .npz, .csv or .parquet")
     conn = add_connection_arguments(p)
-    conn.add_argument("--ignite", type=int, choices=(2, 3), default=2, metavar="{2,3}",
-                      help="the cluster's Ignite generation: 2 (default; a cache) or 3 (a table)")
+    conn.add_argument(
+        "--ignite",
+        type=int,
+        choices=(2, 3),
+        default=2,
+        metavar="{2,3}",
+        help="the cluster's Ignite generation: 2 (default; a cache) or 3 (a table)",
+    )
     data = p.add_argument_group("data")
     data.add_argument("--type-name", help="binary type of the values (default: <CacheName>Row)")
     data.add_argument("--key", metavar="COL", help="column whose values are the keys (default: the row number)")
-    data.add_argument("--key-offset", type=validate.int_between(0), default=None,
-                      help="first row-number key (default 0; in append mode: the number of entries already there)")
+    data.add_argument(
+        "--key-offset",
+        type=validate.int_between(0),
+        default=None,
+        help="first row-number key (default 0; in append mode: the number of entries already there)",
+    )
     data.add_argument("--columns", help="comma-separated subset and order of columns to write")
-    data.add_argument("--mode", choices=("create", "append", "overwrite"), default="create",
-                      help="create (default), append or overwrite")
-    data.add_argument("--batch-bytes", type=validate.size, default=4 << 20, metavar="SIZE",
-                      help="size of each put request: bytes, or a number with K, M or G (powers of 1024; default 4M)")
-    add_deprecated_alias(data, "--batch-mb", "--batch-bytes", "batch_bytes", type=validate.positive_float,
-                         convert=lambda mb: max(1, int(mb * (1 << 20))))
+    data.add_argument(
+        "--mode",
+        choices=("create", "append", "overwrite"),
+        default="create",
+        help="create (default), append or overwrite",
+    )
+    data.add_argument(
+        "--batch-bytes",
+        type=validate.size,
+        default=4 << 20,
+        metavar="SIZE",
+        help="size of each put request: bytes, or a number with K, M or G (powers of 1024; default 4M)",
+    )
+    add_deprecated_alias(
+        data,
+        "--batch-mb",
+        "--batch-bytes",
+        "batch_bytes",
+        type=validate.positive_float,
+        convert=lambda mb: max(1, int(mb * (1 << 20))),
+    )
     cache = p.add_argument_group("cache configuration (when the cache is created)")
-    cache.add_argument("--backups", type=validate.int_between(0), default=0, help="backup copies of each partition (default 0)")
-    cache.add_argument("--atomicity", choices=("atomic", "transactional"), default="atomic",
-                       help="cache atomicity mode (default atomic)")
-    cache.add_argument("--write-sync", choices=("primary_sync", "full_sync", "full_async"), default="primary_sync",
-                       help="write synchronization mode (default primary_sync)")
-    cache.add_argument("--no-sql", action="store_true",
-                       help="do not make the cache an SQL table (by default it is one when the cluster has SQL)")
-    cache.add_argument("--zone", help="with --ignite 3: the distribution zone the table is created in (its "
-                       "replicas and storage profile, e.g. an in-memory aimem one; default: the cluster's default zone)")
+    cache.add_argument(
+        "--backups", type=validate.int_between(0), default=0, help="backup copies of each partition (default 0)"
+    )
+    cache.add_argument(
+        "--atomicity",
+        choices=("atomic", "transactional"),
+        default="atomic",
+        help="cache atomicity mode (default atomic)",
+    )
+    cache.add_argument(
+        "--write-sync",
+        choices=("primary_sync", "full_sync", "full_async"),
+        default="primary_sync",
+        help="write synchronization mode (default primary_sync)",
+    )
+    cache.add_argument(
+        "--no-sql",
+        action="store_true",
+        help="do not make the cache an SQL table (by default it is one when the cluster has SQL)",
+    )
+    cache.add_argument(
+        "--zone",
+        help="with --ignite 3: the distribution zone the table is created in (its "
+        "replicas and storage profile, e.g. an in-memory aimem one; default: the cluster's default zone)",
+    )
     add_progress_argument(p)
     add_json_argument(p, "what was loaded (rows, bytes, seconds, cache or table, SQL table, notes)")
     p.set_defaults(handler=_load)
@@ -86,8 +126,10 @@ def _load(args: argparse.Namespace) -> int:
 
             return load3(args, settings)
         if args.zone is not None:
-            raise ConfigurationError("--zone places an Ignite 3 table (with --ignite 3); an Ignite 2 cache takes "
-                                     "--backups, --atomicity and --write-sync")
+            raise ConfigurationError(
+                "--zone places an Ignite 3 table (with --ignite 3); an Ignite 2 cache takes "
+                "--backups, --atomicity and --write-sync"
+            )
         # The process's shared client for the flags alone (write() would let IGNITE_DATASET_* win
         # over its arguments); shared, as write()'s own is, so a program calling main() repeatedly
         # keeps one connection per node.
@@ -113,13 +155,24 @@ def _load(args: argparse.Namespace) -> int:
         print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     if args.json:
-        print_json({"rows": result.rows, "bytes": result.bytes_sent, "seconds": result.seconds,
-                    "rows_per_second": result.rows_per_second, "cache": result.cache_name,
-                    "type_name": result.type_name, "key": result.key, "sql_table": result.sql_table,
-                    "notes": list(result.notes)})
+        print_json(
+            {
+                "rows": result.rows,
+                "bytes": result.bytes_sent,
+                "seconds": result.seconds,
+                "rows_per_second": result.rows_per_second,
+                "cache": result.cache_name,
+                "type_name": result.type_name,
+                "key": result.key,
+                "sql_table": result.sql_table,
+                "notes": list(result.notes),
+            }
+        )
         return 0
-    print(f"{result.rows} rows, {result.megabytes:.1f} MB, {result.seconds:.2f} s "
-          f"({result.rows_per_second:,.0f} rows/s) -> cache {result.cache_name!r} (type {result.type_name})")
+    print(
+        f"{result.rows} rows, {result.megabytes:.1f} MB, {result.seconds:.2f} s "
+        f"({result.rows_per_second:,.0f} rows/s) -> cache {result.cache_name!r} (type {result.type_name})"
+    )
     if result.sql_table:
         print(f"SQL table: {result.sql_table}")
     for note in result.notes:

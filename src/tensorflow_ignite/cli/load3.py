@@ -27,13 +27,22 @@ KEY_COLUMN = "ID"
 
 
 def _refuse_ignite2_flags(args: argparse.Namespace) -> None:
-    wrong = [flag for flag, given in (
-        ("--type-name", args.type_name is not None), ("--backups", args.backups != 0),
-        ("--atomicity", args.atomicity != "atomic"), ("--write-sync", args.write_sync != "primary_sync"),
-        ("--no-sql", args.no_sql)) if given]
+    wrong = [
+        flag
+        for flag, given in (
+            ("--type-name", args.type_name is not None),
+            ("--backups", args.backups != 0),
+            ("--atomicity", args.atomicity != "atomic"),
+            ("--write-sync", args.write_sync != "primary_sync"),
+            ("--no-sql", args.no_sql),
+        )
+        if given
+    ]
     if wrong:
-        raise ConfigurationError(f"{', '.join(wrong)} configure Ignite 2 caches; an Ignite 3 table takes its "
-                                 "replicas and storage from its distribution zone (name one with --zone)")
+        raise ConfigurationError(
+            f"{', '.join(wrong)} configure Ignite 2 caches; an Ignite 3 table takes its "
+            "replicas and storage from its distribution zone (name one with --zone)"
+        )
 
 
 def load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
@@ -52,8 +61,10 @@ def load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     key = args.key
     if key is None:
         if KEY_COLUMN in {c.upper() for c in data}:
-            raise ConfigurationError(f"{args.path} has a column named {KEY_COLUMN}: name the key column with "
-                                     "--key (without it the rows get an ID column of row numbers)")
+            raise ConfigurationError(
+                f"{args.path} has a column named {KEY_COLUMN}: name the key column with "
+                "--key (without it the rows get an ID column of row numbers)"
+            )
         data = {KEY_COLUMN: np.arange(rows, dtype=np.int64) + (args.key_offset or 0), **data}
         key = KEY_COLUMN
     elif args.key_offset is not None:
@@ -69,11 +80,20 @@ def load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
             client.execute(f"DROP TABLE IF EXISTS {table}")
         elif args.mode == "create":
             if held:
-                raise ConfigurationError(f"Ignite 3 table {args.cache} already holds {held:,} rows; load with "
-                                         "--mode append to add to it or --mode overwrite to replace it")
+                raise ConfigurationError(
+                    f"Ignite 3 table {args.cache} already holds {held:,} rows; load with "
+                    "--mode append to add to it or --mode overwrite to replace it"
+                )
         try:
-            written = ignite3.write(args.cache, data, key=key, create=True, zone=args.zone, client=client,
-                                    batch_rows=max(1, args.batch_bytes // _row_bytes(data)))
+            written = ignite3.write(
+                args.cache,
+                data,
+                key=key,
+                create=True,
+                zone=args.zone,
+                client=client,
+                batch_rows=max(1, args.batch_bytes // _row_bytes(data)),
+            )
         except (WriteError, ConfigurationError):
             if args.mode == "overwrite" or held is None:  # a table this load created: nothing half-written stays
                 client.execute(f"DROP TABLE IF EXISTS {table}")
@@ -82,11 +102,21 @@ def load(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     if args.json:
         from .grammar import print_json
 
-        print_json({"rows": written, "seconds": seconds, "rows_per_second": written / max(seconds, 1e-9),
-                    "table": args.cache, "key": key, "ignite": 3})
+        print_json(
+            {
+                "rows": written,
+                "seconds": seconds,
+                "rows_per_second": written / max(seconds, 1e-9),
+                "table": args.cache,
+                "key": key,
+                "ignite": 3,
+            }
+        )
         return 0
-    print(f"{written} rows, {seconds:.2f} s ({written / max(seconds, 1e-9):,.0f} rows/s) -> Ignite 3 table "
-          f"{args.cache} (primary key {key})")
+    print(
+        f"{written} rows, {seconds:.2f} s ({written / max(seconds, 1e-9):,.0f} rows/s) -> Ignite 3 table "
+        f"{args.cache} (primary key {key})"
+    )
     return 0
 
 

@@ -69,7 +69,7 @@ def version_text() -> str:
 
     def bundled(name: str) -> str:
         jars = sorted((jars_dir() / name).glob("ignite-core-*.jar"))
-        return jars[0].name[len("ignite-core-"):-len(".jar")] if jars else "not bundled"
+        return jars[0].name[len("ignite-core-") : -len(".jar")] if jars else "not bundled"
 
     lines.append(f"local nodes: Apache Ignite {bundled('lib')} (SQL nodes: {bundled('lib-sql')} with H2)")
     return "\n".join(lines)
@@ -78,12 +78,22 @@ def version_text() -> str:
 class _VersionAction(argparse.Action):
     """``--version``: print :func:`version_text` and exit (computed only when asked)."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
-                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str = argparse.SUPPRESS,
+        default: str = argparse.SUPPRESS,
+        help: str | None = None,
+    ) -> None:
         super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: object, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
         print(version_text())
         parser.exit()
 
@@ -99,11 +109,18 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="log debug details, and let TensorFlow's native start-up messages through")
-    parser.add_argument("--version", action=_VersionAction,
-                        help="show the versions of tensorflow-ignite, TensorFlow, the thin-client "
-                             "protocol and the bundled Apache Ignite, then exit")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log debug details, and let TensorFlow's native start-up messages through",
+    )
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="show the versions of tensorflow-ignite, TensorFlow, the thin-client "
+        "protocol and the bundled Apache Ignite, then exit",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in _COMMANDS:
         command.register(sub)

@@ -31,28 +31,51 @@ IgniteDataset and the ignite:// filesystem need no module."""
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add the ``module`` command group."""
-    p = sub.add_parser("module", help="the Ignite module `ignite-tf start` needs on your cluster's nodes",
-                       description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "module",
+        help="the Ignite module `ignite-tf start` needs on your cluster's nodes",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     msub = p.add_subparsers(dest="module_command", metavar="ACTION", required=True)
-    path = msub.add_parser("path", help="print the absolute path of the module jar",
-                           description="Print the absolute path of the module jar shipped in this installation "
-                           "(one line), for copying into every server node's libs/.")
+    path = msub.add_parser(
+        "path",
+        help="print the absolute path of the module jar",
+        description="Print the absolute path of the module jar shipped in this installation "
+        "(one line), for copying into every server node's libs/.",
+    )
     path.set_defaults(handler=_path)
-    config = msub.add_parser("config", help="print the XML to put inside the IgniteConfiguration bean",
-                             description="Print the Spring XML properties (the module's node attribute and the "
-                             "launcher service) that go inside a node's IgniteConfiguration bean. The launcher's "
-                             "security settings are in it, commented out: with none set it refuses every job.")
-    config.add_argument("--follow-log", action="append", default=[], metavar="CACHE[,CACHE]",
-                        help="also keep the follow log of these caches: every update, so that IgniteDataset.follow "
-                        "resumes exactly once (README, 'Following a cache'); repeatable")
-    config.add_argument("--follow-log-retention", type=duration, default=None, metavar="DURATION",
-                        help="how long the follow log keeps an update: seconds, or a number with s, m, h or d "
-                        "(default 1h); a follower stopped longer than this cannot resume exactly once")
+    config = msub.add_parser(
+        "config",
+        help="print the XML to put inside the IgniteConfiguration bean",
+        description="Print the Spring XML properties (the module's node attribute and the "
+        "launcher service) that go inside a node's IgniteConfiguration bean. The launcher's "
+        "security settings are in it, commented out: with none set it refuses every job.",
+    )
+    config.add_argument(
+        "--follow-log",
+        action="append",
+        default=[],
+        metavar="CACHE[,CACHE]",
+        help="also keep the follow log of these caches: every update, so that IgniteDataset.follow "
+        "resumes exactly once (README, 'Following a cache'); repeatable",
+    )
+    config.add_argument(
+        "--follow-log-retention",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="how long the follow log keeps an update: seconds, or a number with s, m, h or d "
+        "(default 1h); a follower stopped longer than this cannot resume exactly once",
+    )
     config.set_defaults(handler=_config)
-    check = msub.add_parser("check", help="show which server nodes have the module, and its version",
-                            description="List the cluster's server nodes with the module version each carries, "
-                            "and who the launcher lets run jobs (its security settings, as it reports them); "
-                            "exit code 0 when every node has this installation's version, 1 otherwise.")
+    check = msub.add_parser(
+        "check",
+        help="show which server nodes have the module, and its version",
+        description="List the cluster's server nodes with the module version each carries, "
+        "and who the launcher lets run jobs (its security settings, as it reports them); "
+        "exit code 0 when every node has this installation's version, 1 otherwise.",
+    )
     add_connection_arguments(check)
     add_json_argument(check, "the server nodes with their module versions")
     check.set_defaults(handler=_check)
@@ -75,8 +98,9 @@ def duration(text: str) -> int:
     try:
         seconds = float(number) * _UNITS[unit]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration: use seconds or a number with s, m, h or d "
-                                         "(e.g. 1h)") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: use seconds or a number with s, m, h or d (e.g. 1h)"
+        ) from None
     if seconds < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: the retention must be at least one second")
     return int(seconds)
@@ -103,8 +127,18 @@ def _check(args: argparse.Namespace) -> int:
             # Who the launcher lets run jobs, as the supervisor itself reports it.
             security = str(JobClient(client).invoke("securitySummary"))
     if args.json:
-        print_json([{"node_id": str(n.node_id), "name": n.name, "addresses": list(n.addresses),
-                     "ignite": n.ignite_version, "module": n.version} for n in nodes])
+        print_json(
+            [
+                {
+                    "node_id": str(n.node_id),
+                    "name": n.name,
+                    "addresses": list(n.addresses),
+                    "ignite": n.ignite_version,
+                    "module": n.version,
+                }
+                for n in nodes
+            ]
+        )
     else:
         rows = [("NODE", "ADDRESSES", "IGNITE", "MODULE")]
         rows += [(n.name, ", ".join(n.addresses[:3]), n.ignite_version, n.version or "-") for n in nodes]

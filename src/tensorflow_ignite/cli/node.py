@@ -47,58 +47,121 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "topology and answers a thin-client handshake, then return.",
     )
     _work_dir_arg(start)
-    start.add_argument("--ignite", type=int, choices=(2, 3), default=2, metavar="{2,3}",
-                       help="the Ignite generation: 2 (default; 2.18) or 3 (3.1, embedded servers from Maven "
-                       "Central; --region-mb sizes its storage profile)")
-    start.add_argument("--nodes", type=validate.int_between(1, DISCOVERY_SLOTS), default=1, metavar="N", help="number of server nodes (default 1)")
-    start.add_argument("--client-port", type=validate.int_between(0, 65535), default=10800, metavar="PORT",
-                       help="thin-client port of the first node; node i uses PORT+i (default 10800; "
-                       "0 picks free ports)")
-    start.add_argument("--bind", default=DEFAULT_HOST, metavar="ADDRESS",
-                       help=f"address the nodes listen on (default {DEFAULT_HOST}: this machine only)")
+    start.add_argument(
+        "--ignite",
+        type=int,
+        choices=(2, 3),
+        default=2,
+        metavar="{2,3}",
+        help="the Ignite generation: 2 (default; 2.18) or 3 (3.1, embedded servers from Maven "
+        "Central; --region-mb sizes its storage profile)",
+    )
+    start.add_argument(
+        "--nodes",
+        type=validate.int_between(1, DISCOVERY_SLOTS),
+        default=1,
+        metavar="N",
+        help="number of server nodes (default 1)",
+    )
+    start.add_argument(
+        "--client-port",
+        type=validate.int_between(0, 65535),
+        default=10800,
+        metavar="PORT",
+        help="thin-client port of the first node; node i uses PORT+i (default 10800; 0 picks free ports)",
+    )
+    start.add_argument(
+        "--bind",
+        default=DEFAULT_HOST,
+        metavar="ADDRESS",
+        help=f"address the nodes listen on (default {DEFAULT_HOST}: this machine only)",
+    )
     add_deprecated_alias(start, "--host", "--bind", "bind", metavar="ADDRESS")
     start.add_argument("--persistence", action="store_true", help="enable native persistence (data survives restarts)")
-    start.add_argument("--auth", action="store_true",
-                       help=f"require username/password (implies --persistence; user {DEFAULT_USER}/{DEFAULT_PASSWORD})")
-    start.add_argument("--tls", action="store_true",
-                       help="TLS on the client connector with a private CA generated under WORK_DIR/tls")
+    start.add_argument(
+        "--auth",
+        action="store_true",
+        help=f"require username/password (implies --persistence; user {DEFAULT_USER}/{DEFAULT_PASSWORD})",
+    )
+    start.add_argument(
+        "--tls", action="store_true", help="TLS on the client connector with a private CA generated under WORK_DIR/tls"
+    )
     start.add_argument("--tls-client-auth", action="store_true", help="with --tls: require client certificates")
-    start.add_argument("--sql", action="store_true",
-                       help="enable the H2 SQL engine (runs Ignite 2.17.0: no SQL engine of 2.18.0 is on Maven Central)")
-    start.add_argument("--region-mb", type=validate.int_between(16), default=1024, help="max size of the default data region in MiB (default 1024)")
-    start.add_argument("--heap-mb", type=validate.int_between(64), default=1024, help="JVM heap per node in MiB (default 1024)")
-    start.add_argument("--classpath", action="append", default=[], metavar="PATH",
-                       help="extra classpath entry for the nodes (repeatable)")
-    start.add_argument("--follow-log", action="append", default=[], metavar="CACHE[,CACHE]",
-                       help="keep the follow log of these caches: every update, so that IgniteDataset.follow "
-                       "resumes exactly once (README, 'Following a cache'); repeatable; Ignite 2 only")
-    start.add_argument("--follow-log-retention", type=duration, default=None, metavar="DURATION",
-                       help="how long the follow log keeps an update: seconds, or a number with s, m, h or d "
-                       "(default 1h); a follower stopped longer than this cannot resume exactly once")
-    start.add_argument("--timeout", type=validate.positive_float, default=180, help="seconds to wait for readiness (default 180)")
-    start.add_argument("--foreground", action="store_true",
-                       help="stay attached; stop the nodes on Ctrl+C or SIGTERM")
-    add_json_argument(start, "the started nodes (name, pid, host, ports), the work directory and the stop "
-                      "command (with --foreground: once they are up)")
+    start.add_argument(
+        "--sql",
+        action="store_true",
+        help="enable the H2 SQL engine (runs Ignite 2.17.0: no SQL engine of 2.18.0 is on Maven Central)",
+    )
+    start.add_argument(
+        "--region-mb",
+        type=validate.int_between(16),
+        default=1024,
+        help="max size of the default data region in MiB (default 1024)",
+    )
+    start.add_argument(
+        "--heap-mb", type=validate.int_between(64), default=1024, help="JVM heap per node in MiB (default 1024)"
+    )
+    start.add_argument(
+        "--classpath",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="extra classpath entry for the nodes (repeatable)",
+    )
+    start.add_argument(
+        "--follow-log",
+        action="append",
+        default=[],
+        metavar="CACHE[,CACHE]",
+        help="keep the follow log of these caches: every update, so that IgniteDataset.follow "
+        "resumes exactly once (README, 'Following a cache'); repeatable; Ignite 2 only",
+    )
+    start.add_argument(
+        "--follow-log-retention",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="how long the follow log keeps an update: seconds, or a number with s, m, h or d "
+        "(default 1h); a follower stopped longer than this cannot resume exactly once",
+    )
+    start.add_argument(
+        "--timeout", type=validate.positive_float, default=180, help="seconds to wait for readiness (default 180)"
+    )
+    start.add_argument("--foreground", action="store_true", help="stay attached; stop the nodes on Ctrl+C or SIGTERM")
+    add_json_argument(
+        start,
+        "the started nodes (name, pid, host, ports), the work directory and the stop "
+        "command (with --foreground: once they are up)",
+    )
     start.set_defaults(handler=_start)
 
-    stop = nsub.add_parser("stop", help="stop the nodes started from WORK_DIR",
-                           description="Stop exactly the nodes recorded in WORK_DIR (SIGTERM, then SIGKILL).")
+    stop = nsub.add_parser(
+        "stop",
+        help="stop the nodes started from WORK_DIR",
+        description="Stop exactly the nodes recorded in WORK_DIR (SIGTERM, then SIGKILL).",
+    )
     _work_dir_arg(stop)
     add_json_argument(stop, "how many nodes were stopped, and the work directory")
     stop.set_defaults(handler=_stop)
 
-    status = nsub.add_parser("status", help="show nodes, ports and topology size",
-                             description="Exit code 0 when every recorded node is running, 1 otherwise.")
+    status = nsub.add_parser(
+        "status",
+        help="show nodes, ports and topology size",
+        description="Exit code 0 when every recorded node is running, 1 otherwise.",
+    )
     _work_dir_arg(status)
     add_json_argument(status, "the nodes: name, pid, state, host, ports, servers seen, cluster state")
     status.set_defaults(handler=_status)
 
 
 def _work_dir_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--work-dir", type=Path, default=None,
-                   help="where node logs, status and data live (default: $IGNITE_TF_HOME/nodes or "
-                   "~/.local/state/tensorflow-ignite/nodes)")
+    p.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="where node logs, status and data live (default: $IGNITE_TF_HOME/nodes or "
+        "~/.local/state/tensorflow-ignite/nodes)",
+    )
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -109,8 +172,10 @@ def _start(args: argparse.Namespace) -> int:
         return 2
     if args.ignite == 3:
         if follow_log:
-            print("ignite-tf: --follow-log is a module of Ignite 2 nodes; Ignite 3 nodes (--ignite 3) have no "
-                  "follow log", file=sys.stderr)
+            print(
+                "ignite-tf: --follow-log is a module of Ignite 2 nodes; Ignite 3 nodes (--ignite 3) have no follow log",
+                file=sys.stderr,
+            )
             return 2
         from . import node3
 
@@ -158,12 +223,18 @@ def _start(args: argparse.Namespace) -> int:
 
 def _print_started(cluster: LocalCluster, as_json: bool = False) -> None:
     if as_json:
-        print_json({"work_dir": str(cluster.work_dir), "ignite": 2, "nodes": node_states(cluster),
-                    "address": ",".join(f"{m.host}:{m.client_port}" for m in cluster.members),
-                    "username": DEFAULT_USER if cluster.auth else None,
-                    "tls": tls_files(cluster.tls_material, cluster.tls_client_auth),
-                    "launcher": _launcher_note(cluster),
-                    "stop": f"ignite-tf node stop --work-dir {cluster.work_dir}"})
+        print_json(
+            {
+                "work_dir": str(cluster.work_dir),
+                "ignite": 2,
+                "nodes": node_states(cluster),
+                "address": ",".join(f"{m.host}:{m.client_port}" for m in cluster.members),
+                "username": DEFAULT_USER if cluster.auth else None,
+                "tls": tls_files(cluster.tls_material, cluster.tls_client_auth),
+                "launcher": _launcher_note(cluster),
+                "stop": f"ignite-tf node stop --work-dir {cluster.work_dir}",
+            }
+        )
         return
     _print_status(cluster)
     if cluster.tls_material is not None:
@@ -177,8 +248,11 @@ def tls_files(material: Any, client_auth: bool) -> dict[str, str] | None:
         return None
     out = {"cafile": str(material.ca_cert)}
     if client_auth:
-        out.update(certfile=str(material.client_cert), keyfile=str(material.client_key),
-                   key_password_file=str(material.directory / "client-key-password"))
+        out.update(
+            certfile=str(material.client_cert),
+            keyfile=str(material.client_key),
+            key_password_file=str(material.directory / "client-key-password"),
+        )
     return out
 
 
@@ -188,12 +262,16 @@ def _launcher_note(cluster: LocalCluster) -> str:
     if not cluster.launcher_module:
         return "not installed on these nodes"
     if security.allow_unauthenticated and not cluster.auth:
-        return (f"accepts jobs without authentication, since the nodes listen on {cluster.host} only "
-                "(nobody outside this machine can reach them)")
+        return (
+            f"accepts jobs without authentication, since the nodes listen on {cluster.host} only "
+            "(nobody outside this machine can reach them)"
+        )
     if cluster.auth:
         return f"accepts jobs from the Ignite user(s) {', '.join(security.submitters) or '(none)'}"
-    return (f"refuses every job: the nodes listen on {cluster.host} without authentication; start them with "
-            "--auth (README, 'Security')")
+    return (
+        f"refuses every job: the nodes listen on {cluster.host} without authentication; start them with "
+        "--auth (README, 'Security')"
+    )
 
 
 def _load(args: argparse.Namespace) -> LocalCluster:
@@ -254,12 +332,18 @@ def node_states(cluster: LocalCluster) -> list[dict[str, Any]]:
     for m in cluster.members:
         alive = m.alive()
         st = m.status() if alive else {}
-        out.append({
-            "name": m.name, "pid": m.pid, "state": "running" if alive else "stopped",
-            "host": m.host, "client_port": m.client_port, "discovery_port": m.discovery_port,
-            "servers": len(st.get("servers", [])) if alive else None,
-            "cluster_state": st.get("cluster_state") if alive else None,
-        })
+        out.append(
+            {
+                "name": m.name,
+                "pid": m.pid,
+                "state": "running" if alive else "stopped",
+                "host": m.host,
+                "client_port": m.client_port,
+                "discovery_port": m.discovery_port,
+                "servers": len(st.get("servers", [])) if alive else None,
+                "cluster_state": st.get("cluster_state") if alive else None,
+            }
+        )
     return out
 
 
@@ -270,12 +354,17 @@ def _print_status(cluster: LocalCluster) -> bool:
         st = m.status()
         alive = m.alive()
         all_up &= alive
-        rows.append((
-            m.name, str(m.pid), "running" if alive else "stopped",
-            f"{m.host}:{m.client_port}", str(m.discovery_port),
-            str(len(st.get("servers", []))) if alive else "-",
-            st.get("cluster_state", "-") if alive else "-",
-        ))
+        rows.append(
+            (
+                m.name,
+                str(m.pid),
+                "running" if alive else "stopped",
+                f"{m.host}:{m.client_port}",
+                str(m.discovery_port),
+                str(len(st.get("servers", []))) if alive else "-",
+                st.get("cluster_state", "-") if alive else "-",
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())

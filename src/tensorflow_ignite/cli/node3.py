@@ -34,10 +34,17 @@ def start(args: argparse.Namespace, work_dir: Path) -> int:
     if given:
         raise ConfigurationError("; ".join(f"{flag} does not apply to --ignite 3 ({why})" for flag, why in given))
     cluster = Ignite3Cluster(
-        work_dir=work_dir, nodes=args.nodes, host=args.bind, client_port=args.client_port or None,
-        heap_mb=args.heap_mb, storage_mb=args.region_mb, owner_pid=None,
-        username=DEFAULT_USER if args.auth else None, password=DEFAULT_PASSWORD if args.auth else None,
-        tls=args.tls or args.tls_client_auth, tls_client_auth=args.tls_client_auth,
+        work_dir=work_dir,
+        nodes=args.nodes,
+        host=args.bind,
+        client_port=args.client_port or None,
+        heap_mb=args.heap_mb,
+        storage_mb=args.region_mb,
+        owner_pid=None,
+        username=DEFAULT_USER if args.auth else None,
+        password=DEFAULT_PASSWORD if args.auth else None,
+        tls=args.tls or args.tls_client_auth,
+        tls_client_auth=args.tls_client_auth,
     )
     human = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the one JSON document
     print(f"Starting {args.nodes} Ignite 3 node(s) in {work_dir} ...", file=human, flush=True)
@@ -45,10 +52,17 @@ def start(args: argparse.Namespace, work_dir: Path) -> int:
     if args.json:
         from .node import tls_files
 
-        print_json({"work_dir": str(work_dir), "ignite": 3, "nodes": states(cluster),
-                    "address": ",".join(cluster.endpoints), "username": cluster.username,
-                    "tls": tls_files(cluster.tls_material, cluster.tls_client_auth),
-                    "stop": f"ignite-tf node stop --work-dir {work_dir}"})
+        print_json(
+            {
+                "work_dir": str(work_dir),
+                "ignite": 3,
+                "nodes": states(cluster),
+                "address": ",".join(cluster.endpoints),
+                "username": cluster.username,
+                "tls": tls_files(cluster.tls_material, cluster.tls_client_auth),
+                "stop": f"ignite-tf node stop --work-dir {work_dir}",
+            }
+        )
     else:
         _print_started(cluster)
     if not args.foreground:
@@ -72,8 +86,10 @@ def _print_started(cluster: Ignite3Cluster) -> None:
     print_status(cluster)
     endpoints = ",".join(cluster.endpoints)
     print(f"Read them with: tensorflow_ignite.ignite3.from_table(TABLE, host={endpoints!r})")
-    print(f"Storage profiles: default (aipersist, on disk) and {MEMORY_PROFILE} (in memory: "
-          f"CREATE ZONE ... STORAGE PROFILES ['{MEMORY_PROFILE}'], or IGNITE_FS_STORAGE={MEMORY_PROFILE} for ignite://)")
+    print(
+        f"Storage profiles: default (aipersist, on disk) and {MEMORY_PROFILE} (in memory: "
+        f"CREATE ZONE ... STORAGE PROFILES ['{MEMORY_PROFILE}'], or IGNITE_FS_STORAGE={MEMORY_PROFILE} for ignite://)"
+    )
     if cluster.username:
         print(f"Authentication: user {cluster.username}, password {DEFAULT_PASSWORD}")
     if cluster.tls_material is not None:
@@ -98,17 +114,35 @@ def states(cluster: Ignite3Cluster) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for n in cluster.members:
         alive = cluster.is_alive(n)
-        out.append({"name": n.name, "pid": n.pid, "state": "running" if alive else "stopped", "host": n.host,
-                    "client_port": n.client_port, "network_port": n.network_port, "rest_port": n.rest_port,
-                    "ignite": 3, "ready": alive and n.status() == "ready"})
+        out.append(
+            {
+                "name": n.name,
+                "pid": n.pid,
+                "state": "running" if alive else "stopped",
+                "host": n.host,
+                "client_port": n.client_port,
+                "network_port": n.network_port,
+                "rest_port": n.rest_port,
+                "ignite": 3,
+                "ready": alive and n.status() == "ready",
+            }
+        )
     return out
 
 
 def print_status(cluster: Ignite3Cluster) -> bool:
     rows = [("NODE", "PID", "STATE", "CLIENT", "NETWORK", "STATUS")]
     for n, st in zip(cluster.members, states(cluster)):
-        rows.append((n.name, str(n.pid), str(st["state"]), f"{n.host}:{n.client_port}", str(n.network_port),
-                     (n.status() or "-") if st["state"] == "running" else "-"))
+        rows.append(
+            (
+                n.name,
+                str(n.pid),
+                str(st["state"]),
+                f"{n.host}:{n.client_port}",
+                str(n.network_port),
+                (n.status() or "-") if st["state"] == "running" else "-",
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())

@@ -22,7 +22,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
             "Load MODEL once (a .keras file or a SavedModel directory, local or ignite://), run it over every\n"
-            "row of SOURCE (a cache name, or an SQL query such as \"SELECT key, a, b FROM T\" whose result\n"
+            'row of SOURCE (a cache name, or an SQL query such as "SELECT key, a, b FROM T" whose result\n'
             "holds the row's key in a column KEY, _KEY or ID, or the one --key names) and write one entry per\n"
             "source key into the cache OUTPUT (created if missing; also an SQL table when the cluster has\n"
             "SQL): one field per model output plus model_hash, which model wrote it.  The same as\n"
@@ -52,29 +52,53 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("model", metavar="MODEL", help="a .keras/.h5 file or SavedModel directory (local or ignite://)")
     p.add_argument("source", metavar="SOURCE", help="a cache name, or an SQL query (SELECT ...)")
     p.add_argument("--out", required=True, metavar="OUTPUT", help="the cache receiving the predictions")
-    p.add_argument("--mode", choices=("skip-existing", "overwrite"), default="skip-existing",
-                   help="skip-existing (default): skip partitions already scored by this model; "
-                        "overwrite: score everything again, rewriting the output")
+    p.add_argument(
+        "--mode",
+        choices=("skip-existing", "overwrite"),
+        default="skip-existing",
+        help="skip-existing (default): skip partitions already scored by this model; "
+        "overwrite: score everything again, rewriting the output",
+    )
     p.add_argument("--inputs", metavar="INPUT=FIELD,...", help="map model inputs to source fields")
     p.add_argument("--key", metavar="COLUMN", help="the key column of an SQL SOURCE (default KEY, _KEY or ID)")
-    p.add_argument("--batch-size", type=validate.int_between(1), default=1024,
-                   help="rows per model call (default 1024)")
-    p.add_argument("--record-every", type=validate.int_between(1), default=16, metavar="N",
-                   help="record complete partitions every N batches (default 16)")
-    p.add_argument("--backups", type=validate.int_between(0), default=0,
-                   help="backup copies of the output cache when it is created (default 0)")
+    p.add_argument(
+        "--batch-size", type=validate.int_between(1), default=1024, help="rows per model call (default 1024)"
+    )
+    p.add_argument(
+        "--record-every",
+        type=validate.int_between(1),
+        default=16,
+        metavar="N",
+        help="record complete partitions every N batches (default 16)",
+    )
+    p.add_argument(
+        "--backups",
+        type=validate.int_between(0),
+        default=0,
+        help="backup copies of the output cache when it is created (default 0)",
+    )
     p.add_argument("--no-sql", action="store_true", help="do not make the output cache an SQL table")
     add_progress_argument(p)
-    add_json_argument(p, "the result (rows, seconds, units scored and skipped, model, rows per node; with "
-                      "--on-cluster --detach: the job name)")
+    add_json_argument(
+        p,
+        "the result (rows, seconds, units scored and skipped, model, rows per node; with "
+        "--on-cluster --detach: the job name)",
+    )
     cluster = p.add_argument_group("on the cluster (--on-cluster)")
-    cluster.add_argument("--on-cluster", action="store_true",
-                         help="score on the server nodes through the launcher: one worker per node, its partitions")
+    cluster.add_argument(
+        "--on-cluster",
+        action="store_true",
+        help="score on the server nodes through the launcher: one worker per node, its partitions",
+    )
     cluster.add_argument("--name", help="job name (default predict-OUTPUT plus a random suffix)")
-    cluster.add_argument("--python", metavar="PATH",
-                         help="Python interpreter on the nodes (default: this one)")
-    cluster.add_argument("--max-restarts", type=validate.int_between(0, 1000), default=3, metavar="N",
-                         help="restarts after failures before the job fails (default 3)")
+    cluster.add_argument("--python", metavar="PATH", help="Python interpreter on the nodes (default: this one)")
+    cluster.add_argument(
+        "--max-restarts",
+        type=validate.int_between(0, 1000),
+        default=3,
+        metavar="N",
+        help="restarts after failures before the job fails (default 3)",
+    )
     cluster.add_argument("-d", "--detach", action="store_true", help="print the job name and return at once")
     add_connection_arguments(p)
     p.set_defaults(handler=_predict)
@@ -100,14 +124,27 @@ def _on_cluster(args: argparse.Namespace) -> int:
     if args.key:
         raise ConfigurationError("--key names the key column of an SQL query; --on-cluster scores a cache")
     if args.json and not args.detach:
-        raise ConfigurationError("--json with --on-cluster needs --detach (it prints the job's name; the job's "
-                                 "output is followed as text: `ignite-tf describe JOB --json` reports on it)")
+        raise ConfigurationError(
+            "--json with --on-cluster needs --detach (it prints the job's name; the job's "
+            "output is followed as text: `ignite-tf describe JOB --json` reports on it)"
+        )
     with JobClient(connection_options(args).open(), owns_client=True) as jobs:
         try:
-            rec = submit_predict(jobs, args.model, args.source, args.out, inputs=_mapping(args.inputs),
-                                 mode=args.mode, batch_size=args.batch_size, record_every=args.record_every,
-                                 backups=args.backups, sql=not args.no_sql, name=args.name, python=args.python,
-                                 max_restarts=args.max_restarts)
+            rec = submit_predict(
+                jobs,
+                args.model,
+                args.source,
+                args.out,
+                inputs=_mapping(args.inputs),
+                mode=args.mode,
+                batch_size=args.batch_size,
+                record_every=args.record_every,
+                backups=args.backups,
+                sql=not args.no_sql,
+                name=args.name,
+                python=args.python,
+                max_restarts=args.max_restarts,
+            )
         except (IgniteError, OSError) as exc:
             print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)
             return 1
@@ -118,8 +155,11 @@ def _on_cluster(args: argparse.Namespace) -> int:
             else:
                 print(job_id)
             return 0
-        print(f"ignite-tf: job {job_id} scores cache {args.source} into {args.out!r} on the nodes; following its "
-              f"output (Ctrl+C detaches, `ignite-tf describe {job_id}` shows each node's progress)", file=sys.stderr)
+        print(
+            f"ignite-tf: job {job_id} scores cache {args.source} into {args.out!r} on the nodes; following its "
+            f"output (Ctrl+C detaches, `ignite-tf describe {job_id}` shows each node's progress)",
+            file=sys.stderr,
+        )
         return _follow(jobs, job_id)
 
 
@@ -128,29 +168,65 @@ def _predict(args: argparse.Namespace) -> int:
 
     if args.on_cluster:
         return _on_cluster(args)
-    stray = [flag for flag, value in (("--name", args.name), ("--python", args.python), ("--detach", args.detach),
-                                      ("--max-restarts", args.max_restarts != 3)) if value]
+    stray = [
+        flag
+        for flag, value in (
+            ("--name", args.name),
+            ("--python", args.python),
+            ("--detach", args.detach),
+            ("--max-restarts", args.max_restarts != 3),
+        )
+        if value
+    ]
     if stray:
-        raise ConfigurationError(f"{', '.join(stray)}: only with --on-cluster (scoring as a launcher job); "
-                                 "without it predict runs in this process")
+        raise ConfigurationError(
+            f"{', '.join(stray)}: only with --on-cluster (scoring as a launcher job); "
+            "without it predict runs in this process"
+        )
     try:
-        result = predict(args.model, args.source, args.out, inputs=_mapping(args.inputs), key=args.key,
-                         mode=args.mode, host=args.host, port=args.port, **client_settings(args),
-                         batch_size=args.batch_size, record_every=args.record_every,
-                         backups=args.backups, sql=not args.no_sql, progress=args.progress)
+        result = predict(
+            args.model,
+            args.source,
+            args.out,
+            inputs=_mapping(args.inputs),
+            key=args.key,
+            mode=args.mode,
+            host=args.host,
+            port=args.port,
+            **client_settings(args),
+            batch_size=args.batch_size,
+            record_every=args.record_every,
+            backups=args.backups,
+            sql=not args.no_sql,
+            progress=args.progress,
+        )
     except (IgniteError, OSError) as exc:
         print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     if args.json:
-        print_json({"rows": result.rows, "seconds": result.seconds, "rows_per_second": result.rows_per_second,
-                    "output": result.output, "source": result.source, "output_action": result.output_action,
-                    "units_scored": result.units_scored, "units_skipped": result.units_skipped,
-                    "model_uri": result.model_uri, "model_sha256": result.model_sha256,
-                    "model_hash": result.model_hash, "rows_per_node": dict(result.rows_per_node),
-                    "stale_removed": result.stale_removed, "sql_table": result.sql_table})
+        print_json(
+            {
+                "rows": result.rows,
+                "seconds": result.seconds,
+                "rows_per_second": result.rows_per_second,
+                "output": result.output,
+                "source": result.source,
+                "output_action": result.output_action,
+                "units_scored": result.units_scored,
+                "units_skipped": result.units_skipped,
+                "model_uri": result.model_uri,
+                "model_sha256": result.model_sha256,
+                "model_hash": result.model_hash,
+                "rows_per_node": dict(result.rows_per_node),
+                "stale_removed": result.stale_removed,
+                "sql_table": result.sql_table,
+            }
+        )
         return 0
-    print(f"{result.rows} rows, {result.seconds:.2f} s ({result.rows_per_second:,.0f} rows/s) -> cache "
-          f"{result.output!r}; {result.units_scored} unit(s) scored, {result.units_skipped} already complete")
+    print(
+        f"{result.rows} rows, {result.seconds:.2f} s ({result.rows_per_second:,.0f} rows/s) -> cache "
+        f"{result.output!r}; {result.units_scored} unit(s) scored, {result.units_skipped} already complete"
+    )
     print(f"model: {result.model_uri} (sha256 {result.model_sha256}, model_hash {result.model_hash})")
     for node, rows in sorted(result.rows_per_node.items()):
         print(f"  node {node}: {rows} rows")

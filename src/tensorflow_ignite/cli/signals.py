@@ -24,7 +24,8 @@ __all__ = ["Terminated", "terminate_as_interrupt", "SIGNALS"]
 
 #: The signals turned into :class:`Terminated` (those this platform has).
 SIGNALS: tuple[signal.Signals, ...] = tuple(
-    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 
 class Terminated(KeyboardInterrupt):

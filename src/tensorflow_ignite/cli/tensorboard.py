@@ -52,16 +52,34 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         ),
         epilog="example: ignite-tf tensorboard --logdir ignite:///runs --host 10.0.0.5:10800 --http-port 6006",
     )
-    p.add_argument("--logdir", required=True, metavar="LOGDIR", type=validate.logdir,
-                   help="directory of event files, e.g. ignite://127.0.0.1:10800/runs")
+    p.add_argument(
+        "--logdir",
+        required=True,
+        metavar="LOGDIR",
+        type=validate.logdir,
+        help="directory of event files, e.g. ignite://127.0.0.1:10800/runs",
+    )
     http = p.add_argument_group("TensorBoard's HTTP server")
-    http.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS",
-                      help="address TensorBoard listens on (default 127.0.0.1; 0.0.0.0 for all interfaces)")
-    http.add_argument("--http-port", type=validate.int_between(0, 65535), default=6006, metavar="PORT",
-                      help="HTTP port for TensorBoard (default 6006; 0 picks a free one)")
+    http.add_argument(
+        "--bind",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="address TensorBoard listens on (default 127.0.0.1; 0.0.0.0 for all interfaces)",
+    )
+    http.add_argument(
+        "--http-port",
+        type=validate.int_between(0, 65535),
+        default=6006,
+        metavar="PORT",
+        help="HTTP port for TensorBoard (default 6006; 0 picks a free one)",
+    )
     add_connection_arguments(p, without_host="LOGDIR's endpoint, or the $IGNITE_FS_* variables")
-    p.add_argument("--timeout", type=validate.positive_float, default=_STARTUP_TIMEOUT,
-                   help=f"seconds to wait for TensorBoard to start (default {_STARTUP_TIMEOUT:.0f})")
+    p.add_argument(
+        "--timeout",
+        type=validate.positive_float,
+        default=_STARTUP_TIMEOUT,
+        help=f"seconds to wait for TensorBoard to start (default {_STARTUP_TIMEOUT:.0f})",
+    )
     p.add_argument("extra", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.set_defaults(handler=run)
 
@@ -83,8 +101,19 @@ def _port_open(host: str, port: int) -> bool:
 
 def child_command(logdir: str, host: str, port: int, extra: list[str]) -> list[str]:
     """The child's command line: this module as ``__main__`` with TensorBoard's flags."""
-    return [sys.executable, "-m", "tensorflow_ignite.cli.tensorboard", "--logdir", logdir,
-            "--host", host, "--port", str(port), "--load_fast=false", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "tensorflow_ignite.cli.tensorboard",
+        "--logdir",
+        logdir,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--load_fast=false",
+        *extra,
+    ]
 
 
 def cluster_logdir(args: argparse.Namespace) -> str:
@@ -96,7 +125,8 @@ def cluster_logdir(args: argparse.Namespace) -> str:
         if args.port != DEFAULT_PORT:  # most likely the HTTP port, as --port was before --http-port
             raise ConfigurationError(
                 f"--port {args.port} is the thin-client port of the --host nodes, and there is no --host: "
-                "TensorBoard's own HTTP port is --http-port (formerly its --port)")
+                "TensorBoard's own HTTP port is --http-port (formerly its --port)"
+            )
         return str(args.logdir)
 
     scheme, sep, rest = str(args.logdir).partition("://")
@@ -104,15 +134,22 @@ def cluster_logdir(args: argparse.Namespace) -> str:
         raise ConfigurationError(
             f"--host names the cluster of an ignite:///path LOGDIR, but {scheme}{sep}{rest.partition('/')[0]}... "
             "names its own (or is not on ignite://): drop --host, or write the LOGDIR as ignite:///path. "
-            "TensorBoard's own HTTP server takes --bind and --http-port (formerly its --host and --port)")
+            "TensorBoard's own HTTP server takes --bind and --http-port (formerly its --host and --port)"
+        )
     endpoints = ",".join(format_endpoint(h, p) for h, p in parse_addresses(args.host, default_port=args.port))
     return f"{scheme}://{endpoints}{rest}"
 
 
 #: ``client_settings`` key -> the ``IGNITE_FS_*`` variable TensorBoard's process reads it from.
-_FS_VARIABLES = {"username": "IGNITE_FS_USERNAME", "password": "IGNITE_FS_PASSWORD", "cafile": "IGNITE_FS_CAFILE",
-                 "certfile": "IGNITE_FS_CERTFILE", "keyfile": "IGNITE_FS_KEYFILE",
-                 "cert_password": "IGNITE_FS_CERT_PASSWORD", "server_hostname": "IGNITE_FS_SERVER_HOSTNAME"}
+_FS_VARIABLES = {
+    "username": "IGNITE_FS_USERNAME",
+    "password": "IGNITE_FS_PASSWORD",
+    "cafile": "IGNITE_FS_CAFILE",
+    "certfile": "IGNITE_FS_CERTFILE",
+    "keyfile": "IGNITE_FS_KEYFILE",
+    "cert_password": "IGNITE_FS_CERT_PASSWORD",
+    "server_hostname": "IGNITE_FS_SERVER_HOSTNAME",
+}
 
 
 def child_env(settings: dict[str, object] | None = None) -> dict[str, str]:
@@ -157,12 +194,10 @@ def run(args: argparse.Namespace) -> int:
         delay = 0.05
         while not _port_open(bind, port):
             if proc.poll() is not None:
-                print(f"ignite-tf: TensorBoard exited with status {proc.returncode} before serving",
-                      file=sys.stderr)
+                print(f"ignite-tf: TensorBoard exited with status {proc.returncode} before serving", file=sys.stderr)
                 return proc.returncode or 1
             if time.monotonic() > deadline:
-                print(f"ignite-tf: TensorBoard did not open port {port} within {args.timeout:.0f}s",
-                      file=sys.stderr)
+                print(f"ignite-tf: TensorBoard did not open port {port} within {args.timeout:.0f}s", file=sys.stderr)
                 return 1
             time.sleep(delay)  # polling the port, bounded by the deadline
             delay = min(delay * 1.5, 0.5)

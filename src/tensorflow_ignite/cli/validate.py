@@ -54,7 +54,9 @@ def size(text: str) -> int:
     try:
         value = float(t[: len(t) - len(unit)])
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid size: {text!r} (bytes, or a number with K, M or G, e.g. 4M)") from None
+        raise argparse.ArgumentTypeError(
+            f"invalid size: {text!r} (bytes, or a number with K, M or G, e.g. 4M)"
+        ) from None
     n = int(value * _SIZE_UNITS[unit]) if 0 < value < float("inf") else 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be a positive size, got {text}")

@@ -40,7 +40,6 @@ __all__ = ["Cache", "NodeScanProgress", "select_rows"]
 log = logging.getLogger(__name__)
 
 
-
 class Cache:
     """A cache of an Ignite cluster, by name.
 
@@ -82,7 +81,8 @@ class Cache:
                 raise CacheNotFoundError(
                     f"cache {self.name!r} does not exist on the cluster; create it first "
                     f"(e.g. tensorflow_ignite.write(...) or client.get_or_create_cache({self.name!r}))",
-                    status=exc.status, op=op,
+                    status=exc.status,
+                    op=op,
                 ) from None
             raise
 
@@ -102,66 +102,98 @@ class Cache:
     # writes and ignite:// blocks do; operations on many keys go to the default connection.
     def get(self, key: Any, *, key_type: int | None = None) -> Any:
         """The value stored under ``key`` (None when absent)."""
-        body = self._call(lambda rid: requests.cache_get(rid, self.cache_id, key, key_type=key_type), Op.CACHE_GET,
-                          node_id=self._key_node(key, key_type))
+        body = self._call(
+            lambda rid: requests.cache_get(rid, self.cache_id, key, key_type=key_type),
+            Op.CACHE_GET,
+            node_id=self._key_node(key, key_type),
+        )
         return responses.decode_object(body, self.client.decoder())
 
     def get_all(self, keys: Iterable[Any], *, key_type: int | None = None) -> dict[Any, Any]:
         """The entries of ``keys`` that exist; ``key_type`` (a type code) as for :meth:`get`."""
         keys = list(keys)
-        body = self._call(lambda rid: requests.cache_get_all(rid, self.cache_id, keys, key_type=key_type),
-                          Op.CACHE_GET_ALL)
+        body = self._call(
+            lambda rid: requests.cache_get_all(rid, self.cache_id, keys, key_type=key_type), Op.CACHE_GET_ALL
+        )
         return dict(responses.decode_get_all(body, self.client.decoder()))
 
     def put(self, key: Any, value: Any, *, key_type: int | None = None, value_type: int | None = None) -> None:
         """Store ``value`` under ``key``."""
-        self._write(lambda rid, enc: requests.cache_put(
-            rid, self.cache_id, key, value, key_type=key_type, value_type=value_type, encoder=enc), Op.CACHE_PUT,
-            node_id=self._key_node(key, key_type))
+        self._write(
+            lambda rid, enc: requests.cache_put(
+                rid, self.cache_id, key, value, key_type=key_type, value_type=value_type, encoder=enc
+            ),
+            Op.CACHE_PUT,
+            node_id=self._key_node(key, key_type),
+        )
 
     def put_all(
-        self, entries: Mapping[Any, Any] | Iterable[tuple[Any, Any]], *,
-        key_type: int | None = None, value_type: int | None = None,
+        self,
+        entries: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
+        *,
+        key_type: int | None = None,
+        value_type: int | None = None,
     ) -> None:
         """Store many entries in one request."""
         pairs = list(entries.items()) if isinstance(entries, Mapping) else list(entries)
-        self._write(lambda rid, enc: requests.cache_put_all(
-            rid, self.cache_id, pairs, key_type=key_type, value_type=value_type, encoder=enc), Op.CACHE_PUT_ALL)
+        self._write(
+            lambda rid, enc: requests.cache_put_all(
+                rid, self.cache_id, pairs, key_type=key_type, value_type=value_type, encoder=enc
+            ),
+            Op.CACHE_PUT_ALL,
+        )
 
     def put_if_absent(self, key: Any, value: Any) -> bool:
         """Store ``value`` unless ``key`` exists; True when stored."""
-        body = self._write(lambda rid, enc: requests.cache_put_if_absent(
-            rid, self.cache_id, key, value, encoder=enc), Op.CACHE_PUT_IF_ABSENT, retry=False,
-            node_id=self._key_node(key))
+        body = self._write(
+            lambda rid, enc: requests.cache_put_if_absent(rid, self.cache_id, key, value, encoder=enc),
+            Op.CACHE_PUT_IF_ABSENT,
+            retry=False,
+            node_id=self._key_node(key),
+        )
         return responses.decode_bool(body)
 
     def replace_if_equals(self, key: Any, expected: Any, value: Any) -> bool:
         """Atomically replace ``expected`` by ``value`` (compare-and-set)."""
-        body = self._write(lambda rid, enc: requests.cache_replace_if_equals(
-            rid, self.cache_id, key, expected, value, encoder=enc), Op.CACHE_REPLACE_IF_EQUALS, retry=False,
-            node_id=self._key_node(key))
+        body = self._write(
+            lambda rid, enc: requests.cache_replace_if_equals(rid, self.cache_id, key, expected, value, encoder=enc),
+            Op.CACHE_REPLACE_IF_EQUALS,
+            retry=False,
+            node_id=self._key_node(key),
+        )
         return responses.decode_bool(body)
 
     def remove_if_equals(self, key: Any, expected: Any) -> bool:
-        body = self._call(lambda rid: requests.cache_remove_if_equals(rid, self.cache_id, key, expected),
-                          Op.CACHE_REMOVE_IF_EQUALS, retry=False, node_id=self._key_node(key))
+        body = self._call(
+            lambda rid: requests.cache_remove_if_equals(rid, self.cache_id, key, expected),
+            Op.CACHE_REMOVE_IF_EQUALS,
+            retry=False,
+            node_id=self._key_node(key),
+        )
         return responses.decode_bool(body)
 
     def contains_key(self, key: Any) -> bool:
-        body = self._call(lambda rid: requests.cache_contains_key(rid, self.cache_id, key), Op.CACHE_CONTAINS_KEY,
-                          node_id=self._key_node(key))
+        body = self._call(
+            lambda rid: requests.cache_contains_key(rid, self.cache_id, key),
+            Op.CACHE_CONTAINS_KEY,
+            node_id=self._key_node(key),
+        )
         return responses.decode_bool(body)
 
     def remove_key(self, key: Any) -> bool:
-        body = self._call(lambda rid: requests.cache_remove_key(rid, self.cache_id, key), Op.CACHE_REMOVE_KEY,
-                          node_id=self._key_node(key))
+        body = self._call(
+            lambda rid: requests.cache_remove_key(rid, self.cache_id, key),
+            Op.CACHE_REMOVE_KEY,
+            node_id=self._key_node(key),
+        )
         return responses.decode_bool(body)
 
     def remove_keys(self, keys: Iterable[Any], *, key_type: int | None = None) -> None:
         """Remove the entries of ``keys`` (absent ones are no error); ``key_type`` as for :meth:`get`."""
         keys = list(keys)
-        self._call(lambda rid: requests.cache_remove_keys(rid, self.cache_id, keys, key_type=key_type),
-                   Op.CACHE_REMOVE_KEYS)
+        self._call(
+            lambda rid: requests.cache_remove_keys(rid, self.cache_id, keys, key_type=key_type), Op.CACHE_REMOVE_KEYS
+        )
 
     def remove_all(self) -> None:
         self._call(lambda rid: requests.cache_remove_all(rid, self.cache_id), Op.CACHE_REMOVE_ALL)
@@ -184,8 +216,7 @@ class Cache:
     def configuration(self) -> CacheConfiguration:
         """The cache's configuration, including its query entities (SQL schema)."""
         conn = self.client.default_connection
-        body = self._call(lambda rid: requests.cache_get_configuration(rid, self.cache_id),
-                          Op.CACHE_GET_CONFIGURATION)
+        body = self._call(lambda rid: requests.cache_get_configuration(rid, self.cache_id), Op.CACHE_GET_CONFIGURATION)
         return responses.decode_cache_configuration_response(body, conn.version, self.client.decoder())
 
     def exists(self) -> bool:
@@ -193,8 +224,13 @@ class Cache:
 
     # ---------------------------------------------------------------- scans
     def scan_pages(
-        self, *, page_size: int = 1024, partition: int = -1, local: bool = False,
-        connection: Connection | None = None, read_ahead: int = 0,
+        self,
+        *,
+        page_size: int = 1024,
+        partition: int = -1,
+        local: bool = False,
+        connection: Connection | None = None,
+        read_ahead: int = 0,
     ) -> Iterator[ScanPage]:
         """Stream raw scan pages (rows undecoded), one page requested ahead.
 
@@ -328,8 +364,9 @@ class Cache:
                 raise
             start = None  # no node answers now: partition scans, with their failover, say why
         if start is None or not start.applicable or start.partitions != partitions:
-            yield from self._rescan(set(range(partitions)), [], row_ids, size, window, failover_timeout,
-                                    on_failover, on_rescan, watch)
+            yield from self._rescan(
+                set(range(partitions)), [], row_ids, size, window, failover_timeout, on_failover, on_rescan, watch
+            )
             return
         watch.start = start
         owners = sorted({n for n in start.nodes if n is not None}, key=str)
@@ -344,7 +381,8 @@ class Cache:
             try:
                 scan.conn = self.client.connection_for_node(node)
                 scan.request_id = scan.conn.send(
-                    lambda rid: requests.query_scan(rid, cid, page_size=size(), partition=-1, local=True))
+                    lambda rid: requests.query_scan(rid, cid, page_size=size(), partition=-1, local=True)
+                )
             except (IgniteConnectionError, ServerError) as exc:
                 scan.error = exc
             scans.append(scan)
@@ -372,8 +410,12 @@ class Cache:
                 except (IgniteConnectionError, ServerError) as exc:
                     if not _is_transient(exc):
                         raise
-                    log.info("cache %r: the scan of node %s failed (%s); its partitions are scanned again",
-                             self.name, owners[i], exc)
+                    log.info(
+                        "cache %r: the scan of node %s failed (%s); its partitions are scanned again",
+                        self.name,
+                        owners[i],
+                        exc,
+                    )
                     if isinstance(exc, IgniteConnectionError) and scan.conn is not None:
                         self.client.drop_connection(scan.conn)
                     failed = [p for p, n in enumerate(start.nodes) if n == owners[i]]
@@ -394,16 +436,27 @@ class Cache:
                 raise
             end = None
         if end is None or end.topology_version != start.topology_version or end.nodes != start.nodes:
-            log.info("cache %r: the topology changed during the scan (%s -> %s); every partition is checked "
-                     "again", self.name, start.topology_version, end.topology_version if end else "unknown")
+            log.info(
+                "cache %r: the topology changed during the scan (%s -> %s); every partition is checked again",
+                self.name,
+                start.topology_version,
+                end.topology_version if end else "unknown",
+            )
             repair.update(range(start.partitions))
-        yield from self._rescan(repair, delivered, row_ids, size, window, failover_timeout, on_failover, on_rescan,
-                                watch)
+        yield from self._rescan(
+            repair, delivered, row_ids, size, window, failover_timeout, on_failover, on_rescan, watch
+        )
 
     def _rescan(
-        self, repair: set[int], delivered: list[Any], row_ids: Callable[[ScanPage], tuple[Any, Any]],
-        size: Callable[[], int], window: int | Callable[[], int], failover_timeout: float | None,
-        on_failover: Callable[[int, BaseException], None] | None, on_rescan: Callable[[list[int]], None] | None,
+        self,
+        repair: set[int],
+        delivered: list[Any],
+        row_ids: Callable[[ScanPage], tuple[Any, Any]],
+        size: Callable[[], int],
+        window: int | Callable[[], int],
+        failover_timeout: float | None,
+        on_failover: Callable[[int, BaseException], None] | None,
+        on_rescan: Callable[[list[int]], None] | None,
         watch: "NodeScanProgress",
     ) -> Iterator[tuple[Any, Any, ScanPage]]:
         """Scan ``repair`` partition by partition, without the rows whose identity is in ``delivered``."""
@@ -416,8 +469,8 @@ class Cache:
         seen = np.unique(np.concatenate(delivered)) if delivered else np.zeros(0, np.int64)
         current = -1
         for position, page in self.scan_partitions(
-                order, page_size=size, window=window, failover_timeout=failover_timeout,
-                on_failover=on_failover):
+            order, page_size=size, window=window, failover_timeout=failover_timeout, on_failover=on_failover
+        ):
             if position != current:
                 if current >= 0:
                     watch.verified.add(order[current])
@@ -471,7 +524,11 @@ class Cache:
         yield from _scan_pages(conn, self.name, lambda: conn.receive(rid, Op.QUERY_SCAN), ahead_bytes)
 
     def _drain(
-        self, scan: "_PartitionScan", local: bool, size: Callable[[], int], timeout: float,
+        self,
+        scan: "_PartitionScan",
+        local: bool,
+        size: Callable[[], int],
+        timeout: float,
         on_failover: Callable[[int, BaseException], None] | None,
     ) -> Iterator[tuple[int, ScanPage]]:
         """The pages of one partition scan, scanning again elsewhere when its node fails."""
@@ -506,8 +563,13 @@ class Cache:
                 server_errors += isinstance(exc, ServerError)
                 if now >= deadline or server_errors > _MAX_SERVER_ERROR_RETRIES:
                     raise _gave_up(self.name, scan.partition, timeout, attempts, tried, exc) from None
-                log.info("cache %r, partition %d: %s; scanning it again (attempt %d)",
-                         self.name, scan.partition, exc, attempts + 1)
+                log.info(
+                    "cache %r, partition %d: %s; scanning it again (attempt %d)",
+                    self.name,
+                    scan.partition,
+                    exc,
+                    attempts + 1,
+                )
                 if on_failover is not None:
                     on_failover(scan.partition, exc)
                 for done in delivered:
@@ -609,16 +671,22 @@ def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, CacheNotFoundError):
         return False
     return isinstance(exc, ServerError) and exc.status in (
-        ClientStatus.FAILED, ClientStatus.RESOURCE_DOES_NOT_EXIST, ClientStatus.TOO_MANY_CURSORS)
+        ClientStatus.FAILED,
+        ClientStatus.RESOURCE_DOES_NOT_EXIST,
+        ClientStatus.TOO_MANY_CURSORS,
+    )
 
 
-def _gave_up(cache: str, partition: int, timeout: float, attempts: int, tried: list[str],
-             exc: BaseException) -> IgniteError:
+def _gave_up(
+    cache: str, partition: int, timeout: float, attempts: int, tried: list[str], exc: BaseException
+) -> IgniteError:
     where = f"; nodes tried: {', '.join(tried)}" if tried else ""
-    message = (f"cache {cache!r}, partition {partition}: no node could serve the scan within the "
-               f"{timeout:g} s timeout ({attempts + 1} attempt(s){where}). Last error: {exc}. "
-               "Check that the Ignite nodes are running and reachable (or raise timeout=...); "
-               "iterating again reconnects.")
+    message = (
+        f"cache {cache!r}, partition {partition}: no node could serve the scan within the "
+        f"{timeout:g} s timeout ({attempts + 1} attempt(s){where}). Last error: {exc}. "
+        "Check that the Ignite nodes are running and reachable (or raise timeout=...); "
+        "iterating again reconnects."
+    )
     if isinstance(exc, ServerError):
         return type(exc)(message, status=exc.status, op=exc.op)
     address = getattr(exc, "address", None) or ",".join(tried) or None
@@ -639,10 +707,10 @@ def without_keys(page: ScanPage, seen: set[bytes]) -> ScanPage:
     key_starts = starts[:, 0].tolist()
     value_starts = starts[:, 1].tolist()
     ends = key_starts[1:] + [len(rows)]
-    keep = [i for i in range(page.row_count) if bytes(rows[key_starts[i]:value_starts[i]]) not in seen]
+    keep = [i for i in range(page.row_count) if bytes(rows[key_starts[i] : value_starts[i]]) not in seen]
     if len(keep) == page.row_count:
         return page
-    region = b"".join(rows[key_starts[i]:ends[i]] for i in keep)
+    region = b"".join(rows[key_starts[i] : ends[i]] for i in keep)
     return ScanPage(page.cursor_id, len(keep), memoryview(region), page.has_more)
 
 
@@ -651,21 +719,28 @@ def select_rows(page: ScanPage, keep: Any) -> ScanPage:
     starts = value_offsets(page.rows, page.row_count, 2)[:, 0].tolist()
     ends = starts[1:] + [len(page.rows)]
     rows = page.rows
-    region = b"".join(rows[starts[i]:ends[i]] for i in np.flatnonzero(keep).tolist())
+    region = b"".join(rows[starts[i] : ends[i]] for i in np.flatnonzero(keep).tolist())
     return ScanPage(page.cursor_id, int(np.count_nonzero(keep)), memoryview(region), page.has_more)
 
 
-def _scan(conn: Connection, cache: Cache, *, page_size: int, partition: int, local: bool,
-          ahead_bytes: int = 0) -> Iterator[ScanPage]:
+def _scan(
+    conn: Connection, cache: Cache, *, page_size: int, partition: int, local: bool, ahead_bytes: int = 0
+) -> Iterator[ScanPage]:
     cid = cache.cache_id
-    yield from _scan_pages(conn, cache.name, lambda: conn.request(
-        lambda rid: requests.query_scan(rid, cid, page_size=page_size, partition=partition, local=local),
-        Op.QUERY_SCAN,
-    ), ahead_bytes)
+    yield from _scan_pages(
+        conn,
+        cache.name,
+        lambda: conn.request(
+            lambda rid: requests.query_scan(rid, cid, page_size=page_size, partition=partition, local=local),
+            Op.QUERY_SCAN,
+        ),
+        ahead_bytes,
+    )
 
 
-def _scan_pages(conn: Connection, cache_name: str, first_answer: Callable[[], memoryview],
-                ahead_bytes: int = 0) -> Iterator[ScanPage]:
+def _scan_pages(
+    conn: Connection, cache_name: str, first_answer: Callable[[], memoryview], ahead_bytes: int = 0
+) -> Iterator[ScanPage]:
     """The pages of one scan whose first answer ``first_answer`` waits for, later pages fetched on ``conn``
     (read ahead by a thread up to ``ahead_bytes``: :func:`~.cursor.stream_pages`)."""
     try:
@@ -676,7 +751,12 @@ def _scan_pages(conn: Connection, cache_name: str, first_answer: Callable[[], me
         ) from None
     first = responses.decode_scan_page(body, first=True)
     yield from stream_pages(
-        conn, body, first.cursor_id, lambda _b: first, requests.query_scan_cursor_get_page,
-        Op.QUERY_SCAN_CURSOR_GET_PAGE, lambda b: responses.decode_scan_page(b, first=False),
+        conn,
+        body,
+        first.cursor_id,
+        lambda _b: first,
+        requests.query_scan_cursor_get_page,
+        Op.QUERY_SCAN_CURSOR_GET_PAGE,
+        lambda b: responses.decode_scan_page(b, first=False),
         ahead_bytes=ahead_bytes,
     )

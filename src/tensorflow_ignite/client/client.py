@@ -60,7 +60,9 @@ log = logging.getLogger(__name__)
 Address = tuple[str, int]
 
 
-def parse_addresses(addresses: str | Address | Sequence[str | Address], default_port: int = DEFAULT_PORT) -> list[Address]:
+def parse_addresses(
+    addresses: str | Address | Sequence[str | Address], default_port: int = DEFAULT_PORT
+) -> list[Address]:
     """``"h1:p1,h2"`` / ``("h", p)`` / a list of either -> ``[(host, port), ...]``."""
     if isinstance(addresses, tuple) and len(addresses) == 2 and isinstance(addresses[1], int):
         items: list[str | Address] = [addresses]
@@ -160,7 +162,7 @@ class PartitionMap:
         bounds = np.searchsorted(slot[order], np.arange(len(owners) + 2))
         groups: list[tuple[_uuid.UUID | None, np.ndarray]] = []
         for i in range(len(owners) + 1):
-            positions = order[bounds[i]:bounds[i + 1]]
+            positions = order[bounds[i] : bounds[i + 1]]
             if len(positions):
                 groups.append((owners[i] if i < len(owners) else None, positions))
         return groups
@@ -206,10 +208,14 @@ class IgniteClient:
         addresses: str | Address | Sequence[str | Address] = DEFAULT_ENDPOINT,
         *,
         # The fields of ConnectionOptions, grouped: credentials; TLS files; TLS checks.
-        username: str | None = None, password: str | None = None,
-        cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        cafile: str | None = None,
+        certfile: str | None = None,
+        keyfile: str | None = None,
         cert_password: str | None = None,
-        insecure_skip_verify: bool = False, server_hostname: str | None = None,
+        insecure_skip_verify: bool = False,
+        server_hostname: str | None = None,
         insecure_skip_hostname_verification: bool = False,
         timeout: float = 30.0,
         connect_timeout: float | None = None,
@@ -222,15 +228,27 @@ class IgniteClient:
         (host, port), rest = self.seeds[0], self.seeds[1:]
         #: How this client reaches its cluster (the first seed as host/port, the others as fallbacks).
         self.options = ConnectionOptions(
-            host=host, port=port, fallbacks=tuple(format_endpoint(h, p) for h, p in rest), username=username,
-            password=password, cafile=cafile, certfile=certfile, keyfile=keyfile, cert_password=cert_password,
-            insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname,
-            insecure_skip_hostname_verification=insecure_skip_hostname_verification, timeout=timeout,
-            **{k: v for k, v in (("connect_timeout", connect_timeout), ("idle_timeout", idle_timeout))
-               if v is not None})
+            host=host,
+            port=port,
+            fallbacks=tuple(format_endpoint(h, p) for h, p in rest),
+            username=username,
+            password=password,
+            cafile=cafile,
+            certfile=certfile,
+            keyfile=keyfile,
+            cert_password=cert_password,
+            insecure_skip_verify=insecure_skip_verify,
+            server_hostname=server_hostname,
+            insecure_skip_hostname_verification=insecure_skip_hostname_verification,
+            timeout=timeout,
+            **{
+                k: v for k, v in (("connect_timeout", connect_timeout), ("idle_timeout", idle_timeout)) if v is not None
+            },
+        )
         self.settings = ConnectionSettings(self.options)
-        self.partition_awareness = (partition_awareness if partition_awareness is not None
-                                    else partition_awareness_from_env())
+        self.partition_awareness = (
+            partition_awareness if partition_awareness is not None else partition_awareness_from_env()
+        )
         self._lock = threading.RLock()
         self._by_node: dict[_uuid.UUID, Connection] = {}
         self._by_address: dict[Address, Connection] = {}
@@ -249,14 +267,22 @@ class IgniteClient:
     @classmethod
     def from_options(cls, options: ConnectionOptions, *, partition_awareness: bool | None = None) -> "IgniteClient":
         """A new client for ``options`` (the caller closes it)."""
-        return cls(options.endpoints, username=options.username, password=options.password,
-                   cafile=options.cafile, certfile=options.certfile, keyfile=options.keyfile,
-                   cert_password=options.cert_password, insecure_skip_verify=options.insecure_skip_verify,
-                   server_hostname=options.server_hostname,
-                   insecure_skip_hostname_verification=options.insecure_skip_hostname_verification,
-                   timeout=options.timeout, connect_timeout=options.connect_timeout,
-                   idle_timeout=options.idle_timeout,
-                   partition_awareness=partition_awareness)
+        return cls(
+            options.endpoints,
+            username=options.username,
+            password=options.password,
+            cafile=options.cafile,
+            certfile=options.certfile,
+            keyfile=options.keyfile,
+            cert_password=options.cert_password,
+            insecure_skip_verify=options.insecure_skip_verify,
+            server_hostname=options.server_hostname,
+            insecure_skip_hostname_verification=options.insecure_skip_hostname_verification,
+            timeout=options.timeout,
+            connect_timeout=options.connect_timeout,
+            idle_timeout=options.idle_timeout,
+            partition_awareness=partition_awareness,
+        )
 
     # ------------------------------------------------------------- connections
     def _on_topology_change(self, major: int, minor: int) -> None:
@@ -303,9 +329,11 @@ class IgniteClient:
             try:
                 conn = self._open(address)
                 if not self._member(conn, known):
-                    log.warning("%s answers as node %s, which is not in the cluster's topology; "
-                                "trying the known nodes first", conn.address,
-                                conn.handshake.node_id if conn.handshake else None)
+                    log.warning(
+                        "%s answers as node %s, which is not in the cluster's topology; trying the known nodes first",
+                        conn.address,
+                        conn.handshake.node_id if conn.handshake else None,
+                    )
                     strangers.append(conn)
                     continue
                 for other in strangers:
@@ -327,8 +355,11 @@ class IgniteClient:
             raise failures[0]
         # Every address answered but refused the handshake: a HandshakeError still (what it is when one
         # address is given: e.g. nodes of an Ignite 3 cluster, which the file store then dials as such).
-        kind = HandshakeError if failures and all(isinstance(f, HandshakeError) for f in failures) \
+        kind = (
+            HandshakeError
+            if failures and all(isinstance(f, HandshakeError) for f in failures)
             else IgniteConnectionError
+        )
         raise kind(
             "could not connect to any Ignite node:\n  " + "\n  ".join(errors or ["no addresses"]),
             address=",".join(f"{h}:{p}" for h, p in candidates),
@@ -425,8 +456,12 @@ class IgniteClient:
                     return conn
                 # Another node answers at an address this node announced (127.0.0.1 on
                 # another machine, a container's address): never used as this node.
-                log.info("%s answers as node %s, not as %s; not used for it", conn.address,
-                         conn.handshake.node_id if conn.handshake else None, node_id)
+                log.info(
+                    "%s answers as node %s, not as %s; not used for it",
+                    conn.address,
+                    conn.handshake.node_id if conn.handshake else None,
+                    node_id,
+                )
                 self._forget(conn)
             if endpoints:
                 self._unreachable[node_id] = time.monotonic()
@@ -435,13 +470,16 @@ class IgniteClient:
     def server_nodes(self) -> list[responses.NodeInfo]:
         """Details of every server node of the cluster now: id, consistent id, addresses,
         attributes (user attributes included), product version."""
-        ids = responses.decode_node_ids(self.request(
-            lambda rid: requests.cluster_group_get_node_ids(rid, server_nodes=True),
-            Op.CLUSTER_GROUP_GET_NODE_IDS))
+        ids = responses.decode_node_ids(
+            self.request(
+                lambda rid: requests.cluster_group_get_node_ids(rid, server_nodes=True), Op.CLUSTER_GROUP_GET_NODE_IDS
+            )
+        )
         if not ids.node_ids:
             return []
-        body = self.request(lambda rid: requests.cluster_group_get_node_info(rid, ids.node_ids),
-                            Op.CLUSTER_GROUP_GET_NODE_INFO)
+        body = self.request(
+            lambda rid: requests.cluster_group_get_node_info(rid, ids.node_ids), Op.CLUSTER_GROUP_GET_NODE_INFO
+        )
         return responses.decode_node_info(body, self.decoder())
 
     def node_endpoints(self, refresh: bool = False) -> dict[_uuid.UUID, list[Address]]:
@@ -499,7 +537,11 @@ class IgniteClient:
 
     # ---------------------------------------------------------------- requests
     def request(
-        self, encode: FrameEncoder, op: int | None = None, *, node_id: _uuid.UUID | None = None,
+        self,
+        encode: FrameEncoder,
+        op: int | None = None,
+        *,
+        node_id: _uuid.UUID | None = None,
         retry: bool = True,
     ) -> memoryview:
         """Send one request (to ``node_id`` when given) and return its answer body.
@@ -530,26 +572,31 @@ class IgniteClient:
         """Create a cache (error if it exists)."""
         if isinstance(config, str):
             name = config
-            self.request(lambda rid: requests.cache_create_with_name(rid, name), Op.CACHE_CREATE_WITH_NAME,
-                         retry=False)
+            self.request(lambda rid: requests.cache_create_with_name(rid, name), Op.CACHE_CREATE_WITH_NAME, retry=False)
         else:
             name = config.name
             version = self.default_connection.version
-            self.request(lambda rid: requests.cache_create_with_configuration(rid, config, version),
-                         Op.CACHE_CREATE_WITH_CONFIGURATION, retry=False)
+            self.request(
+                lambda rid: requests.cache_create_with_configuration(rid, config, version),
+                Op.CACHE_CREATE_WITH_CONFIGURATION,
+                retry=False,
+            )
         return self.cache(name)
 
     def get_or_create_cache(self, config: str | CacheConfiguration) -> "Cache":
         """Create a cache unless it exists; return it."""
         if isinstance(config, str):
             name = config
-            self.request(lambda rid: requests.cache_get_or_create_with_name(rid, name),
-                         Op.CACHE_GET_OR_CREATE_WITH_NAME)
+            self.request(
+                lambda rid: requests.cache_get_or_create_with_name(rid, name), Op.CACHE_GET_OR_CREATE_WITH_NAME
+            )
         else:
             name = config.name
             version = self.default_connection.version
-            self.request(lambda rid: requests.cache_get_or_create_with_configuration(rid, config, version),
-                         Op.CACHE_GET_OR_CREATE_WITH_CONFIGURATION)
+            self.request(
+                lambda rid: requests.cache_get_or_create_with_configuration(rid, config, version),
+                Op.CACHE_GET_OR_CREATE_WITH_CONFIGURATION,
+            )
         return self.cache(name)
 
     def destroy_cache(self, name: str) -> None:
@@ -557,8 +604,7 @@ class IgniteClient:
         try:
             self.request(lambda rid: requests.cache_destroy(rid, cid), Op.CACHE_DESTROY)
         except ServerError as exc:
-            raise CacheNotFoundError(f"cannot destroy cache {name!r}: {exc}", status=exc.status,
-                                     op=exc.op) from None
+            raise CacheNotFoundError(f"cannot destroy cache {name!r}: {exc}", status=exc.status, op=exc.op) from None
 
     # -------------------------------------------------------------- partitions
     def partition_map(self, cache_name: str, *, refresh: bool = False) -> PartitionMap:
@@ -570,8 +616,9 @@ class IgniteClient:
         conn = self.default_connection
         features = conn.features
         try:
-            body = self.request(lambda rid: requests.cache_partitions(rid, [cid], features=features),
-                                Op.CACHE_PARTITIONS)
+            body = self.request(
+                lambda rid: requests.cache_partitions(rid, [cid], features=features), Op.CACHE_PARTITIONS
+            )
         except ServerError as exc:
             raise CacheNotFoundError(
                 f"cannot read the partitions of cache {cache_name!r}: {exc}", status=exc.status, op=exc.op
@@ -582,8 +629,9 @@ class IgniteClient:
             pmap = PartitionMap(cid, 0, (), answer.topology_version, applicable=False)
         else:
             nodes = tuple(group.partition_to_node())
-            pmap = PartitionMap(cid, len(nodes), nodes, answer.topology_version,
-                                default_affinity=group.default_affinity)
+            pmap = PartitionMap(
+                cid, len(nodes), nodes, answer.topology_version, default_affinity=group.default_affinity
+            )
         with self._lock:
             if answer.topology_version > self._affinity_version:
                 self._affinity_version = answer.topology_version
@@ -642,10 +690,19 @@ class IgniteClient:
 
     def stats(self) -> ClientStats:
         """A snapshot of every open connection: its node, requests (per op code) and bytes each way."""
-        return ClientStats(tuple(
-            ConnectionStats(c.handshake.node_id if c.handshake is not None else None, c.address, c.requests_sent,
-                            c.bytes_sent, c.bytes_received, dict(c.op_counts))
-            for c in self.connections()))
+        return ClientStats(
+            tuple(
+                ConnectionStats(
+                    c.handshake.node_id if c.handshake is not None else None,
+                    c.address,
+                    c.requests_sent,
+                    c.bytes_sent,
+                    c.bytes_received,
+                    dict(c.op_counts),
+                )
+                for c in self.connections()
+            )
+        )
 
     @property
     def closed(self) -> bool:
@@ -671,4 +728,3 @@ class IgniteClient:
     def __repr__(self) -> str:
         seeds = ",".join(f"{h}:{p}" for h, p in self.seeds)
         return f"<IgniteClient {seeds} connections={len(self.connections())}>"
-

@@ -74,8 +74,10 @@ _STOPPED_HINT = (
 
 
 def _request_timeout(address: str, timeout: float) -> str:
-    return (f"no answer from {address} within {timeout}s (timeout; the connection was closed). Check the "
-            "node, or raise timeout=... for requests that legitimately take longer")
+    return (
+        f"no answer from {address} within {timeout}s (timeout; the connection was closed). Check the "
+        "node, or raise timeout=... for requests that legitimately take longer"
+    )
 
 
 @dataclass(frozen=True)
@@ -154,8 +156,9 @@ class Connection(DirectAnswers, Notifications):
         #: Requests sent per op code (routing is asserted from these in tests).
         self.op_counts: collections.Counter[int] = collections.Counter()
         #: The receive buffer and frame splitter (the same class the fuzzers drive).
-        self.reader = FrameReader(self._recv_into, max_frame=self.settings.max_frame, peer=self.address,
-                                  on_corrupt=self.close)
+        self.reader = FrameReader(
+            self._recv_into, max_frame=self.settings.max_frame, peer=self.address, on_corrupt=self.close
+        )
         self._connect()
 
     @property
@@ -174,8 +177,11 @@ class Connection(DirectAnswers, Notifications):
                 address=self.address,
             ) from None
         except OSError as exc:
-            hint = (_STOPPED_HINT if self._answered_before() else
-                    "Is a node running there with its client connector on this port?")
+            hint = (
+                _STOPPED_HINT
+                if self._answered_before()
+                else "Is a node running there with its client connector on this port?"
+            )
             raise IgniteConnectionError(
                 f"cannot connect to Ignite at {self.address}: {exc.strerror or exc}. {hint}",
                 address=self.address,
@@ -240,18 +246,24 @@ class Connection(DirectAnswers, Notifications):
                     # Under TLS 1.3 a node checks the client certificate after the TLS
                     # handshake and, refusing it (or its absence), just closes the connection.
                     if s.options.certfile:
-                        cause = (f"the node probably refused the client certificate {s.options.certfile!r}: "
-                                 "it must be signed by a CA in the node's truststore and not expired")
+                        cause = (
+                            f"the node probably refused the client certificate {s.options.certfile!r}: "
+                            "it must be signed by a CA in the node's truststore and not expired"
+                        )
                     else:
-                        cause = ("the node probably requires a client certificate: pass certfile=... and "
-                                 "keyfile=... (and cert_password=... for an encrypted key)")
+                        cause = (
+                            "the node probably requires a client certificate: pass certfile=... and "
+                            "keyfile=... (and cert_password=... for an encrypted key)"
+                        )
                     raise TLSError(
-                        f"{self.address} closed the TLS connection before the thin-client handshake "
-                        f"({exc}); {cause}",
+                        f"{self.address} closed the TLS connection before the thin-client handshake ({exc}); {cause}",
                         address=self.address,
                     ) from None
-                hint = (_STOPPED_HINT if self._answered_before() else
-                        "If the node's client connector uses TLS, pass cafile=... (or certfile) to enable TLS.")
+                hint = (
+                    _STOPPED_HINT
+                    if self._answered_before()
+                    else "If the node's client connector uses TLS, pass cafile=... (or certfile) to enable TLS."
+                )
                 raise HandshakeError(
                     f"{self.address} closed the connection during the thin-client handshake ({exc}). {hint}",
                     address=self.address,
@@ -311,8 +323,9 @@ class Connection(DirectAnswers, Notifications):
             self.close()
             raise self._send_timeout() from None
         except OSError as exc:
-            raise IgniteConnectionError(f"connection to {self.address} lost while sending: {exc}",
-                                        address=self.address) from None
+            raise IgniteConnectionError(
+                f"connection to {self.address} lost while sending: {exc}", address=self.address
+            ) from None
 
     def _sendall_parts(self, head: bytes | bytearray | memoryview, payload: memoryview) -> None:
         """Send ``head`` then ``payload`` as one stream write where the socket allows it.
@@ -354,8 +367,9 @@ class Connection(DirectAnswers, Notifications):
             self.close()
             error = self._send_timeout()
         except OSError as exc:
-            error = IgniteConnectionError(f"connection to {self.address} lost while sending: {exc}",
-                                          address=self.address)
+            error = IgniteConnectionError(
+                f"connection to {self.address} lost while sending: {exc}", address=self.address
+            )
         finally:
             for part in parts or ():
                 part.release()
@@ -390,8 +404,7 @@ class Connection(DirectAnswers, Notifications):
                 self.close()
                 raise tls_error(exc, self.address, self.host, stage="connection") from None
             except OSError as exc:
-                raise IgniteConnectionError(f"connection to {self.address} lost: {exc}",
-                                            address=self.address) from None
+                raise IgniteConnectionError(f"connection to {self.address} lost: {exc}", address=self.address) from None
         if k == 0:
             raise IgniteConnectionError(f"{self.address} closed the connection", address=self.address)
         return k
@@ -417,9 +430,11 @@ class Connection(DirectAnswers, Notifications):
         if self._heartbeats_on():
             if silent < s.idle_timeout - 1e-3:
                 return None
-            return (f"{self.address} sent nothing for {silent:g}s, not even the answer to a heartbeat "
-                    f"(idle_timeout={s.idle_timeout:g}): the node is frozen or its host unreachable; "
-                    "the connection was closed. Check the node and the network to it")
+            return (
+                f"{self.address} sent nothing for {silent:g}s, not even the answer to a heartbeat "
+                f"(idle_timeout={s.idle_timeout:g}): the node is frozen or its host unreachable; "
+                "the connection was closed. Check the node and the network to it"
+            )
         if silent < s.timeout - 1e-3:
             return None
         return _request_timeout(self.address, s.timeout)
@@ -466,7 +481,8 @@ class Connection(DirectAnswers, Notifications):
         return ConnectionTimeoutError(
             f"sending to {self.address} made no progress for {self.settings.idle_timeout:g}s (idle_timeout): "
             "the node is frozen or its host unreachable; the connection was closed",
-            address=self.address)
+            address=self.address,
+        )
 
     # ----------------------------------------------------------------- requests
     def send(self, encode: FrameEncoder) -> int:
@@ -614,7 +630,7 @@ class Connection(DirectAnswers, Notifications):
             error = framing.server_error(header.status, header.message, op)
             error.args = (f"{error.args[0]} [node {self.address}]",)
             raise error
-        return frame[header.body_offset:]
+        return frame[header.body_offset :]
 
     def _response_id(self, frame: memoryview) -> int:
         if len(frame) < 8:
@@ -657,10 +673,14 @@ def probe(
     *,
     timeout: float = 5.0,
     # The fields of ConnectionOptions, grouped: credentials; TLS files; TLS checks.
-    username: str | None = None, password: str | None = None,
-    cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None,
+    username: str | None = None,
+    password: str | None = None,
+    cafile: str | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
     cert_password: str | None = None,
-    insecure_skip_verify: bool = False, server_hostname: str | None = None,
+    insecure_skip_verify: bool = False,
+    server_hostname: str | None = None,
     insecure_skip_hostname_verification: bool = False,
 ) -> framing.HandshakeResponse:
     """Connect, handshake and disconnect: raises a typed error when that fails.
@@ -668,10 +688,19 @@ def probe(
     TLS is on by the rule of :class:`~.options.ConnectionOptions` (any TLS option set).
     """
     options = ConnectionOptions(
-        host=host, port=port, username=username, password=password, cafile=cafile, certfile=certfile,
-        keyfile=keyfile, cert_password=cert_password, server_hostname=server_hostname,
+        host=host,
+        port=port,
+        username=username,
+        password=password,
+        cafile=cafile,
+        certfile=certfile,
+        keyfile=keyfile,
+        cert_password=cert_password,
+        server_hostname=server_hostname,
         insecure_skip_verify=insecure_skip_verify,
-        insecure_skip_hostname_verification=insecure_skip_hostname_verification, timeout=timeout)
+        insecure_skip_hostname_verification=insecure_skip_hostname_verification,
+        timeout=timeout,
+    )
     with Connection(host, port, ConnectionSettings(options, connect_timeout=timeout)) as conn:
         assert conn.handshake is not None
         return conn.handshake

@@ -109,8 +109,15 @@ def _close_cursor(conn: Connection, cursor_id: int) -> None:
 class _ReadAhead:
     """A thread fetching a cursor's pages after the first while the caller works on earlier ones."""
 
-    def __init__(self, conn: Connection, cursor_id: int, next_page: Callable[[int, int], bytes], next_op: int,
-                 decode_next: Callable[[memoryview], Any], limit: int) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        cursor_id: int,
+        next_page: Callable[[int, int], bytes],
+        next_op: int,
+        decode_next: Callable[[memoryview], Any],
+        limit: int,
+    ) -> None:
         self._conn = conn
         self._cursor_id = cursor_id
         self._next_page = next_page

@@ -67,8 +67,10 @@ def register_credentials(name: str, provider: Callable[[], Mapping[str, Any]] | 
 
 def check_name(name: str) -> None:
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
-        raise ConfigurationError(f"credentials source name {name!r}: use letters, digits and '_' "
-                                 "(it becomes part of environment variable names)")
+        raise ConfigurationError(
+            f"credentials source name {name!r}: use letters, digits and '_' "
+            "(it becomes part of environment variable names)"
+        )
 
 
 def describe_connection(client: IgniteClient, credentials: str | None) -> dict[str, Any]:
@@ -125,8 +127,10 @@ def _credentials(conn: Mapping[str, Any]) -> dict[str, Any]:
             given = dict(provider())
             unknown = set(given) - set(CREDENTIAL_FIELDS)
             if unknown:
-                raise ConfigurationError(f"credentials source {source!r} returned unknown settings "
-                                         f"{sorted(unknown)}; expected some of {list(CREDENTIAL_FIELDS)}")
+                raise ConfigurationError(
+                    f"credentials source {source!r} returned unknown settings "
+                    f"{sorted(unknown)}; expected some of {list(CREDENTIAL_FIELDS)}"
+                )
             return given
         env = connection_env(prefixes=(_env_name(source, ""),))
     else:
@@ -141,10 +145,14 @@ def connect_described(conn: Mapping[str, Any], what: str) -> IgniteClient:
     # The process that built the dataset (or any process that built one like it) already
     # holds a client with the credentials: use it.
     for options in pooled_options():
-        if ((options.host, options.port) == (host, port) and options.username == public["username"]
-                and options.cafile == public["cafile"] and options.server_hostname == public["server_hostname"]
-                and (options.password is not None) == conn["password"]
-                and bool(options.certfile) == conn["client_cert"]):
+        if (
+            (options.host, options.port) == (host, port)
+            and options.username == public["username"]
+            and options.cafile == public["cafile"]
+            and options.server_hostname == public["server_hostname"]
+            and (options.password is not None) == conn["password"]
+            and bool(options.certfile) == conn["client_cert"]
+        ):
             return options.connect()
     return described_options(conn, what).connect()
 
@@ -158,7 +166,9 @@ def _public_settings(conn: Mapping[str, Any]) -> tuple[str, int, dict[str, Any]]
     env = {k: v for k, v in connection_env().items() if k not in CREDENTIAL_FIELDS}
     host, port = env.pop("host", host), env.pop("port", port)
     public = dict(
-        username=conn["username"], cafile=conn["cafile"], server_hostname=conn["server_hostname"],
+        username=conn["username"],
+        cafile=conn["cafile"],
+        server_hostname=conn["server_hostname"],
         insecure_skip_verify=conn["insecure_skip_verify"],
         insecure_skip_hostname_verification=conn["insecure_skip_hostname_verification"],
         timeout=float(conn["timeout"]),
@@ -183,22 +193,34 @@ def described_options(conn: Mapping[str, Any], what: str) -> ConnectionOptions:
     if conn["password"] and given.get("password") is None:
         missing.append(_env_name(source, "password") + f" (the password of Ignite user {username!r})")
     if conn["client_cert"] and not (given.get("certfile") and given.get("keyfile")):
-        missing.append(f"{_env_name(source, 'certfile')} and {_env_name(source, 'keyfile')} (the client "
-                       "certificate and its key, PEM files on this machine)")
+        missing.append(
+            f"{_env_name(source, 'certfile')} and {_env_name(source, 'keyfile')} (the client "
+            "certificate and its key, PEM files on this machine)"
+        )
     if conn["key_password"] and given.get("cert_password") is None:
         missing.append(_env_name(source, "cert_password") + " (the password of the client key)")
     if missing:
-        how = (f" or register a provider: tensorflow_ignite.data.register_credentials({source!r}, ...)"
-               if source else "")
+        how = f" or register a provider: tensorflow_ignite.data.register_credentials({source!r}, ...)" if source else ""
         raise ConfigurationError(
             f"{what} needs credentials in this process (pid {os.getpid()}), which its description does not "
-            f"carry: set {'; '.join(missing)}{how}")
+            f"carry: set {'; '.join(missing)}{how}"
+        )
     if username is None or password is None:
         username = password = None
-    return ConnectionOptions(**{
-        **public, "host": host, "port": port, "fallbacks": tuple(endpoints[1:]), "username": username,
-        "password": password, "cafile": given.get("cafile", conn["cafile"]), "certfile": given.get("certfile"),
-        "keyfile": given.get("keyfile"), "cert_password": given.get("cert_password")})
+    return ConnectionOptions(
+        **{
+            **public,
+            "host": host,
+            "port": port,
+            "fallbacks": tuple(endpoints[1:]),
+            "username": username,
+            "password": password,
+            "cafile": given.get("cafile", conn["cafile"]),
+            "certfile": given.get("certfile"),
+            "keyfile": given.get("keyfile"),
+            "cert_password": given.get("cert_password"),
+        }
+    )
 
 
 def dump_description(d: Mapping[str, Any]) -> str:

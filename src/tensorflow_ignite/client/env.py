@@ -49,10 +49,20 @@ FS_PREFIX = "IGNITE_FS_"
 
 #: ``ConnectionOptions`` field -> how its variable's text becomes a value.
 _PARSERS: dict[str, str] = {
-    "host": "str", "port": "port", "username": "str", "password": "str", "cafile": "str", "certfile": "str",
-    "keyfile": "str", "cert_password": "str", "server_hostname": "str", "insecure_skip_verify": "flag",
-    "insecure_skip_hostname_verification": "flag", "timeout": "seconds",
-    "connect_timeout": "seconds", "idle_timeout": "seconds",
+    "host": "str",
+    "port": "port",
+    "username": "str",
+    "password": "str",
+    "cafile": "str",
+    "certfile": "str",
+    "keyfile": "str",
+    "cert_password": "str",
+    "server_hostname": "str",
+    "insecure_skip_verify": "flag",
+    "insecure_skip_hostname_verification": "flag",
+    "timeout": "seconds",
+    "connect_timeout": "seconds",
+    "idle_timeout": "seconds",
 }
 #: The ``ConnectionOptions`` fields a variable sets (``<PREFIX><FIELD upper-cased>``).
 CONNECTION_VARIABLES: tuple[str, ...] = tuple(_PARSERS)
@@ -98,8 +108,9 @@ def _parse(kind: str, name: str, text: str) -> Any:
     return text
 
 
-def connection_env(environ: Mapping[str, str] | None = None,
-                   prefixes: Sequence[str] = (DATASET_PREFIX,)) -> dict[str, Any]:
+def connection_env(
+    environ: Mapping[str, str] | None = None, prefixes: Sequence[str] = (DATASET_PREFIX,)
+) -> dict[str, Any]:
     """The ``ConnectionOptions`` fields the variables set, typed; the first prefix that sets a field wins."""
     env = os.environ if environ is None else environ
     out: dict[str, Any] = {}

@@ -78,7 +78,8 @@ class Notifications:
                     raise NotificationOverflowError(
                         f"{self.address}: more than {self._notification_limit} unread notification frames for "
                         f"resource {resource_id}; they were dropped: the reader fell behind the node",
-                        address=self.address)
+                        address=self.address,
+                    )
                 queue = self._notifications.get(resource_id)
                 frame = queue.popleft() if queue else None
             if frame is not None:

@@ -95,7 +95,9 @@ class ConnectionOptions:
                 raise ConfigurationError(f"{name}={value!r}: a timeout is a positive number of seconds")
 
     @classmethod
-    def from_address(cls, address: str | Sequence[str], port: int = DEFAULT_PORT, **options: Any) -> "ConnectionOptions":
+    def from_address(
+        cls, address: str | Sequence[str], port: int = DEFAULT_PORT, **options: Any
+    ) -> "ConnectionOptions":
         """Options for ``"host"``, ``"host:port"`` or ``"h1:p1,h2:p2"`` (the first is dialled first)."""
         from .client import parse_addresses
 
@@ -104,8 +106,9 @@ class ConnectionOptions:
         return cls(host=host, port=first, fallbacks=tuple(format_endpoint(h, p) for h, p in rest), **options)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, *, prefixes: Sequence[str] = (DATASET_PREFIX,),
-                 **given: Any) -> "ConnectionOptions":
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, prefixes: Sequence[str] = (DATASET_PREFIX,), **given: Any
+    ) -> "ConnectionOptions":
         """Options from ``given`` (fields) with every ``IGNITE_DATASET_*`` variable that is set applied over
         them (:mod:`.env`; ``prefixes`` name more families, the first that sets a field wins).
 
@@ -114,15 +117,17 @@ class ConnectionOptions:
         """
         return cls(**given).with_env(environ, prefixes=prefixes)
 
-    def with_env(self, environ: Mapping[str, str] | None = None, *,
-                 prefixes: Sequence[str] = (DATASET_PREFIX,)) -> "ConnectionOptions":
+    def with_env(
+        self, environ: Mapping[str, str] | None = None, *, prefixes: Sequence[str] = (DATASET_PREFIX,)
+    ) -> "ConnectionOptions":
         """These options with every ``IGNITE_DATASET_*`` variable that is set applied (see :meth:`from_env`)."""
         env = connection_env(environ, prefixes)
         return replace(self, **env) if env else self
 
     def __repr__(self) -> str:
-        return (f"ConnectionOptions(host={self.host!r}, port={self.port}, username={self.username!r}, "
-                f"tls={self.uses_tls})")
+        return (
+            f"ConnectionOptions(host={self.host!r}, port={self.port}, username={self.username!r}, tls={self.uses_tls})"
+        )
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -132,8 +137,13 @@ class ConnectionOptions:
     @property
     def uses_tls(self) -> bool:
         """True when any TLS option is set (TLS is then on for every node)."""
-        return bool(self.cafile or self.certfile or self.insecure_skip_verify or self.server_hostname
-                    or self.insecure_skip_hostname_verification)
+        return bool(
+            self.cafile
+            or self.certfile
+            or self.insecure_skip_verify
+            or self.server_hostname
+            or self.insecure_skip_hostname_verification
+        )
 
     def tls_hostname(self, host: str) -> str:
         """The name a node's certificate is checked against when dialling ``host``."""

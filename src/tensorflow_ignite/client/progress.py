@@ -102,7 +102,7 @@ def row_identities(rows: memoryview, row_count: int) -> np.ndarray:
     if ints.any():
         ids[ints] = C.take(buf, keys[ints] + 1, "<i4")
     for i in np.flatnonzero(~(longs | ints)).tolist():
-        digest = hashlib.blake2b(rows[int(keys[i]):int(values[i])], digest_size=8).digest()
+        digest = hashlib.blake2b(rows[int(keys[i]) : int(values[i])], digest_size=8).digest()
         ids[i] = int.from_bytes(digest, "little", signed=True)
     return ids
 
@@ -128,7 +128,9 @@ class ResumeState:
     def encode(self) -> bytes:
         parts = sorted(self.partial)
         fields: dict[str, object] = {
-            "v": 1, "plan": self.plan, "done": format_ranges(self.done),
+            "v": 1,
+            "plan": self.plan,
+            "done": format_ranges(self.done),
             "partial": [[p, len(self.partial[p])] for p in parts],
         }
         if self.epoch is not None:
@@ -149,14 +151,14 @@ class ResumeState:
                 raise ValueError("not an IgniteDataset iterator state")
             (size,) = _HEADER.unpack_from(data, len(_MAGIC))
             start = len(_MAGIC) + _HEADER.size
-            header = json.loads(data[start:start + size])
+            header = json.loads(data[start : start + size])
             if header.get("v") != 1:
                 raise ValueError(f"state version {header.get('v')!r} is not supported by this version")
-            body = np.frombuffer(zlib.decompress(data[start + size:]), "<i8")
+            body = np.frombuffer(zlib.decompress(data[start + size :]), "<i8")
             partial: dict[int, np.ndarray] = {}
             pos = 0
             for p, count in header["partial"]:
-                deltas = body[pos:pos + count]
+                deltas = body[pos : pos + count]
                 if len(deltas) != count:
                     raise ValueError("truncated identities")
                 partial[int(p)] = np.cumsum(deltas, dtype=np.int64)
@@ -165,8 +167,10 @@ class ResumeState:
             epoch = header.get("epoch")
             return cls(str(header["plan"]), done, partial, None if epoch is None else int(epoch))
         except (ValueError, KeyError, TypeError, struct.error, zlib.error, ConfigurationError) as exc:
-            raise ConfigurationError(f"{what} cannot be read ({exc}); it was not written by an IgniteDataset "
-                                     "iterator of a compatible version") from None
+            raise ConfigurationError(
+                f"{what} cannot be read ({exc}); it was not written by an IgniteDataset "
+                "iterator of a compatible version"
+            ) from None
 
 
 class _Page:
@@ -174,21 +178,33 @@ class _Page:
 
     __slots__ = ("start", "n", "partition", "rows", "parts", "ids")
 
-    def __init__(self, start: int, n: int, partition: int, rows: memoryview | None,
-                 parts: np.ndarray | None, ids: np.ndarray | None) -> None:
+    def __init__(
+        self,
+        start: int,
+        n: int,
+        partition: int,
+        rows: memoryview | None,
+        parts: np.ndarray | None,
+        ids: np.ndarray | None,
+    ) -> None:
         self.start = start
         self.n = n
         self.partition = partition  # -1: rows of several partitions (``parts``)
-        self.rows = rows            # raw page rows (identities computed when a state is taken)
-        self.parts = parts          # partition of each row (node scans)
-        self.ids = ids              # identity of each row (node scans)
+        self.rows = rows  # raw page rows (identities computed when a state is taken)
+        self.parts = parts  # partition of each row (node scans)
+        self.ids = ids  # identity of each row (node scans)
 
 
 class ReadProgress:
     """The ledger of one read (one iterator): see the module docstring."""
 
-    def __init__(self, plan: str, resume: ResumeState | None = None,
-                 trust: Callable[[set[int]], set[int]] | None = None, epoch: int | None = None) -> None:
+    def __init__(
+        self,
+        plan: str,
+        resume: ResumeState | None = None,
+        trust: Callable[[set[int]], set[int]] | None = None,
+        epoch: int | None = None,
+    ) -> None:
         self.plan = plan
         #: The shuffled epoch being read (saved with the state), None when unshuffled.
         self.epoch = epoch

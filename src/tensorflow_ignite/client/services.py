@@ -42,6 +42,7 @@ def invoke_service(client: IgniteClient, service: str, method: str, args: Sequen
     features = client.default_connection.features
     body = client.request(
         lambda rid: requests.service_invoke(rid, service, method, args, features=features),
-        Op.SERVICE_INVOKE, retry=False,
+        Op.SERVICE_INVOKE,
+        retry=False,
     )
     return plain(responses.decode_object(body, client.decoder()))

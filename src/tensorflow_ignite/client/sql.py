@@ -63,16 +63,29 @@ class SqlCursor:
 
     def pages(self) -> Iterator[SqlPage]:
         """Stream raw pages; ``column_names`` is set once the first page arrived."""
-        conn = (self.client.connection_for_node(self.node_id) if self.node_id is not None
-                else self.client.default_connection)
+        conn = (
+            self.client.connection_for_node(self.node_id)
+            if self.node_id is not None
+            else self.client.default_connection
+        )
         features = conn.features
 
         def first(rid: int) -> bytes:
             return requests.query_sql_fields(
-                rid, self.cache_id, self.query, self.args, schema=self.schema, page_size=self.page_size,
-                max_rows=self.max_rows, local=self.local, distributed_joins=self.distributed_joins,
-                lazy=self.lazy, timeout_ms=self.timeout_ms, include_field_names=True,
-                partitions=self.partitions, features=features,
+                rid,
+                self.cache_id,
+                self.query,
+                self.args,
+                schema=self.schema,
+                page_size=self.page_size,
+                max_rows=self.max_rows,
+                local=self.local,
+                distributed_joins=self.distributed_joins,
+                lazy=self.lazy,
+                timeout_ms=self.timeout_ms,
+                include_field_names=True,
+                partitions=self.partitions,
+                features=features,
             )
 
         body = conn.request(first, Op.QUERY_SQL_FIELDS)
@@ -80,7 +93,11 @@ class SqlCursor:
         self.column_names = page.column_names
         columns = page.column_count
         yield from stream_pages(
-            conn, body, page.cursor_id, lambda _b: page, requests.query_sql_fields_cursor_get_page,
+            conn,
+            body,
+            page.cursor_id,
+            lambda _b: page,
+            requests.query_sql_fields_cursor_get_page,
             Op.QUERY_SQL_FIELDS_CURSOR_GET_PAGE,
             lambda b: responses.decode_sql_fields_page(b, first=False, column_count=columns),
         )

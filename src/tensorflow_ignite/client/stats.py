@@ -53,9 +53,14 @@ class ClientStats:
                 continue
             ops = Counter(prev.ops)
             ops.update(c.ops)
-            out[c.node_id] = ConnectionStats(c.node_id, f"{prev.address},{c.address}", prev.requests + c.requests,
-                                             prev.bytes_sent + c.bytes_sent, prev.bytes_received + c.bytes_received,
-                                             dict(ops))
+            out[c.node_id] = ConnectionStats(
+                c.node_id,
+                f"{prev.address},{c.address}",
+                prev.requests + c.requests,
+                prev.bytes_sent + c.bytes_sent,
+                prev.bytes_received + c.bytes_received,
+                dict(ops),
+            )
         return out
 
     def requests(self, op: int) -> dict[_uuid.UUID | None, int]:

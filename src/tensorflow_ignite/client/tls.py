@@ -72,7 +72,8 @@ def ssl_context(options: "ConnectionOptions") -> ssl.SSLContext:
 
         try:
             ctx.load_cert_chain(
-                options.certfile, options.keyfile or None,
+                options.certfile,
+                options.keyfile or None,
                 password=options.cert_password.encode() if options.cert_password else no_password,
             )
         except (OSError, ssl.SSLError) as exc:
@@ -117,14 +118,26 @@ def tls_error(exc: BaseException, address: str, hostname: str, *, stage: str = "
         hint = ""
         if "WRONG_VERSION_NUMBER" in text or "record layer" in text or "PACKET_LENGTH_TOO_LONG" in text:
             hint = " The node does not seem to speak TLS on this port (plaintext client connector?)."
-        elif any(alert in text for alert in ("CERTIFICATE_REQUIRED", "HANDSHAKE_FAILURE", "BAD_CERTIFICATE",
-                                               "UNKNOWN_CA", "CERTIFICATE_UNKNOWN")):
-            hint = (" The node may require a client certificate signed by a CA it trusts: pass "
-                    "certfile=... and keyfile=... (and cert_password=... for an encrypted key)")
+        elif any(
+            alert in text
+            for alert in (
+                "CERTIFICATE_REQUIRED",
+                "HANDSHAKE_FAILURE",
+                "BAD_CERTIFICATE",
+                "UNKNOWN_CA",
+                "CERTIFICATE_UNKNOWN",
+            )
+        ):
+            hint = (
+                " The node may require a client certificate signed by a CA it trusts: pass "
+                "certfile=... and keyfile=... (and cert_password=... for an encrypted key)"
+            )
         elif isinstance(exc, ssl.SSLEOFError) or "EOF" in text:
             # The node closed the TLS connection: how a refused client certificate looks when its
             # alert loses the race with the close.
-            hint = (" The node closed the connection; it may require a client certificate signed by a CA it "
-                    "trusts: pass certfile=... and keyfile=... (and cert_password=... for an encrypted key)")
+            hint = (
+                " The node closed the connection; it may require a client certificate signed by a CA it "
+                "trusts: pass certfile=... and keyfile=... (and cert_password=... for an encrypted key)"
+            )
         return TLSError(f"TLS {stage} with {address} failed: {exc.reason or exc}.{hint}", address=address)
     return TLSError(f"TLS {stage} with {address} failed: {exc}", address=address)

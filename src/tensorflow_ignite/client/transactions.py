@@ -38,6 +38,7 @@ __all__ = ["Transaction", "TransactionConflictError", "TxConcurrency", "TxIsolat
 
 log = logging.getLogger(__name__)
 
+
 class Transaction:
     """One thin-client transaction on one connection.
 
@@ -78,9 +79,7 @@ class Transaction:
 
     def get(self, cache: "Cache", key: Any) -> Any:
         """The value of ``key`` as seen by this transaction (None when absent)."""
-        body = self._request(
-            lambda rid: requests.cache_get(rid, cache.cache_id, key, opts=self._opts), Op.CACHE_GET
-        )
+        body = self._request(lambda rid: requests.cache_get(rid, cache.cache_id, key, opts=self._opts), Op.CACHE_GET)
         return responses.decode_object(body, self.client.decoder())
 
     def get_all(self, cache: "Cache", keys: Iterable[Any]) -> dict[Any, Any]:

@@ -25,5 +25,12 @@ if TYPE_CHECKING:
 
 __all__ = ["BackupAndRestore", "FollowDataset", "FollowStats", "register_credentials"]
 
-__getattr__ = lazy_getattr(__name__, {"BackupAndRestore": ".backup", "FollowDataset": ".follow_dataset",
-                                      "FollowStats": ".follow", "register_credentials": ".portable"})
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        "BackupAndRestore": ".backup",
+        "FollowDataset": ".follow_dataset",
+        "FollowStats": ".follow",
+        "register_credentials": ".portable",
+    },
+)

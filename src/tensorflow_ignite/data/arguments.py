@@ -30,8 +30,7 @@ from ..errors import ConfigurationError
 __all__ = ["TENSOR_ARGUMENTS", "split", "static_string", "apply"]
 
 #: The arguments that may be tensors known only when the dataset runs, and their kind.
-TENSOR_ARGUMENTS: dict[str, str] = {"host": "string", "port": "int", "local": "bool", "part": "int",
-                                    "page_size": "int"}
+TENSOR_ARGUMENTS: dict[str, str] = {"host": "string", "port": "int", "local": "bool", "part": "int", "page_size": "int"}
 
 
 def _is_tensor(value: Any) -> bool:
@@ -51,8 +50,10 @@ def _checked(name: str, kind: str, tensor: Any) -> Any:
         raise TypeError(f"IgniteDataset argument {name!r}: a tensor of {want} expected, got {dtype.name}")
     shape = tensor.shape
     if shape.rank is not None and shape.rank != 0:
-        raise ConfigurationError(f"IgniteDataset argument {name!r} must be a scalar, got a tensor of shape "
-                                 f"{shape}; build one dataset per value (e.g. with Dataset.interleave)")
+        raise ConfigurationError(
+            f"IgniteDataset argument {name!r} must be a scalar, got a tensor of shape "
+            f"{shape}; build one dataset per value (e.g. with Dataset.interleave)"
+        )
     return tf.cast(tensor, tf.int64) if kind == "int" and dtype != tf.int64 else tensor
 
 
@@ -102,7 +103,8 @@ def static_string(name: str, value: Any) -> Any:
         raise ConfigurationError(
             f"IgniteDataset argument {name!r} is a tensor whose value is known only when the dataset runs; "
             "the cache's schema, which decides the dataset's element structure, is read when the dataset is "
-            "built: pass the cache name as a Python string or a constant")
+            "built: pass the cache name as a Python string or a constant"
+        )
     return _python("string", known)
 
 
@@ -122,8 +124,10 @@ def apply(description: Mapping[str, Any], values: tuple[Any, ...]) -> dict[str, 
     names = list(spec["names"])
     cache = d.get("cache")
     if len(values) != len(names):
-        raise ConfigurationError(f"IgniteDataset over cache {cache!r} was described with the arguments {names}, "
-                                 f"but its op gave {len(values)} values")
+        raise ConfigurationError(
+            f"IgniteDataset over cache {cache!r} was described with the arguments {names}, "
+            f"but its op gave {len(values)} values"
+        )
     given = {n: _python(TENSOR_ARGUMENTS[n], v) for n, v in zip(names, values)}
     if "host" in given or "port" in given:
         port = int(given.get("port", spec["port"]))
@@ -132,16 +136,20 @@ def apply(description: Mapping[str, Any], values: tuple[Any, ...]) -> dict[str, 
         else:
             host = spec["host"]
         if not host or not 0 < port < 65536:
-            raise ConfigurationError(f"IgniteDataset over cache {cache!r}: no node at {host!r} port {port} "
-                                     "(the host and port given as tensors)")
+            raise ConfigurationError(
+                f"IgniteDataset over cache {cache!r}: no node at {host!r} port {port} "
+                "(the host and port given as tensors)"
+            )
         first = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         connection = dict(d["connection"])
         connection["endpoints"] = [first, *(e for e in connection["endpoints"] if e != first)]
         d["connection"] = connection
     if "page_size" in given:
         if given["page_size"] <= 0:
-            raise ConfigurationError(f"IgniteDataset over cache {cache!r}: page_size must be positive, got "
-                                     f"{given['page_size']} (the tensor's value)")
+            raise ConfigurationError(
+                f"IgniteDataset over cache {cache!r}: page_size must be positive, got "
+                f"{given['page_size']} (the tensor's value)"
+            )
         d["page_size"] = given["page_size"]
     part, local = int(given.get("part", spec.get("part", -1))), bool(given.get("local", spec.get("local", False)))
     if ("part" in given or "local" in given) and (part >= 0 or local):
@@ -152,8 +160,9 @@ def apply(description: Mapping[str, Any], values: tuple[Any, ...]) -> dict[str, 
             from .env import parse_partition_list
 
             parts = described if isinstance(described, list) else parse_partition_list(described, name="plan")
-        tasks = PartitionPlan.build(partitions=int(plan["count"]) or 1024, part=part, parts=parts, local=local,
-                                    cache_name=str(cache)).tasks
+        tasks = PartitionPlan.build(
+            partitions=int(plan["count"]) or 1024, part=part, parts=parts, local=local, cache_name=str(cache)
+        ).tasks
         plan.update(partitions=[t.partition for t in tasks], local=local, node_scans=False)
         d["plan"] = plan
     return d

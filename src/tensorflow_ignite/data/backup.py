@@ -62,10 +62,16 @@ class BackupAndRestore(keras.callbacks.BackupAndRestore):
     path.  Train on :meth:`dataset`'s result.
     """
 
-    def __init__(self, backup_dir: str, save_freq: str | int = "epoch", double_checkpoint: bool = False,
-                 delete_checkpoint: bool = True) -> None:
-        super().__init__(backup_dir, save_freq=save_freq, double_checkpoint=double_checkpoint,
-                         delete_checkpoint=delete_checkpoint)
+    def __init__(
+        self,
+        backup_dir: str,
+        save_freq: str | int = "epoch",
+        double_checkpoint: bool = False,
+        delete_checkpoint: bool = True,
+    ) -> None:
+        super().__init__(
+            backup_dir, save_freq=save_freq, double_checkpoint=double_checkpoint, delete_checkpoint=delete_checkpoint
+        )
         self._iterator: Any = None
         self._restore_into_next = False
         self._iterator_dir = f"{str(backup_dir).rstrip('/')}/iterator"
@@ -85,8 +91,13 @@ class BackupAndRestore(keras.callbacks.BackupAndRestore):
         ours = _read_json(self._iterator_meta)
         # Keras's backup and ours are written together; restore only the iterator of the very
         # backup Keras restored (same epoch and batch), and only mid-epoch.
-        if keras_meta and ours and ours.get("epoch") == keras_meta.get("epoch") \
-                and ours.get("batch") == keras_meta.get("batch") and ours.get("mid_epoch"):
+        if (
+            keras_meta
+            and ours
+            and ours.get("epoch") == keras_meta.get("epoch")
+            and ours.get("batch") == keras_meta.get("batch")
+            and ours.get("mid_epoch")
+        ):
             self._restore_into_next = True
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
@@ -99,8 +110,7 @@ class BackupAndRestore(keras.callbacks.BackupAndRestore):
         if mid_epoch:
             tf.train.Checkpoint(iterator=self._iterator).write(f"{self._iterator_dir}/ckpt")
         with tf.io.gfile.GFile(self._iterator_meta, "w") as f:
-            f.write(json.dumps({"epoch": self._current_epoch, "batch": self._last_batch_seen,
-                                "mid_epoch": mid_epoch}))
+            f.write(json.dumps({"epoch": self._current_epoch, "batch": self._last_batch_seen, "mid_epoch": mid_epoch}))
 
     # ------------------------------------------------------------ iterators
     def _adopt(self, iterator: Any) -> None:

@@ -205,10 +205,18 @@ class IgniteDataset(tf.data.Dataset):
     ) -> None:
         cache_name = arguments.static_string("cache_name", cache_name)
         given, tensors = arguments.split(dict(host=host, port=port, local=local, part=part, page_size=page_size))
-        params = apply_env_overrides(dict(
-            given, username=username, password=password, certfile=certfile, keyfile=keyfile,
-            cert_password=cert_password, cafile=cafile, parts=parts,
-        ))
+        params = apply_env_overrides(
+            dict(
+                given,
+                username=username,
+                password=password,
+                certfile=certfile,
+                keyfile=keyfile,
+                cert_password=cert_password,
+                cafile=cafile,
+                parts=parts,
+            )
+        )
         # An IGNITE_DATASET_* variable wins over a tensor as over a Python value.
         tensors = {name: t for name, t in tensors.items() if params[name] is None}
         described = _tensor_arguments(cache_name, tensors, given, params, client)
@@ -222,8 +230,10 @@ class IgniteDataset(tf.data.Dataset):
         self.cache_name = cache_name
         self.connection = connection_options(
             {**params, "host": params["host"] or DEFAULT_HOST, "port": params["port"] or DEFAULT_PORT},
-            insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname,
-            insecure_skip_hostname_verification=insecure_skip_hostname_verification, timeout=timeout,
+            insecure_skip_verify=insecure_skip_verify,
+            server_hostname=server_hostname,
+            insecure_skip_hostname_verification=insecure_skip_hostname_verification,
+            timeout=timeout,
         )
         self.client = client if client is not None else self.connection.connect()
 
@@ -236,8 +246,16 @@ class IgniteDataset(tf.data.Dataset):
         if schema is not None:
             self.schema = apply_shapes(schema, shapes, cache_name=cache_name)
         else:
-            self.schema = cache_schema(self.client, cache_name, value_type=value_type, key_type=key_type,
-                                       fields=fields, null_masks=null_masks, decimal_as=decimal_as, shapes=shapes)
+            self.schema = cache_schema(
+                self.client,
+                cache_name,
+                value_type=value_type,
+                key_type=key_type,
+                fields=fields,
+                null_masks=null_masks,
+                decimal_as=decimal_as,
+                shapes=shapes,
+            )
             if not shapes:
                 _suggest_shapes(self.client, cache_name, self.schema)
         pmap = self.client.partition_map(cache_name)
@@ -245,23 +263,39 @@ class IgniteDataset(tf.data.Dataset):
             self.plan = PartitionPlan((ScanTask(-1),))  # replicated cache: one scan
         else:
             self.plan = PartitionPlan.build(
-                partitions=pmap.partitions or 1024, part=params["part"], parts=params.get("parts"),
-                local=bool(params["local"]), cache_name=cache_name,
+                partitions=pmap.partitions or 1024,
+                part=params["part"],
+                parts=params.get("parts"),
+                local=bool(params["local"]),
+                cache_name=cache_name,
             )
         self.batch_size = batch_size
-        self._reader = ScanReader(self.client, cache_name, self.schema, self.plan.tasks,
-                                  PageSizer(params["page_size"], page_bytes))
+        self._reader = ScanReader(
+            self.client, cache_name, self.schema, self.plan.tasks, PageSizer(params["page_size"], page_bytes)
+        )
         if shuffle:
             if num_parallel_reads is not None and num_parallel_reads > 1:
-                raise ConfigurationError(f"IgniteDataset over cache {cache_name!r}: shuffle=True reads with one "
-                                         "reader; leave num_parallel_reads unset")
+                raise ConfigurationError(
+                    f"IgniteDataset over cache {cache_name!r}: shuffle=True reads with one "
+                    "reader; leave num_parallel_reads unset"
+                )
             self._reader.shuffle_seed = int(seed) if seed is not None else secrets.randbits(63)
         elif seed is not None:
             raise ConfigurationError("seed=... orders partitions only with shuffle=True")
         key = self.schema.key
-        if (not shuffle and not per_worker and params.get("parts") is None and params["part"] < 0 and not params["local"] and pmap.applicable
-                and pmap.partitions and self.client.partition_awareness and key is not None
-                and not key.is_object and int(key.type_code) in (TypeCode.LONG, TypeCode.INT)):
+        if (
+            not shuffle
+            and not per_worker
+            and params.get("parts") is None
+            and params["part"] < 0
+            and not params["local"]
+            and pmap.applicable
+            and pmap.partitions
+            and self.client.partition_awareness
+            and key is not None
+            and not key.is_object
+            and int(key.type_code) in (TypeCode.LONG, TypeCode.INT)
+        ):
             # The whole cache with scalar keys: one scan per node (see Cache.scan_nodes).
             self._reader.node_scans = True
             self._reader.partitions = pmap.partitions
@@ -272,21 +306,46 @@ class IgniteDataset(tf.data.Dataset):
         reads = num_parallel_reads or min(len(self.plan), _DEFAULT_READERS)
         pool = self._reader.pool
         description = portable.describe_cache(
-            self.client, cache_name, self.plan.tasks, partitions=self._reader.partitions or pmap.partitions,
-            node_scans=self._reader.node_scans, schema=self.schema, page_size=params["page_size"],
-            page_bytes=page_bytes, batch_size=batch_size, drop_remainder=drop_remainder, credentials=credentials,
-            shuffle_seed=self._reader.shuffle_seed, per_worker=per_worker, arguments=described)
-        self._dataset = _assemble(self._reader.worker_batches, self._reader.run, len(self.plan), self.schema, reads,
-                                  batch_size, drop_remainder,
-                                  allocate=lambda shape, dtype: aligned_empty(shape, dtype, pool),
-                                  description=description,
-                                  splits=len(self.plan) if self._reader.splittable and not tensors else 0,
-                                  arguments=list(tensors.values()))
-        share = (params.get("parts") is not None or params["part"] >= 0 or bool(params["local"]) or per_worker
-                 or "part" in tensors or "local" in tensors)
+            self.client,
+            cache_name,
+            self.plan.tasks,
+            partitions=self._reader.partitions or pmap.partitions,
+            node_scans=self._reader.node_scans,
+            schema=self.schema,
+            page_size=params["page_size"],
+            page_bytes=page_bytes,
+            batch_size=batch_size,
+            drop_remainder=drop_remainder,
+            credentials=credentials,
+            shuffle_seed=self._reader.shuffle_seed,
+            per_worker=per_worker,
+            arguments=described,
+        )
+        self._dataset = _assemble(
+            self._reader.worker_batches,
+            self._reader.run,
+            len(self.plan),
+            self.schema,
+            reads,
+            batch_size,
+            drop_remainder,
+            allocate=lambda shape, dtype: aligned_empty(shape, dtype, pool),
+            description=description,
+            splits=len(self.plan) if self._reader.splittable and not tensors else 0,
+            arguments=list(tensors.values()),
+        )
+        share = (
+            params.get("parts") is not None
+            or params["part"] >= 0
+            or bool(params["local"])
+            or per_worker
+            or "part" in tensors
+            or "local" in tensors
+        )
         if known_cardinality:
-            self._dataset = self._dataset.apply(tf.data.experimental.assert_cardinality(
-                self._cardinality(share, batch_size, drop_remainder)))
+            self._dataset = self._dataset.apply(
+                tf.data.experimental.assert_cardinality(self._cardinality(share, batch_size, drop_remainder))
+            )
         self._dataset = self._dataset.with_options(_shard_options(share))
         super().__init__(self._dataset._variant_tensor)
 
@@ -294,7 +353,8 @@ class IgniteDataset(tf.data.Dataset):
         if share:
             raise ConfigurationError(
                 f"known_cardinality=True counts the whole cache {self.cache_name!r}; Ignite cannot count the "
-                "entries of some partitions without reading them (this dataset reads parts/part/local/per_worker)")
+                "entries of some partitions without reading them (this dataset reads parts/part/local/per_worker)"
+            )
         rows = self.client.cache(self.cache_name).size()
         if batch_size is None:
             return rows
@@ -387,14 +447,40 @@ class IgniteDataset(tf.data.Dataset):
         from .follow import FollowOptions
         from .follow_dataset import FollowDataset
 
-        options = FollowOptions(start=start, batch_size=batch_size, max_wait=max_wait, stream_timeout=stream_timeout,
-                                max_rows=max_rows, deletes=deletes, max_buffered=max_buffered)
+        options = FollowOptions(
+            start=start,
+            batch_size=batch_size,
+            max_wait=max_wait,
+            stream_timeout=stream_timeout,
+            max_rows=max_rows,
+            deletes=deletes,
+            max_buffered=max_buffered,
+        )
         base = IgniteDataset(
-            cache_name, host, port, page_size=page_size, username=username, password=password,
-            certfile=certfile, keyfile=keyfile, cert_password=cert_password, cafile=cafile,
-            insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname, parts=parts,
-            value_type=value_type, key_type=key_type, fields=fields, schema=schema, null_masks=null_masks,
-            decimal_as=decimal_as, client=client, timeout=timeout, per_worker=per_worker, shapes=shapes)
+            cache_name,
+            host,
+            port,
+            page_size=page_size,
+            username=username,
+            password=password,
+            certfile=certfile,
+            keyfile=keyfile,
+            cert_password=cert_password,
+            cafile=cafile,
+            insecure_skip_verify=insecure_skip_verify,
+            server_hostname=server_hostname,
+            parts=parts,
+            value_type=value_type,
+            key_type=key_type,
+            fields=fields,
+            schema=schema,
+            null_masks=null_masks,
+            decimal_as=decimal_as,
+            client=client,
+            timeout=timeout,
+            per_worker=per_worker,
+            shapes=shapes,
+        )
         return FollowDataset(base, options)
 
     # ---------------------------------------------------------------- SQL
@@ -433,26 +519,57 @@ class IgniteDataset(tf.data.Dataset):
         :class:`IgniteDataset`), but has no partitions: tf.data service workers
         read it whole (``"parallel_epochs"``) and its iterators cannot be saved.
         """
-        params = apply_env_overrides(dict(host=host, port=port, username=username, password=password,
-                                          cafile=cafile, certfile=certfile, keyfile=keyfile,
-                                          cert_password=cert_password))
+        params = apply_env_overrides(
+            dict(
+                host=host,
+                port=port,
+                username=username,
+                password=password,
+                cafile=cafile,
+                certfile=certfile,
+                keyfile=keyfile,
+                cert_password=cert_password,
+            )
+        )
         options = connection_options(
-            params, insecure_skip_verify=insecure_skip_verify, server_hostname=server_hostname,
+            params,
+            insecure_skip_verify=insecure_skip_verify,
+            server_hostname=server_hostname,
             insecure_skip_hostname_verification=insecure_skip_hostname_verification,
         )
         cl = client if client is not None else options.connect()
         sql_kwargs = dict(schema=schema, page_size=page_size, lazy=lazy)
         ds_schema = replace(_sql_schema(cl, query, args, sql_kwargs, column_types or {}), null_masks=null_masks)
         reader = SqlReader(cl, query, args, ds_schema, sql_kwargs)
-        description = portable.describe_sql(cl, query, args, schema=ds_schema, sql_kwargs=sql_kwargs,
-                                            batch_size=batch_size, drop_remainder=drop_remainder,
-                                            credentials=credentials)
-        return _assemble(lambda _w, _n: reader.batches(), reader.run, 1, ds_schema, 1, batch_size, drop_remainder,
-                         description=description).with_options(_shard_options(False))
+        description = portable.describe_sql(
+            cl,
+            query,
+            args,
+            schema=ds_schema,
+            sql_kwargs=sql_kwargs,
+            batch_size=batch_size,
+            drop_remainder=drop_remainder,
+            credentials=credentials,
+        )
+        return _assemble(
+            lambda _w, _n: reader.batches(),
+            reader.run,
+            1,
+            ds_schema,
+            1,
+            batch_size,
+            drop_remainder,
+            description=description,
+        ).with_options(_shard_options(False))
 
 
-def _tensor_arguments(cache_name: str, tensors: Mapping[str, Any], given: Mapping[str, Any],
-                      params: Mapping[str, Any], client: IgniteClient | None) -> dict[str, Any] | None:
+def _tensor_arguments(
+    cache_name: str,
+    tensors: Mapping[str, Any],
+    given: Mapping[str, Any],
+    params: Mapping[str, Any],
+    client: IgniteClient | None,
+) -> dict[str, Any] | None:
     """What the description says of the arguments given as tensors known only when the dataset runs."""
     if not tensors:
         return None
@@ -461,18 +578,29 @@ def _tensor_arguments(cache_name: str, tensors: Mapping[str, Any], given: Mappin
             f"IgniteDataset over cache {cache_name!r}: {' and '.join(n for n in ('host', 'port') if n in tensors)} "
             "is a tensor whose value is known only when the dataset runs, but the cache's schema and partitions "
             "are read when the dataset is built: pass client= (an IgniteClient of the same cluster) to read "
-            "them with; the reads connect to the tensor's address")
-    return {"names": list(tensors), "host": params["host"] if "host" not in tensors else None,
-            "port": params["port"] if "port" not in tensors else None,
-            "part": params["part"] if "part" not in tensors else -1,
-            "local": bool(params["local"]) if "local" not in tensors else False,
-            "parts": params.get("parts") is not None}
+            "them with; the reads connect to the tensor's address"
+        )
+    return {
+        "names": list(tensors),
+        "host": params["host"] if "host" not in tensors else None,
+        "port": params["port"] if "port" not in tensors else None,
+        "part": params["part"] if "part" not in tensors else -1,
+        "local": bool(params["local"]) if "local" not in tensors else False,
+        "parts": params.get("parts") is not None,
+    }
 
 
-
-def cache_schema(client: IgniteClient, cache_name: str, *, value_type: str | None = None,
-                 key_type: str | int | None = None, fields: Sequence[str] | None = None, null_masks: bool = False,
-                 decimal_as: str = "float64", shapes: Mapping[str, Sequence[int]] | None = None) -> DatasetSchema:
+def cache_schema(
+    client: IgniteClient,
+    cache_name: str,
+    *,
+    value_type: str | None = None,
+    key_type: str | int | None = None,
+    fields: Sequence[str] | None = None,
+    null_masks: bool = False,
+    decimal_as: str = "float64",
+    shapes: Mapping[str, Sequence[int]] | None = None,
+) -> DatasetSchema:
     """The schema ``IgniteDataset(cache_name, ...)`` reads with these options, without building a dataset.
 
     From the tensor schema recorded by ``write``, else the cache's binary type or
@@ -492,9 +620,16 @@ def cache_schema(client: IgniteClient, cache_name: str, *, value_type: str | Non
     if type_name is None or _has_object_fields(client, type_name):
         samples = _sample_entries(client, cache_name, 32)
     resolved = resolve_schema(
-        client, cache_name, value_type=value_type, key_type=key_type,
+        client,
+        cache_name,
+        value_type=value_type,
+        key_type=key_type,
         fields=list(fields) if fields else None,
-        null_masks=null_masks, decimal_as=decimal_as, record=record, samples=samples, query_entity=entity,
+        null_masks=null_masks,
+        decimal_as=decimal_as,
+        record=record,
+        samples=samples,
+        query_entity=entity,
     )
     return apply_shapes(resolved, shapes, cache_name=cache_name)
 
@@ -521,9 +656,13 @@ def _suggest_shapes(client: IgniteClient, cache_name: str, schema: DatasetSchema
         log.warning(
             "IgniteDataset over cache %r: %s had one length in every row of the first page; pass shapes=%s to "
             "read %s as dense [batch, n] tensors on the native source (serializable, checkpointable, tf.data "
-            "service) instead of ragged ones through a process-local from_generator", cache_name,
-            ", ".join(f"field {n!r} ({k} elements)" for n, k in fixed.items()), arg,
-            "it" if len(fixed) == 1 else "them")
+            "service) instead of ragged ones through a process-local from_generator",
+            cache_name,
+            ", ".join(f"field {n!r} ({k} elements)" for n, k in fixed.items()),
+            arg,
+            "it" if len(fixed) == 1 else "them",
+        )
+
 
 def _sample_entries(client: IgniteClient, cache_name: str, n: int) -> list[tuple[Any, Any]]:
     out: list[tuple[Any, Any]] = []
@@ -538,8 +677,14 @@ def _has_object_fields(client: IgniteClient, type_name: str) -> bool:
     return bt is not None and any(int(f.type_code) == TypeCode.OBJ for f in bt.fields.values())
 
 
-def _sql_schema(client: IgniteClient, query: str, args: Sequence[Any], sql_kwargs: Mapping[str, Any],
-                column_types: Mapping[str, int], sample_rows: int = 64) -> DatasetSchema:
+def _sql_schema(
+    client: IgniteClient,
+    query: str,
+    args: Sequence[Any],
+    sql_kwargs: Mapping[str, Any],
+    column_types: Mapping[str, int],
+    sample_rows: int = 64,
+) -> DatasetSchema:
     cursor = client.sql(query, args, **{**sql_kwargs, "page_size": sample_rows})
     sample: list[list[Any]] = []
     for row in cursor:
@@ -590,9 +735,19 @@ def _shard_options(share: bool) -> tf.data.Options:
     return options
 
 
-def _assemble(batches: Any, run: Any, n_tasks: int, schema: DatasetSchema, parallel: int, batch_size: int | None,
-              drop_remainder: bool, allocate: data_source.Allocator | None = None, description: str = "",
-              splits: int = 0, arguments: Sequence[Any] = ()) -> tf.data.Dataset:
+def _assemble(
+    batches: Any,
+    run: Any,
+    n_tasks: int,
+    schema: DatasetSchema,
+    parallel: int,
+    batch_size: int | None,
+    drop_remainder: bool,
+    allocate: data_source.Allocator | None = None,
+    description: str = "",
+    splits: int = 0,
+    arguments: Sequence[Any] = (),
+) -> tf.data.Dataset:
     """The dataset's pipeline: the native source op, or interleaved ``from_generator`` readers.
 
     One reader runs through the native source op
@@ -614,22 +769,26 @@ def _assemble(batches: Any, run: Any, n_tasks: int, schema: DatasetSchema, paral
         return tf.data.Dataset.from_generator(batches, args=(worker, np.int64(workers)), output_signature=signature)
 
     if workers == 1 and data_source.use_native(signature):
-        source: dict[str, Any] = dict(resumable=True, description=description, num_splits=splits,
-                                      arguments=arguments)
+        source: dict[str, Any] = dict(resumable=True, description=description, num_splits=splits, arguments=arguments)
         if batch_size is not None:  # cut in Python: cheaper per batch than Dataset.rebatch
-            return data_source.python_source(run, signature, batch_size=batch_size,
-                                             drop_remainder=drop_remainder, allocate=allocate, **source)
+            return data_source.python_source(
+                run, signature, batch_size=batch_size, drop_remainder=drop_remainder, allocate=allocate, **source
+            )
         return data_source.python_source(run, signature, **source).unbatch()
     if arguments:
         raise ConfigurationError(
             "IgniteDataset arguments given as tensors known only when the dataset runs are read through the "
             "native source op, which this dataset does not use (num_parallel_reads > 1, ragged fields, "
-            f"{data_source.SOURCE_ENV}=generator or the op library unavailable); pass Python values")
+            f"{data_source.SOURCE_ENV}=generator or the op library unavailable); pass Python values"
+        )
     if workers == 1:
         ds = make(np.int64(0))
     else:
         ds = tf.data.Dataset.range(workers).interleave(
-            make, cycle_length=workers, num_parallel_calls=workers, deterministic=False,
+            make,
+            cycle_length=workers,
+            num_parallel_calls=workers,
+            deterministic=False,
         )
     if batch_size is None:
         return ds.unbatch()

@@ -110,8 +110,9 @@ class FollowOptions:
         if self.max_wait < 0:
             raise ConfigurationError(f"max_wait must not be negative, got {self.max_wait}")
         if self.stream_timeout is not None and self.stream_timeout <= 0:
-            raise ConfigurationError(f"stream_timeout must be positive (None: follow forever), got "
-                                     f"{self.stream_timeout}")
+            raise ConfigurationError(
+                f"stream_timeout must be positive (None: follow forever), got {self.stream_timeout}"
+            )
         if self.max_rows is not None and self.max_rows <= 0:
             raise ConfigurationError(f"max_rows must be positive (None: no limit), got {self.max_rows}")
         if self.max_buffered <= 0:
@@ -135,8 +136,7 @@ class FollowState:
     scan: bytes | None = None
 
     def encode(self) -> bytes:
-        raw: dict[str, Any] = {"follow": _STATE_VERSION, "plan": self.plan, "rows": self.rows,
-                               "scanned": self.scanned}
+        raw: dict[str, Any] = {"follow": _STATE_VERSION, "plan": self.plan, "rows": self.rows, "scanned": self.scanned}
         if self.positions is not None:
             raw["log"] = [[p, c] for p, c in sorted(self.positions.items())]
         if self.scan is not None:
@@ -157,7 +157,8 @@ class FollowState:
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, binascii.Error) as exc:
             raise ConfigurationError(
                 f"{what} is not the state of a follower (IgniteDataset.follow) ({exc}); restore a checkpoint "
-                "saved by an iterator of a dataset built the same way") from None
+                "saved by an iterator of a dataset built the same way"
+            ) from None
 
 
 @dataclass
@@ -189,18 +190,24 @@ class FollowStats:
 class _Query:
     """One registered continuous query on a connection of its own, drained by a thread into a bounded queue."""
 
-    def __init__(self, conn: Connection, cache: str, max_buffered: int, interval_s: float,
-                 stats: FollowStats) -> None:
+    def __init__(self, conn: Connection, cache: str, max_buffered: int, interval_s: float, stats: FollowStats) -> None:
         self.conn = conn
         self._stats = stats
         conn.limit_notifications(max_buffered)
         cid = cache_id(cache)
         # Nodes holding primaries gather up to a page of events, sent after the interval at the latest.
         interval = max(10, int(interval_s * 1000))
-        self.id = int(np.frombuffer(conn.request(
-            lambda rid: continuous.query_continuous(rid, cid, page_size=_QUERY_PAGE, time_interval_ms=interval,
-                                                    opts=_KEEP_BINARY),
-            Op.QUERY_CONTINUOUS)[:8], dtype="<i8")[0])
+        self.id = int(
+            np.frombuffer(
+                conn.request(
+                    lambda rid: continuous.query_continuous(
+                        rid, cid, page_size=_QUERY_PAGE, time_interval_ms=interval, opts=_KEEP_BINARY
+                    ),
+                    Op.QUERY_CONTINUOUS,
+                )[:8],
+                dtype="<i8",
+            )[0]
+        )
         self.failure: BaseException | None = None
         self._stop = threading.Event()
         self._frames: list[memoryview] = []
@@ -219,7 +226,9 @@ class _Query:
                     if len(self._frames) >= self._max:
                         raise NotificationOverflowError(
                             f"{self.conn.address}: the follower's consumer is {self._max} notification frames "
-                            "behind; the query was closed and the follower resyncs", address=self.conn.address)
+                            "behind; the query was closed and the follower resyncs",
+                            address=self.conn.address,
+                        )
                     self._frames.append(body)
                     self._stats.peak_buffered = max(self._stats.peak_buffered, len(self._frames))
                     self._cv.notify_all()
@@ -254,8 +263,17 @@ class _Query:
 class Follower:
     """What every run of one follow dataset shares: client, scan reader, partition filter, options."""
 
-    def __init__(self, client: IgniteClient, cache_name: str, scan: ScanReader, tasks: Sequence[ScanTask],
-                 partitions: int, options: FollowOptions, *, follow_all: bool) -> None:
+    def __init__(
+        self,
+        client: IgniteClient,
+        cache_name: str,
+        scan: ScanReader,
+        tasks: Sequence[ScanTask],
+        partitions: int,
+        options: FollowOptions,
+        *,
+        follow_all: bool,
+    ) -> None:
         self.client = client
         self.cache_name = cache_name
         self.scan = scan
@@ -274,7 +292,8 @@ class Follower:
             raise UnsupportedOperationError(
                 f"IgniteDataset.follow over cache {self.cache_name!r} cannot take partitions from a tf.data service "
                 "dispatcher (processing_mode='distributed_epoch'): give each worker its partitions with "
-                "parts=... or per_worker=True instead")
+                "parts=... or per_worker=True instead"
+            )
         resume = None
         if state is not None:
             resume = FollowState.decode(state, f"the saved iterator of a follower of cache {self.cache_name!r}")
@@ -282,7 +301,8 @@ class Follower:
                 raise ConfigurationError(
                     f"the saved iterator belongs to another dataset, not this follower of cache "
                     f"{self.cache_name!r} with its partitions; restore it into an iterator of a follower "
-                    "built the same way (same cache, same parts=...)")
+                    "built the same way (same cache, same parts=...)"
+                )
         if self.log:
             from .follow_log import LogRun  # the exactly-once run over the module's log
 
@@ -299,8 +319,9 @@ class Follower:
                 base = self.client.default_connection
                 conn = Connection(base.host, base.port, self.client.settings)
                 try:
-                    query = _Query(conn, cache or self.cache_name, self.options.max_buffered, self.options.max_wait,
-                                   self.stats)
+                    query = _Query(
+                        conn, cache or self.cache_name, self.options.max_buffered, self.options.max_wait, self.stats
+                    )
                 except BaseException:
                     conn.close()
                     raise
@@ -318,7 +339,9 @@ class Follower:
                     raise IgniteConnectionError(
                         f"IgniteDataset.follow over cache {self.cache_name!r}: no node accepted a continuous "
                         f"query within {self.client.options.timeout}s (last: {type(exc).__name__}: {exc}); "
-                        "check the cluster, or raise timeout=...", address=getattr(exc, "address", None)) from None
+                        "check the cluster, or raise timeout=...",
+                        address=getattr(exc, "address", None),
+                    ) from None
                 # A node leaving, or the topology changing under the registration: try again.
                 time.sleep(delay)
                 delay = min(1.0, delay * 2)
@@ -341,7 +364,8 @@ class Follower:
                     raise ConfigurationError(
                         f"IgniteDataset.follow over cache {self.cache_name!r}: a key of type code {code} cannot "
                         "be placed in a partition here, so parts=.../per_worker cannot pick its events; follow "
-                        "the whole cache, or use long, int, string or binary object keys")
+                        "the whole cache, or use long, int, string or binary object keys"
+                    )
             out[i] = affinity_partition(key_hash, self.partition_count) in self.partitions
         return out
 
@@ -447,7 +471,7 @@ class FollowRun:
             if self._opts.max_rows is not None:
                 take = min(take, self._opts.max_rows - self._yielded)
             piece = _slice(batch, start, start + take)
-            self._piece(None if tags is None else tags[start:start + take], take)
+            self._piece(None if tags is None else tags[start : start + take], take)
             self._yielded += take
             start += take
             yield piece

@@ -31,7 +31,8 @@ class FollowDataset(tf.data.Dataset):
         if any(t.local for t in plan.tasks):
             raise ConfigurationError(
                 f"IgniteDataset.follow over cache {base.cache_name!r}: local=True reads what one node stores, "
-                "which a continuous query cannot follow; pick partitions with parts=... or per_worker=True")
+                "which a continuous query cannot follow; pick partitions with parts=... or per_worker=True"
+            )
         pmap = base.client.partition_map(base.cache_name)
         partitions = pmap.partitions or 0
         covered = {t.partition for t in plan.tasks}
@@ -40,10 +41,12 @@ class FollowDataset(tf.data.Dataset):
             raise UnsupportedOperationError(
                 f"IgniteDataset.follow over cache {base.cache_name!r}: the cache's affinity function is not "
                 "Ignite's default, so this client cannot tell which partition an event's key is in; follow the "
-                "whole cache (no parts=... / per_worker)")
+                "whole cache (no parts=... / per_worker)"
+            )
         self._base = base
-        self.follower = Follower(base.client, base.cache_name, base._reader, plan.tasks, partitions, options,
-                                 follow_all=follow_all)
+        self.follower = Follower(
+            base.client, base.cache_name, base._reader, plan.tasks, partitions, options, follow_all=follow_all
+        )
         # With the module's follow log of this cache on every server node: exactly once (follow_log.py).
         self.follower.log = has_follow_log(base.client, base.cache_name)
         signature = base.schema.element_spec(batched=True)
@@ -53,7 +56,8 @@ class FollowDataset(tf.data.Dataset):
             raise UnsupportedOperationError(
                 f"IgniteDataset.follow over cache {base.cache_name!r} runs through the native source op, which "
                 f"this dataset cannot use ({data_source.unavailable_reason() or 'ragged or nested fields'}, or "
-                f"{data_source.SOURCE_ENV}=generator); pick dense fields with fields=[...]")
+                f"{data_source.SOURCE_ENV}=generator); pick dense fields with fields=[...]"
+            )
         self._dataset = data_source.python_source(self.follower.run, signature, resumable=True)
         options_ = tf.data.Options()
         options_.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF

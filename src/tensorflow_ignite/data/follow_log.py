@@ -60,8 +60,18 @@ from .follow import FollowRun, FollowState
 if TYPE_CHECKING:
     from .follow import Follower, _Query
 
-__all__ = ["ATTRIBUTE", "SERVICE_NAME", "LOG_PREFIX", "LogEntry", "LogRun", "has_follow_log", "log_cache_name",
-           "log_head", "read_log_partition", "verify_entries"]
+__all__ = [
+    "ATTRIBUTE",
+    "SERVICE_NAME",
+    "LOG_PREFIX",
+    "LogEntry",
+    "LogRun",
+    "has_follow_log",
+    "log_cache_name",
+    "log_head",
+    "read_log_partition",
+    "verify_entries",
+]
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +104,18 @@ def has_follow_log(client: IgniteClient, cache: str) -> bool:
     logging_ = [n for n in nodes if cache in str(n.attributes.get(ATTRIBUTE) or "").split(",")]
     if nodes and len(logging_) == len(nodes):
         return True
-    which = (f"only {len(logging_)} of the {len(nodes)} server nodes keep" if logging_
-             else "the server nodes keep no")
-    log.warning("IgniteDataset.follow over cache %r: %s follow log of it, so this follower is at least once "
-                "(stats.mode == 'resync'): after a lost query or a restored checkpoint it scans the cache again "
-                "and delivers rows it had delivered. For exactly once, have every server node keep the cache's "
-                "follow log: `ignite-tf module config --follow-log %s` (nodes started from Spring XML) or "
-                "`ignite-tf node start --follow-log %s` (local nodes)", cache, which, cache, cache)
+    which = f"only {len(logging_)} of the {len(nodes)} server nodes keep" if logging_ else "the server nodes keep no"
+    log.warning(
+        "IgniteDataset.follow over cache %r: %s follow log of it, so this follower is at least once "
+        "(stats.mode == 'resync'): after a lost query or a restored checkpoint it scans the cache again "
+        "and delivers rows it had delivered. For exactly once, have every server node keep the cache's "
+        "follow log: `ignite-tf module config --follow-log %s` (nodes started from Spring XML) or "
+        "`ignite-tf node start --follow-log %s` (local nodes)",
+        cache,
+        which,
+        cache,
+        cache,
+    )
     return False
 
 
@@ -116,9 +131,10 @@ def _invoke(client: IgniteClient, cache: str, method: str, args: list[Any], time
         features = client.default_connection.features
         try:
             body = client.request(
-                lambda rid: requests.service_invoke(rid, SERVICE_NAME, method, args,
-                                                    features=features),  # noqa: B023 - called at once
-                Op.SERVICE_INVOKE, retry=False)
+                lambda rid: requests.service_invoke(rid, SERVICE_NAME, method, args, features=features),  # noqa: B023 - called at once
+                Op.SERVICE_INVOKE,
+                retry=False,
+            )
             return responses.decode_object(body, client.decoder())
         except (ServerError, IgniteConnectionError) as exc:
             # The service deploying on a node that just joined or started, or a node leaving.
@@ -127,7 +143,8 @@ def _invoke(client: IgniteClient, cache: str, method: str, args: list[Any], time
                     f"IgniteDataset.follow over cache {cache!r}: the module's follow log did not answer {method!r} "
                     f"within {timeout}s ({type(exc).__name__}: {exc}); check the nodes' logs for 'tf-ignite follow "
                     "log', and that every server node carries this version of the module",
-                    address=getattr(exc, "address", None)) from None
+                    address=getattr(exc, "address", None),
+                ) from None
             if isinstance(exc, IgniteConnectionError):
                 client.drop_connection(client.default_connection)
             time.sleep(delay)
@@ -148,15 +165,20 @@ def verify_entries(client: IgniteClient, cache: str, entries: list["LogEntry"], 
     records: list[bytes] = []
     asked: list[int] = []
     for i, e in enumerate(entries):
-        if e.mac is None or len(e.mac) != _SEAL_BYTES or not -2**31 <= e.partition < 2**31 \
-                or not -2**63 <= e.counter < 2**63:
+        if (
+            e.mac is None
+            or len(e.mac) != _SEAL_BYTES
+            or not -(2**31) <= e.partition < 2**31
+            or not -(2**63) <= e.counter < 2**63
+        ):
             continue
         records.append(struct.pack(">iq", e.partition, e.counter) + e.digest() + e.mac)
         asked.append(i)
     for start in range(0, len(records), _MAX_VERIFY):
-        answer = _bytes(_invoke(client, cache, "verify", [cache, b"".join(records[start:start + _MAX_VERIFY])],
-                                timeout))
-        for i, flag in zip(asked[start:start + _MAX_VERIFY], answer):
+        answer = _bytes(
+            _invoke(client, cache, "verify", [cache, b"".join(records[start : start + _MAX_VERIFY])], timeout)
+        )
+        for i, flag in zip(asked[start : start + _MAX_VERIFY], answer):
             ok[i] = flag == 1
     return ok
 
@@ -180,8 +202,16 @@ class LogEntry:
         k, v = key.fields, value.fields
         data = v.get("v")
         seal = v.get("m")
-        return cls(int(k["p"]), int(k["c"]), int(v["t"]), int(v["prev"]), _bytes(v["k"]),
-                   None if data is None else _bytes(data), int(v.get("w", -1)), None if seal is None else _bytes(seal))
+        return cls(
+            int(k["p"]),
+            int(k["c"]),
+            int(v["t"]),
+            int(v["prev"]),
+            _bytes(v["k"]),
+            None if data is None else _bytes(data),
+            int(v.get("w", -1)),
+            None if seal is None else _bytes(seal),
+        )
 
     @classmethod
     def parse(cls, key: Any, value: Any) -> "LogEntry | None":
@@ -205,8 +235,7 @@ def _bytes(a: Any) -> bytes:
     return a.tobytes() if isinstance(a, np.ndarray) else bytes(a)
 
 
-def read_log_partition(client: IgniteClient, cache: str, partition: int, partitions: int,
-                       after: int) -> list[LogEntry]:
+def read_log_partition(client: IgniteClient, cache: str, partition: int, partitions: int, after: int) -> list[LogEntry]:
     """The log entries of ``cache``'s ``partition`` with a counter beyond ``after``, in counter order.
 
     The log key's affinity field is the partition (an int, its own Java hash), and the log has the
@@ -216,8 +245,9 @@ def read_log_partition(client: IgniteClient, cache: str, partition: int, partiti
     return _read_log_partition(client, cache, partition, partitions, after)[0]
 
 
-def _read_log_partition(client: IgniteClient, cache: str, partition: int, partitions: int,
-                        after: int) -> tuple[list[LogEntry], int]:
+def _read_log_partition(
+    client: IgniteClient, cache: str, partition: int, partitions: int, after: int
+) -> tuple[list[LogEntry], int]:
     """:func:`read_log_partition`, and how many rows of the log partition were no log entry at all."""
     where = affinity_partition(partition, partitions)
     rows = client.cache(log_cache_name(cache)).scan(partition=where)
@@ -238,8 +268,13 @@ class LogRun(FollowRun):
         #: Saved while the first scan was handed out: that scan's state, resumed before the log is read
         #: from the head taken before it (``known``).
         self._snapshot: bytes | None = None
-        if resume is not None and not resume.scanned and resume.scan is not None and resume.positions is not None \
-                and set(resume.positions) == set(self._parts):
+        if (
+            resume is not None
+            and not resume.scanned
+            and resume.scan is not None
+            and resume.positions is not None
+            and set(resume.positions) == set(self._parts)
+        ):
             self._snapshot = resume.scan
         known = resume.positions if resume is not None and (resume.scanned or self._snapshot is not None) else None
         #: Per partition, the last counter handed to TensorFlow (saved), and the last one yielded (ahead of it).
@@ -314,8 +349,9 @@ class LogRun(FollowRun):
             except IgniteConnectionError:
                 # The next query goes on after the rows yielded, not from the start.
                 snap = self._snap
-                self._snapshot = state if snap is None else \
-                    snap.progress.state(rows=self._yielded - self._snap_start).encode()
+                self._snapshot = (
+                    state if snap is None else snap.progress.state(rows=self._yielded - self._snap_start).encode()
+                )
                 raise
             if self._done():
                 return
@@ -327,8 +363,7 @@ class LogRun(FollowRun):
             yield from self._catch_up()
 
     def _lost(self, reason: str) -> None:
-        log.warning("IgniteDataset.follow over cache %r: catching up from the log after %s", self._f.cache_name,
-                    reason)
+        log.warning("IgniteDataset.follow over cache %r: catching up from the log after %s", self._f.cache_name, reason)
         self._f.stats.catch_ups.append(reason)
 
     def _accept(self, e: LogEntry) -> bool:
@@ -345,15 +380,20 @@ class LogRun(FollowRun):
                 "the log's retention or were lost with every node that held them, so this position cannot be "
                 "resumed exactly once. Follow again from start='beginning' (a new snapshot), and raise the "
                 "retention (--follow-log-retention-s / FollowLog.configure) if the follower lags that long",
-                cache_name=self._f.cache_name, partition=e.partition)
+                cache_name=self._f.cache_name,
+                partition=e.partition,
+            )
         self._accepted[e.partition] = e.counter
         return True
 
     def _unsealed(self, entries: list[LogEntry]) -> set[int]:
         """The indexes of ``entries`` that could be delivered or move a position but whose seal the
         service does not confirm (one call for all of them); each is counted, and logged once per partition."""
-        candidates = [i for i, e in enumerate(entries)
-                      if e.partition in self._accepted and e.counter > self._accepted[e.partition]]
+        candidates = [
+            i
+            for i, e in enumerate(entries)
+            if e.partition in self._accepted and e.counter > self._accepted[e.partition]
+        ]
         if not candidates:
             return set()
         f = self._f
@@ -370,10 +410,15 @@ class LogRun(FollowRun):
         if seen not in self._warned:
             self._warned.add(seen)
             where = "an unknown partition" if partition is None else f"partition {partition}"
-            log.warning("IgniteDataset.follow over cache %r: the follow log cache %r holds an entry (%s, %s) that the "
-                        "module's writers did not make (its seal does not verify): someone wrote into the log "
-                        "cache; it is treated as not written. Find who writes to it (every authenticated user can)",
-                        self._f.cache_name, log_cache_name(self._f.cache_name), where, what)
+            log.warning(
+                "IgniteDataset.follow over cache %r: the follow log cache %r holds an entry (%s, %s) that the "
+                "module's writers did not make (its seal does not verify): someone wrote into the log "
+                "cache; it is treated as not written. Find who writes to it (every authenticated user can)",
+                self._f.cache_name,
+                log_cache_name(self._f.cache_name),
+                where,
+                what,
+            )
 
     def _rows_of(self, entries: list[LogEntry]) -> tuple[bytes, np.ndarray, int, list[Any]]:
         """The rows of the entries to deliver (sealed, accepted in order), as :meth:`_decode_frames` gives them."""
@@ -433,7 +478,7 @@ class LogRun(FollowRun):
             for _ in range(junk):
                 self._refused(p, "not a log entry")
             for start in range(0, len(entries), self._opts.batch_size):
-                region, gone, n, tags = self._rows_of(entries[start:start + self._opts.batch_size])
+                region, gone, n, tags = self._rows_of(entries[start : start + self._opts.batch_size])
                 if not n:
                     continue
                 batch = f.scan.decode_rows(memoryview(region), n)
@@ -443,4 +488,3 @@ class LogRun(FollowRun):
                 yield from self._cut(batch, n, tags)
                 if self._done():
                     return
-

@@ -102,74 +102,107 @@ def _field_from_json(d: Mapping[str, Any] | None) -> FieldSchema | None:
     if d is None:
         return None
     return FieldSchema(
-        name=d["name"], type_code=int(d["type_code"]), dtype=d["dtype"],
+        name=d["name"],
+        type_code=int(d["type_code"]),
+        dtype=d["dtype"],
         shape=tuple(None if s is None else int(s) for s in d["shape"]),
         fields=tuple(_field_from_json(f) for f in d["fields"]),  # type: ignore[misc]  # a field's members are never null in a schema's JSON
-        nullable=bool(d["nullable"]), type_name=d["type_name"], kind=d["kind"],
+        nullable=bool(d["nullable"]),
+        type_name=d["type_name"],
+        kind=d["kind"],
     )
 
 
 def schema_from_json(d: Mapping[str, Any]) -> DatasetSchema:
     return DatasetSchema(
-        key=_field_from_json(d["key"]), value=_field_from_json(d["value"]),
-        null_masks=bool(d["null_masks"]), decimal_as=d["decimal_as"],
+        key=_field_from_json(d["key"]),
+        value=_field_from_json(d["value"]),
+        null_masks=bool(d["null_masks"]),
+        decimal_as=d["decimal_as"],
         columns=tuple(_field_from_json(c) for c in d["columns"]),  # type: ignore[misc]  # a schema's columns are never null in its JSON
     )
 
 
 # ------------------------------------------------------------- describing
-def describe_cache(client: "IgniteClient", cache_name: str, tasks: Sequence["ScanTask"], *, partitions: int,
-                   node_scans: bool, schema: DatasetSchema, page_size: int | None, page_bytes: int,
-                   batch_size: int | None, drop_remainder: bool, credentials: str | None,
-                   shuffle_seed: int | None = None, per_worker: bool = False,
-                   arguments: Mapping[str, Any] | None = None) -> str:
+def describe_cache(
+    client: "IgniteClient",
+    cache_name: str,
+    tasks: Sequence["ScanTask"],
+    *,
+    partitions: int,
+    node_scans: bool,
+    schema: DatasetSchema,
+    page_size: int | None,
+    page_bytes: int,
+    batch_size: int | None,
+    drop_remainder: bool,
+    credentials: str | None,
+    shuffle_seed: int | None = None,
+    per_worker: bool = False,
+    arguments: Mapping[str, Any] | None = None,
+) -> str:
     """The description of a dataset over a cache (JSON; see the module docstring).
 
     ``arguments``: what :mod:`.arguments` records of the arguments given as tensors, if any.
     """
-    return described.dump_description({
-        "kind": "cache",
-        "connection": described.describe_connection(client, credentials),
-        "cache": cache_name,
-        "plan": {
-            "partitions": [t.partition for t in tasks] if any(t.partition < 0 for t in tasks)
-            else _ranges([t.partition for t in tasks]),
-            "local": any(t.local for t in tasks),
-            "count": partitions,
-            "node_scans": node_scans,
-            "shuffle_seed": shuffle_seed,
-            "per_worker": per_worker,
-        },
-        "schema": schema_to_json(schema),
-        "page_size": page_size,
-        "page_bytes": page_bytes,
-        "batch_size": batch_size,
-        "drop_remainder": drop_remainder,
-        **({"arguments": dict(arguments)} if arguments else {}),
-    })
+    return described.dump_description(
+        {
+            "kind": "cache",
+            "connection": described.describe_connection(client, credentials),
+            "cache": cache_name,
+            "plan": {
+                "partitions": [t.partition for t in tasks]
+                if any(t.partition < 0 for t in tasks)
+                else _ranges([t.partition for t in tasks]),
+                "local": any(t.local for t in tasks),
+                "count": partitions,
+                "node_scans": node_scans,
+                "shuffle_seed": shuffle_seed,
+                "per_worker": per_worker,
+            },
+            "schema": schema_to_json(schema),
+            "page_size": page_size,
+            "page_bytes": page_bytes,
+            "batch_size": batch_size,
+            "drop_remainder": drop_remainder,
+            **({"arguments": dict(arguments)} if arguments else {}),
+        }
+    )
 
 
-def describe_sql(client: "IgniteClient", query: str, args: Sequence[Any], *, schema: DatasetSchema,
-                 sql_kwargs: Mapping[str, Any], batch_size: int | None, drop_remainder: bool,
-                 credentials: str | None) -> str:
+def describe_sql(
+    client: "IgniteClient",
+    query: str,
+    args: Sequence[Any],
+    *,
+    schema: DatasetSchema,
+    sql_kwargs: Mapping[str, Any],
+    batch_size: int | None,
+    drop_remainder: bool,
+    credentials: str | None,
+) -> str:
     """The description of a dataset over an SQL query (JSON; see the module docstring)."""
     unportable = None
     for i, a in enumerate(args):
         if a is not None and type(a) not in (bool, int, float, str):
-            unportable = (f"its query argument {i} is a {type(a).__name__}, which a description cannot carry; "
-                          "pass it as a number or a string (SQL converts it)")
+            unportable = (
+                f"its query argument {i} is a {type(a).__name__}, which a description cannot carry; "
+                "pass it as a number or a string (SQL converts it)"
+            )
             break
-    return described.dump_description({
-        "kind": "sql",
-        "connection": described.describe_connection(client, credentials),
-        "query": query,
-        "args": list(args) if unportable is None else [],
-        "unportable": unportable,
-        "sql": dict(sql_kwargs),
-        "schema": schema_to_json(schema),
-        "batch_size": batch_size,
-        "drop_remainder": drop_remainder,
-    })
+    return described.dump_description(
+        {
+            "kind": "sql",
+            "connection": described.describe_connection(client, credentials),
+            "query": query,
+            "args": list(args) if unportable is None else [],
+            "unportable": unportable,
+            "sql": dict(sql_kwargs),
+            "schema": schema_to_json(schema),
+            "batch_size": batch_size,
+            "drop_remainder": drop_remainder,
+        }
+    )
 
 
 def _ranges(partitions: Sequence[int]) -> str:
@@ -205,7 +238,8 @@ def _worker_partitions(cache: str) -> tuple[int, ...]:
             f"IgniteDataset over cache {cache!r} was built with per_worker=True: the process that reads it takes "
             f"its partitions from {PREFIX}PARTS, which is not set here. `ignite-tf start` sets it for every "
             "worker; elsewhere set it to this worker's partitions (e.g. 0-340), or build the dataset without "
-            "per_worker to read the partitions it was built with")
+            "per_worker to read the partitions it was built with"
+        )
     return parse_partition_list(text)
 
 
@@ -222,7 +256,8 @@ def _build(description: str, arguments: tuple[Any, ...] = ()) -> "Source":
     if d.get("v") != DESCRIPTION_VERSION:
         raise ConfigurationError(
             f"this IgniteDataset was described by another version of tensorflow-ignite (description version "
-            f"{d.get('v')!r}, this one reads {DESCRIPTION_VERSION}); install the same version in every process")
+            f"{d.get('v')!r}, this one reads {DESCRIPTION_VERSION}); install the same version in every process"
+        )
     if "arguments" in d or arguments:
         from .arguments import apply
 
@@ -231,7 +266,9 @@ def _build(description: str, arguments: tuple[Any, ...] = ()) -> "Source":
         from ..ignite3.partitioned import TableReader
 
         read = d["read"]
-        reader = TableReader.rebuild(described.described_options(d["connection"], f"the read of Ignite 3 table {read['table']!r}"), read)
+        reader = TableReader.rebuild(
+            described.described_options(d["connection"], f"the read of Ignite 3 table {read['table']!r}"), read
+        )
         return Source(reader.run, reader.element_spec(), batch_size=read["batch_size"], resumable=True)
     schema = schema_from_json(d["schema"])
     spec = schema.element_spec(batched=True)
@@ -241,8 +278,7 @@ def _build(description: str, arguments: tuple[Any, ...] = ()) -> "Source":
             raise UnsupportedOperationError(f"{what} cannot be rebuilt in another process: {d['unportable']}")
         client = described.connect_described(d["connection"], what)
         reader = SqlReader(client, d["query"], d["args"], schema, d["sql"])
-        return Source(reader.run, spec, batch_size=d["batch_size"], drop_remainder=d["drop_remainder"],
-                      resumable=True)
+        return Source(reader.run, spec, batch_size=d["batch_size"], drop_remainder=d["drop_remainder"], resumable=True)
     cache = d["cache"]
     client = described.connect_described(d["connection"], f"IgniteDataset over cache {cache!r}")
     plan = d["plan"]
@@ -258,5 +294,11 @@ def _build(description: str, arguments: tuple[Any, ...] = ()) -> "Source":
         reader.node_scans = True
         reader.partitions = int(plan["count"])
     pool = reader.pool
-    return Source(reader.run, spec, batch_size=d["batch_size"], drop_remainder=d["drop_remainder"],
-                  allocate=lambda shape, dtype: aligned_empty(shape, dtype, pool), resumable=True)
+    return Source(
+        reader.run,
+        spec,
+        batch_size=d["batch_size"],
+        drop_remainder=d["drop_remainder"],
+        allocate=lambda shape, dtype: aligned_empty(shape, dtype, pool),
+        resumable=True,
+    )

@@ -40,8 +40,7 @@ from ..protocol.responses import ScanPage, decode_scan_rows
 from .plan import ScanTask
 from .schema import DatasetSchema, rows_to_columns
 
-__all__ = ["PageSizer", "ReadStats", "ScanReader", "ScanRun", "SqlReader", "NextSplit",
-           "DEFAULT_PAGE_BYTES"]
+__all__ = ["PageSizer", "ReadStats", "ScanReader", "ScanRun", "SqlReader", "NextSplit", "DEFAULT_PAGE_BYTES"]
 
 #: ``next_split()`` -> the plan index of the next partition to read, or None when there are no more.
 NextSplit = Callable[[], "int | None"]
@@ -159,8 +158,12 @@ class ScanRun:
             indices = [i for i in order if reader.tasks[i].partition not in resume.done]
         else:
             indices = order
-        self._batches = reader._read(indices, coalesce=True, progress=self.progress,
-                                     whole=resume is None and next_split is None and self.epoch is None)
+        self._batches = reader._read(
+            indices,
+            coalesce=True,
+            progress=self.progress,
+            whole=resume is None and next_split is None and self.epoch is None,
+        )
         self._cache = reader.cache_name
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -172,7 +175,8 @@ class ScanRun:
                 f"IgniteDataset over cache {self._cache!r}: this iterator reads the partitions a tf.data "
                 "service dispatcher hands out (processing_mode='distributed_epoch'), which it does not "
                 "checkpoint; save iterators of the dataset itself (tf.train.Checkpoint(iterator=iter(ds))), "
-                "which resume exactly once")
+                "which resume exactly once"
+            )
         return self.progress.state().encode()
 
     def close(self) -> None:
@@ -185,16 +189,19 @@ def _split_indices(next_split: NextSplit, n: int, cache_name: str) -> Iterator[i
         if index is None:
             return
         if not 0 <= index < n:
-            raise ConfigurationError(f"cache {cache_name!r}: split {index} is outside the dataset's plan of "
-                                     f"{n} partitions (was the dataset rebuilt from another description?)")
+            raise ConfigurationError(
+                f"cache {cache_name!r}: split {index} is outside the dataset's plan of "
+                f"{n} partitions (was the dataset rebuilt from another description?)"
+            )
         yield int(index)
 
 
 class ScanReader:
     """State shared by the runs of one dataset: client, schema, plan, sizing."""
 
-    def __init__(self, client: IgniteClient, cache_name: str, schema: DatasetSchema,
-                 tasks: Sequence[ScanTask], sizer: PageSizer) -> None:
+    def __init__(
+        self, client: IgniteClient, cache_name: str, schema: DatasetSchema, tasks: Sequence[ScanTask], sizer: PageSizer
+    ) -> None:
         self.client = client
         self.cache_name = cache_name
         self.schema = schema
@@ -233,9 +240,13 @@ class ScanReader:
     def stats(self) -> ReadStats:
         with self._stats_lock:
             return ReadStats(
-                rows_per_task=dict(self.rows_read), scan_mode=self.last_scan,
-                failovers=tuple(self.failovers), rescans=tuple(tuple(r) for r in self.rescans),
-                page_rows=self.sizer.rows(), pooled_bytes=self.pool.nbytes, resumed_skips=self.resumed_skips,
+                rows_per_task=dict(self.rows_read),
+                scan_mode=self.last_scan,
+                failovers=tuple(self.failovers),
+                rescans=tuple(tuple(r) for r in self.rescans),
+                page_rows=self.sizer.rows(),
+                pooled_bytes=self.pool.nbytes,
+                resumed_skips=self.resumed_skips,
             )
 
     def start_epoch(self, resumed: int | None) -> int:
@@ -260,7 +271,8 @@ class ScanReader:
                 raise ConfigurationError(
                     f"the saved iterator belongs to another dataset: not this one's partition plan of cache "
                     f"{self.cache_name!r} ({len(self.tasks)} partitions); restore it into an iterator of the "
-                    "dataset that saved it (same cache, same parts=...)")
+                    "dataset that saved it (same cache, same parts=...)"
+                )
         return ScanRun(self, resume, next_split)
 
     def _measure(self) -> None:
@@ -289,8 +301,9 @@ class ScanReader:
         workers = max(1, int(workers))
         return self._read(range(int(worker), len(self.tasks), workers), coalesce=True, whole=workers == 1)
 
-    def _read(self, indices: Iterable[int], *, coalesce: bool, progress: ReadProgress | None = None,
-              whole: bool = False) -> Iterator[dict[str, Any]]:
+    def _read(
+        self, indices: Iterable[int], *, coalesce: bool, progress: ReadProgress | None = None, whole: bool = False
+    ) -> Iterator[dict[str, Any]]:
         if not self.sizer.known:
             self._measure()
         cache = self.client.cache(self.cache_name)
@@ -310,16 +323,16 @@ class ScanReader:
             for partition in partitions:
                 if not parts or parts[-1] != partition:
                     parts.append(partition)
-            if (not coalesce or pending_rows >= min(ramp, _MAX_PAGE_ROWS)
-                    or pending_bytes >= self.sizer.page_bytes):
+            if not coalesce or pending_rows >= min(ramp, _MAX_PAGE_ROWS) or pending_bytes >= self.sizer.page_bytes:
                 yield self._decode(pending, pending_rows, parts)
                 pending, pending_rows, pending_bytes, parts = [], 0, 0, []
                 ramp *= 2
         if pending_rows:
             yield self._decode(pending, pending_rows, parts)
 
-    def _pages(self, cache: Any, indices: Iterable[int], whole: bool,
-               progress: ReadProgress | None) -> Iterator[tuple[list[int], ScanPage]]:
+    def _pages(
+        self, cache: Any, indices: Iterable[int], whole: bool, progress: ReadProgress | None
+    ) -> Iterator[tuple[list[int], ScanPage]]:
         """Non-empty pages of the given scan tasks, each with the partitions its rows come from (in order).
 
         A read of every partition of the cache (``whole``) scans it with one
@@ -343,8 +356,9 @@ class ScanReader:
                 yield self.tasks[i].partition
 
         local = bool(self.tasks) and self.tasks[0].local
-        pages = cache.scan_partitions(partitions(), local=local, page_size=self.sizer.rows,
-                                      window=self._window, on_failover=self._note_failover)
+        pages = cache.scan_partitions(
+            partitions(), local=local, page_size=self.sizer.rows, window=self._window, on_failover=self._note_failover
+        )
         current = -1
         partition = -1
         skip: np.ndarray | None = None
@@ -387,10 +401,16 @@ class ScanReader:
         watch = NodeScanProgress()
         if progress is not None:
             progress.trust = lambda partitions: watch.trusted(partitions, cache)
-        for partitions, ids, page in cache.scan_nodes(self._row_ids, self.partitions, page_size=self.sizer.rows,
-                                                      window=self._window, on_failover=self._note_failover,
-                                                      on_rescan=self.rescans.append, progress=watch,
-                                                      read_ahead=self._read_ahead()):
+        for partitions, ids, page in cache.scan_nodes(
+            self._row_ids,
+            self.partitions,
+            page_size=self.sizer.rows,
+            window=self._window,
+            on_failover=self._note_failover,
+            on_rescan=self.rescans.append,
+            progress=watch,
+            read_ahead=self._read_ahead(),
+        ):
             counts = np.bincount(partitions)
             for p in np.flatnonzero(counts).tolist():
                 index = task_of[p]
@@ -418,8 +438,10 @@ class ScanReader:
         all_longs = bool(longs.all())
         if not all_longs and not np.all(longs | ints):
             bad = int(np.flatnonzero(~(longs | ints))[0])
-            raise SchemaError(f"cache {self.cache_name!r}: a key has type code {int(codes[bad])}; the other keys "
-                              "are LONG or INT, and a cache read as a dataset needs keys of one type")
+            raise SchemaError(
+                f"cache {self.cache_name!r}: a key has type code {int(codes[bad])}; the other keys "
+                "are LONG or INT, and a cache read as a dataset needs keys of one type"
+            )
         ids = np.empty(len(starts), np.int64)
         h = np.empty(len(starts), np.uint32)
         if all_longs or longs.any():  # Long.hashCode(): (int) (v ^ v >>> 32)
@@ -466,7 +488,7 @@ class ScanReader:
         view = memoryview(self.pool.get(total))
         pos = 0
         for c in chunks:
-            view[pos:pos + len(c)] = c
+            view[pos : pos + len(c)] = c
             pos += len(c)
         return view[:total]
 
@@ -480,8 +502,9 @@ class ScanReader:
         data = chunks[0] if len(chunks) == 1 else self._join(chunks)
         per_row = self.schema.per_row_leaves()
         try:
-            columns = C.decode_page(data, n, self.plan, schema_resolver=self.client.metadata.schema_field_ids,
-                                    pool=self.pool)
+            columns = C.decode_page(
+                data, n, self.plan, schema_resolver=self.client.metadata.schema_field_ids, pool=self.pool
+            )
             if per_row:
                 # Collections, maps, typed/object arrays: the general decoder, row by row.
                 rows = decode_scan_rows(ScanPage(None, n, data, False), self.client.decoder())
@@ -489,11 +512,23 @@ class ScanReader:
         except C.FieldTypeError as exc:
             raise SchemaError(self._type_error(exc, data, n)) from None
         except ArrayLengthError as exc:
-            raise ArrayLengthError(exc.path, exc.row, exc.found, exc.expected, cache=self.cache_name,
-                                   key=self._row_key(data, n, exc.row), shape=self._shape_of(exc.path)) from None
+            raise ArrayLengthError(
+                exc.path,
+                exc.row,
+                exc.found,
+                exc.expected,
+                cache=self.cache_name,
+                key=self._row_key(data, n, exc.row),
+                shape=self._shape_of(exc.path),
+            ) from None
         except SchemaError as exc:
-            where = ("events" if not parts else f"partition {parts[0]}" if len(parts) == 1
-                     else f"partitions {parts[0]}..{parts[-1]}")
+            where = (
+                "events"
+                if not parts
+                else f"partition {parts[0]}"
+                if len(parts) == 1
+                else f"partitions {parts[0]}..{parts[-1]}"
+            )
             raise SchemaError(f"cache {self.cache_name!r}, {where}: {exc}") from None
         return self.schema.to_batch(columns, n)
 
@@ -516,17 +551,25 @@ class ScanReader:
         """The message of a value that does not fit its column: cache, field, key of the row, both types."""
         key = self._row_key(data, n, exc.row)
         field = exc.path.split(".", 1)[1] if "." in exc.path else exc.path
-        return (f"cache {self.cache_name!r}, field {field!r}, key {key!r}: the value is {exc.found}, which does "
-                f"not convert without loss to {exc.expected}, the field's type in the dataset schema "
-                f"(column {exc.path!r}, holds type code {exc.found}). Fix the data, or pass schema=... / "
-                "fields=[...] to read other fields")
+        return (
+            f"cache {self.cache_name!r}, field {field!r}, key {key!r}: the value is {exc.found}, which does "
+            f"not convert without loss to {exc.expected}, the field's type in the dataset schema "
+            f"(column {exc.path!r}, holds type code {exc.found}). Fix the data, or pass schema=... / "
+            "fields=[...] to read other fields"
+        )
 
 
 class SqlReader:
     """The rows of an SQL fields query, page by page, as columnar batches."""
 
-    def __init__(self, client: IgniteClient, query: str, args: Sequence[Any], schema: DatasetSchema,
-                 sql_kwargs: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        client: IgniteClient,
+        query: str,
+        args: Sequence[Any],
+        schema: DatasetSchema,
+        sql_kwargs: Mapping[str, Any],
+    ) -> None:
         self.client = client
         self.query = query
         self.args = tuple(args)
@@ -540,10 +583,12 @@ class SqlReader:
         return SqlRun(self)
 
     def _unsupported(self) -> str:
-        return (f"IgniteDataset.from_sql({self.query!r}): an SQL query's rows carry no partition or key to "
-                "resume or split by, so its iterators cannot be saved in a checkpoint and tf.data service "
-                "workers can only read it whole (processing_mode='parallel_epochs'); for exactly-once resume "
-                "read the table's cache with IgniteDataset(cache_name, fields=[...])")
+        return (
+            f"IgniteDataset.from_sql({self.query!r}): an SQL query's rows carry no partition or key to "
+            "resume or split by, so its iterators cannot be saved in a checkpoint and tf.data service "
+            "workers can only read it whole (processing_mode='parallel_epochs'); for exactly-once resume "
+            "read the table's cache with IgniteDataset(cache_name, fields=[...])"
+        )
 
     def batches(self) -> Iterator[dict[str, Any]]:
         cursor = self.client.sql(self.query, self.args, **self.sql_kwargs)

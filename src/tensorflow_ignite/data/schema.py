@@ -65,7 +65,6 @@ from ..protocol.values import BinaryObject, BinaryType, EnumValue, OptimizedObje
 from .tensor_schema import TensorSchemaRecord
 
 if TYPE_CHECKING:
-
     from ..client import IgniteClient
 
 __all__ = ["FieldSchema", "DatasetSchema", "resolve_schema", "apply_shapes", "uniform_array_lengths"]
@@ -185,8 +184,12 @@ def _plan(f: FieldSchema) -> C.FieldPlan | None:
     if f.per_row:
         return None  # decoded row by row (see rows_to_columns)
     if f.is_object:
-        return C.obj(f.name, *(p for p in (_plan(x) for x in f.fields) if p is not None),
-                     type_id=_type_id_of(f.type_name) if f.type_name else None, type_name=f.type_name)
+        return C.obj(
+            f.name,
+            *(p for p in (_plan(x) for x in f.fields) if p is not None),
+            type_id=_type_id_of(f.type_name) if f.type_name else None,
+            type_name=f.type_name,
+        )
     if f.type_code in TF_ARRAY_DTYPES:
         fixed = None
         if f.shape and None not in f.shape:
@@ -210,8 +213,11 @@ def _spec(f: FieldSchema, batched: bool, masks: bool) -> Any:
     shape = ((None,) if batched else ()) + tuple(f.shape)
     dtype = tf.dtypes.as_dtype(f.dtype)
     if f.is_ragged:
-        return tf.RaggedTensorSpec(shape=shape, dtype=dtype, ragged_rank=1,
-                                   row_splits_dtype=tf.int64) if batched else tf.TensorSpec(shape, dtype)
+        return (
+            tf.RaggedTensorSpec(shape=shape, dtype=dtype, ragged_rank=1, row_splits_dtype=tf.int64)
+            if batched
+            else tf.TensorSpec(shape, dtype)
+        )
     return tf.TensorSpec(shape, dtype)
 
 
@@ -262,8 +268,9 @@ def _is_primitive_array(f: FieldSchema) -> bool:
     return f.kind == "column" and f.type_code in TF_ARRAY_DTYPES and f.dtype != "string"
 
 
-def apply_shapes(schema: DatasetSchema, shapes: Mapping[str, Sequence[int]] | None, *,
-                 cache_name: str) -> DatasetSchema:
+def apply_shapes(
+    schema: DatasetSchema, shapes: Mapping[str, Sequence[int]] | None, *, cache_name: str
+) -> DatasetSchema:
     """``schema`` with the primitive-array fields named in ``shapes`` read as dense tensors of those shapes.
 
     Names are the dataset's field names: a value field (``"pixels"``), a field
@@ -284,12 +291,16 @@ def apply_shapes(schema: DatasetSchema, shapes: Mapping[str, Sequence[int]] | No
     for name, shape in shapes.items():
         hit = leaves.get(name)
         if hit is None or not _is_primitive_array(hit[1]):
-            what = ("the dataset has no such field" if hit is None
-                    else f"field {name!r} is {hit[1].dtype or 'an object'}{list(hit[1].shape)}, not a primitive array")
+            what = (
+                "the dataset has no such field"
+                if hit is None
+                else f"field {name!r} is {hit[1].dtype or 'an object'}{list(hit[1].shape)}, not a primitive array"
+            )
             raise ConfigurationError(
                 f"IgniteDataset over cache {cache_name!r}: shapes= names {name!r}, but {what}; "
                 f"shapes= takes primitive-array fields (byte[], short[], int[], long[], float[], double[], "
-                f"boolean[], char[]), by their dotted names: {arrays or 'this cache has none'}")
+                f"boolean[], char[]), by their dotted names: {arrays or 'this cache has none'}"
+            )
         try:
             dims = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
         except (TypeError, ValueError):
@@ -297,7 +308,8 @@ def apply_shapes(schema: DatasetSchema, shapes: Mapping[str, Sequence[int]] | No
         if not dims or any(d <= 0 for d in dims):
             raise ConfigurationError(
                 f"IgniteDataset over cache {cache_name!r}: shapes[{name!r}] is {shape!r}; a per-row shape is a "
-                "list of positive integers, e.g. [64] or [8, 8]")
+                "list of positive integers, e.g. [64] or [8, 8]"
+            )
         wanted[hit[0]] = dims
 
     def rebuild(f: FieldSchema, path: str) -> FieldSchema:
@@ -305,8 +317,11 @@ def apply_shapes(schema: DatasetSchema, shapes: Mapping[str, Sequence[int]] | No
             return replace(f, fields=tuple(rebuild(x, f"{path}.{x.name}") for x in f.fields))
         return replace(f, shape=wanted[path]) if path in wanted else f
 
-    return replace(schema, key=rebuild(schema.key, schema.key.name) if schema.key else None,
-                   value=rebuild(schema.value, schema.value.name) if schema.value else None)
+    return replace(
+        schema,
+        key=rebuild(schema.key, schema.key.name) if schema.key else None,
+        value=rebuild(schema.value, schema.value.name) if schema.value else None,
+    )
 
 
 def uniform_array_lengths(schema: DatasetSchema, samples: Sequence[tuple[Any, Any]]) -> dict[str, int]:
@@ -341,8 +356,9 @@ def uniform_array_lengths(schema: DatasetSchema, samples: Sequence[tuple[Any, An
 
 
 # ---------------------------------------------------------------- resolution
-def leaf_from_type_code(name: str, code: int, *, shape: tuple[int, ...] | None = None,
-                        dtype: str | None = None, decimal_as: str = "float64") -> FieldSchema:
+def leaf_from_type_code(
+    name: str, code: int, *, shape: tuple[int, ...] | None = None, dtype: str | None = None, decimal_as: str = "float64"
+) -> FieldSchema:
     """A leaf schema for an Ignite type code (``SchemaError`` when unsupported as a column)."""
     if code in TF_DTYPES:
         tf_dtype = TF_DTYPES[code]
@@ -365,10 +381,17 @@ def _type_label(code: int) -> str:
         return str(code)
 
 
-def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[BinaryObject] = (),
-                  record: TensorSchemaRecord | None = None, fields: list[str] | None = None,
-                  decimal_as: str = "float64", client: "IgniteClient | None" = None,
-                  declared: Mapping[str, int] | None = None) -> FieldSchema:
+def object_schema(
+    name: str,
+    binary_type: BinaryType,
+    *,
+    samples: Sequence[BinaryObject] = (),
+    record: TensorSchemaRecord | None = None,
+    fields: list[str] | None = None,
+    decimal_as: str = "float64",
+    client: "IgniteClient | None" = None,
+    declared: Mapping[str, int] | None = None,
+) -> FieldSchema:
     """Schema of an object from its binary metadata.
 
     Ignite's metadata records a field as "object" both for nested objects (without
@@ -385,8 +408,7 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
         meta = binary_type.fields.get(fname)
         if meta is None:
             raise SchemaError(
-                f"type {binary_type.type_name!r} has no field {fname!r}; its fields are "
-                f"{sorted(binary_type.fields)}"
+                f"type {binary_type.type_name!r} has no field {fname!r}; its fields are {sorted(binary_type.fields)}"
             )
         code = int(meta.type_code)
         seen = next((s.get(fname) for s in samples if s.get(fname) is not None), None)
@@ -398,9 +420,12 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
                 if inner_type is None:
                     raise SchemaError(f"no metadata for the type of {binary_type.type_name}.{fname}")
                 inner_samples = [s.get(fname) for s in samples if isinstance(s.get(fname), BinaryObject)]
-                out.append(replace(
-                    object_schema(fname, inner_type, samples=inner_samples, decimal_as=decimal_as, client=client),
-                    type_name=inner_type.type_name))
+                out.append(
+                    replace(
+                        object_schema(fname, inner_type, samples=inner_samples, decimal_as=decimal_as, client=client),
+                        type_name=inner_type.type_name,
+                    )
+                )
                 continue
             if isinstance(seen, OptimizedObject):
                 raise SchemaError(_java_object_message(f"{binary_type.type_name}.{fname}", seen))
@@ -410,7 +435,9 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
                 log.warning(
                     "field %s.%s: Ignite's metadata says only 'object' and every sampled entry is null; "
                     "it is read as a string (repr of each value). Pass schema=... or fields=[...] to change that",
-                    binary_type.type_name, fname)
+                    binary_type.type_name,
+                    fname,
+                )
                 out.append(FieldSchema(fname, T.OBJ_ARR, "string", (), kind="repr"))
                 continue
         if code in _LIST_CODES or code == T.MAP:
@@ -426,8 +453,7 @@ def object_schema(name: str, binary_type: BinaryType, *, samples: Sequence[Binar
                 dtype = tf_field.dtype if code in TF_ARRAY_DTYPES or code in TF_DTYPES else None
                 if dtype in ("object", "str", "bytes") or (dtype and dtype.startswith(("<U", "|S", "S", "U"))):
                     dtype = None
-        out.append(leaf_from_type_code(fname, code, shape=shape, dtype=_tf_dtype_name(dtype),
-                                       decimal_as=decimal_as))
+        out.append(leaf_from_type_code(fname, code, shape=shape, dtype=_tf_dtype_name(dtype), decimal_as=decimal_as))
     return FieldSchema(name, T.OBJ, fields=tuple(out), type_name=binary_type.type_name)
 
 
@@ -476,8 +502,11 @@ def resolve_schema(
         key = replace(_schema_of_value("key", sample_key, client, decimal_as), nullable=False)
 
     # Value.
-    type_name = value_type or (record.type_name if record is not None else None) or (
-        query_entity.value_type if query_entity is not None else None)
+    type_name = (
+        value_type
+        or (record.type_name if record is not None else None)
+        or (query_entity.value_type if query_entity is not None else None)
+    )
     if type_name is not None and type_name in JAVA_CLASS_TYPE_CODES:
         value = leaf_from_type_code("val", JAVA_CLASS_TYPE_CODES[type_name], decimal_as=decimal_as)
     elif type_name is not None:
@@ -491,10 +520,21 @@ def resolve_schema(
             )
         declared = None
         if query_entity is not None and query_entity.value_type == type_name:
-            declared = {qf.name: JAVA_CLASS_TYPE_CODES[qf.type_name] for qf in query_entity.fields
-                        if not qf.is_key and qf.type_name in JAVA_CLASS_TYPE_CODES}
-        value = object_schema("val", bt, samples=values, record=record, fields=fields, decimal_as=decimal_as,
-                              client=client, declared=declared)
+            declared = {
+                qf.name: JAVA_CLASS_TYPE_CODES[qf.type_name]
+                for qf in query_entity.fields
+                if not qf.is_key and qf.type_name in JAVA_CLASS_TYPE_CODES
+            }
+        value = object_schema(
+            "val",
+            bt,
+            samples=values,
+            record=record,
+            fields=fields,
+            decimal_as=decimal_as,
+            client=client,
+            declared=declared,
+        )
     elif sample_val is not None:
         value = _schema_of_value("val", sample_val, client, decimal_as, fields=fields, samples=values)
 
@@ -511,14 +551,19 @@ def resolve_schema(
     return DatasetSchema(key, value, null_masks=null_masks, decimal_as=decimal_as)
 
 
-def _schema_of_value(name: str, value: Any, client: "IgniteClient", decimal_as: str,
-                     fields: list[str] | None = None, samples: Sequence[Any] = ()) -> FieldSchema:
+def _schema_of_value(
+    name: str,
+    value: Any,
+    client: "IgniteClient",
+    decimal_as: str,
+    fields: list[str] | None = None,
+    samples: Sequence[Any] = (),
+) -> FieldSchema:
     if isinstance(value, BinaryObject):
         bt = client.binary_type(value.type_id)
         if bt is None:
             raise SchemaError(f"no binary metadata for type id {value.type_id} of {name!r}")
-        return object_schema(name, bt, samples=samples or [value], fields=fields, decimal_as=decimal_as,
-                             client=client)
+        return object_schema(name, bt, samples=samples or [value], fields=fields, decimal_as=decimal_as, client=client)
     if isinstance(value, OptimizedObject):
         raise SchemaError(_java_object_message(name, value))
     code = _infer_code(value)
@@ -528,9 +573,11 @@ def _schema_of_value(name: str, value: Any, client: "IgniteClient", decimal_as: 
 def _java_object_message(where: str, value: OptimizedObject) -> str:
     from ..protocol.javatime import DECODED_JAVA_CLASSES, describe_java_object
 
-    return (f"{where} holds a Java-serialized {describe_java_object(value.data)}: IgniteDataset decodes only "
-            f"{DECODED_JAVA_CLASSES} from Java serialization; select other fields with fields=[...] or read it "
-            "with IgniteClient.cache(...).scan()")
+    return (
+        f"{where} holds a Java-serialized {describe_java_object(value.data)}: IgniteDataset decodes only "
+        f"{DECODED_JAVA_CLASSES} from Java serialization; select other fields with fields=[...] or read it "
+        "with IgniteClient.cache(...).scan()"
+    )
 
 
 def _infer_code(value: Any) -> int:
@@ -557,11 +604,26 @@ def _type_from_query_entity(entity: Any) -> BinaryType | None:
 
 
 # ------------------------------------------------------- per-row (slow) leaves
-_LIST_CODES = {T.STRING_ARR, T.UUID_ARR, T.DATE_ARR, T.TIMESTAMP_ARR, T.TIME_ARR, T.DECIMAL_ARR,
-               T.OBJ_ARR, T.ENUM_ARR, T.COLLECTION}
-_LIST_ELEMENT_DTYPE = {T.STRING_ARR: "string", T.UUID_ARR: "string", T.DATE_ARR: "int64",
-                       T.TIMESTAMP_ARR: "int64", T.TIME_ARR: "int64", T.DECIMAL_ARR: "float64",
-                       T.ENUM_ARR: "int32"}
+_LIST_CODES = {
+    T.STRING_ARR,
+    T.UUID_ARR,
+    T.DATE_ARR,
+    T.TIMESTAMP_ARR,
+    T.TIME_ARR,
+    T.DECIMAL_ARR,
+    T.OBJ_ARR,
+    T.ENUM_ARR,
+    T.COLLECTION,
+}
+_LIST_ELEMENT_DTYPE = {
+    T.STRING_ARR: "string",
+    T.UUID_ARR: "string",
+    T.DATE_ARR: "int64",
+    T.TIMESTAMP_ARR: "int64",
+    T.TIME_ARR: "int64",
+    T.DECIMAL_ARR: "float64",
+    T.ENUM_ARR: "int32",
+}
 
 
 def _element_dtype(values: Sequence[Any], decimal_as: str) -> str:
@@ -603,10 +665,15 @@ def per_row_leaf(name: str, code: int, samples: Sequence[Any], decimal_as: str =
     if code == T.MAP:
         keys = [k for m in samples if isinstance(m, Mapping) for k in m.keys()]
         vals = [v for m in samples if isinstance(m, Mapping) for v in m.values()]
-        return FieldSchema(name, T.MAP, kind="map", fields=(
-            FieldSchema("keys", T.MAP, _element_dtype(keys, decimal_as), (None,), kind="list"),
-            FieldSchema("values", T.MAP, _element_dtype(vals, decimal_as), (None,), kind="list"),
-        ))
+        return FieldSchema(
+            name,
+            T.MAP,
+            kind="map",
+            fields=(
+                FieldSchema("keys", T.MAP, _element_dtype(keys, decimal_as), (None,), kind="list"),
+                FieldSchema("values", T.MAP, _element_dtype(vals, decimal_as), (None,), kind="list"),
+            ),
+        )
     dtype = _LIST_ELEMENT_DTYPE.get(code)
     if code == T.DECIMAL_ARR and decimal_as == "string":
         dtype = "string"

@@ -55,12 +55,14 @@ class TensorSchemaRecord:
     fields: tuple[TensorField, ...] = field(default_factory=tuple)
 
     def to_json(self) -> str:
-        return json.dumps({
-            "version": _VERSION,
-            "type_name": self.type_name,
-            "key": self.key.to_json(),
-            "fields": [f.to_json() for f in self.fields],
-        })
+        return json.dumps(
+            {
+                "version": _VERSION,
+                "type_name": self.type_name,
+                "key": self.key.to_json(),
+                "fields": [f.to_json() for f in self.fields],
+            }
+        )
 
     @classmethod
     def from_json(cls, text: str, *, cache_name: str = "") -> "TensorSchemaRecord":
@@ -70,8 +72,12 @@ class TensorSchemaRecord:
                 raise ValueError(f"unknown schema version {doc.get('version')!r}")
 
             def tf(d: dict[str, Any]) -> TensorField:
-                return TensorField(str(d["name"]), str(d["dtype"]), tuple(int(x) for x in d.get("shape", ())),
-                                   int(d.get("type_code", 0)))
+                return TensorField(
+                    str(d["name"]),
+                    str(d["dtype"]),
+                    tuple(int(x) for x in d.get("shape", ())),
+                    int(d.get("type_code", 0)),
+                )
 
             return cls(str(doc["type_name"]), tf(doc["key"]), tuple(tf(f) for f in doc["fields"]))
         except (ValueError, KeyError, TypeError) as exc:
@@ -96,8 +102,7 @@ def save_schema(client: "IgniteClient", cache_name: str, record: TensorSchemaRec
     from ..protocol.cache_config import CacheConfiguration
     from ..protocol.codes import WriteSynchronizationMode
 
-    config = CacheConfiguration(SCHEMA_CACHE, backups=1,
-                                write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC)
+    config = CacheConfiguration(SCHEMA_CACHE, backups=1, write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC)
     client.get_or_create_cache(config).put(cache_name, record.to_json())
 
 

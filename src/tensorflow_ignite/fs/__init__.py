@@ -28,13 +28,16 @@ __all__ = [
     "IgniteFileSystem",
 ]
 
-__getattr__ = lazy_getattr(__name__, {
-    "configure": ".config",
-    "settings": ".config",
-    "reset": ".config",
-    "store_for": ".config",
-    "close_stores": ".config",
-    "IgniteFileStore": ".store",
-    "IgniteBackend": ".backend",
-    "IgniteFileSystem": ".fsspec_fs",
-})
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        "configure": ".config",
+        "settings": ".config",
+        "reset": ".config",
+        "store_for": ".config",
+        "close_stores": ".config",
+        "IgniteFileStore": ".store",
+        "IgniteBackend": ".backend",
+        "IgniteFileSystem": ".fsspec_fs",
+    },
+)

@@ -85,8 +85,10 @@ def parse_generation(value: object, name: str = "generation") -> str:
     """``"auto"``, ``"2"`` or ``"3"`` from a setting (an int or a string)."""
     text = str(value).strip().lower()
     if text not in GENERATIONS:
-        raise ConfigurationError(f"{name}={value!r}: expected one of {', '.join(GENERATIONS)} (the Ignite "
-                                 "generation of the cluster; auto asks the node at the handshake)")
+        raise ConfigurationError(
+            f"{name}={value!r}: expected one of {', '.join(GENERATIONS)} (the Ignite "
+            "generation of the cluster; auto asks the node at the handshake)"
+        )
     return text
 
 
@@ -130,7 +132,8 @@ _settings_cache: tuple[Any, ...] | None = None
 _exit_hook = False
 
 _ENV_NAMES = tuple(prefix + name.upper() for name in CONNECTION_VARIABLES for prefix in _PREFIXES) + tuple(
-    FS_PREFIX + name.upper() for name in _STORE_FIELDS)
+    FS_PREFIX + name.upper() for name in _STORE_FIELDS
+)
 _ENV_KEYS_RAW = tuple(os.fsencode(n) for n in _ENV_NAMES)
 
 
@@ -215,8 +218,9 @@ def parse_settings(options: Mapping[str, Any]) -> dict[str, Any]:
     known = set(SETTING_NAMES)
     unknown = set(options) - known
     if unknown:
-        raise ConfigurationError(f"unknown ignite:// setting(s): {', '.join(sorted(unknown))}; "
-                                 f"expected some of {', '.join(sorted(known))}")
+        raise ConfigurationError(
+            f"unknown ignite:// setting(s): {', '.join(sorted(unknown))}; expected some of {', '.join(sorted(known))}"
+        )
     out = dict(options)
     for name, minimum in (("block_size", 1024), ("read_ahead", 0)):
         if out.get(name) is not None:
@@ -331,8 +335,7 @@ def _store_for(host: str, overrides: dict[str, Any]) -> "IgniteFileStore":
     if overrides:
         base = base.updated(**{k: v for k, v in parse_settings(overrides).items() if v is not None})
     (name, port), *others = parse_endpoints(host, base)
-    key = base.updated(host=name.lower(), port=port,
-                       fallbacks=tuple(format_endpoint(h.lower(), p) for h, p in others))
+    key = base.updated(host=name.lower(), port=port, fallbacks=tuple(format_endpoint(h.lower(), p) for h, p in others))
     with _lock:
         store = _stores.get(key)
         if store is not None and not store.closed:

@@ -53,7 +53,8 @@ class IgniteFileSystem(AbstractFileSystem):
 
     def __init__(self, host: str | None = None, port: int | None = None, **kwargs: Any) -> None:
         self._overrides = parse_settings(
-            {k: kwargs.pop(k) for k in SETTING_NAMES if k in kwargs and k not in ("host", "port")})
+            {k: kwargs.pop(k) for k in SETTING_NAMES if k in kwargs and k not in ("host", "port")}
+        )
         super().__init__(**kwargs)
         if host and port:
             self.endpoint = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -82,7 +83,7 @@ class IgniteFileSystem(AbstractFileSystem):
         for proto in cls.protocol:
             for sep in ("://", "::"):
                 if path.startswith(proto + sep):
-                    rest = path[len(proto) + len(sep):]
+                    rest = path[len(proto) + len(sep) :]
                     path = "/" + rest.partition("/")[2] if sep == "://" else rest
                     break
         return normalize_path(path)
@@ -91,7 +92,7 @@ class IgniteFileSystem(AbstractFileSystem):
     def _get_kwargs_from_urls(path: str) -> dict[str, Any]:
         for proto in IgniteFileSystem.protocol:
             if path.startswith(proto + "://"):
-                netloc = path[len(proto) + 3:].partition("/")[0]
+                netloc = path[len(proto) + 3 :].partition("/")[0]
                 if not netloc:
                     return {}
                 from .config import parse_endpoints
@@ -200,14 +201,10 @@ class IgniteFileSystem(AbstractFileSystem):
         else:
             store.copy(path1, path2)
 
-    def mv(self, path1: Any, path2: Any, recursive: bool = False, maxdepth: int | None = None,
-           **kwargs: Any) -> None:
+    def mv(self, path1: Any, path2: Any, recursive: bool = False, maxdepth: int | None = None, **kwargs: Any) -> None:
         """An atomic rename for one path (file, or directory with ``recursive``);
         fsspec's copy-and-delete for globs and lists."""
-        if (
-            isinstance(path1, str) and isinstance(path2, str) and maxdepth is None
-            and not (_GLOB_CHARS & set(path1))
-        ):
+        if isinstance(path1, str) and isinstance(path2, str) and maxdepth is None and not (_GLOB_CHARS & set(path1)):
             p1, p2 = self._strip_protocol(path1), self._strip_protocol(path2)
             store = self.store
             src = store.stat(p1)
@@ -234,10 +231,24 @@ class IgniteFileSystem(AbstractFileSystem):
             return
         super().pipe(path, value, **kwargs)
 
-    def _open(self, path: str, mode: str = "rb", block_size: int | None = None, autocommit: bool = True,
-              cache_options: dict[str, Any] | None = None, **kwargs: Any) -> "IgniteFile":
-        return IgniteFile(self, self._strip_protocol(path), mode, block_size=block_size,
-                          autocommit=autocommit, cache_options=cache_options, **kwargs)
+    def _open(
+        self,
+        path: str,
+        mode: str = "rb",
+        block_size: int | None = None,
+        autocommit: bool = True,
+        cache_options: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> "IgniteFile":
+        return IgniteFile(
+            self,
+            self._strip_protocol(path),
+            mode,
+            block_size=block_size,
+            autocommit=autocommit,
+            cache_options=cache_options,
+            **kwargs,
+        )
 
 
 class IgniteFile(AbstractBufferedFile):
@@ -253,9 +264,18 @@ class IgniteFile(AbstractBufferedFile):
 
     DEFAULT_BLOCK_SIZE = 4 << 20
 
-    def __init__(self, fs: IgniteFileSystem, path: str, mode: str = "rb", *, block_size: int | None = None,
-                 autocommit: bool = True, cache_options: dict[str, Any] | None = None,
-                 cache_type: str = "none", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        fs: IgniteFileSystem,
+        path: str,
+        mode: str = "rb",
+        *,
+        block_size: int | None = None,
+        autocommit: bool = True,
+        cache_options: dict[str, Any] | None = None,
+        cache_type: str = "none",
+        **kwargs: Any,
+    ) -> None:
         store = fs.store
         self._reader: FileReader | None = None
         self._writer: FileWriter | None = None
@@ -264,8 +284,16 @@ class IgniteFile(AbstractBufferedFile):
             kwargs["size"] = self._reader.size
         elif mode in ("wb", "ab", "xb"):
             self._writer = store.open_write(path, append=(mode == "ab"), exclusive=(mode == "xb"))
-        super().__init__(fs, path, mode, block_size=block_size or self.DEFAULT_BLOCK_SIZE,
-                         autocommit=autocommit, cache_type=cache_type, cache_options=cache_options, **kwargs)
+        super().__init__(
+            fs,
+            path,
+            mode,
+            block_size=block_size or self.DEFAULT_BLOCK_SIZE,
+            autocommit=autocommit,
+            cache_type=cache_type,
+            cache_options=cache_options,
+            **kwargs,
+        )
         if self._writer is not None and mode == "ab":
             self.loc = self._writer.tell()
 

@@ -210,8 +210,13 @@ def encode_entry(entry: Entry) -> str:
         return json.dumps({"t": "d", "id": entry.id, "mt": entry.mtime_ns, "nb": entry.nb}, separators=(",", ":"))
     return json.dumps(
         {
-            "t": "f", "id": entry.id, "sz": entry.size, "mt": entry.mtime_ns, "bs": entry.block_size,
-            "g": entry.gen, "x": [list(e) for e in entry.extents],
+            "t": "f",
+            "id": entry.id,
+            "sz": entry.size,
+            "mt": entry.mtime_ns,
+            "bs": entry.block_size,
+            "g": entry.gen,
+            "x": [list(e) for e in entry.extents],
         },
         separators=(",", ":"),
     )
@@ -224,7 +229,11 @@ def decode_entry(value: Any, path: str = "?") -> Entry:
     if d.get("t") == "d":
         return DirEntry(id=d["id"], mtime_ns=d["mt"], nb=d.get("nb", 1))
     return FileEntry(
-        id=d["id"], size=d["sz"], mtime_ns=d["mt"], block_size=d["bs"], gen=d["g"],
+        id=d["id"],
+        size=d["sz"],
+        mtime_ns=d["mt"],
+        block_size=d["bs"],
+        gen=d["g"],
         extents=tuple((int(a), str(b)) for a, b in d.get("x", ())),
     )
 

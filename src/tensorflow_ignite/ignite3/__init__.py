@@ -23,5 +23,15 @@ from .protocol import msgpack_io as _msgpack_io  # noqa: F401  (the clear error 
 from .tx import Transaction, TransactionClosedError
 from .write import write
 
-__all__ = ["Ignite3Client", "SqlCursor", "Table", "KeyValueView", "Transaction", "TransactionClosedError",
-           "from_sql", "from_table", "element_dtypes", "write"]
+__all__ = [
+    "Ignite3Client",
+    "SqlCursor",
+    "Table",
+    "KeyValueView",
+    "Transaction",
+    "TransactionClosedError",
+    "from_sql",
+    "from_table",
+    "element_dtypes",
+    "write",
+]

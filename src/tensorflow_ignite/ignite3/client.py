@@ -31,7 +31,6 @@ from .tx import Transaction
 __all__ = ["Ignite3Client", "SqlCursor"]
 
 
-
 class Ignite3Client:
     """A client of one Ignite 3 cluster (one connection, opened on first use; thread-safe)."""
 
@@ -68,8 +67,10 @@ class Ignite3Client:
                     errors.append(str(exc))
             if refused is not None:
                 raise refused
-            raise IgniteConnectionError("no Ignite 3 node answered at " + ", ".join(self.options.endpoints) +
-                                        ": " + "; ".join(errors), address=self.options.endpoints[0])
+            raise IgniteConnectionError(
+                "no Ignite 3 node answered at " + ", ".join(self.options.endpoints) + ": " + "; ".join(errors),
+                address=self.options.endpoints[0],
+            )
 
     def node_connection(self, node: str) -> Ignite3Connection | None:
         """The client's connection to the node named ``node``, if it has one (None otherwise).
@@ -127,8 +128,9 @@ class Ignite3Client:
 
     def _exec(self, query: str, args: Sequence[Any], page_size: int, schema: str | None) -> sql.ExecResult:
         conn = self.connection()
-        body = sql.exec_request(query, args, schema=schema, page_size=page_size,
-                                observable_timestamp=conn.observable_timestamp)
+        body = sql.exec_request(
+            query, args, schema=schema, page_size=page_size, observable_timestamp=conn.observable_timestamp
+        )
         return sql.parse_exec(conn.call(ClientOp.SQL_EXEC, body, what=f"SQL {query[:80]!r}"))
 
     def execute(self, query: str, args: Sequence[Any] = (), *, schema: str | None = None) -> int:
@@ -141,12 +143,16 @@ class Ignite3Client:
     def columns(self, query: str, *, schema: str | None = None) -> tuple[sql.ColumnMeta, ...]:
         """The result columns of ``query``, without running it (SQL_QUERY_META)."""
         conn = self.connection()
-        _, cols = sql.parse_meta(conn.call(ClientOp.SQL_QUERY_META, sql.meta_request(query, schema=schema),
-                                           what=f"SQL metadata of {query[:80]!r}"))
+        _, cols = sql.parse_meta(
+            conn.call(
+                ClientOp.SQL_QUERY_META, sql.meta_request(query, schema=schema), what=f"SQL metadata of {query[:80]!r}"
+            )
+        )
         return cols
 
-    def query(self, query: str, args: Sequence[Any] = (), *, page_size: int = 4096,
-              schema: str | None = None) -> "SqlCursor":
+    def query(
+        self, query: str, args: Sequence[Any] = (), *, page_size: int = 4096, schema: str | None = None
+    ) -> "SqlCursor":
         """Run ``query``; its rows through the returned cursor (close it, or read it to the end)."""
         return SqlCursor(self, self._exec(query, args, page_size, schema))
 
@@ -166,13 +172,19 @@ class Ignite3Client:
 
     def _next_page(self, cursor_id: int) -> tuple[RowPage, bool]:
         conn = self.connection()
-        return sql.parse_next_page(conn.call(ClientOp.SQL_CURSOR_NEXT_PAGE, sql.cursor_request(cursor_id),
-                                             what="reading the next page of an SQL result"))
+        return sql.parse_next_page(
+            conn.call(
+                ClientOp.SQL_CURSOR_NEXT_PAGE,
+                sql.cursor_request(cursor_id),
+                what="reading the next page of an SQL result",
+            )
+        )
 
     def _close_cursor(self, cursor_id: int) -> None:
         try:
-            self.connection().call(ClientOp.SQL_CURSOR_CLOSE, sql.cursor_request(cursor_id),
-                                   what="closing an SQL cursor")
+            self.connection().call(
+                ClientOp.SQL_CURSOR_CLOSE, sql.cursor_request(cursor_id), what="closing an SQL cursor"
+            )
         except (ResourceNotFoundError, IgniteConnectionError):
             pass  # closed already, or the connection is gone (and the cursor with it)
 
@@ -243,8 +255,9 @@ class SqlCursor:
 
     __iter__ = pages
 
-    def column_pages(self, *, decimal_as: str = "float64",
-                     select: Sequence[int] | None = None) -> Iterator[PageColumns]:
+    def column_pages(
+        self, *, decimal_as: str = "float64", select: Sequence[int] | None = None
+    ) -> Iterator[PageColumns]:
         """Each page decoded into NumPy columns (:func:`~.protocol.columns.decode_page`)."""
         for rows in self.pages():
             yield decode_page(rows, self.columns, decimal_as=decimal_as, select=select)

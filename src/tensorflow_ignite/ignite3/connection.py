@@ -44,8 +44,14 @@ DEFAULT_MAX_FRAME = 1 << 30
 class Ignite3Connection:
     """A connection to one Ignite 3 node (``host:port`` of ``options``, or the given endpoint)."""
 
-    def __init__(self, options: ConnectionOptions, host: str | None = None, port: int | None = None, *,
-                 max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(
+        self,
+        options: ConnectionOptions,
+        host: str | None = None,
+        port: int | None = None,
+        *,
+        max_frame: int = DEFAULT_MAX_FRAME,
+    ) -> None:
         self.options = options
         self.host = host or options.host
         self.port = port or options.port
@@ -92,12 +98,15 @@ class Ignite3Connection:
         try:
             raw = socket.create_connection((self.host, self.port), timeout=o.timeout)
         except TimeoutError:
-            raise ConnectionTimeoutError(f"connecting to Ignite 3 at {self.address} timed out after {o.timeout}s",
-                                         address=self.address) from None
+            raise ConnectionTimeoutError(
+                f"connecting to Ignite 3 at {self.address} timed out after {o.timeout}s", address=self.address
+            ) from None
         except OSError as exc:
             raise IgniteConnectionError(
                 f"cannot connect to Ignite 3 at {self.address}: {exc.strerror or exc}. Is a node running there "
-                "with its client connector (clientConnector.port) on this port?", address=self.address) from None
+                "with its client connector (clientConnector.port) on this port?",
+                address=self.address,
+            ) from None
         raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock: socket.socket | ssl.SSLSocket = raw
         if o.uses_tls:
@@ -115,19 +124,24 @@ class Ignite3Connection:
             except ssl.SSLError as exc:  # a TLS 1.3 refusal of the client certificate may show here too
                 raise tls_error(exc, self.address, o.tls_hostname(self.host), stage="connection") from None
             except OSError as exc:
-                raise IgniteConnectionError(f"connection to Ignite 3 node {self.address} lost: {exc}",
-                                            address=self.address) from None
+                raise IgniteConnectionError(
+                    f"connection to Ignite 3 node {self.address} lost: {exc}", address=self.address
+                ) from None
             magic = self._recv_exact(4)
             if magic != MAGIC:
-                raise HandshakeError(f"{self.address} is not an Ignite 3 client port (it answered {magic!r}, "
-                                     f"not {MAGIC!r}); an Ignite 2 node? Use tensorflow_ignite.IgniteDataset "
-                                     "for Ignite 2", address=self.address)
+                raise HandshakeError(
+                    f"{self.address} is not an Ignite 3 client port (it answered {magic!r}, "
+                    f"not {MAGIC!r}); an Ignite 2 node? Use tensorflow_ignite.IgniteDataset "
+                    "for Ignite 2",
+                    address=self.address,
+                )
             body = self._recv_frame()
             hs = parse_handshake(body, address=self.address)
         except ProtocolError as exc:
             self.close()
-            raise HandshakeError(f"{self.address} answered the Ignite 3 handshake with something else: {exc}",
-                                 address=self.address) from None
+            raise HandshakeError(
+                f"{self.address} answered the Ignite 3 handshake with something else: {exc}", address=self.address
+            ) from None
         except (HandshakeError, ConnectionTimeoutError, TLSError):
             self.close()
             raise
@@ -137,14 +151,20 @@ class Ignite3Connection:
                 # The TLS handshake itself succeeded, so the node hung up on what came after: a node
                 # that requires a client certificate closes the connection (TLS 1.3 sends its alert
                 # after the handshake; the alert or a reset may come first, whichever the timing gives).
-                raise TLSError(f"TLS connection with {self.address} closed by the node during the Ignite 3 "
-                               "handshake: a node requiring a client certificate (pass certfile= and keyfile=, "
-                               "cert_password= for an encrypted key), or an Ignite 2 node? (use "
-                               "tensorflow_ignite.IgniteDataset for Ignite 2)", address=self.address) from None
-            raise HandshakeError(f"{self.address} closed the connection during the Ignite 3 handshake: not an "
-                                 "Ignite 3 client port as configured here -- a node whose client connector expects "
-                                 "TLS (give cafile=, or the other TLS options), or an Ignite 2 node (use "
-                                 "tensorflow_ignite.IgniteDataset for Ignite 2)", address=self.address) from None
+                raise TLSError(
+                    f"TLS connection with {self.address} closed by the node during the Ignite 3 "
+                    "handshake: a node requiring a client certificate (pass certfile= and keyfile=, "
+                    "cert_password= for an encrypted key), or an Ignite 2 node? (use "
+                    "tensorflow_ignite.IgniteDataset for Ignite 2)",
+                    address=self.address,
+                ) from None
+            raise HandshakeError(
+                f"{self.address} closed the connection during the Ignite 3 handshake: not an "
+                "Ignite 3 client port as configured here -- a node whose client connector expects "
+                "TLS (give cafile=, or the other TLS options), or an Ignite 2 node (use "
+                "tensorflow_ignite.IgniteDataset for Ignite 2)",
+                address=self.address,
+            ) from None
         except BaseException:
             self.close()
             raise
@@ -161,13 +181,15 @@ class Ignite3Connection:
             while got < n:
                 k = self._sock.recv_into(view[got:], n - got)
                 if k == 0:
-                    raise IgniteConnectionError(f"Ignite 3 node {self.address} closed the connection",
-                                                address=self.address)
+                    raise IgniteConnectionError(
+                        f"Ignite 3 node {self.address} closed the connection", address=self.address
+                    )
                 got += k
         except TimeoutError:
             self.close()
-            raise ConnectionTimeoutError(f"no answer from Ignite 3 node {self.address} within "
-                                         f"{self.options.timeout}s", address=self.address) from None
+            raise ConnectionTimeoutError(
+                f"no answer from Ignite 3 node {self.address} within {self.options.timeout}s", address=self.address
+            ) from None
         except IgniteConnectionError:
             self.close()
             raise
@@ -177,8 +199,9 @@ class Ignite3Connection:
             raise tls_error(exc, self.address, self.options.tls_hostname(self.host), stage="connection") from None
         except OSError as exc:
             self.close()
-            raise IgniteConnectionError(f"connection to Ignite 3 node {self.address} lost: {exc}",
-                                        address=self.address) from None
+            raise IgniteConnectionError(
+                f"connection to Ignite 3 node {self.address} lost: {exc}", address=self.address
+            ) from None
         return buf
 
     def _recv_frame(self) -> bytearray:
@@ -187,18 +210,21 @@ class Ignite3Connection:
 
     def _send(self, data: bytes) -> None:
         if self._sock is None:
-            raise IgniteConnectionError(f"the connection to Ignite 3 node {self.address} is closed",
-                                        address=self.address)
+            raise IgniteConnectionError(
+                f"the connection to Ignite 3 node {self.address} is closed", address=self.address
+            )
         try:
             self._sock.sendall(data)
         except TimeoutError:
             self.close()
-            raise ConnectionTimeoutError(f"sending to Ignite 3 node {self.address} timed out",
-                                         address=self.address) from None
+            raise ConnectionTimeoutError(
+                f"sending to Ignite 3 node {self.address} timed out", address=self.address
+            ) from None
         except OSError as exc:
             self.close()
-            raise IgniteConnectionError(f"connection to Ignite 3 node {self.address} lost: {exc}",
-                                        address=self.address) from None
+            raise IgniteConnectionError(
+                f"connection to Ignite 3 node {self.address} lost: {exc}", address=self.address
+            ) from None
 
     def call(self, op: ClientOp, body: bytes = b"", *, what: str | None = None) -> Reader:
         """Send one request and wait for its answer; a reader over the answer's own values.
@@ -215,8 +241,9 @@ class Ignite3Connection:
                 break
         if header.request_id != request_id:
             self.close()
-            raise ProtocolError(f"Ignite 3 node {self.address} answered request {header.request_id}, "
-                                f"expected {request_id}")
+            raise ProtocolError(
+                f"Ignite 3 node {self.address} answered request {header.request_id}, expected {request_id}"
+            )
         self.observable_timestamp = max(self.observable_timestamp, header.observable_timestamp)
         if header.assignment_changed:
             self.assignment_time = header.assignment_time

@@ -49,14 +49,17 @@ _DECIMAL_AS = ("float64", "string")
 PARTS_VARIABLE = DATASET_PREFIX + "PARTS"
 
 
-def element_dtypes(columns: Sequence[ColumnMeta], *, decimal_as: str = "float64",
-                   null_masks: bool = False) -> dict[str, str]:
+def element_dtypes(
+    columns: Sequence[ColumnMeta], *, decimal_as: str = "float64", null_masks: bool = False
+) -> dict[str, str]:
     """Column name -> TensorFlow dtype name of a dataset over ``columns``."""
     out: dict[str, str] = {}
     for col in columns:
         if col.type not in SUPPORTED_TYPES:
-            raise SchemaError(f"column {col.name!r} has type {col.type.name}, which has no tensor form; select "
-                              f"it cast to another type (CAST({col.name} AS VARCHAR))")
+            raise SchemaError(
+                f"column {col.name!r} has type {col.type.name}, which has no tensor form; select "
+                f"it cast to another type (CAST({col.name} AS VARCHAR))"
+            )
         out[col.name] = "string" if (col.type.name == "DECIMAL" and decimal_as == "string") else TF_DTYPES[col.type]
         if null_masks and col.nullable:
             out[f"{col.name}_present"] = "bool"
@@ -82,10 +85,21 @@ def _check(decimal_as: str, page_size: int, batch_size: int | None) -> None:
         raise ConfigurationError(f"batch_size={batch_size}: it must be at least 1 (or None: single rows)")
 
 
-def from_sql(query: str, args: Sequence[Any] = (), *, host: str = "127.0.0.1", port: int = _DEFAULT_PORT,
-             options: ConnectionOptions | None = None, batch_size: int | None = None, page_size: int = 4096,
-             null_masks: bool = False, decimal_as: str = "float64", schema: str | None = None,
-             client: Ignite3Client | None = None, **connection: Any) -> "tf.data.Dataset":
+def from_sql(
+    query: str,
+    args: Sequence[Any] = (),
+    *,
+    host: str = "127.0.0.1",
+    port: int = _DEFAULT_PORT,
+    options: ConnectionOptions | None = None,
+    batch_size: int | None = None,
+    page_size: int = 4096,
+    null_masks: bool = False,
+    decimal_as: str = "float64",
+    schema: str | None = None,
+    client: Ignite3Client | None = None,
+    **connection: Any,
+) -> "tf.data.Dataset":
     """The rows of an SQL query on an Ignite 3 cluster as a ``tf.data.Dataset`` of dicts.
 
     ``host``/``port`` (``"h1:p1,h2:p2"`` for fallbacks) or ``options`` say where
@@ -125,8 +139,10 @@ def from_sql(query: str, args: Sequence[Any] = (), *, host: str = "127.0.0.1", p
     def _read(reader: Ignite3Client) -> Iterator[dict[str, np.ndarray]]:
         with reader.query(query, args, page_size=page_size, schema=schema) as cursor:
             if [c.name for c in cursor.columns] != names:
-                raise SchemaError(f"the columns of {query[:80]!r} changed since the dataset was built "
-                                  f"({names} then {[c.name for c in cursor.columns]}); build it again")
+                raise SchemaError(
+                    f"the columns of {query[:80]!r} changed since the dataset was built "
+                    f"({names} then {[c.name for c in cursor.columns]}); build it again"
+                )
             for page in cursor.column_pages(decimal_as=decimal_as):
                 out = {}
                 for name, mask, values, present in zip(names, masked, page.values, page.present):
@@ -157,13 +173,26 @@ def _identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def from_table(table: str, columns: Sequence[str] | None = None, *, where: str | None = None,
-               args: Sequence[Any] = (), parts: Sequence[int] | None = None, host: str = "127.0.0.1",
-               port: int = _DEFAULT_PORT, options: ConnectionOptions | None = None, batch_size: int | None = None,
-               page_size: int = 4096, null_masks: bool = False, decimal_as: str = "float64",
-               client: Ignite3Client | None = None, failover_timeout: float = 120.0,
-               credentials: str | None = None, per_node: bool = True,
-               **connection: Any) -> "Ignite3TableDataset":
+def from_table(
+    table: str,
+    columns: Sequence[str] | None = None,
+    *,
+    where: str | None = None,
+    args: Sequence[Any] = (),
+    parts: Sequence[int] | None = None,
+    host: str = "127.0.0.1",
+    port: int = _DEFAULT_PORT,
+    options: ConnectionOptions | None = None,
+    batch_size: int | None = None,
+    page_size: int = 4096,
+    null_masks: bool = False,
+    decimal_as: str = "float64",
+    client: Ignite3Client | None = None,
+    failover_timeout: float = 120.0,
+    credentials: str | None = None,
+    per_node: bool = True,
+    **connection: Any,
+) -> "Ignite3TableDataset":
     """Every row of an Ignite 3 table (``schema.table`` or ``table``), or of ``columns`` of it,
     optionally filtered by an SQL ``where`` condition with ``args`` for its ``?``, read partition-aware
     and resumably (:mod:`.partitioned`): each primary node is asked for its own partitions, the nodes
@@ -201,17 +230,30 @@ def from_table(table: str, columns: Sequence[str] | None = None, *, where: str |
         keys = sorted((c for c in route.schema.columns if c.is_key), key=lambda c: c.key_index)
         position = {c.name: i for i, c in enumerate(keys)}
         if any(c.name not in position for c in route.schema.colocation_columns):
-            raise ConfigurationError(f"table {table}: a colocation column is not a key column "
-                                     f"({[c.name for c in route.schema.colocation_columns]}, key {list(position)})")
+            raise ConfigurationError(
+                f"table {table}: a colocation column is not a key column "
+                f"({[c.name for c in route.schema.colocation_columns]}, key {list(position)})"
+            )
         colocation = [(position[c.name], c.scale, c.precision) for c in route.schema.colocation_columns]
         select = [_identifier(c) for c in columns] if columns else ["*"]
-        reader = TableReader(opts, table, select, (), [(c.name, c.type) for c in keys], (), 1,
-                             colocation=colocation, where=where, args=args, table_sql=_identifier(table))
+        reader = TableReader(
+            opts,
+            table,
+            select,
+            (),
+            [(c.name, c.type) for c in keys],
+            (),
+            1,
+            colocation=colocation,
+            where=where,
+            args=args,
+            table_sql=_identifier(table),
+        )
         metas = probe.columns(reader.query([0]))
     finally:
         if probe is not client:
             probe.close()
-    output = metas[:len(metas) - reader.extra_columns]
+    output = metas[: len(metas) - reader.extra_columns]
     element_dtypes(output, decimal_as=decimal_as, null_masks=null_masks)  # every column has a tensor form
     count = route.assignment.partitions
     env_parts = os.environ.get(PARTS_VARIABLE)
@@ -219,22 +261,38 @@ def from_table(table: str, columns: Sequence[str] | None = None, *, where: str |
     if chosen is not None:
         outside = sorted(set(int(p) for p in chosen) - set(range(count)))
         if outside or not len(chosen):
-            raise ConfigurationError(f"parts={list(chosen)[:20]}: table {table} has partitions 0..{count - 1}"
-                                     + (f"; {outside[:10]} are not among them" if outside else ""))
-    reader = TableReader(opts, table, select, output, [(c.name, c.type) for c in keys],
-                         range(count) if chosen is None else chosen, count, colocation=colocation,
-                         where=where, args=args,
-                         page_size=page_size, decimal_as=decimal_as, null_masks=null_masks,
-                         failover_timeout=failover_timeout, client=client, table_sql=_identifier(table),
-                         per_node=per_node)
+            raise ConfigurationError(
+                f"parts={list(chosen)[:20]}: table {table} has partitions 0..{count - 1}"
+                + (f"; {outside[:10]} are not among them" if outside else "")
+            )
+    reader = TableReader(
+        opts,
+        table,
+        select,
+        output,
+        [(c.name, c.type) for c in keys],
+        range(count) if chosen is None else chosen,
+        count,
+        colocation=colocation,
+        where=where,
+        args=args,
+        page_size=page_size,
+        decimal_as=decimal_as,
+        null_masks=null_masks,
+        failover_timeout=failover_timeout,
+        client=client,
+        table_sql=_identifier(table),
+        per_node=per_node,
+    )
     signature = reader.element_spec()
     if data_source.use_native(signature):
         try:
             description = reader.description(batch_size=batch_size, credentials=credentials)
         except UnsupportedOperationError:
             description = ""  # a where-argument JSON cannot carry: the dataset stays in this process
-        ds = data_source.python_source(reader.run, signature, batch_size=batch_size, resumable=True,
-                                       description=description)
+        ds = data_source.python_source(
+            reader.run, signature, batch_size=batch_size, resumable=True, description=description
+        )
         if batch_size is None:
             ds = ds.unbatch()
     else:  # process-local and not checkpointable: the op library is not available here

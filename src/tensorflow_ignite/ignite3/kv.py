@@ -66,11 +66,14 @@ class Table:
     def __init__(self, client: "Ignite3Client", name: str) -> None:
         self.client = client
         conn = client.connection()
-        found = tp.parse_table_get(conn.call(ClientOp.TABLE_GET, tp.table_get_request(name),
-                                             what=f"looking up table {name}"))
+        found = tp.parse_table_get(
+            conn.call(ClientOp.TABLE_GET, tp.table_get_request(name), what=f"looking up table {name}")
+        )
         if found is None:
-            raise TableNotFoundError(f"table {name} does not exist on the Ignite 3 cluster; create it first "
-                                     "(CREATE TABLE)", status=int(ErrorCode.TABLE_NOT_FOUND))
+            raise TableNotFoundError(
+                f"table {name} does not exist on the Ignite 3 cluster; create it first (CREATE TABLE)",
+                status=int(ErrorCode.TABLE_NOT_FOUND),
+            )
         #: The table's id and name as the cluster knows them.
         self.id, self.name = found
         self._lock = threading.Lock()
@@ -84,8 +87,11 @@ class Table:
         body = tp.schemas_request(self.id, None if version is None else [version])
         schemas = tp.parse_schemas(self.client.connection().call(ClientOp.SCHEMAS_GET, body, what=what))
         if not schemas or not schemas[-1].columns:
-            raise TableNotFoundError(f"table {self.name} has no schema {'' if version is None else version} on the "
-                                     "node (dropped meanwhile?)", status=int(ErrorCode.TABLE_NOT_FOUND))
+            raise TableNotFoundError(
+                f"table {self.name} has no schema {'' if version is None else version} on the "
+                "node (dropped meanwhile?)",
+                status=int(ErrorCode.TABLE_NOT_FOUND),
+            )
         with self._lock:
             for s in schemas:
                 self._schemas[s.version] = s
@@ -117,8 +123,11 @@ class Table:
         if known is not None:
             return known
         body = tp.assignment_request(self.id, 0)
-        got = tp.parse_assignment(self.client.connection().call(ClientOp.PARTITION_ASSIGNMENT_GET, body,
-                                                                what=f"reading the partitions of table {self.name}"))
+        got = tp.parse_assignment(
+            self.client.connection().call(
+                ClientOp.PARTITION_ASSIGNMENT_GET, body, what=f"reading the partitions of table {self.name}"
+            )
+        )
         if got.timestamp:  # an assignment not known yet (no primaries) is asked again next time
             with self._lock:
                 self._assignment = got
@@ -155,8 +164,10 @@ class KeyValueView:
             return key
         cols = tu.key_schema(schema).columns
         if len(cols) != 1:
-            raise ConfigurationError(f"table {self.table.name} has a key of {len(cols)} columns "
-                                     f"({', '.join(c.name for c in cols)}): give a key as a dict of them")
+            raise ConfigurationError(
+                f"table {self.table.name} has a key of {len(cols)} columns "
+                f"({', '.join(c.name for c in cols)}): give a key as a dict of them"
+            )
         return {cols[0].name: key}
 
     def _route(self, key_hash: int) -> Ignite3Connection:
@@ -176,8 +187,16 @@ class KeyValueView:
         enc = tu.encode_keys(schema, [self._key(key, schema)], self.table.name)
         return self._route(enc.hashes[0]).handshake.node_name
 
-    def _call(self, op: ClientOp, items: Sequence[Any], *, keys: bool, single: bool, tx: Transaction | None,
-              parse: Callable[[Reader], T]) -> T:
+    def _call(
+        self,
+        op: ClientOp,
+        items: Sequence[Any],
+        *,
+        keys: bool,
+        single: bool,
+        tx: Transaction | None,
+        parse: Callable[[Reader], T],
+    ) -> T:
         """Send ``items`` (keys or rows) as one request; written again in the schema version the node asks for."""
         version: int | None = None
         refreshed = False
@@ -243,29 +262,29 @@ class KeyValueView:
         keys = list(keys)
         if not keys:
             return []
-        version, rows = self._call(ClientOp.TUPLE_GET_ALL, keys, keys=True, single=False, tx=tx,
-                                   parse=tu.parse_get_all)
+        version, rows = self._call(ClientOp.TUPLE_GET_ALL, keys, keys=True, single=False, tx=tx, parse=tu.parse_get_all)
         if len(rows) != len(keys):
             raise ConfigurationError(f"table {self.table.name}: {len(keys)} keys asked, {len(rows)} rows answered")
         return [self._row(version, r) for r in rows]
 
     def contains(self, key: Any, *, tx: Transaction | None = None) -> bool:
         """Whether ``key`` has a row."""
-        return self._call(ClientOp.TUPLE_CONTAINS_KEY, [key], keys=True, single=True, tx=tx,
-                          parse=tu.parse_flag)[1]
+        return self._call(ClientOp.TUPLE_CONTAINS_KEY, [key], keys=True, single=True, tx=tx, parse=tu.parse_flag)[1]
 
     # ------------------------------------------------------------------ writes
     def put(self, row: Mapping[str, Any], *, tx: Transaction | None = None) -> None:
         """Insert or replace the row of ``row``'s key."""
-        self.table.saw_version(self._call(ClientOp.TUPLE_UPSERT, [row], keys=False, single=True, tx=tx,
-                                          parse=tu.parse_version))
+        self.table.saw_version(
+            self._call(ClientOp.TUPLE_UPSERT, [row], keys=False, single=True, tx=tx, parse=tu.parse_version)
+        )
 
     def put_all(self, rows: Sequence[Mapping[str, Any]], *, tx: Transaction | None = None) -> None:
         """Insert or replace each row (one request: all or nothing)."""
         rows = list(rows)
         if rows:
-            self.table.saw_version(self._call(ClientOp.TUPLE_UPSERT_ALL, rows, keys=False, single=False, tx=tx,
-                                              parse=tu.parse_version))
+            self.table.saw_version(
+                self._call(ClientOp.TUPLE_UPSERT_ALL, rows, keys=False, single=False, tx=tx, parse=tu.parse_version)
+            )
 
     def remove(self, key: Any, *, tx: Transaction | None = None) -> bool:
         """Remove the row of ``key``; whether there was one."""
@@ -276,8 +295,9 @@ class KeyValueView:
         keys = list(keys)
         if not keys:
             return []
-        version, missing = self._call(ClientOp.TUPLE_DELETE_ALL, keys, keys=True, single=False, tx=tx,
-                                      parse=tu.parse_keys)
+        version, missing = self._call(
+            ClientOp.TUPLE_DELETE_ALL, keys, keys=True, single=False, tx=tx, parse=tu.parse_keys
+        )
         schema = self.table.schema(version)
         return [tu.decode_key(schema, k) for k in missing]
 

@@ -94,9 +94,16 @@ _KEY_ALIAS = "TFI__KEY"
 _NO_KEY_LOOKUP = "/*+ DISABLE_RULE('TableScanToKeyValueGetRule') */"
 _INTEGERS = (ColumnType.INT8, ColumnType.INT16, ColumnType.INT32, ColumnType.INT64)
 #: Errors that running the query again cannot fix.
-_PERMANENT = frozenset({int(ErrorCode.STMT_PARSE), int(ErrorCode.STMT_VALIDATION), int(ErrorCode.SCHEMA_NOT_FOUND),
-                        int(ErrorCode.QUERY_NO_RESULT_SET), int(ErrorCode.TABLE_NOT_FOUND),
-                        int(ErrorCode.COLUMN_NOT_FOUND)})
+_PERMANENT = frozenset(
+    {
+        int(ErrorCode.STMT_PARSE),
+        int(ErrorCode.STMT_VALIDATION),
+        int(ErrorCode.SCHEMA_NOT_FOUND),
+        int(ErrorCode.QUERY_NO_RESULT_SET),
+        int(ErrorCode.TABLE_NOT_FOUND),
+        int(ErrorCode.COLUMN_NOT_FOUND),
+    }
+)
 _BACKOFF_FIRST = 0.2
 _BACKOFF_MAX = 2.0
 #: Decoded pages waiting for the consumer, per running query.
@@ -110,8 +117,11 @@ def retryable(exc: BaseException) -> bool:
     if isinstance(exc, IgniteConnectionError):
         return True
     if isinstance(exc, Ignite3ServerError):
-        return (not isinstance(exc, TableNotFoundError) and exc.status not in _PERMANENT
-                and error_group(exc.status) != ErrorGroup.AUTHENTICATION)
+        return (
+            not isinstance(exc, TableNotFoundError)
+            and exc.status not in _PERMANENT
+            and error_group(exc.status) != ErrorGroup.AUTHENTICATION
+        )
     return False
 
 
@@ -149,12 +159,27 @@ class TableReader:
     scale, precision)`` -- what each row's partition is computed from.
     """
 
-    def __init__(self, options: ConnectionOptions, table: str, select: Sequence[str], output: Sequence[ColumnMeta],
-                 keys: Sequence[tuple[str, ColumnType]], partitions: Sequence[int], partition_count: int, *,
-                 colocation: Sequence[tuple[int, int, int]],
-                 where: str | None = None, args: Sequence[Any] = (), page_size: int = 4096,
-                 decimal_as: str = "float64", null_masks: bool = False, failover_timeout: float = 120.0,
-                 client: Ignite3Client | None = None, table_sql: str | None = None, per_node: bool = True) -> None:
+    def __init__(
+        self,
+        options: ConnectionOptions,
+        table: str,
+        select: Sequence[str],
+        output: Sequence[ColumnMeta],
+        keys: Sequence[tuple[str, ColumnType]],
+        partitions: Sequence[int],
+        partition_count: int,
+        *,
+        colocation: Sequence[tuple[int, int, int]],
+        where: str | None = None,
+        args: Sequence[Any] = (),
+        page_size: int = 4096,
+        decimal_as: str = "float64",
+        null_masks: bool = False,
+        failover_timeout: float = 120.0,
+        client: Ignite3Client | None = None,
+        table_sql: str | None = None,
+        per_node: bool = True,
+    ) -> None:
         if not keys:
             raise ConfigurationError(f"table {table}: no primary key columns reported; cannot read it resumably")
         self.options = options
@@ -166,8 +191,10 @@ class TableReader:
         self.keys = tuple(keys)
         self.colocation = tuple((int(k), int(scale), int(precision)) for k, scale, precision in colocation)
         if not self.colocation or any(not 0 <= k < len(self.keys) for k, _, _ in self.colocation):
-            raise ConfigurationError(f"table {table}: colocation columns {list(self.colocation)} are not among its "
-                                     f"{len(self.keys)} key columns")
+            raise ConfigurationError(
+                f"table {table}: colocation columns {list(self.colocation)} are not among its "
+                f"{len(self.keys)} key columns"
+            )
         self.partitions = tuple(sorted(set(int(p) for p in partitions)))
         self.partition_count = int(partition_count)
         self.where = where
@@ -192,13 +219,14 @@ class TableReader:
                 self.key_columns += (j,)
                 continue
             self.key_columns += (len(self.output) + len(extra),)
-            extra.append(f"{'CAST(' + _quote(name) + ' AS VARCHAR)' if t is ColumnType.DECIMAL else _quote(name)} "
-                         f"AS {_KEY_ALIAS}{i}")
+            extra.append(
+                f"{'CAST(' + _quote(name) + ' AS VARCHAR)' if t is ColumnType.DECIMAL else _quote(name)} "
+                f"AS {_KEY_ALIAS}{i}"
+            )
         #: Columns selected after the output columns (the key columns not among them).
         self.extra_columns = len(extra)
         self._columns_sql = ", ".join([*select, *extra])
-        self.fingerprint = plan_fingerprint(f"ignite3\x00{table}\x00{where or ''}\x00{self.args!r}",
-                                            self.partitions)
+        self.fingerprint = plan_fingerprint(f"ignite3\x00{table}\x00{where or ''}\x00{self.args!r}", self.partitions)
         self._lock = threading.Lock()
         self._rows = 0
         self._skipped = 0
@@ -214,40 +242,69 @@ class TableReader:
             if a is not None and type(a) not in (bool, int, float, str):
                 raise UnsupportedOperationError(
                     f"the read of Ignite 3 table {self.table}: where-argument {i} is a {type(a).__name__}, which "
-                    "a description cannot carry; pass it as a number or a string (SQL converts it)")
+                    "a description cannot carry; pass it as a number or a string (SQL converts it)"
+                )
         return {
-            "table": self.table, "table_sql": self.table_sql, "select": list(self.select),
+            "table": self.table,
+            "table_sql": self.table_sql,
+            "select": list(self.select),
             "output": [[c.name, int(c.type), c.nullable, c.scale, c.precision] for c in self.output],
-            "keys": [[name, int(t)] for name, t in self.keys], "colocation": [list(c) for c in self.colocation],
+            "keys": [[name, int(t)] for name, t in self.keys],
+            "colocation": [list(c) for c in self.colocation],
             "partitions": format_ranges(self.partitions),
-            "count": self.partition_count, "where": self.where, "args": list(self.args),
-            "page_size": self.page_size, "decimal_as": self.decimal_as, "null_masks": self.null_masks,
-            "failover_timeout": self.failover_timeout, "per_node": self.per_node,
+            "count": self.partition_count,
+            "where": self.where,
+            "args": list(self.args),
+            "page_size": self.page_size,
+            "decimal_as": self.decimal_as,
+            "null_masks": self.null_masks,
+            "failover_timeout": self.failover_timeout,
+            "per_node": self.per_node,
         }
 
     def description(self, *, batch_size: int | None, credentials: str | None) -> str:
         """The description a dataset over this read carries to other processes (JSON, no secret): the
         connection as :mod:`tensorflow_ignite.client.described` writes it and :meth:`describe` with
         ``batch_size``; :func:`tensorflow_ignite.data.portable.rebuild` reads it back."""
-        return dump_description({"kind": "ignite3",
-                                 "connection": describe_options(self.options, self.options.endpoints, credentials),
-                                 "read": {**self.describe(), "batch_size": batch_size}})
+        return dump_description(
+            {
+                "kind": "ignite3",
+                "connection": describe_options(self.options, self.options.endpoints, credentials),
+                "read": {**self.describe(), "batch_size": batch_size},
+            }
+        )
 
     @classmethod
     def rebuild(cls, options: ConnectionOptions, d: Mapping[str, Any]) -> "TableReader":
         """The reader :meth:`describe` described, connecting with ``options``."""
-        output = [ColumnMeta(name, ColumnType(t), bool(nullable), int(scale), int(precision))
-                  for name, t, nullable, scale, precision in d["output"]]
+        output = [
+            ColumnMeta(name, ColumnType(t), bool(nullable), int(scale), int(precision))
+            for name, t, nullable, scale, precision in d["output"]
+        ]
         if "colocation" not in d:
-            raise ConfigurationError(f"the description of the read of Ignite 3 table {d['table']!r} names no "
-                                     "colocation columns (made by an older tensorflow-ignite); build the dataset "
-                                     "again with this version")
-        return cls(options, d["table"], d["select"], output, [(n, ColumnType(t)) for n, t in d["keys"]],
-                   parse_partition_list(d["partitions"], name="partitions"), int(d["count"]),
-                   colocation=[tuple(c) for c in d["colocation"]], where=d["where"],
-                   args=d["args"], page_size=int(d["page_size"]), decimal_as=d["decimal_as"],
-                   null_masks=bool(d["null_masks"]), failover_timeout=float(d["failover_timeout"]),
-                   table_sql=d["table_sql"], per_node=bool(d.get("per_node", True)))
+            raise ConfigurationError(
+                f"the description of the read of Ignite 3 table {d['table']!r} names no "
+                "colocation columns (made by an older tensorflow-ignite); build the dataset "
+                "again with this version"
+            )
+        return cls(
+            options,
+            d["table"],
+            d["select"],
+            output,
+            [(n, ColumnType(t)) for n, t in d["keys"]],
+            parse_partition_list(d["partitions"], name="partitions"),
+            int(d["count"]),
+            colocation=[tuple(c) for c in d["colocation"]],
+            where=d["where"],
+            args=d["args"],
+            page_size=int(d["page_size"]),
+            decimal_as=d["decimal_as"],
+            null_masks=bool(d["null_masks"]),
+            failover_timeout=float(d["failover_timeout"]),
+            table_sql=d["table_sql"],
+            per_node=bool(d.get("per_node", True)),
+        )
 
     def element_spec(self) -> dict[str, Any]:
         """The spec of the batches a run yields: a ``[None]`` tensor per output column (and mask)."""
@@ -278,8 +335,9 @@ class TableReader:
         with self._lock:
             return TableReadStats(self._rows, tuple(self._failovers), self._skipped, self._queries)
 
-    def _count(self, *, rows: int = 0, skipped: int = 0, queries: int = 0,
-               failover: tuple[tuple[int, ...], str] | None = None) -> None:
+    def _count(
+        self, *, rows: int = 0, skipped: int = 0, queries: int = 0, failover: tuple[tuple[int, ...], str] | None = None
+    ) -> None:
         with self._lock:
             self._rows += rows
             self._skipped += skipped
@@ -292,7 +350,8 @@ class TableReader:
         if next_split is not None:
             raise UnsupportedOperationError(
                 f"the Ignite 3 read of table {self.table}: the tf.data service's dynamic sharding "
-                "(processing_mode='distributed_epoch') is not supported; read with 'parallel_epochs'")
+                "(processing_mode='distributed_epoch') is not supported; read with 'parallel_epochs'"
+            )
         resume = None
         if state is not None:
             resume = ResumeState.decode(state, what=f"the saved iterator of a dataset over Ignite 3 table {self.table}")
@@ -300,7 +359,8 @@ class TableReader:
                 raise ConfigurationError(
                     f"the saved iterator belongs to another dataset, not this read of Ignite 3 table {self.table} "
                     f"({len(self.partitions)} partitions); restore it into an iterator of the dataset that saved "
-                    "it (same table, where=, args= and parts=)")
+                    "it (same table, where=, args= and parts=)"
+                )
         return TableRun(self, resume)
 
 
@@ -369,32 +429,49 @@ class TableRun:
             conn.observable_timestamp = max(conn.observable_timestamp, floor)
             self._clients[name] = client
         if not self._clients:
-            raise IgniteConnectionError(f"reading Ignite 3 table {self.reader.table}: no node answered at "
-                                        f"{', '.join(self.reader.options.endpoints)}: {'; '.join(errors)}",
-                                        address=self.reader.options.endpoints[0])
+            raise IgniteConnectionError(
+                f"reading Ignite 3 table {self.reader.table}: no node answered at "
+                f"{', '.join(self.reader.options.endpoints)}: {'; '.join(errors)}",
+                address=self.reader.options.endpoints[0],
+            )
 
     def _primaries(self) -> tuple[str | None, ...]:
         last: Exception | None = None
         for client in list(self._clients.values()):
             try:
                 conn = client.connection()
-                found = tp.parse_table_get(conn.call(ClientOp.TABLE_GET, tp.table_get_request(self.reader.table),
-                                                     what=f"looking up table {self.reader.table}"))
+                found = tp.parse_table_get(
+                    conn.call(
+                        ClientOp.TABLE_GET,
+                        tp.table_get_request(self.reader.table),
+                        what=f"looking up table {self.reader.table}",
+                    )
+                )
                 if found is None:
-                    raise TableNotFoundError(f"table {self.reader.table} no longer exists on the Ignite 3 cluster",
-                                             status=int(ErrorCode.TABLE_NOT_FOUND))
-                assignment = tp.parse_assignment(conn.call(
-                    ClientOp.PARTITION_ASSIGNMENT_GET, tp.assignment_request(found[0], 0),
-                    what=f"reading the partitions of table {self.reader.table}"))
+                    raise TableNotFoundError(
+                        f"table {self.reader.table} no longer exists on the Ignite 3 cluster",
+                        status=int(ErrorCode.TABLE_NOT_FOUND),
+                    )
+                assignment = tp.parse_assignment(
+                    conn.call(
+                        ClientOp.PARTITION_ASSIGNMENT_GET,
+                        tp.assignment_request(found[0], 0),
+                        what=f"reading the partitions of table {self.reader.table}",
+                    )
+                )
                 if assignment.partitions != self.reader.partition_count:
                     raise ConfigurationError(
                         f"table {self.reader.table} has {assignment.partitions} partitions now, "
-                        f"{self.reader.partition_count} when the dataset was built; build the dataset again")
+                        f"{self.reader.partition_count} when the dataset was built; build the dataset again"
+                    )
                 return assignment.primaries
             except IgniteConnectionError as exc:
                 last = exc
-        raise last if last is not None else IgniteConnectionError(
-            f"reading Ignite 3 table {self.reader.table}: every connection is closed")
+        raise (
+            last
+            if last is not None
+            else IgniteConnectionError(f"reading Ignite 3 table {self.reader.table}: every connection is closed")
+        )
 
     # ------------------------------------------------------------ queries
     def _launch(self, partitions: Sequence[int]) -> None:
@@ -411,8 +488,9 @@ class TableRun:
             groups.setdefault(node, []).append(p)
         for node, parts in groups.items():
             q = _Query(next(self._serials), tuple(parts), node)
-            q.thread = threading.Thread(target=self._work, args=(q, self._clients[node]), daemon=True,
-                                        name=f"ignite3-read-{node}")
+            q.thread = threading.Thread(
+                target=self._work, args=(q, self._clients[node]), daemon=True, name=f"ignite3-read-{node}"
+            )
             self._running[q.serial] = q
             self.reader._count(queries=1)
             q.thread.start()
@@ -443,8 +521,10 @@ class TableRun:
                 columns = cursor.columns
                 n_out = len(r.output)
                 if len(columns) != n_out + r.extra_columns:
-                    raise ProtocolError(f"reading Ignite 3 table {r.table}: the query returned {len(columns)} "
-                                        f"columns, {n_out + r.extra_columns} expected")
+                    raise ProtocolError(
+                        f"reading Ignite 3 table {r.table}: the query returned {len(columns)} "
+                        f"columns, {n_out + r.extra_columns} expected"
+                    )
                 for rows in cursor.pages():
                     if self._stop.is_set():
                         return
@@ -457,7 +537,8 @@ class TableRun:
                             f"reading Ignite 3 table {r.table}: the query over partitions "
                             f"{format_ranges(q.partitions)} returned rows of partitions {strays} "
                             "by this client's colocation hash; the client computes partitions differently from "
-                            "the node (a bug: please report it with the table's key columns)")
+                            "the node (a bug: please report it with the table's key columns)"
+                        )
                     ids = key_identities(keys, r.keys)
                     out = {}
                     for col, values, present in zip(r.output, page.values[:n_out], page.present[:n_out]):
@@ -514,9 +595,15 @@ class TableRun:
                         raise IgniteConnectionError(
                             f"reading Ignite 3 table {r.table}: partitions {format_ranges(q.partitions)} failed again "
                             f"after {r.failover_timeout:.0f}s of retries (node {q.node}); last error: {exc}",
-                            address=None) from exc
-                    log.info("Ignite 3 table %s: the query over partitions %s on node %s failed (%s); "
-                             "reading them again", r.table, format_ranges(q.partitions), q.node, exc)
+                            address=None,
+                        ) from exc
+                    log.info(
+                        "Ignite 3 table %s: the query over partitions %s on node %s failed (%s); reading them again",
+                        r.table,
+                        format_ranges(q.partitions),
+                        q.node,
+                        exc,
+                    )
                     r._count(failover=(q.partitions, f"{type(exc).__name__}: {exc}"))
                     for p in q.partitions:  # every page of this query was handed on: FIFO
                         got = seen.pop(p, [])
@@ -525,7 +612,7 @@ class TableRun:
                         if got:
                             self._skip[p] = np.unique(np.concatenate(got))
                     # Backoff while the cluster notices the loss and moves primaries.
-                    self._stop.wait(min(_BACKOFF_FIRST * 2 ** attempts, _BACKOFF_MAX, max(0.0, deadline - now)))
+                    self._stop.wait(min(_BACKOFF_FIRST * 2**attempts, _BACKOFF_MAX, max(0.0, deadline - now)))
                     attempts += 1
                     self._relaunch(q.partitions, deadline)
         finally:
@@ -551,8 +638,9 @@ class TableRun:
                     raise
                 self._stop.wait(_BACKOFF_MAX)
 
-    def _drop_delivered(self, parts: np.ndarray, ids: np.ndarray,
-                        out: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    def _drop_delivered(
+        self, parts: np.ndarray, ids: np.ndarray, out: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         if not self._skip:
             return parts, ids, out
         keep = np.ones(len(ids), bool)

@@ -55,20 +55,30 @@ class TableRoute:
 
 def table_route(conn: Ignite3Connection, table: str) -> TableRoute:
     """The table's id, schema and partition assignment, asked over ``conn``."""
-    found = tp.parse_table_get(conn.call(ClientOp.TABLE_GET, tp.table_get_request(table),
-                                         what=f"looking up table {table}"))
+    found = tp.parse_table_get(
+        conn.call(ClientOp.TABLE_GET, tp.table_get_request(table), what=f"looking up table {table}")
+    )
     if found is None:
-        raise TableNotFoundError(f"table {table} does not exist on the Ignite 3 cluster; create it (CREATE TABLE, "
-                                 "or write(..., create=True, key=...))", status=int(ErrorCode.TABLE_NOT_FOUND))
+        raise TableNotFoundError(
+            f"table {table} does not exist on the Ignite 3 cluster; create it (CREATE TABLE, "
+            "or write(..., create=True, key=...))",
+            status=int(ErrorCode.TABLE_NOT_FOUND),
+        )
     table_id, name = found
-    schemas = tp.parse_schemas(conn.call(ClientOp.SCHEMAS_GET, tp.schemas_request(table_id),
-                                         what=f"reading the schema of table {name}"))
+    schemas = tp.parse_schemas(
+        conn.call(ClientOp.SCHEMAS_GET, tp.schemas_request(table_id), what=f"reading the schema of table {name}")
+    )
     if not schemas or not schemas[-1].columns:
-        raise TableNotFoundError(f"table {name} has no schema on the node (dropped meanwhile?)",
-                                 status=int(ErrorCode.TABLE_NOT_FOUND))
-    assignment = tp.parse_assignment(conn.call(ClientOp.PARTITION_ASSIGNMENT_GET,
-                                               tp.assignment_request(table_id, 0),
-                                               what=f"reading the partitions of table {name}"))
+        raise TableNotFoundError(
+            f"table {name} has no schema on the node (dropped meanwhile?)", status=int(ErrorCode.TABLE_NOT_FOUND)
+        )
+    assignment = tp.parse_assignment(
+        conn.call(
+            ClientOp.PARTITION_ASSIGNMENT_GET,
+            tp.assignment_request(table_id, 0),
+            what=f"reading the partitions of table {name}",
+        )
+    )
     return TableRoute(table_id, name, schemas[-1], assignment)
 
 
@@ -116,7 +126,6 @@ class _Pools:
     def others(self, pool: queue.Queue[Ignite3Connection]) -> list[queue.Queue[Ignite3Connection]]:
         return [q for q in self.by_node.values() if q is not pool]
 
-
     def close(self) -> None:
         for c in self.owned:
             c.close()
@@ -157,8 +166,9 @@ class _Batches:
             raise failed[0].exception()  # type: ignore[misc]  # failed holds only futures whose exception() is not None
 
 
-def stream(client: Ignite3Client, table: str, data: Mapping[str, np.ndarray], *, batch_rows: int = 1000,
-           parallel: int = 2) -> int:
+def stream(
+    client: Ignite3Client, table: str, data: Mapping[str, np.ndarray], *, batch_rows: int = 1000, parallel: int = 2
+) -> int:
     """Upsert the rows of ``data`` (column name -> 1-D array) into ``table``; the rows written."""
     if parallel < 1:
         raise ConfigurationError(f"parallel={parallel}: it must be at least 1")
@@ -180,12 +190,20 @@ def stream(client: Ignite3Client, table: str, data: Mapping[str, np.ndarray], *,
                 for p, idx in by_part.items():
                     pool = pools.pool_for(route.assignment.primaries[p])
                     for b in range(0, len(idx), batch_rows):
-                        chunk = idx[b:b + batch_rows]
-                        body = tp.streamer_batch(route.table_id, p, route.schema.version,
-                                                 [enc.rows[i] for i in chunk], enc.no_value)
-                        current.append(executor.submit(_send, pools, pool, body,
-                                                       f"streaming {len(chunk)} rows into {route.name} "
-                                                       f"partition {p}", len(chunk)))
+                        chunk = idx[b : b + batch_rows]
+                        body = tp.streamer_batch(
+                            route.table_id, p, route.schema.version, [enc.rows[i] for i in chunk], enc.no_value
+                        )
+                        current.append(
+                            executor.submit(
+                                _send,
+                                pools,
+                                pool,
+                                body,
+                                f"streaming {len(chunk)} rows into {route.name} partition {p}",
+                                len(chunk),
+                            )
+                        )
                 # One chunk in flight while the next is encoded; what is queued stays bounded.
                 try:
                     batches.settle(previous)
@@ -198,8 +216,11 @@ def stream(client: Ignite3Client, table: str, data: Mapping[str, np.ndarray], *,
     except (ConfigurationError, TableNotFoundError):
         raise
     except Exception as exc:
-        raise WriteError(f"writing {route.name} failed after {batches.written} rows: {exc}", cache_name=table,
-                         rows_written=batches.written) from exc
+        raise WriteError(
+            f"writing {route.name} failed after {batches.written} rows: {exc}",
+            cache_name=table,
+            rows_written=batches.written,
+        ) from exc
     finally:
         nodes = {name: q.queue[0] for name, q in pools.by_node.items() if q.queue}
         pools.close()

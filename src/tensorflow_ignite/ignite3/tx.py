@@ -61,16 +61,20 @@ class Transaction:
     def check_open(self) -> int:
         """The resource id to send with an operation of this transaction (raises when it is finished)."""
         if self._state != "open":
-            raise TransactionClosedError(f"the Ignite 3 transaction is {self._state}; begin a new one "
-                                         "(Ignite3Client.transaction())")
+            raise TransactionClosedError(
+                f"the Ignite 3 transaction is {self._state}; begin a new one (Ignite3Client.transaction())"
+            )
         return self.resource_id
 
     def _finish(self, op: ClientOp, state: str) -> None:
         with self._lock:
             self.check_open()
             self._state = state  # whatever the answer: the node forgets the transaction either way
-            self.connection.call(op, txp.finish_request(self.resource_id),
-                                 what=f"{'committing' if op is ClientOp.TX_COMMIT else 'rolling back'} a transaction")
+            self.connection.call(
+                op,
+                txp.finish_request(self.resource_id),
+                what=f"{'committing' if op is ClientOp.TX_COMMIT else 'rolling back'} a transaction",
+            )
 
     def commit(self) -> None:
         """Commit; a failure raises (the transaction is then rolled back on the node)."""

@@ -37,9 +37,19 @@ __all__ = ["write", "SQL_TYPES", "create_table_statement"]
 
 #: The SQL type of a column created from a NumPy dtype (kind and item size).
 SQL_TYPES: dict[str, str] = {
-    "b1": "BOOLEAN", "i1": "TINYINT", "i2": "SMALLINT", "i4": "INT", "i8": "BIGINT",
-    "u1": "SMALLINT", "u2": "INT", "u4": "BIGINT", "f4": "REAL", "f8": "DOUBLE",
-    "U": "VARCHAR", "S": "VARBINARY", "O": "VARCHAR",
+    "b1": "BOOLEAN",
+    "i1": "TINYINT",
+    "i2": "SMALLINT",
+    "i4": "INT",
+    "i8": "BIGINT",
+    "u1": "SMALLINT",
+    "u2": "INT",
+    "u4": "BIGINT",
+    "f4": "REAL",
+    "f8": "DOUBLE",
+    "U": "VARCHAR",
+    "S": "VARBINARY",
+    "O": "VARCHAR",
 }
 # Also made from the data (not a dtype alone): datetime64 -> DATE (days) or TIMESTAMP(9); object columns of
 # bytes -> VARBINARY, uuid.UUID -> UUID, datetime -> TIMESTAMP(9), date -> DATE, Decimal -> DECIMAL(p, s)
@@ -53,13 +63,15 @@ def _column_arrays(data: Mapping[str, Any]) -> dict[str, np.ndarray]:
     for name, values in data.items():
         arr = np.asarray(values.numpy() if hasattr(values, "numpy") else values)
         if arr.ndim != 1:
-            raise ConfigurationError(f"column {name!r} has shape {arr.shape}: Ignite 3 columns take one "
-                                     "value per row (1-D data)")
+            raise ConfigurationError(
+                f"column {name!r} has shape {arr.shape}: Ignite 3 columns take one value per row (1-D data)"
+            )
         cols[name] = arr
     lengths = {len(a) for a in cols.values()}
     if len(lengths) != 1:
-        raise ConfigurationError("the columns have different lengths: "
-                                 + ", ".join(f"{n}={len(a)}" for n, a in cols.items()))
+        raise ConfigurationError(
+            "the columns have different lengths: " + ", ".join(f"{n}={len(a)}" for n, a in cols.items())
+        )
     return cols
 
 
@@ -75,9 +87,11 @@ def _sql_type(name: str, arr: np.ndarray) -> str:
     try:
         return SQL_TYPES[key]
     except KeyError:
-        raise ConfigurationError(f"column {name!r} has dtype {arr.dtype}, which has no Ignite 3 column type here; "
-                                 "convert it (to int64, float64, bool, str, bytes, datetime64, Decimal or "
-                                 "UUID)") from None
+        raise ConfigurationError(
+            f"column {name!r} has dtype {arr.dtype}, which has no Ignite 3 column type here; "
+            "convert it (to int64, float64, bool, str, bytes, datetime64, Decimal or "
+            "UUID)"
+        ) from None
 
 
 def _object_sql_type(name: str, arr: np.ndarray) -> str | None:
@@ -110,8 +124,9 @@ def create_table_statement(table: str, data: Mapping[str, Any], key: str, zone: 
     cols = _column_arrays(data)
     if key not in cols:
         raise ConfigurationError(f"key={key!r} is not one of the columns ({', '.join(cols)})")
-    defs = ", ".join(f"{_identifier(n)} {_sql_type(n, a)}" + (" PRIMARY KEY" if n == key else "")
-                     for n, a in cols.items())
+    defs = ", ".join(
+        f"{_identifier(n)} {_sql_type(n, a)}" + (" PRIMARY KEY" if n == key else "") for n, a in cols.items()
+    )
     return f"CREATE TABLE IF NOT EXISTS {_identifier(table)} ({defs})" + (f" ZONE {_identifier(zone)}" if zone else "")
 
 
@@ -138,10 +153,22 @@ def _python(value: Any) -> Any:
 _METHODS = ("streamer", "sql")
 
 
-def write(table: str, data: Mapping[str, Any], *, key: str | None = None, create: bool = False,
-          zone: str | None = None, method: str = "streamer", batch_rows: int = 1000, parallel: int = 2,
-          host: str = "127.0.0.1", port: int = 10800, options: ConnectionOptions | None = None,
-          client: Ignite3Client | None = None, **connection: Any) -> int:
+def write(
+    table: str,
+    data: Mapping[str, Any],
+    *,
+    key: str | None = None,
+    create: bool = False,
+    zone: str | None = None,
+    method: str = "streamer",
+    batch_rows: int = 1000,
+    parallel: int = 2,
+    host: str = "127.0.0.1",
+    port: int = 10800,
+    options: ConnectionOptions | None = None,
+    client: Ignite3Client | None = None,
+    **connection: Any,
+) -> int:
     """Write the rows of ``data`` (column name -> 1-D values) into ``table``; the rows written.
 
     ``create=True`` creates the table when missing (``key`` names its primary key column),
@@ -160,13 +187,23 @@ def write(table: str, data: Mapping[str, Any], *, key: str | None = None, create
     if method not in _METHODS:
         raise ConfigurationError(f"method={method!r}: it must be one of {', '.join(_METHODS)}")
     if zone is not None and not create:
-        raise ConfigurationError("zone= places a table when write creates it: pass create=True (an existing "
-                                 "table stays in its zone)")
+        raise ConfigurationError(
+            "zone= places a table when write creates it: pass create=True (an existing table stays in its zone)"
+        )
     cols = _column_arrays(data)
     if client is None:
         with Ignite3Client(_options(options, host, port, connection)) as own:
-            return write(table, cols, key=key, create=create, zone=zone, method=method, batch_rows=batch_rows,
-                         parallel=parallel, client=own)
+            return write(
+                table,
+                cols,
+                key=key,
+                create=create,
+                zone=zone,
+                method=method,
+                batch_rows=batch_rows,
+                parallel=parallel,
+                client=own,
+            )
     if create:
         if key is None:
             raise ConfigurationError("create=True needs key=: the column that is the table's primary key")
@@ -174,15 +211,18 @@ def write(table: str, data: Mapping[str, Any], *, key: str | None = None, create
             raise ConfigurationError(
                 f"zone={zone!r}: the cluster has no distribution zone {zone!r} to create table {table} in; "
                 f"create it first, e.g. CREATE ZONE {_identifier(zone)} (REPLICAS 3) STORAGE PROFILES ['default'] "
-                "(a storage profile the nodes define, such as an in-memory aimem one)")
+                "(a storage profile the nodes define, such as an in-memory aimem one)"
+            )
         client.execute(create_table_statement(table, cols, key, zone))
     if not len(next(iter(cols.values()))):
         return 0
     if method == "streamer":
         return stream(client, _identifier(table), cols, batch_rows=batch_rows, parallel=parallel)
     names = list(cols)
-    statement = (f"INSERT INTO {_identifier(table)} ({', '.join(_identifier(n) for n in names)}) "
-                 f"VALUES ({', '.join('?' for _ in names)})")
+    statement = (
+        f"INSERT INTO {_identifier(table)} ({', '.join(_identifier(n) for n in names)}) "
+        f"VALUES ({', '.join('?' for _ in names)})"
+    )
     n = len(next(iter(cols.values())))
     written = 0
     for lo in range(0, n, batch_rows):
@@ -190,12 +230,15 @@ def write(table: str, data: Mapping[str, Any], *, key: str | None = None, create
         rows = list(zip(*(map(_python, cols[c][lo:hi]) for c in names)))
         conn = client.connection()
         try:
-            reader = conn.call(ClientOp.SQL_EXEC_BATCH,
-                               sql.batch_request(statement, rows, observable_timestamp=conn.observable_timestamp),
-                               what=f"inserting rows {lo}..{hi - 1} into {table}")
+            reader = conn.call(
+                ClientOp.SQL_EXEC_BATCH,
+                sql.batch_request(statement, rows, observable_timestamp=conn.observable_timestamp),
+                what=f"inserting rows {lo}..{hi - 1} into {table}",
+            )
             counts = sql.parse_batch(reader)
         except Exception as exc:
-            raise WriteError(f"writing {table} failed after {written} rows: {exc}", cache_name=table,
-                             rows_written=written) from exc
+            raise WriteError(
+                f"writing {table} failed after {written} rows: {exc}", cache_name=table, rows_written=written
+            ) from exc
         written += sum(c for c in counts if c > 0)
     return written

@@ -33,5 +33,6 @@ __all__ = [
 
 # Lazy: the worker shim (``python -m tensorflow_ignite.launcher.shim``) imports this
 # package and must start in milliseconds, without the client and NumPy.
-__getattr__ = lazy_getattr(__name__, {name: ".jobs" for name in __all__[:6]}
-                           | {"WorkerContext": ".worker", "report": ".worker"})
+__getattr__ = lazy_getattr(
+    __name__, {name: ".jobs" for name in __all__[:6]} | {"WorkerContext": ".worker", "report": ".worker"}
+)

@@ -28,8 +28,15 @@ import os
 import socket
 from collections.abc import Mapping
 
-__all__ = ["BIND_HOST_ENV", "ADDRESS_ENV", "FILENAME", "FenceUnavailable", "fence_address",
-           "fence_library", "fenced_environment"]
+__all__ = [
+    "BIND_HOST_ENV",
+    "ADDRESS_ENV",
+    "FILENAME",
+    "FenceUnavailable",
+    "fence_address",
+    "fence_library",
+    "fenced_environment",
+]
 
 #: The operator's setting, in the node's environment (inherited by the shim).
 BIND_HOST_ENV = "TF_IGNITE_WORKER_BIND_HOST"
@@ -77,8 +84,9 @@ def fence_address(environ: Mapping[str, str]) -> str | None:
         try:
             infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
         except OSError as exc:
-            raise FenceUnavailable(f"the worker's listen address {host!r} ({BIND_HOST_ENV} or TF_CONFIG) "
-                                   f"does not resolve: {exc}") from exc
+            raise FenceUnavailable(
+                f"the worker's listen address {host!r} ({BIND_HOST_ENV} or TF_CONFIG) does not resolve: {exc}"
+            ) from exc
         address = ipaddress.ip_address(str(infos[0][4][0]))
     if address.is_unspecified:
         return None
@@ -102,7 +110,8 @@ def fenced_environment(env: Mapping[str, str]) -> dict[str, str]:
             f"the bind fence {library} is missing, so this worker's TensorFlow servers would listen on every "
             f"interface instead of {address} only; reinstall tensorflow-ignite (wheels ship it; a checkout "
             f"builds it with `make native`), or set {BIND_HOST_ENV}=* in the node's environment to allow "
-            "every interface")
+            "every interface"
+        )
     preload = [p for p in out.get("LD_PRELOAD", "").replace(" ", ":").split(":") if p and p != library]
     out["LD_PRELOAD"] = ":".join([library, *preload])
     out[ADDRESS_ENV] = address

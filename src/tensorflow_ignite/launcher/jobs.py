@@ -50,20 +50,33 @@ __all__ = [
     "job_durations",
 ]
 
-def job_durations(backoff: float | None, settle: float | None, grace: float | None, *,
-                  backoff_ms: int | None = None, settle_ms: int | None = None,
-                  grace_ms: int | None = None) -> dict[str, int]:
+
+def job_durations(
+    backoff: float | None,
+    settle: float | None,
+    grace: float | None,
+    *,
+    backoff_ms: int | None = None,
+    settle_ms: int | None = None,
+    grace_ms: int | None = None,
+) -> dict[str, int]:
     """A job's ``backoff``/``settle``/``grace`` (seconds; defaults 1, 1 and 10) as the record's
     ``*_ms`` fields.  The old ``*_ms`` keywords are accepted with a :class:`DeprecationWarning`;
     giving both spellings of one is a :class:`~tensorflow_ignite.errors.ConfigurationError`."""
     out: dict[str, int] = {}
-    for name, seconds, ms, default in (("backoff", backoff, backoff_ms, 1.0), ("settle", settle, settle_ms, 1.0),
-                                       ("grace", grace, grace_ms, 10.0)):
+    for name, seconds, ms, default in (
+        ("backoff", backoff, backoff_ms, 1.0),
+        ("settle", settle, settle_ms, 1.0),
+        ("grace", grace, grace_ms, 10.0),
+    ):
         if ms is not None:
             if seconds is not None:
                 raise ConfigurationError(f"{name}= and {name}_ms= both given: pass {name}= (seconds) only")
-            warnings.warn(f"{name}_ms= is deprecated: pass {name}= in seconds ({name}={ms / 1000:g})",
-                          DeprecationWarning, stacklevel=3)
+            warnings.warn(
+                f"{name}_ms= is deprecated: pass {name}= in seconds ({name}={ms / 1000:g})",
+                DeprecationWarning,
+                stacklevel=3,
+            )
             seconds = ms / 1000
         value = default if seconds is None else seconds
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
@@ -95,8 +108,10 @@ CREDENTIAL_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s]*:[^/?#@\s]*@")
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 #: ``--strategy`` spellings -> the supervisor's names.
 STRATEGIES = {
-    "multi_worker_mirrored": "multi_worker_mirrored", "mwms": "multi_worker_mirrored",
-    "parameter_server": "parameter_server", "ps": "parameter_server",
+    "multi_worker_mirrored": "multi_worker_mirrored",
+    "mwms": "multi_worker_mirrored",
+    "parameter_server": "parameter_server",
+    "ps": "parameter_server",
 }
 _SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints"}
 
@@ -296,8 +311,7 @@ class JobClient:
         when stopped.  ``backoff_ms``/``settle_ms``/``grace_ms`` are their deprecated millisecond
         spellings (a :class:`DeprecationWarning`).
         """
-        durations = job_durations(backoff, settle, grace, backoff_ms=backoff_ms, settle_ms=settle_ms,
-                                  grace_ms=grace_ms)
+        durations = job_durations(backoff, settle, grace, backoff_ms=backoff_ms, settle_ms=settle_ms, grace_ms=grace_ms)
         if not command:
             raise ConfigurationError("the job needs a command after --, e.g. -- python train.py")
         canonical = STRATEGIES.get(strategy.lower().replace("-", "_"))
@@ -311,7 +325,7 @@ class JobClient:
         job_id = check_job_id(name or new_job_id(job_dir))
         data = pack_directory(job_dir)
         files = self.client.get_or_create_cache(layout.cache_config(layout.FILES))
-        chunks = [data[i:i + FILE_CHUNK_BYTES] for i in range(0, len(data), FILE_CHUNK_BYTES)]
+        chunks = [data[i : i + FILE_CHUNK_BYTES] for i in range(0, len(data), FILE_CHUNK_BYTES)]
         for n, chunk in enumerate(chunks):
             files.put(layout.file_key(job_id, n), bytes(chunk))
         spec = {
@@ -389,8 +403,10 @@ class JobClient:
         if rec is None:
             raise JobNotFoundError(f"no job named {job_id!r} on this cluster (see `ignite-tf ps`)")
         if not isinstance(rec, Mapping):
-            raise JobNotFoundError(f"what is stored under {job_id!r} in {layout.JOBS} is not a job record (another "
-                                   "client wrote it); the launcher restores the record of a job it accepted")
+            raise JobNotFoundError(
+                f"what is stored under {job_id!r} in {layout.JOBS} is not a job record (another "
+                "client wrote it); the launcher restores the record of a job it accepted"
+            )
         return plain(rec)
 
     def workers(self, job_id: str, attempt: int | None = None) -> list[dict[str, Any]]:
@@ -430,8 +446,14 @@ class JobClient:
             time.sleep(poll)  # polling the job record, bounded by the deadline
 
     def output(
-        self, job_id: str, *, follow: bool = False, poll: float = 0.25, launcher: bool = True,
-        attempts: Iterable[int] | None = None, workers: Iterable[int] | None = None,
+        self,
+        job_id: str,
+        *,
+        follow: bool = False,
+        poll: float = 0.25,
+        launcher: bool = True,
+        attempts: Iterable[int] | None = None,
+        workers: Iterable[int] | None = None,
     ) -> Iterator[OutputLine]:
         """The job's output lines, labelled with worker, node and attempt.
 
@@ -439,9 +461,13 @@ class JobClient:
         has finished and its last lines are read.  ``launcher`` adds the
         supervisor's events (plans, restarts and their reasons) as ``[launcher]`` lines.
         """
-        cursor = _OutputCursor(self, job_id, launcher=launcher,
-                               attempts=set(attempts) if attempts is not None else None,
-                               workers=set(workers) if workers is not None else None)
+        cursor = _OutputCursor(
+            self,
+            job_id,
+            launcher=launcher,
+            attempts=set(attempts) if attempts is not None else None,
+            workers=set(workers) if workers is not None else None,
+        )
         while True:
             rec = self.job(job_id)
             done = rec.get("state") in layout.TERMINAL_STATES
@@ -454,8 +480,9 @@ class JobClient:
 class _OutputCursor:
     """Which chunks of which workers and which launcher events were already yielded."""
 
-    def __init__(self, jobs: JobClient, job_id: str, *, launcher: bool,
-                 attempts: set[int] | None, workers: set[int] | None) -> None:
+    def __init__(
+        self, jobs: JobClient, job_id: str, *, launcher: bool, attempts: set[int] | None, workers: set[int] | None
+    ) -> None:
         self.jobs = jobs
         self.job_id = job_id
         self.launcher = launcher
@@ -489,8 +516,11 @@ class _OutputCursor:
                 if total > have:
                     wanted.append((idx, str(w.get("node")), have, total))
             if wanted:
-                keys = [layout.log_key(self.job_id, attempt, idx, c)
-                        for idx, _, first, end in wanted for c in range(first, end)]
+                keys = [
+                    layout.log_key(self.job_id, attempt, idx, c)
+                    for idx, _, first, end in wanted
+                    for c in range(first, end)
+                ]
                 # Through the launcher: the chunks in the logs cache are encrypted, and it hands
                 # them out to the job's submitter (or an admin) only.
                 chunks = self.jobs.invoke("output", self.job_id, keys) or {}
@@ -505,10 +535,14 @@ class _OutputCursor:
                             out.append(OutputLine(t, attempt, idx, node, line, roles.get(idx, "worker")))
                     self.next_chunk[(attempt, idx)] = end
             # An attempt is over once its workers exited and everything was read.
-            if attempt < current and records and all(
-                w.get("state") in ("EXITED", "FAILED_TO_START")
-                and self.next_chunk.get((attempt, int(w.get("index", 0))), 0) >= int(w.get("chunks") or 0)
-                for w in records
+            if (
+                attempt < current
+                and records
+                and all(
+                    w.get("state") in ("EXITED", "FAILED_TO_START")
+                    and self.next_chunk.get((attempt, int(w.get("index", 0))), 0) >= int(w.get("chunks") or 0)
+                    for w in records
+                )
             ):
                 self.finished_attempts.add(attempt)
         out.sort(key=lambda line: (line.t, line.attempt, line.worker))

@@ -34,8 +34,19 @@ from ..errors import LauncherModuleError, LauncherNotDeployedError
 if TYPE_CHECKING:
     from ..client import IgniteClient
 
-__all__ = ["MODULE_ATTRIBUTE", "MODULE_VERSION", "FOLLOW_LOG_ATTRIBUTE", "FOLLOW_LOG_RETENTION_S", "LauncherSecurity",
-           "NodeModule", "xml_fragment", "follow_log_caches", "module_status", "check_module", "require_module"]
+__all__ = [
+    "MODULE_ATTRIBUTE",
+    "MODULE_VERSION",
+    "FOLLOW_LOG_ATTRIBUTE",
+    "FOLLOW_LOG_RETENTION_S",
+    "LauncherSecurity",
+    "NodeModule",
+    "xml_fragment",
+    "follow_log_caches",
+    "module_status",
+    "check_module",
+    "require_module",
+]
 
 #: The node attribute carrying the module's version (``TfLauncherModule.ATTRIBUTE``).
 MODULE_ATTRIBUTE = "tensorflow-ignite.module"
@@ -91,6 +102,7 @@ class LauncherSecurity:
 
     def xml_properties(self, indent: str = "") -> str:
         """The settings as ``<property>`` elements of the ``TfJobService`` bean (only those set)."""
+
         def values(name: str, items: Sequence[str]) -> str:
             listed = "".join(f"<value>{escape(v)}</value>" for v in items)
             return f'<property name="{name}"><list>{listed}</list></property>'
@@ -138,8 +150,12 @@ FOLLOW_LOG_ATTRIBUTE = "tensorflow-ignite.follow-log"
 FOLLOW_LOG_RETENTION_S = 3600
 
 
-def xml_fragment(version: str = MODULE_VERSION, security: LauncherSecurity | None = None,
-                 follow_log: Sequence[str] = (), follow_log_retention_s: int | None = None) -> str:
+def xml_fragment(
+    version: str = MODULE_VERSION,
+    security: LauncherSecurity | None = None,
+    follow_log: Sequence[str] = (),
+    follow_log_retention_s: int | None = None,
+) -> str:
     """What goes inside a node's ``<bean class="org.apache.ignite.configuration.IgniteConfiguration">``.
 
     Without ``security`` the launcher's settings are printed commented out (the defaults
@@ -166,12 +182,17 @@ def xml_fragment(version: str = MODULE_VERSION, security: LauncherSecurity | Non
         follow_service = f"""
     <!-- The follow log (IgniteDataset.follow's exactly-once resume): every update of the caches
          listed below, kept {retention} s; every server node needs the same list. -->""" + _service_bean(
-            "tf-ignite-follow-log", 0, version, "org.tensorflow.ignite.follow.FollowLogService",
+            "tf-ignite-follow-log",
+            0,
+            version,
+            "org.tensorflow.ignite.follow.FollowLogService",
             f"""          <property name="caches"><list>{listed}</list></property>
           <property name="retentionSeconds" value="{retention}"/>
-""")
-    launcher = _service_bean("tf-ignite-launcher", 1, version, "org.tensorflow.ignite.launcher.TfJobService",
-                             settings).lstrip("\n")
+""",
+        )
+    launcher = _service_bean(
+        "tf-ignite-launcher", 1, version, "org.tensorflow.ignite.launcher.TfJobService", settings
+    ).lstrip("\n")
     return f"""\
 <!-- tensorflow-ignite module {version}: the jar of `ignite-tf module path` in libs/, and these two
      properties inside the IgniteConfiguration bean. If the bean already sets userAttributes or
@@ -245,13 +266,15 @@ def module_status(client: IgniteClient) -> list[NodeModule]:
     for node in client.server_nodes():
         version = node.attributes.get(MODULE_ATTRIBUTE)
         v = node.version
-        out.append(NodeModule(
-            node_id=node.node_id,
-            name=str(node.consistent_id if node.consistent_id is not None else node.node_id),
-            addresses=tuple(str(a) for a in (node.addresses or ())),
-            ignite_version=f"{v.major}.{v.minor}.{v.maintenance}",
-            version=None if version is None else str(version),
-        ))
+        out.append(
+            NodeModule(
+                node_id=node.node_id,
+                name=str(node.consistent_id if node.consistent_id is not None else node.node_id),
+                addresses=tuple(str(a) for a in (node.addresses or ())),
+                ignite_version=f"{v.major}.{v.minor}.{v.maintenance}",
+                version=None if version is None else str(version),
+            )
+        )
     return sorted(out, key=lambda n: n.name)
 
 
@@ -275,13 +298,15 @@ def require_module(nodes: Sequence[NodeModule], expected: str = MODULE_VERSION) 
         listed = ", ".join(n.label() for n in nodes[:5]) + (", ..." if len(nodes) > 5 else "")
         raise LauncherNotDeployedError(
             f"none of the cluster's {len(nodes)} server node(s) has the tensorflow-ignite module "
-            f"({listed}), so there is no training launcher to run jobs. {_INSTALL}")
+            f"({listed}), so there is no training launcher to run jobs. {_INSTALL}"
+        )
     if missing:
         raise LauncherModuleError(
             f"{len(missing)} of {len(nodes)} server nodes lack the tensorflow-ignite module: "
             f"{', '.join(n.label() for n in missing)}. A job's workers run on every node holding "
             f"partitions, so these nodes cannot take part. {_INSTALL}",
-            nodes={n.name: None for n in missing})
+            nodes={n.name: None for n in missing},
+        )
     if other:
         versions = ", ".join(f"{n.label()} has {n.version}" for n in other)
         raise LauncherModuleError(
@@ -290,4 +315,5 @@ def require_module(nodes: Sequence[NodeModule], expected: str = MODULE_VERSION) 
             f"their libs/, set the version in their configuration (`ignite-tf module config`) and restart "
             f"them one at a time -- or install the matching client here (pip install "
             f"tensorflow-ignite=={other[0].version}).",
-            nodes={n.name: n.version for n in other})
+            nodes={n.name: n.version for n in other},
+        )

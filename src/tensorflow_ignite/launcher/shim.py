@@ -55,7 +55,7 @@ def _parse(argv: Sequence[str]) -> list[str]:
     args = list(argv)
     if "--" not in args:
         raise SystemExit("usage: python -m tensorflow_ignite.launcher.shim [--job J ...] -- CMD [ARGS...]")
-    command = args[args.index("--") + 1:]
+    command = args[args.index("--") + 1 :]
     if not command:
         raise SystemExit("tensorflow_ignite.launcher.shim: no command after --")
     return command

@@ -143,8 +143,9 @@ def gather_ints(strategy: Any, value: int) -> list[int]:
     return [round(v) for v in result.numpy().tolist()]
 
 
-def equal_steps(examples: Any, *, batch_size: int, local_rows: int, steps: int, pad: Any,
-                sample_weight: bool = False) -> Any:
+def equal_steps(
+    examples: Any, *, batch_size: int, local_rows: int, steps: int, pad: Any, sample_weight: bool = False
+) -> Any:
     """One epoch of exactly ``steps`` batches of exactly ``batch_size``, as ``(example, weight)``.
 
     ``examples`` is this worker's unbatched data (``local_rows`` elements);

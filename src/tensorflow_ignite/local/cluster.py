@@ -32,8 +32,14 @@ from .state import write_json_atomically
 from .tls import TLSMaterial, make_tls_material
 
 __all__ = [
-    "LocalCluster", "NodeInfo", "DEFAULT_USER", "DEFAULT_PASSWORD", "DISCOVERY_SLOTS", "find_free_port_block",
-    "ephemeral_port_floor", "stop_nodes_with_process",
+    "LocalCluster",
+    "NodeInfo",
+    "DEFAULT_USER",
+    "DEFAULT_PASSWORD",
+    "DISCOVERY_SLOTS",
+    "find_free_port_block",
+    "ephemeral_port_floor",
+    "stop_nodes_with_process",
 ]
 
 DEFAULT_USER = "ignite"
@@ -149,8 +155,9 @@ def ephemeral_port_floor(default: int = 60000) -> int:
     return low
 
 
-def find_free_port_block(host: str, size: int, *, start: int = 20000, stop: int | None = None,
-                         avoid: Collection[int] = ()) -> int:
+def find_free_port_block(
+    host: str, size: int, *, start: int = 20000, stop: int | None = None, avoid: Collection[int] = ()
+) -> int:
     """First port ``p`` (from a per-process random start) with ``p .. p+size-1`` all free.
 
     By default the search stays below the kernel's ephemeral range: a port
@@ -293,8 +300,7 @@ class LocalCluster:
         it tells the ports the nodes will get (``start`` chooses again).
         """
         if self.client_port is not None:
-            taken = [p for p in range(self.client_port, self.client_port + self.nodes)
-                     if not _port_free(self.host, p)]
+            taken = [p for p in range(self.client_port, self.client_port + self.nodes) if not _port_free(self.host, p)]
             if taken:
                 raise NodeError(
                     f"client port {taken[0]} on {self.host} is already in use (another Ignite "
@@ -357,8 +363,13 @@ class LocalCluster:
             env.setdefault(f"TF_IGNITE_WORKER_{key.upper()}", str(value))
         with open(info.log, "ab") as log:
             proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=env, cwd=node_dir, start_new_session=True,
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=node_dir,
+                start_new_session=True,
             )
         info.pid = proc.pid
         self._procs[info.pid] = proc  # keep the handle: liveness without /proc races, reaping
@@ -371,13 +382,19 @@ class LocalCluster:
     def _jvm_command(self, classpath: str) -> list[str]:
         """``java`` with the Java 17 flags Ignite's scripts set, heap and Ignite's quiet settings."""
         return [
-            java_runtime().executable, *JVM_OPENS,
-            f"-Xms{min(self.heap_mb, 256)}m", f"-Xmx{self.heap_mb}m",
-            "-XX:+UseG1GC", "-Djava.net.preferIPv4Stack=true",
-            "-DIGNITE_UPDATE_NOTIFIER=false", "-DIGNITE_NO_ASCII=true",
-            "-DIGNITE_QUIET=true", "-DIGNITE_PERFORMANCE_SUGGESTIONS_DISABLED=true",
+            java_runtime().executable,
+            *JVM_OPENS,
+            f"-Xms{min(self.heap_mb, 256)}m",
+            f"-Xmx{self.heap_mb}m",
+            "-XX:+UseG1GC",
+            "-Djava.net.preferIPv4Stack=true",
+            "-DIGNITE_UPDATE_NOTIFIER=false",
+            "-DIGNITE_NO_ASCII=true",
+            "-DIGNITE_QUIET=true",
+            "-DIGNITE_PERFORMANCE_SUGGESTIONS_DISABLED=true",
             *self.jvm_options,
-            "-cp", classpath,
+            "-cp",
+            classpath,
         ]
 
     def _main_class(self) -> str:
@@ -393,16 +410,26 @@ class LocalCluster:
         cmd = [
             *self._jvm_command(self._classpath()),
             self._main_class(),
-            "--host", self.host,
-            "--name", info.name,
-            "--client-port", str(info.client_port),
-            "--discovery-port", str(info.discovery_port),
-            "--discovery-base", str(self._discovery_base),
-            "--discovery-port-count", str(DISCOVERY_SLOTS),
-            "--communication-port", str(info.communication_port),
-            "--work-dir", str(node_dir / "ignite"),
-            "--status-file", info.status_file,
-            "--region-mb", str(self.region_mb),
+            "--host",
+            self.host,
+            "--name",
+            info.name,
+            "--client-port",
+            str(info.client_port),
+            "--discovery-port",
+            str(info.discovery_port),
+            "--discovery-base",
+            str(self._discovery_base),
+            "--discovery-port-count",
+            str(DISCOVERY_SLOTS),
+            "--communication-port",
+            str(info.communication_port),
+            "--work-dir",
+            str(node_dir / "ignite"),
+            "--status-file",
+            info.status_file,
+            "--region-mb",
+            str(self.region_mb),
         ]
         if self.owner_pid is not None:
             cmd += ["--exit-with", str(self.owner_pid)]
@@ -619,9 +646,14 @@ class LocalCluster:
         except (OSError, ValueError):
             return None
         cluster = cls(
-            work_dir=Path(work_dir), nodes=state["nodes"], host=state["host"],
-            persistence=state["persistence"], auth=state["auth"], tls=state["tls"],
-            tls_client_auth=state.get("tls_client_auth", False), sql=state.get("sql", False),
+            work_dir=Path(work_dir),
+            nodes=state["nodes"],
+            host=state["host"],
+            persistence=state["persistence"],
+            auth=state["auth"],
+            tls=state["tls"],
+            tls_client_auth=state.get("tls_client_auth", False),
+            sql=state.get("sql", False),
             name=state["name"],
         )
         cluster.members = [NodeInfo(**m) for m in state["members"]]

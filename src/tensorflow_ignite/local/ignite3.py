@@ -40,8 +40,15 @@ from .tls import TLSMaterial, make_tls_material
 if TYPE_CHECKING:
     from ..client.options import ConnectionOptions
 
-__all__ = ["IGNITE3_VERSION", "Ignite3Cluster", "Ignite3Node", "ignite3_home", "ignite3_classpath", "GENERATION",
-           "MEMORY_PROFILE"]
+__all__ = [
+    "IGNITE3_VERSION",
+    "Ignite3Cluster",
+    "Ignite3Node",
+    "ignite3_home",
+    "ignite3_classpath",
+    "GENERATION",
+    "MEMORY_PROFILE",
+]
 
 #: ``generation`` in the state file of a work directory holding Ignite 3 nodes (Ignite 2 ones have none).
 GENERATION = 3
@@ -56,9 +63,22 @@ LAUNCHER_JAR = "tensorflow-ignite3-launcher.jar"
 
 #: Ignite 3's embedded-mode JVM flags (its documentation's list).
 JVM_FLAGS: tuple[str, ...] = (
-    *(f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in (
-        "java.lang", "java.lang.invoke", "java.lang.reflect", "java.io", "java.nio", "java.math", "java.util",
-        "java.time", "jdk.internal.misc", "jdk.internal.access", "sun.nio.ch")),
+    *(
+        f"--add-opens=java.base/{p}=ALL-UNNAMED"
+        for p in (
+            "java.lang",
+            "java.lang.invoke",
+            "java.lang.reflect",
+            "java.io",
+            "java.nio",
+            "java.math",
+            "java.util",
+            "java.time",
+            "jdk.internal.misc",
+            "jdk.internal.access",
+            "sun.nio.ch",
+        )
+    ),
     "-Dio.netty.tryReflectionSetAccessible=true",
 )
 #: Ports per node: client, network (cluster), REST.
@@ -75,14 +95,23 @@ def ignite3_home(version: str = IGNITE3_VERSION) -> Path:
             return home
         mvn = shutil.which("mvn")
         if mvn is None:
-            raise NodeError(f"Maven (`mvn`) is needed to assemble Ignite {version} from Maven Central "
-                            "(`apt-get install maven`, or `make setup`)")
+            raise NodeError(
+                f"Maven (`mvn`) is needed to assemble Ignite {version} from Maven Central "
+                "(`apt-get install maven`, or `make setup`)"
+            )
         pom_dir = java_module_dir() / "ignite3"
         if not (pom_dir / "pom.xml").is_file():
-            raise NodeError(f"local Ignite 3 nodes need the java/ignite3 Maven module of a source checkout "
-                            f"(not found at {pom_dir}); point at an Ignite 3 cluster you run instead")
-        proc = subprocess.run([mvn, "-B", "-q", "package", f"-Dignite3.version={version}"], cwd=pom_dir,
-                              capture_output=True, text=True, check=False)
+            raise NodeError(
+                f"local Ignite 3 nodes need the java/ignite3 Maven module of a source checkout "
+                f"(not found at {pom_dir}); point at an Ignite 3 cluster you run instead"
+            )
+        proc = subprocess.run(
+            [mvn, "-B", "-q", "package", f"-Dignite3.version={version}"],
+            cwd=pom_dir,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
             raise NodeError(f"assembling Ignite {version} from Maven Central failed in ignite3/:\n{tail}")
@@ -188,9 +217,15 @@ class Ignite3Cluster:
     def _plan(self) -> None:
         base = find_free_port_block(self.host, _PORTS_PER_NODE * self.nodes)
         self.members = [
-            Ignite3Node(i, f"{self.name}-{i}", self.host,
-                        self.client_port + i if self.client_port else base + i, base + self.nodes + i,
-                        base + 2 * self.nodes + i, str(self.work_dir / f"node-{i}"))
+            Ignite3Node(
+                i,
+                f"{self.name}-{i}",
+                self.host,
+                self.client_port + i if self.client_port else base + i,
+                base + self.nodes + i,
+                base + 2 * self.nodes + i,
+                str(self.work_dir / f"node-{i}"),
+            )
             for i in range(self.nodes)
         ]
 
@@ -217,10 +252,14 @@ class Ignite3Cluster:
         secret = _hocon_string(m.keystore_password)
         trust = ""
         if self.tls_client_auth:  # the CA that signs client certificates, in the node's trust store
-            trust = (f', clientAuth = "require", trustStore {{ type = PKCS12, '
-                     f"path = {_hocon_string(str(m.server_truststore))}, password = {secret} }}")
-        return (f"\n  clientConnector.ssl {{ enabled = true, keyStore {{ type = PKCS12, "
-                f"path = {_hocon_string(str(m.server_keystore))}, password = {secret} }}{trust} }}")
+            trust = (
+                f', clientAuth = "require", trustStore {{ type = PKCS12, '
+                f"path = {_hocon_string(str(m.server_truststore))}, password = {secret} }}"
+            )
+        return (
+            f"\n  clientConnector.ssl {{ enabled = true, keyStore {{ type = PKCS12, "
+            f"path = {_hocon_string(str(m.server_keystore))}, password = {secret} }}{trust} }}"
+        )
 
     def _cluster_config(self) -> Path:
         """The cluster's initial configuration (mode 0600): basic authentication on for :attr:`username`,
@@ -230,8 +269,10 @@ class Ignite3Cluster:
         if self.username is not None:
             user = _hocon_string(self.username)
             secret = _hocon_string(self.password or "")
-            text += ("ignite { security { enabled = true, authentication.providers = [ { name = default, "
-                     f"type = basic, users = [ {{ username = {user}, password = {secret} }} ] }} ] }} }}\n")
+            text += (
+                "ignite { security { enabled = true, authentication.providers = [ { name = default, "
+                f"type = basic, users = [ {{ username = {user}, password = {secret} }} ] }} ] }} }}\n"
+            )
         text += self.cluster_config + "\n"
         path.touch(mode=0o600)
         path.write_text(text)
@@ -242,23 +283,37 @@ class Ignite3Cluster:
         from ..client.options import ConnectionOptions
 
         host, port = self.address(index)
-        given: dict[str, object] = {"host": host, "port": port, "username": self.username,
-                                    "password": self.password}
+        given: dict[str, object] = {"host": host, "port": port, "username": self.username, "password": self.password}
         m = self.tls_material
         if m is not None:
             given["cafile"] = str(m.ca_cert)
             if self.tls_client_auth:
-                given.update(certfile=str(m.client_cert), keyfile=str(m.client_key),
-                             cert_password=m.client_key_password)
+                given.update(
+                    certfile=str(m.client_cert), keyfile=str(m.client_key), cert_password=m.client_key_password
+                )
         given.update(fields)
         return ConnectionOptions(**given)  # type: ignore[arg-type]  # given holds ConnectionOptions' fields by name, each of its type
 
     def _command(self, node: Ignite3Node, config: Path) -> list[str]:
-        cmd = [java_runtime().executable, *JVM_FLAGS, f"-Xms{min(self.heap_mb, 128)}m", f"-Xmx{self.heap_mb}m",
-               "-XX:+UseG1GC", "-Djava.net.preferIPv4Stack=true",
-               "-cp", ignite3_classpath(self.version), LAUNCHER_CLASS,
-               "--name", node.name, "--config", str(config), "--work-dir", str(Path(node.work_dir) / "ignite"),
-               "--status-file", node.status_file]
+        cmd = [
+            java_runtime().executable,
+            *JVM_FLAGS,
+            f"-Xms{min(self.heap_mb, 128)}m",
+            f"-Xmx{self.heap_mb}m",
+            "-XX:+UseG1GC",
+            "-Djava.net.preferIPv4Stack=true",
+            "-cp",
+            ignite3_classpath(self.version),
+            LAUNCHER_CLASS,
+            "--name",
+            node.name,
+            "--config",
+            str(config),
+            "--work-dir",
+            str(Path(node.work_dir) / "ignite"),
+            "--status-file",
+            node.status_file,
+        ]
         if node.index == 0:
             cmd += ["--init", self.name, "--meta-storage", self.members[0].name]
             if self.username is not None or self.cluster_config:
@@ -284,8 +339,14 @@ class Ignite3Cluster:
             config.touch(mode=0o600)
             config.write_text(self._config(node))
             with open(node.log, "ab") as log:
-                proc = subprocess.Popen(self._command(node, config), stdout=log, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, cwd=node.work_dir, start_new_session=True)
+                proc = subprocess.Popen(
+                    self._command(node, config),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    cwd=node.work_dir,
+                    start_new_session=True,
+                )
             node.pid = proc.pid
             self._procs[proc.pid] = proc
         self.save_state()  # before the wait: `ignite-tf node stop` finds nodes that never became ready too
@@ -308,16 +369,20 @@ class Ignite3Cluster:
                     continue
                 status = node.status()
                 if not self.is_alive(node) or status.startswith("failed"):
-                    raise NodeError(f"Ignite 3 node {node.name} (pid {node.pid}) failed to start "
-                                    f"({status or 'exited'}). Last lines of {node.log}:\n{_log_tail(node.log)}")
+                    raise NodeError(
+                        f"Ignite 3 node {node.name} (pid {node.pid}) failed to start "
+                        f"({status or 'exited'}). Last lines of {node.log}:\n{_log_tail(node.log)}"
+                    )
                 if status == "ready" and self._answers(node):
                     pending.discard(node.index)
             if not pending:
                 return
             if time.monotonic() > deadline:
                 node = next(n for n in self.members if n.index in pending)
-                raise NodeError(f"Ignite 3 node {node.name} was not ready after {timeout:.0f}s (status: "
-                                f"{node.status() or 'none yet'}). Last lines of {node.log}:\n{_log_tail(node.log)}")
+                raise NodeError(
+                    f"Ignite 3 node {node.name} was not ready after {timeout:.0f}s (status: "
+                    f"{node.status() or 'none yet'}). Last lines of {node.log}:\n{_log_tail(node.log)}"
+                )
             time.sleep(delay)  # poll interval, bounded by the deadline above
             delay = min(delay * 1.5, 0.5)
 
@@ -383,8 +448,13 @@ class Ignite3Cluster:
     def save_state(self) -> None:
         """Record the members (no secrets) in ``work_dir``, so another process can find and stop them."""
         state = {
-            "generation": GENERATION, "name": self.name, "host": self.host, "nodes": self.nodes,
-            "version": self.version, "username": self.username, "tls": self.tls,
+            "generation": GENERATION,
+            "name": self.name,
+            "host": self.host,
+            "nodes": self.nodes,
+            "version": self.version,
+            "username": self.username,
+            "tls": self.tls,
             "tls_client_auth": self.tls_client_auth,
             "ca_cert": str(self.tls_material.ca_cert) if self.tls_material is not None else None,
             "members": [asdict(m) for m in self.members],
@@ -400,9 +470,17 @@ class Ignite3Cluster:
             return None
         if state.get("generation") != GENERATION:
             return None
-        cluster = cls(work_dir=Path(work_dir), nodes=state["nodes"], host=state["host"], name=state["name"],
-                      version=state["version"], username=state.get("username"), tls=bool(state.get("tls")),
-                      tls_client_auth=bool(state.get("tls_client_auth")), owner_pid=None)
+        cluster = cls(
+            work_dir=Path(work_dir),
+            nodes=state["nodes"],
+            host=state["host"],
+            name=state["name"],
+            version=state["version"],
+            username=state.get("username"),
+            tls=bool(state.get("tls")),
+            tls_client_auth=bool(state.get("tls_client_auth")),
+            owner_pid=None,
+        )
         cluster.members = [Ignite3Node(**m) for m in state["members"]]
         return cluster
 

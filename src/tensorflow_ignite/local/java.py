@@ -189,7 +189,10 @@ def build_java(module: Path | None = None, *, quiet: bool = True) -> None:
         for sub in (module, module / "sql-runtime"):
             proc = subprocess.run(
                 [mvn, *flags, "package", "-DskipTests"],
-                cwd=sub, capture_output=True, text=True, check=False,
+                cwd=sub,
+                capture_output=True,
+                text=True,
+                check=False,
             )
             if proc.returncode != 0:
                 tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
@@ -276,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tensorflow_ignite.local.java",
         description="Build the Java module with Maven when a source changed and copy the node jar "
-                    "and Ignite's jars into the package (tensorflow_ignite/jars/).",
+        "and Ignite's jars into the package (tensorflow_ignite/jars/).",
     )
     parser.add_argument("--dest", type=Path, help=f"copy into this directory instead of {jars_dir()}")
     args = parser.parse_args(argv)

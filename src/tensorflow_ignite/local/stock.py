@@ -41,8 +41,7 @@ from ..errors import IgniteError, NodeError
 from .cluster import DISCOVERY_SLOTS, LocalCluster, NodeInfo
 from .java import java_module_dir, module_jar
 
-__all__ = ["StockCluster", "IGNITE_VERSIONS", "XML_VERSIONS", "NEWEST_VERSION", "NEWEST_XML_VERSION",
-           "stock_libs"]
+__all__ = ["StockCluster", "IGNITE_VERSIONS", "XML_VERSIONS", "NEWEST_VERSION", "NEWEST_XML_VERSION", "stock_libs"]
 
 #: Ignite releases the module is tested against, oldest first.
 IGNITE_VERSIONS: tuple[str, ...] = ("2.16.0", "2.17.0", "2.18.0")
@@ -71,20 +70,24 @@ def stock_libs(version: str) -> Path:
             return libs
         mvn = shutil.which("mvn")
         if mvn is None:
-            raise NodeError(f"Maven (`mvn`) is needed to assemble Ignite {version} from Maven Central "
-                            "(`apt-get install maven`, or `make setup`)")
+            raise NodeError(
+                f"Maven (`mvn`) is needed to assemble Ignite {version} from Maven Central "
+                "(`apt-get install maven`, or `make setup`)"
+            )
         pom_dir = java_module_dir() / "stock"
         flags = [f"-Dignite.version={version}"] + ([] if version in XML_VERSIONS else ["-P-spring"])
-        proc = subprocess.run([mvn, "-B", "-q", "package", *flags], cwd=pom_dir, capture_output=True,
-                              text=True, check=False)
+        proc = subprocess.run(
+            [mvn, "-B", "-q", "package", *flags], cwd=pom_dir, capture_output=True, text=True, check=False
+        )
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
             raise NodeError(f"assembling Ignite {version} from Maven Central failed in {pom_dir.name}/:\n{tail}")
     return libs
 
 
-def spring_xml(info: NodeInfo, *, discovery: str | Sequence[str], region_mb: int, work_dir: Path, fragment: str,
-               auth: bool = False) -> str:
+def spring_xml(
+    info: NodeInfo, *, discovery: str | Sequence[str], region_mb: int, work_dir: Path, fragment: str, auth: bool = False
+) -> str:
     """One node's Spring XML: a loopback cluster's settings and the module's ``fragment``.
 
     ``discovery`` is the static IP finder's address list: ranges (``host:first..last``) or
@@ -92,19 +95,32 @@ def spring_xml(info: NodeInfo, *, discovery: str | Sequence[str], region_mb: int
     Ignite's authentication with the persistence it needs (the cluster starts inactive:
     :meth:`StockCluster.start` activates it; the default user is ``ignite``/``ignite``).
     """
+
     def prop(name: str, value: object) -> str:
         return f"<property name={quoteattr(name)} value={quoteattr(str(value))}/>"
 
     host = info.host
     finder = "".join(f"<value>{escape(a)}</value>" for a in ([discovery] if isinstance(discovery, str) else discovery))
     indented = "".join(f"    {line}\n" if line else "\n" for line in fragment.splitlines())
-    secured = "" if not auth else f"""
+    secured = (
+        ""
+        if not auth
+        else f"""
     {prop("authenticationEnabled", "true")}"""
-    persistent = "" if not auth else f"""
+    )
+    persistent = (
+        ""
+        if not auth
+        else f"""
             {prop("persistenceEnabled", "true")}"""
-    wal = "" if not auth else f"""
+    )
+    wal = (
+        ""
+        if not auth
+        else f"""
         {prop("walSegmentSize", 16 * 1024 * 1024)}
         {prop("walSegments", 4)}"""
+    )
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <!-- {info.name}: written by tensorflow_ignite.local.stock. -->
 <beans xmlns="http://www.springframework.org/schema/beans"
@@ -200,13 +216,16 @@ class StockCluster(LocalCluster):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.ignite_version not in IGNITE_VERSIONS:
-            raise NodeError(f"stock Ignite {self.ignite_version} is not supported here; "
-                            f"pick one of {', '.join(IGNITE_VERSIONS)}")
+            raise NodeError(
+                f"stock Ignite {self.ignite_version} is not supported here; pick one of {', '.join(IGNITE_VERSIONS)}"
+            )
         allowed = ("auth", "sql", "persistence") if self.xml_config else ()
         unsupported = [n for n in ("persistence", "auth", "tls", "sql") if getattr(self, n) and n not in allowed]
         if unsupported:
-            raise NodeError(f"stock {self.ignite_version} test nodes do not support {', '.join(unsupported)} "
-                            "(XML nodes support auth and sql; use LocalCluster for the rest)")
+            raise NodeError(
+                f"stock {self.ignite_version} test nodes do not support {', '.join(unsupported)} "
+                "(XML nodes support auth and sql; use LocalCluster for the rest)"
+            )
         if self.persistence and not self.auth:
             raise NodeError("stock test nodes are persistent only with auth")
         if self.auth and self.nodes != 1:
@@ -239,8 +258,10 @@ class StockCluster(LocalCluster):
         found = [p for p in sorted((jars_dir() / "lib-sql").glob("*.jar")) if not p.name.startswith("ignite-core-")]
         indexing = [p for p in found if p.name.startswith("ignite-indexing-")]
         if not indexing or indexing[0].name != f"ignite-indexing-{self.ignite_version}.jar":
-            raise NodeError(f"no ignite-indexing {self.ignite_version} among the packaged SQL jars "
-                            f"({jars_dir() / 'lib-sql'}); SQL on stock nodes is tested with 2.17.0")
+            raise NodeError(
+                f"no ignite-indexing {self.ignite_version} among the packaged SQL jars "
+                f"({jars_dir() / 'lib-sql'}); SQL on stock nodes is tested with 2.17.0"
+            )
         return [str(p) for p in found]
 
     def _node_command(self, info: NodeInfo, node_dir: Path) -> list[str]:
@@ -249,26 +270,43 @@ class StockCluster(LocalCluster):
         from ..launcher.module import xml_fragment
 
         config = node_dir / "ignite-config.xml"
-        config.write_text(spring_xml(
-            info, discovery=self.discovery_list(), region_mb=self.region_mb,
-            work_dir=node_dir / "ignite",
-            fragment=xml_fragment(security=self.launcher_settings(), follow_log=self.follow_log,
-                                  follow_log_retention_s=self.follow_log_retention_s) if info.launcher_module else "",
-            auth=self.auth,
-        ))
+        config.write_text(
+            spring_xml(
+                info,
+                discovery=self.discovery_list(),
+                region_mb=self.region_mb,
+                work_dir=node_dir / "ignite",
+                fragment=xml_fragment(
+                    security=self.launcher_settings(),
+                    follow_log=self.follow_log,
+                    follow_log_retention_s=self.follow_log_retention_s,
+                )
+                if info.launcher_module
+                else "",
+                auth=self.auth,
+            )
+        )
         info.config_file = str(config)
-        return [*self._jvm_command(self._classpath()), f"-DIGNITE_HOME={stock_home(self.ignite_version)}",
-                self._main_class(), str(config)]
+        return [
+            *self._jvm_command(self._classpath()),
+            f"-DIGNITE_HOME={stock_home(self.ignite_version)}",
+            self._main_class(),
+            str(config),
+        ]
 
     def _spawn(self, index: int, *, client_port: int | None = None, launcher_module: bool | None = None) -> NodeInfo:
         info = super()._spawn(index, client_port=client_port, launcher_module=launcher_module)
         if self.xml_config and self.owner_pid is not None:
             self._watchers = [w for w in self._watchers if w.poll() is None]
-            self._watchers.append(subprocess.Popen(
-                [sys.executable, "-I", "-c", _WATCHER, str(self.owner_pid), str(info.pid)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            ))
+            self._watchers.append(
+                subprocess.Popen(
+                    [sys.executable, "-I", "-c", _WATCHER, str(self.owner_pid), str(info.pid)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
         return info
 
     def start(self, timeout: float = 180.0) -> "StockCluster":
@@ -289,8 +327,7 @@ class StockCluster(LocalCluster):
         from ..protocol.codes import ClusterState, Op
 
         with IgniteClient(self.addresses(), **self.client_settings()) as client:
-            client.request(lambda rid: requests.cluster_change_state(rid, ClusterState.ACTIVE),
-                           Op.CLUSTER_CHANGE_STATE)
+            client.request(lambda rid: requests.cluster_change_state(rid, ClusterState.ACTIVE), Op.CLUSTER_CHANGE_STATE)
 
     def _member_ready(self, m: NodeInfo, expected: int) -> bool:
         if not self.xml_config:
@@ -299,8 +336,9 @@ class StockCluster(LocalCluster):
         from ..client import IgniteClient
 
         try:
-            with IgniteClient(f"{m.host}:{m.client_port}", timeout=5.0, connect_timeout=5.0,
-                              **self.client_settings()) as client:
+            with IgniteClient(
+                f"{m.host}:{m.client_port}", timeout=5.0, connect_timeout=5.0, **self.client_settings()
+            ) as client:
                 return len(client.node_endpoints(refresh=True)) >= expected
         except (IgniteError, OSError):
             return False

@@ -74,15 +74,11 @@ def _issue(subject_cn: str, issuer_key, issuer_name, *, ca: bool, key=None, serv
     )
     if server:
         builder = builder.add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
             critical=False,
         ).add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
     elif not ca:
-        builder = builder.add_extension(
-            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
-        )
+        builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
     cert = builder.sign(issuer_key or key, hashes.SHA256())
     return key, cert
 
@@ -121,7 +117,10 @@ def make_tls_material(directory: str | os.PathLike[str]) -> TLSMaterial:
     )
     (out / "server.p12").write_bytes(
         pkcs12.serialize_key_and_certificates(
-            b"server", server_key, server_cert, [ca_cert],
+            b"server",
+            server_key,
+            server_cert,
+            [ca_cert],
             serialization.BestAvailableEncryption(store_pw.encode()),
         )
     )
@@ -133,11 +132,25 @@ def make_tls_material(directory: str | os.PathLike[str]) -> TLSMaterial:
         raise NodeError("the JDK's `keytool` was not found; install a JDK 17 or set JAVA_HOME")
     truststore.unlink(missing_ok=True)
     proc = subprocess.run(
-        [keytool, "-importcert", "-noprompt", "-storetype", "PKCS12", "-alias", "ca",
-         "-file", str(out / "ca.pem"), "-keystore", str(truststore),
-         "-storepass:env", "TF_IGNITE_TRUSTSTORE_PASSWORD"],
+        [
+            keytool,
+            "-importcert",
+            "-noprompt",
+            "-storetype",
+            "PKCS12",
+            "-alias",
+            "ca",
+            "-file",
+            str(out / "ca.pem"),
+            "-keystore",
+            str(truststore),
+            "-storepass:env",
+            "TF_IGNITE_TRUSTSTORE_PASSWORD",
+        ],
         env={**os.environ, "TF_IGNITE_TRUSTSTORE_PASSWORD": store_pw},
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         raise NodeError(f"keytool could not write the truststore: {proc.stderr.strip()}")
@@ -162,8 +175,10 @@ def describe_tls(material: TLSMaterial, client_auth: bool) -> list[str]:
     the client certificate, its key and where the key's password is (never the password itself)."""
     lines = [f"TLS: CA certificate {material.ca_cert} (cafile=)"]
     if client_auth:
-        lines.append(f"TLS client certificate (required): certfile={material.client_cert} "
-                     f"keyfile={material.client_key}, the key's password in "
-                     f"{material.directory / 'client-key-password'} (cert_password=; ignite-tf reads "
-                     "$IGNITE_CERT_PASSWORD)")
+        lines.append(
+            f"TLS client certificate (required): certfile={material.client_cert} "
+            f"keyfile={material.client_key}, the key's password in "
+            f"{material.directory / 'client-key-password'} (cert_password=; ignite-tf reads "
+            "$IGNITE_CERT_PASSWORD)"
+        )
     return lines

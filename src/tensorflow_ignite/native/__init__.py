@@ -36,5 +36,4 @@ __all__ = [
     "get_backend",
 ]
 
-__getattr__ = lazy_getattr(__name__, dict.fromkeys(("register_filesystems", "set_backend", "get_backend"),
-                                                  ".loader"))
+__getattr__ = lazy_getattr(__name__, dict.fromkeys(("register_filesystems", "set_backend", "get_backend"), ".loader"))

@@ -260,9 +260,7 @@ class _LocalWriteHandle:
     disk); a file that is never flushed appears atomically at close.
     """
 
-    def __init__(
-        self, fd: int, staging: Path, target: Path, uri: str, position: int, publish_on_flush: bool
-    ) -> None:
+    def __init__(self, fd: int, staging: Path, target: Path, uri: str, position: int, publish_on_flush: bool) -> None:
         self._fd = fd
         self._staging = staging
         self._target = target

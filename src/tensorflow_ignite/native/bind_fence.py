@@ -50,10 +50,22 @@ def _compiler() -> list[str]:
 
 
 def _command(output: Path) -> list[str]:
-    return [*_compiler(), "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra",
-            "-o", str(output), str(SOURCE), "-ldl", "-lpthread",
-            # Only bind() is exported: everything else stays out of the processes it is loaded into.
-            "-Wl,--exclude-libs,ALL"]
+    return [
+        *_compiler(),
+        "-O2",
+        "-fPIC",
+        "-shared",
+        "-fvisibility=hidden",
+        "-Wall",
+        "-Wextra",
+        "-o",
+        str(output),
+        str(SOURCE),
+        "-ldl",
+        "-lpthread",
+        # Only bind() is exported: everything else stays out of the processes it is loaded into.
+        "-Wl,--exclude-libs,ALL",
+    ]
 
 
 def _inputs() -> dict[str, object]:
@@ -72,8 +84,7 @@ def is_up_to_date(output_dir: str | os.PathLike[str] | None = None) -> bool:
     return isinstance(stamp, dict) and stamp.get("inputs") == _inputs()
 
 
-def build(output_dir: str | os.PathLike[str] | None = None, *, force: bool = False,
-          verbose: bool = False) -> Path:
+def build(output_dir: str | os.PathLike[str] | None = None, *, force: bool = False, verbose: bool = False) -> Path:
     """Compile the library into ``output_dir`` (default: this package's directory) if needed.
 
     Raises :class:`NativeBuildError` naming the compiler and its output when it fails.
@@ -84,8 +95,9 @@ def build(output_dir: str | os.PathLike[str] | None = None, *, force: bool = Fal
         return target
     compiler = _compiler()
     if shutil.which(compiler[0]) is None:
-        raise NativeBuildError(f"C++ compiler {compiler[0]!r} not found: install g++ (or set $CXX) "
-                               "to build the launcher's bind fence")
+        raise NativeBuildError(
+            f"C++ compiler {compiler[0]!r} not found: install g++ (or set $CXX) to build the launcher's bind fence"
+        )
     (out_dir / ".stamps").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".bind-fence-") as tmp:
         partial = Path(tmp) / FILENAME
@@ -96,8 +108,9 @@ def build(output_dir: str | os.PathLike[str] | None = None, *, force: bool = Fal
         proc = subprocess.run(command, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-20:])
-            raise NativeBuildError(f"compiling {SOURCE.name} failed (exit {proc.returncode}):\n{tail}\n"
-                                   f"command: {shlex.join(command)}")
+            raise NativeBuildError(
+                f"compiling {SOURCE.name} failed (exit {proc.returncode}):\n{tail}\ncommand: {shlex.join(command)}"
+            )
         os.replace(partial, target)  # atomic: running jobs keep the file they loaded
     stamp = {"inputs": _inputs(), "built_at": time.time(), "seconds": round(time.monotonic() - started, 2)}
     (out_dir / ".stamps" / _STAMP).write_text(json.dumps(stamp, indent=2))

@@ -157,8 +157,12 @@ DATA_OPS = Library(
     ),
     what="the IgniteDataset op library",
     # TensorFlow's C++ headers trip warnings of their own (deprecated tsl::mutex, ...).
-    extra_flags=("-Wno-deprecated-declarations", "-Wno-interference-size", "-Wno-ignored-qualifiers",
-                 "-Wno-dangling-pointer"),
+    extra_flags=(
+        "-Wno-deprecated-declarations",
+        "-Wno-interference-size",
+        "-Wno-ignored-qualifiers",
+        "-Wno-dangling-pointer",
+    ),
 )
 
 LIBRARIES: tuple[Library, ...] = (FS_PLUGIN, DATA_OPS)
@@ -194,8 +198,7 @@ def user_cache_dir() -> Path:
         xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = Path(xdg) / "tensorflow-ignite"
     key = hashlib.sha256(
-        f"{sys.implementation.cache_tag}|{sysconfig.get_config_var('EXT_SUFFIX')}|"
-        f"{tensorflow_dir()}".encode()
+        f"{sys.implementation.cache_tag}|{sysconfig.get_config_var('EXT_SUFFIX')}|{tensorflow_dir()}".encode()
     ).hexdigest()[:16]
     return root / "native" / key
 
@@ -401,8 +404,7 @@ def _python_include() -> Path:
     return include
 
 
-def _command(output: Path, version_script: Path, library: Library = FS_PLUGIN,
-             relocatable: bool = False) -> list[str]:
+def _command(output: Path, version_script: Path, library: Library = FS_PLUGIN, relocatable: bool = False) -> list[str]:
     """The compiler command.
 
     The library finds ``libtensorflow_framework`` through its RPATH: TensorFlow's
@@ -505,15 +507,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tensorflow_ignite.native.build",
         description="Build the native libraries (the ignite:// TensorFlow filesystem plugin and "
-                    "the IgniteDataset op) if their inputs changed.",
+        "the IgniteDataset op) if their inputs changed.",
     )
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
-    parser.add_argument(
-        "--output-dir", help=f"directory for the libraries (default: {package_dir()})"
-    )
+    parser.add_argument("--output-dir", help=f"directory for the libraries (default: {package_dir()})")
     parser.add_argument("--verbose", "-v", action="store_true", help="print the compiler commands")
     parser.add_argument(
-        "--wheel", action="store_true",
+        "--wheel",
+        action="store_true",
         help=f"build for a wheel: relocatable (no absolute RPATH), and write {BUILD_INFO}",
     )
     args = parser.parse_args(argv)
@@ -531,8 +532,9 @@ def _build_all(args: argparse.Namespace) -> int:
         started = time.monotonic()
         try:
             fresh = not args.force and is_up_to_date(args.output_dir, library)
-            path = build(args.output_dir, force=args.force, verbose=args.verbose, library=library,
-                         relocatable=args.wheel)
+            path = build(
+                args.output_dir, force=args.force, verbose=args.verbose, library=library, relocatable=args.wheel
+            )
         except NativeBuildError as err:
             print(f"error: {err}", file=sys.stderr)
             return 1

@@ -207,8 +207,7 @@ def supports(element_spec: Any) -> bool:
 
     leaves = tf.nest.flatten(element_spec)
     return bool(leaves) and all(
-        type(s) is tf.TensorSpec and (s.dtype.is_numeric or s.dtype in (tf.bool, tf.string))
-        for s in leaves
+        type(s) is tf.TensorSpec and (s.dtype.is_numeric or s.dtype in (tf.bool, tf.string)) for s in leaves
     )
 
 
@@ -239,8 +238,11 @@ def use_native(signature: Any) -> bool:
         return True
     if reason not in _warned:
         _warned.add(reason)
-        log.warning("IgniteDataset falls back to tf.data.Dataset.from_generator (a slower start of "
-                    "every epoch): the native source op is not available: %s", reason)
+        log.warning(
+            "IgniteDataset falls back to tf.data.Dataset.from_generator (a slower start of "
+            "every epoch): the native source op is not available: %s",
+            reason,
+        )
     return False
 
 
@@ -271,8 +273,9 @@ def uses_python_source(dataset: Any) -> bool:
     return source_of(dataset) is not None
 
 
-def _dispatch(key: str, description: str, state: bytes | None, next_split: Any,
-              arguments: tuple[Any, ...] = ()) -> "_Run":
+def _dispatch(
+    key: str, description: str, state: bytes | None, next_split: Any, arguments: tuple[Any, ...] = ()
+) -> "_Run":
     source = _sources.get(key) if key and not arguments else None
     if source is None:
         if not description:
@@ -281,14 +284,18 @@ def _dispatch(key: str, description: str, state: bytes | None, next_split: Any,
             if key.startswith(_PROCESS + ":"):
                 raise UnsupportedOperationError(
                     "the dataset behind this iterator has been garbage-collected; keep a reference to the "
-                    "IgniteDataset while TensorFlow iterates over it")
+                    "IgniteDataset while TensorFlow iterates over it"
+                )
             raise UnsupportedOperationError(
                 "this dataset reads a Python-only source (a generator of the process that built it), which "
                 "cannot run in another process (a tf.data service worker, a process restoring a checkpoint); "
-                "build it from an Ignite cache or query with IgniteDataset, which other processes rebuild")
+                "build it from an Ignite cache or query with IgniteDataset, which other processes rebuild"
+            )
         if _rebuilder is None:
-            raise RuntimeError("IgniteDataset: this process cannot rebuild datasets from their description: "
-                               "import tensorflow_ignite in it before TensorFlow runs the dataset")
+            raise RuntimeError(
+                "IgniteDataset: this process cannot rebuild datasets from their description: "
+                "import tensorflow_ignite in it before TensorFlow runs the dataset"
+            )
         source = _rebuilder(description, tuple(arguments)) if arguments else _rebuilder(description)
     return source.run(state, next_split)
 
@@ -313,7 +320,8 @@ class _Run:
 
             raise UnsupportedOperationError(
                 "this iterator reads a Python generator, whose position cannot be saved in a checkpoint; "
-                "checkpoint iterators of an IgniteDataset, which resume from per-partition progress")
+                "checkpoint iterators of an IgniteDataset, which resume from per-partition progress"
+            )
         return bytes(save())
 
     def close(self) -> None:
@@ -329,8 +337,16 @@ class Source:
     :attr:`flatten` turns a run's elements into the op's flat tuples.
     """
 
-    def __init__(self, factory: Callable[..., Iterable[Any]], element_spec: Any, *, batch_size: int | None = None,
-                 drop_remainder: bool = False, allocate: "Allocator | None" = None, resumable: bool = False) -> None:
+    def __init__(
+        self,
+        factory: Callable[..., Iterable[Any]],
+        element_spec: Any,
+        *,
+        batch_size: int | None = None,
+        drop_remainder: bool = False,
+        allocate: "Allocator | None" = None,
+        resumable: bool = False,
+    ) -> None:
         self.factory = factory
         self.element_spec = element_spec
         self.batch_size = batch_size
@@ -351,7 +367,8 @@ class Source:
 
             raise UnsupportedOperationError(
                 "this iterator reads a Python generator: it cannot resume from a checkpoint or read splits "
-                "handed out by the tf.data service")
+                "handed out by the tf.data service"
+            )
         else:
             elements = self.factory()
         return _Run(elements, self.flatten)
@@ -361,8 +378,9 @@ class Source:
 Allocator = Callable[[tuple[int, ...], Any], np.ndarray]
 
 
-def _flattener(element_spec: Any, batch_size: int | None = None, drop_remainder: bool = False,
-               allocate: Allocator | None = None) -> Callable[[Iterable[Any]], Iterator[tuple[Any, ...]]]:
+def _flattener(
+    element_spec: Any, batch_size: int | None = None, drop_remainder: bool = False, allocate: Allocator | None = None
+) -> Callable[[Iterable[Any]], Iterator[tuple[Any, ...]]]:
     """A generator wrapper turning structured elements into the op's flat tuples.
 
     With ``batch_size`` the elements are batches (every leaf has the rows on
@@ -387,8 +405,10 @@ def _flattener(element_spec: Any, batch_size: int | None = None, drop_remainder:
         return array.shape, flat
 
     def arrays(element: Any) -> list[Any]:
-        return [(value if hasattr(value, "spans") else np.asarray(value)) if is_string else contiguous(value, dtype)
-                for value, (is_string, dtype) in zip(flatten(element), kinds)]
+        return [
+            (value if hasattr(value, "spans") else np.asarray(value)) if is_string else contiguous(value, dtype)
+            for value, (is_string, dtype) in zip(flatten(element), kinds)
+        ]
 
     def out(parts: list[np.ndarray]) -> tuple[Any, ...]:
         return tuple(strings(a) if is_string else a for a, (is_string, _) in zip(parts, kinds))
@@ -399,8 +419,8 @@ def _flattener(element_spec: Any, batch_size: int | None = None, drop_remainder:
         if allocate is None or first.dtype == object:
             return np.concatenate((first, second))
         out = allocate((len(first) + len(second), *first.shape[1:]), first.dtype)
-        out[:len(first)] = first
-        out[len(first):] = second
+        out[: len(first)] = first
+        out[len(first) :] = second
         return out
 
     def cut(elements: Iterator[Any], size: int) -> Iterator[list[np.ndarray]]:
@@ -418,7 +438,7 @@ def _flattener(element_spec: Any, batch_size: int | None = None, drop_remainder:
                 yield carry
                 carry = None
             while n - start >= size:
-                yield [a[start:start + size] for a in parts]
+                yield [a[start : start + size] for a in parts]
                 start += size
             if start < n:
                 carry = [a[start:] for a in parts]
@@ -450,9 +470,18 @@ def _flattener(element_spec: Any, batch_size: int | None = None, drop_remainder:
     return run
 
 
-def python_source(factory: Callable[..., Iterable[Any]], element_spec: Any, *, batch_size: int | None = None,
-                  drop_remainder: bool = False, allocate: Allocator | None = None, resumable: bool = False,
-                  description: str = "", num_splits: int = 0, arguments: Sequence[Any] = ()) -> Any:
+def python_source(
+    factory: Callable[..., Iterable[Any]],
+    element_spec: Any,
+    *,
+    batch_size: int | None = None,
+    drop_remainder: bool = False,
+    allocate: Allocator | None = None,
+    resumable: bool = False,
+    description: str = "",
+    num_splits: int = 0,
+    arguments: Sequence[Any] = (),
+) -> Any:
     """A ``tf.data.Dataset`` whose every iterator runs ``factory()`` and yields its elements.
 
     ``element_spec``: the nested structure of dense ``tf.TensorSpec`` the
@@ -484,11 +513,18 @@ def python_source(factory: Callable[..., Iterable[Any]], element_spec: Any, *, b
     if arguments and not description:
         raise ValueError("a source with arguments is started from its description: pass description=")
     ops, _ = _load()
-    source = Source(factory, element_spec, batch_size=batch_size, drop_remainder=drop_remainder, allocate=allocate,
-                    resumable=resumable)
+    source = Source(
+        factory,
+        element_spec,
+        batch_size=batch_size,
+        drop_remainder=drop_remainder,
+        allocate=allocate,
+        resumable=resumable,
+    )
     if batch_size is not None:
         element_spec = tf.nest.map_structure(
-            lambda s: tf.TensorSpec([batch_size if drop_remainder else None, *s.shape[1:]], s.dtype), element_spec)
+            lambda s: tf.TensorSpec([batch_size if drop_remainder else None, *s.shape[1:]], s.dtype), element_spec
+        )
     specs = tf.nest.flatten(element_spec)
 
     class _PythonSource(dataset_ops.DatasetSource):

@@ -189,16 +189,23 @@ def locate_library(library: build.Library = build.FS_PLUGIN) -> Path:
         cache_dir.mkdir(parents=True, exist_ok=True)
         return build.build(cache_dir, library=library)
     if info is None or not prebuilt.is_file():
-        why = (f"this installation of tensorflow-ignite has no prebuilt {prebuilt.name} for this "
-               "Python (it was not installed from a wheel built by `make wheel`)")
+        why = (
+            f"this installation of tensorflow-ignite has no prebuilt {prebuilt.name} for this "
+            "Python (it was not installed from a wheel built by `make wheel`)"
+        )
     else:
-        why = (f"its prebuilt {prebuilt.name} is compiled against TensorFlow "
-               f"{info.get('tensorflow_series')}.x but TensorFlow {series} is installed")
+        why = (
+            f"its prebuilt {prebuilt.name} is compiled against TensorFlow "
+            f"{info.get('tensorflow_series')}.x but TensorFlow {series} is installed"
+        )
     supported = info.get("tensorflow_series") if info else None
     raise build.NativeBuildError(
         f"{library.what} is not available: {why}. "
-        + (f"Install TensorFlow {supported}.x (`pip install 'tensorflow-ignite[tf]'`), or "
-           if supported else "Install tensorflow-ignite from its wheel, or ")
+        + (
+            f"Install TensorFlow {supported}.x (`pip install 'tensorflow-ignite[tf]'`), or "
+            if supported
+            else "Install tensorflow-ignite from its wheel, or "
+        )
         + f"set {build.BUILD_ENV}=1 to compile it for this TensorFlow into {cache_dir} "
         "(needs g++ and the Python headers)"
     )
@@ -220,14 +227,13 @@ def _load_extension(path: Path) -> ModuleType:
 def _check_backend(backend: object, native: ModuleType) -> None:
     missing = [name for name in native.BACKEND_METHODS if not callable(getattr(backend, name, None))]
     if missing:
-        raise TypeError(
-            f"{type(backend).__name__} is not a FileSystemBackend: missing "
-            + ", ".join(missing)
-        )
+        raise TypeError(f"{type(backend).__name__} is not a FileSystemBackend: missing " + ", ".join(missing))
 
 
 def _as_backend(candidate: object, native: ModuleType) -> FileSystemBackend:
-    if not isinstance(candidate, type) and all(callable(getattr(candidate, name, None)) for name in native.BACKEND_METHODS):
+    if not isinstance(candidate, type) and all(
+        callable(getattr(candidate, name, None)) for name in native.BACKEND_METHODS
+    ):
         return candidate  # type: ignore[return-value]  # a duck-typed backend: every method checked just above
     if not callable(candidate):
         _check_backend(candidate, native)  # raises with the missing methods

@@ -116,5 +116,5 @@ def redact_query(path: object) -> object:
     scheme, sep, rest = path.partition("://")
     authority = rest.partition("/")[0]
     if sep and "@" in authority:
-        path = f"{scheme}://<credentials removed>@{authority.rpartition('@')[2]}{rest[len(authority):]}"
+        path = f"{scheme}://<credentials removed>@{authority.rpartition('@')[2]}{rest[len(authority) :]}"
     return path

@@ -66,8 +66,7 @@ def parse_uri(uri: str) -> IgniteURI:
         raise ValueError(f"not an ignite:// URI (no scheme): {uri!r}")
     if scheme not in SCHEMES:
         raise ValueError(
-            f"unsupported scheme {scheme!r} in {uri!r}; expected one of "
-            + ", ".join(f"{s}://" for s in SCHEMES)
+            f"unsupported scheme {scheme!r} in {uri!r}; expected one of " + ", ".join(f"{s}://" for s in SCHEMES)
         )
     host, slash, path = rest.partition("/")
     return IgniteURI(scheme, host, clean_path(slash + path))

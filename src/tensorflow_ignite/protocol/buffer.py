@@ -188,9 +188,7 @@ class ByteReader:
         """
         n = self.i32(what)
         if n < 0 or n * elem_size > self.end - self.pos:
-            raise ProtocolError(
-                f"invalid {what} {n} at offset {self.pos - 4}: only {self.end - self.pos} bytes left"
-            )
+            raise ProtocolError(f"invalid {what} {n} at offset {self.pos - 4}: only {self.end - self.pos} bytes left")
         return n
 
     # ---------------------------------------------------- typed nullable values

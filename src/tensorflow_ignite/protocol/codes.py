@@ -362,7 +362,14 @@ V1_7_0 = ProtocolVersion(1, 7, 0)  # feature bitmask in the handshake
 
 #: Versions an Ignite 2.18 server accepts, newest first (``ClientConnectionContext``).
 SUPPORTED_VERSIONS: tuple[ProtocolVersion, ...] = (
-    V1_7_0, V1_6_0, V1_5_0, V1_4_0, V1_3_0, V1_2_0, V1_1_0, V1_0_0,
+    V1_7_0,
+    V1_6_0,
+    V1_5_0,
+    V1_4_0,
+    V1_3_0,
+    V1_2_0,
+    V1_1_0,
+    V1_0_0,
 )
 
 #: First byte after the length of a handshake (``ClientListenerRequest.HANDSHAKE``).

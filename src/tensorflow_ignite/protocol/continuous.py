@@ -45,8 +45,15 @@ class EventType(enum.IntEnum):
     EXPIRED = 3
 
 
-def query_continuous(request_id: int, cache_id: int, *, page_size: int = 256, time_interval_ms: int = 0,
-                     include_expired: bool = False, opts: CacheOptions | None = None) -> bytes:
+def query_continuous(
+    request_id: int,
+    cache_id: int,
+    *,
+    page_size: int = 256,
+    time_interval_ms: int = 0,
+    include_expired: bool = False,
+    opts: CacheOptions | None = None,
+) -> bytes:
     """OP_QUERY_CONTINUOUS (2006) without a remote filter: every event of the cache.
 
     ``page_size`` events are gathered on the server before they are sent,
@@ -85,7 +92,7 @@ class ContinuousEvents:
 
     def key(self, i: int) -> memoryview:
         """The serialized key of event ``i``."""
-        return self.body[int(self.offsets[i, 0]):int(self.offsets[i, 1])]
+        return self.body[int(self.offsets[i, 0]) : int(self.offsets[i, 1])]
 
     def rows(self, keep: np.ndarray, *, old: bool = False) -> bytes:
         """The (key, value) -- or (key, old value) -- pairs of the events ``keep`` selects, back to back."""

@@ -95,6 +95,7 @@ DEFAULT_FEATURES: frozenset[Feature] = frozenset(
     }
 )
 
+
 def features_to_bytes(features: Iterable[int]) -> bytes:
     """Encode feature bit numbers like ``BitSet.toByteArray`` (minimal length)."""
     bits = 0
@@ -204,9 +205,7 @@ class HandshakeResponse:
             return
         detail = self.message or "no reason given"
         if self.status == ClientStatus.AUTH_FAILED:
-            raise AuthenticationError(
-                f"Ignite rejected the user name or password: {detail}", address=address
-            )
+            raise AuthenticationError(f"Ignite rejected the user name or password: {detail}", address=address)
         raise HandshakeError(
             f"Ignite rejected the thin-client handshake for protocol {self.version} "
             f"(server proposes {self.server_version}, status {self.status}): {detail}",
@@ -266,6 +265,7 @@ def reusable_frame(frame: FrameT) -> Callable[[int], FrameT]:
     For frames that are costly to build (a large ``put_all``, a file block): each
     send, a retry included, writes its own request id into the same memory.
     """
+
     def encode(request_id: int) -> FrameT:
         _REQUEST_ID.pack_into(frame, REQUEST_ID_OFFSET, request_id)
         return frame
@@ -310,9 +310,7 @@ class ResponseHeader:
             raise server_error(self.status, self.message, op)
 
 
-def decode_response_header(
-    payload: bytes | bytearray | memoryview, partition_awareness: bool = True
-) -> ResponseHeader:
+def decode_response_header(payload: bytes | bytearray | memoryview, partition_awareness: bool = True) -> ResponseHeader:
     """Decode the header of a response ``payload`` (frame without length prefix).
 
     ``partition_awareness`` is True for protocol 1.4.0+ (the flags layout).

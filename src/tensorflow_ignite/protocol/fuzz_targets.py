@@ -44,13 +44,19 @@ ALLOWED_ERRORS: tuple[type[BaseException], ...] = (ProtocolError, SchemaError)
 
 #: Page plans the column decoder is fuzzed with (scan pages: key, value).
 _PLANS: tuple[PagePlan, ...] = (
-    PagePlan.scan(scalar("key", TypeCode.LONG), obj("value", scalar("a", TypeCode.INT),
-                                                      scalar("s", TypeCode.STRING))),
-    PagePlan.scan(scalar("key", TypeCode.INT),
-                  obj("value", scalar("px", TypeCode.BYTE_ARR, fixed_length=4, dtype="uint8"),
-                      scalar("f", TypeCode.DOUBLE_ARR))),
-    PagePlan.scan(None, obj("value", obj("inner", scalar("t", TypeCode.TIMESTAMP), scalar("u", TypeCode.UUID)),
-                            scalar("d", TypeCode.DECIMAL))),
+    PagePlan.scan(scalar("key", TypeCode.LONG), obj("value", scalar("a", TypeCode.INT), scalar("s", TypeCode.STRING))),
+    PagePlan.scan(
+        scalar("key", TypeCode.INT),
+        obj("value", scalar("px", TypeCode.BYTE_ARR, fixed_length=4, dtype="uint8"), scalar("f", TypeCode.DOUBLE_ARR)),
+    ),
+    PagePlan.scan(
+        None,
+        obj(
+            "value",
+            obj("inner", scalar("t", TypeCode.TIMESTAMP), scalar("u", TypeCode.UUID)),
+            scalar("d", TypeCode.DECIMAL),
+        ),
+    ),
     PagePlan.sql([scalar("A", TypeCode.LONG), scalar("B", TypeCode.STRING), scalar("C", TypeCode.DOUBLE)]),
     # Other clients: Java-serialized dates and values widened to the column's type.
     PagePlan.sql([scalar("D", TypeCode.DATE), scalar("TS", TypeCode.TIMESTAMP), scalar("L", TypeCode.LONG)]),
@@ -76,12 +82,11 @@ def _frames(data: bytes, param: int) -> None:
         if pos >= len(data):
             raise _EndOfInput
         n = min(step, len(data) - pos, len(view))
-        view[:n] = data[pos:pos + n]
+        view[:n] = data[pos : pos + n]
         pos += n
         return n
 
-    reader = FrameReader(source, max_frame=1 << 20, buffer_size=256, small_frame=64, eager_frame=512,
-                         pool_bytes=4096)
+    reader = FrameReader(source, max_frame=1 << 20, buffer_size=256, small_frame=64, eager_frame=512, pool_bytes=4096)
     into_style = bool(param & 8)
     try:
         while True:
@@ -235,7 +240,11 @@ def encode_input(target: str, payload: bytes, param: int = 0) -> bytes:
 def _seed_values() -> list[bytes]:
     enc = BinaryEncoder()
     values: list[Any] = [
-        1, "text", 2.5, None, b"\x00\x01\x02",
+        1,
+        "text",
+        2.5,
+        None,
+        b"\x00\x01\x02",
         Collection([1, "a", None]),
         Map({"k": 1, 2: [3.0]}),
         BinaryObject("Row", {"a": Typed(7, TypeCode.INT), "s": "x", "nested": BinaryObject("In", {"v": 1})}),
@@ -262,8 +271,14 @@ def _seed_java_dates_page() -> bytes:
             enc.write(w, OptimizedObject(encode_java_time("java.sql.Timestamp", i * 1000, i)))
         else:
             enc.write(w, OptimizedObject(encode_java_time_ser("LocalDate", year=2024, month=2, day=29)))
-            enc.write(w, OptimizedObject(encode_java_time_ser("LocalDateTime", year=1969, month=12, day=31,
-                                                              hour=23, minute=59, second=59, nano=1)))
+            enc.write(
+                w,
+                OptimizedObject(
+                    encode_java_time_ser(
+                        "LocalDateTime", year=1969, month=12, day=31, hour=23, minute=59, second=59, nano=1
+                    )
+                ),
+            )
         enc.write(w, Typed(i, TypeCode.SHORT))
     return bytes(w.buf)
 

@@ -228,13 +228,14 @@ def string_hash_codes(texts: Sequence[str]) -> np.ndarray:
         lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
     else:
         units = np.frombuffer(joined.encode("utf-16-le", "surrogatepass"), dtype="<u2")
-        lengths = np.fromiter((len(t.encode("utf-16-le", "surrogatepass")) // 2 for t in texts),
-                              dtype=np.int64, count=n)
+        lengths = np.fromiter(
+            (len(t.encode("utf-16-le", "surrogatepass")) // 2 for t in texts), dtype=np.int64, count=n
+        )
     ends = np.cumsum(lengths)
     starts = ends - lengths
     longest = int(lengths.max())
     _powers_of_31(longest + 1)
-    powers = _POW31_I32[:longest + 1].view(np.uint32)
+    powers = _POW31_I32[: longest + 1].view(np.uint32)
     # Unit k of a string of length L ending at `end` has exponent end - 1 - k.
     exponent = np.repeat(ends - 1, lengths) - np.arange(len(units), dtype=np.int64)
     products = units.astype(np.uint32) * powers[exponent]

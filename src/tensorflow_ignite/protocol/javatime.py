@@ -61,8 +61,15 @@ from .values import Date, Time, Timestamp
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DECODED_JAVA_CLASSES", "UnsupportedJavaObjectError", "decode_java_time", "decode_java_time_columns",
-           "describe_java_object", "encode_java_time", "encode_java_time_ser"]
+__all__ = [
+    "DECODED_JAVA_CLASSES",
+    "UnsupportedJavaObjectError",
+    "decode_java_time",
+    "decode_java_time_columns",
+    "describe_java_object",
+    "encode_java_time",
+    "encode_java_time_ser",
+]
 
 _SERIALIZABLE = 0x66
 _EXTERNALIZABLE = 0x65
@@ -95,15 +102,27 @@ _SER_TID = _java_hash("java.time.Ser")
 _SER_CHECKSUM = -7683839454370182990 & 0xFFFF
 #: java.time.Ser's kind byte -> the class it stands for (JDK serialized form).
 _SER_KINDS = {
-    1: "java.time.Duration", 2: "java.time.Instant", 3: "java.time.LocalDate", 4: "java.time.LocalTime",
-    5: "java.time.LocalDateTime", 6: "java.time.ZonedDateTime", 7: "java.time.ZoneRegion",
-    8: "java.time.ZoneOffset", 9: "java.time.OffsetTime", 10: "java.time.OffsetDateTime", 11: "java.time.Year",
-    12: "java.time.YearMonth", 13: "java.time.MonthDay", 14: "java.time.Period",
+    1: "java.time.Duration",
+    2: "java.time.Instant",
+    3: "java.time.LocalDate",
+    4: "java.time.LocalTime",
+    5: "java.time.LocalDateTime",
+    6: "java.time.ZonedDateTime",
+    7: "java.time.ZoneRegion",
+    8: "java.time.ZoneOffset",
+    9: "java.time.OffsetTime",
+    10: "java.time.OffsetDateTime",
+    11: "java.time.Year",
+    12: "java.time.YearMonth",
+    13: "java.time.MonthDay",
+    14: "java.time.Period",
 }
 _INSTANT, _LOCAL_DATE, _LOCAL_TIME, _LOCAL_DATE_TIME = 2, 3, 4, 5
 #: What :func:`decode_java_time` decodes, for messages.
-DECODED_JAVA_CLASSES = ("java.sql.Date, java.util.Date, java.sql.Time, java.sql.Timestamp, java.time.LocalDate, "
-                        "java.time.LocalDateTime, java.time.LocalTime (whole milliseconds), java.time.Instant")
+DECODED_JAVA_CLASSES = (
+    "java.sql.Date, java.util.Date, java.sql.Time, java.sql.Timestamp, java.time.LocalDate, "
+    "java.time.LocalDateTime, java.time.LocalTime (whole milliseconds), java.time.Instant"
+)
 _DAY_MS = 86_400_000
 _DAY_NS = 86_400 * 10**9
 
@@ -135,17 +154,22 @@ def decode_java_time(data: bytes | bytearray | memoryview) -> Date | Time | Time
         name = describe_java_object(data)
         raise UnsupportedJavaObjectError(
             f"{name} ({len(data)} bytes) is not one of the Java date/time classes IgniteDataset decodes "
-            f"({DECODED_JAVA_CLASSES})", name)
+            f"({DECODED_JAVA_CLASSES})",
+            name,
+        )
     _, tid, checksum = _HEAD.unpack_from(data, 0)
     known = _CLASSES.get(tid)
     if known is None:
         name = describe_java_object(data)
         raise UnsupportedJavaObjectError(
-            f"{name} is not one of the Java date/time classes IgniteDataset decodes ({DECODED_JAVA_CLASSES})", name)
+            f"{name} is not one of the Java date/time classes IgniteDataset decodes ({DECODED_JAVA_CLASSES})", name
+        )
     name, expected_checksum, kind = known
     if checksum != expected_checksum:
-        raise ProtocolError(f"{name}: class checksum 0x{checksum:04x}, expected 0x{expected_checksum:04x} "
-                            "(a different version of the class?)")
+        raise ProtocolError(
+            f"{name}: class checksum 0x{checksum:04x}, expected 0x{expected_checksum:04x} "
+            "(a different version of the class?)"
+        )
     size = _HEAD.size + 8 + (4 if kind is Timestamp else 0)
     if len(data) != size:
         raise ProtocolError(f"{name}: {len(data)} bytes of optimized-marshaller data, expected {size}")
@@ -179,8 +203,10 @@ def _month_days(year: int, month: int) -> int:
 def _decode_ser(data: bytes) -> Date | Time | Timestamp:
     checksum = _HEAD.unpack_from(data, 0)[2]
     if checksum != _SER_CHECKSUM:
-        raise ProtocolError(f"java.time.Ser: class checksum 0x{checksum:04x}, expected 0x{_SER_CHECKSUM:04x} "
-                            "(a different version of the class?)")
+        raise ProtocolError(
+            f"java.time.Ser: class checksum 0x{checksum:04x}, expected 0x{_SER_CHECKSUM:04x} "
+            "(a different version of the class?)"
+        )
     if len(data) <= _HEAD.size:
         raise ProtocolError("java.time.Ser: no kind byte")
     kind = data[_HEAD.size]
@@ -204,7 +230,9 @@ def _decode_ser(data: bytes) -> Date | Time | Timestamp:
         if nano_of_day % 1_000_000:
             raise UnsupportedJavaObjectError(
                 f"{name} with sub-millisecond digits ({nano_of_day} ns after midnight) does not fit a Time "
-                "(milliseconds since midnight)", name)
+                "(milliseconds since midnight)",
+                name,
+            )
         return Time(nano_of_day // 1_000_000)
     if kind == _LOCAL_DATE_TIME:
         days, p = _read_local_date(data, p, name)
@@ -212,7 +240,8 @@ def _decode_ser(data: bytes) -> Date | Time | Timestamp:
         _expect_end(data, p, name)
         return Timestamp.from_epoch_ns(days * _DAY_NS + nano_of_day)
     raise UnsupportedJavaObjectError(
-        f"{name} is not one of the Java date/time classes IgniteDataset decodes ({DECODED_JAVA_CLASSES})", name)
+        f"{name} is not one of the Java date/time classes IgniteDataset decodes ({DECODED_JAVA_CLASSES})", name
+    )
 
 
 def _expect_end(data: bytes, p: int, name: str) -> None:
@@ -268,13 +297,24 @@ def encode_java_time(class_name: str, epoch_ms: int, nanos: int = 0) -> bytes:
     return out
 
 
-def encode_java_time_ser(kind: str, *, year: int = 1970, month: int = 1, day: int = 1, hour: int = 0,
-                         minute: int = 0, second: int = 0, nano: int = 0, epoch_second: int = 0) -> bytes:
+def encode_java_time_ser(
+    kind: str,
+    *,
+    year: int = 1970,
+    month: int = 1,
+    day: int = 1,
+    hour: int = 0,
+    minute: int = 0,
+    second: int = 0,
+    nano: int = 0,
+    epoch_second: int = 0,
+) -> bytes:
     """Optimized-marshaller bytes of a ``java.time`` value as Java writes them (the layout above; for tests).
 
     ``kind``: ``"Instant"`` (``epoch_second``, ``nano``), ``"LocalDate"``,
     ``"LocalTime"`` or ``"LocalDateTime"`` (the date and time fields).
     """
+
     def date() -> bytes:
         return _INT.pack(year) + bytes([month, day])
 
@@ -302,8 +342,9 @@ KIND_DATE, KIND_TIME, KIND_TIMESTAMP = 1, 2, 3
 _KIND_OF = {Date: KIND_DATE, Time: KIND_TIME, Timestamp: KIND_TIMESTAMP}
 
 
-def decode_java_time_columns(page: "np.ndarray", starts: "np.ndarray",
-                             lengths: "np.ndarray") -> "tuple[np.ndarray, np.ndarray]":
+def decode_java_time_columns(
+    page: "np.ndarray", starts: "np.ndarray", lengths: "np.ndarray"
+) -> "tuple[np.ndarray, np.ndarray]":
     """Vectorized :func:`decode_java_time` of many values of a page (the column decoder's path).
 
     ``starts``/``lengths`` locate each value's optimized-marshaller bytes in
@@ -346,8 +387,14 @@ def decode_java_time_columns(page: "np.ndarray", starts: "np.ndarray",
     return kind, value
 
 
-def _decode_ser_columns(page: "np.ndarray", starts: "np.ndarray", lengths: "np.ndarray", fits: "np.ndarray",
-                        kind: "np.ndarray", value: "np.ndarray") -> None:
+def _decode_ser_columns(
+    page: "np.ndarray",
+    starts: "np.ndarray",
+    lengths: "np.ndarray",
+    fits: "np.ndarray",
+    kind: "np.ndarray",
+    value: "np.ndarray",
+) -> None:
     """The ``java.time`` part of :func:`decode_java_time_columns` (fills ``kind``/``value`` in place)."""
     import numpy as np
 
@@ -362,8 +409,12 @@ def _decode_ser_columns(page: "np.ndarray", starts: "np.ndarray", lengths: "np.n
         if not rows.size:
             continue
         raw = page[starts[rows][:, None] + np.arange(size, dtype=np.int64)]
-        ok = ((raw[:, 0] == _EXTERNALIZABLE) & (raw[:, 1:5].copy().view("<i4").reshape(-1) == _SER_TID)
-              & (raw[:, 5:7].copy().view("<u2").reshape(-1) == _SER_CHECKSUM) & (raw[:, 7] == ser_kind))
+        ok = (
+            (raw[:, 0] == _EXTERNALIZABLE)
+            & (raw[:, 1:5].copy().view("<i4").reshape(-1) == _SER_TID)
+            & (raw[:, 5:7].copy().view("<u2").reshape(-1) == _SER_CHECKSUM)
+            & (raw[:, 7] == ser_kind)
+        )
         if ser_kind == _INSTANT:
             seconds = raw[:, 8:16].copy().view("<i8").reshape(-1)
             nanos = raw[:, 16:20].copy().view("<i4").reshape(-1).astype(np.int64)
@@ -384,7 +435,7 @@ def _decode_ser_columns(page: "np.ndarray", starts: "np.ndarray", lengths: "np.n
                 days = _days_from_civil(np.where(ok, year, 1970), month, day)
             nano_of_day = np.zeros(len(rows), np.int64)
             if time_len:
-                t = raw[:, size - time_len:]
+                t = raw[:, size - time_len :]
                 written = min(time_len, 3)  # bytes of hour, minute, second present
                 signed = t[:, :written].astype(np.int8).astype(np.int64)
                 parts = np.zeros((len(rows), 3), np.int64)
@@ -394,11 +445,12 @@ def _decode_ser_columns(page: "np.ndarray", starts: "np.ndarray", lengths: "np.n
                     parts[:] = signed
                     nano = t[:, 3:7].copy().view("<i4").reshape(-1).astype(np.int64)
                 else:  # the last byte written is complemented, the ones before are plain
-                    ok &= (signed[:, :written - 1] >= 0).all(axis=1) & (signed[:, written - 1] < 0)
-                    parts[:, :written - 1] = signed[:, :written - 1]
+                    ok &= (signed[:, : written - 1] >= 0).all(axis=1) & (signed[:, written - 1] < 0)
+                    parts[:, : written - 1] = signed[:, : written - 1]
                     parts[:, written - 1] = ~signed[:, written - 1]
-                ok &= ((parts[:, 0] < 24) & (parts[:, 1] < 60) & (parts[:, 2] < 60) & (nano >= 0)
-                       & (nano < 1_000_000_000))
+                ok &= (
+                    (parts[:, 0] < 24) & (parts[:, 1] < 60) & (parts[:, 2] < 60) & (nano >= 0) & (nano < 1_000_000_000)
+                )
                 nano_of_day = ((parts[:, 0] * 60 + parts[:, 1]) * 60 + parts[:, 2]) * 1_000_000_000 + nano
             if ser_kind == _LOCAL_DATE:
                 out, out_kind = days * _DAY_MS, KIND_DATE

@@ -101,4 +101,4 @@ def aligned_empty(shape: tuple[int, ...], dtype: Any, pool: BufferPool | None = 
     else:
         raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     start = -raw.ctypes.data % ALIGNMENT
-    return raw[start:start + nbytes].view(dt).reshape(shape)
+    return raw[start : start + nbytes].view(dt).reshape(shape)

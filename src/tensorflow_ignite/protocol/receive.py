@@ -59,8 +59,20 @@ class FrameReader:
     connection calls it with its receive lock held.
     """
 
-    __slots__ = ("_recv_into", "max_frame", "peer", "_on_corrupt", "_small", "_eager",
-                 "_buf", "_view", "_pos", "_end", "_frames", "bytes_received")
+    __slots__ = (
+        "_recv_into",
+        "max_frame",
+        "peer",
+        "_on_corrupt",
+        "_small",
+        "_eager",
+        "_buf",
+        "_view",
+        "_pos",
+        "_end",
+        "_frames",
+        "bytes_received",
+    )
 
     def __init__(
         self,
@@ -103,10 +115,10 @@ class FrameReader:
         elif self._pos + want > len(self._buf):
             # Move the unread bytes (a partial frame) to the front to make room.
             n = self._end - self._pos
-            self._buf[:n] = bytes(self._view[self._pos:self._end])
+            self._buf[:n] = bytes(self._view[self._pos : self._end])
             self._pos, self._end = 0, n
         while self._end - self._pos < want:
-            self._end += self._recv_into(self._view[self._end:])
+            self._end += self._recv_into(self._view[self._end :])
 
     def peek(self, n: int) -> memoryview:
         """The next ``n`` bytes (at most the buffer size), received if needed but not consumed.
@@ -116,7 +128,7 @@ class FrameReader:
         if n > len(self._buf):
             raise ValueError(f"cannot peek {n} bytes: the receive buffer holds {len(self._buf)}")
         self._ensure(n)
-        return self._view[self._pos:self._pos + n]
+        return self._view[self._pos : self._pos + n]
 
     def peek_length(self) -> int:
         """The next frame's length prefix as sent, unchecked and not consumed."""
@@ -128,7 +140,7 @@ class FrameReader:
         """Consume the next length prefix and return the frame's length (checked)."""
         length = self.peek_length()
         if length < 0 or length > self.max_frame:
-            head = bytes(self._view[self._pos:self._pos + 4])
+            head = bytes(self._view[self._pos : self._pos + 4])
             if self._on_corrupt is not None:
                 self._on_corrupt()
             raise ProtocolError(
@@ -147,14 +159,14 @@ class FrameReader:
             self.fill(memoryview(out))
             return memoryview(out)
         self._ensure(n)
-        out = bytes(self._view[self._pos:self._pos + n])
+        out = bytes(self._view[self._pos : self._pos + n])
         self._pos += n
         return memoryview(out)
 
     def fill(self, view: memoryview) -> None:
         """Fill ``view`` with the next bytes of the stream: those buffered, then straight from the source."""
         got = min(len(view), self._end - self._pos)
-        view[:got] = self._view[self._pos:self._pos + got]
+        view[:got] = self._view[self._pos : self._pos + got]
         self._pos += got
         while got < len(view):
             got += self._recv_into(view[got:])

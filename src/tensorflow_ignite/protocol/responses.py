@@ -108,12 +108,10 @@ def decode_byte_array_view(body: bytes | bytearray | memoryview, what: str = "va
     (n,) = _I32.unpack_from(view, 1)
     if n < 0 or 5 + n > len(view):
         raise ProtocolError(f"{what}: byte[] length {n} exceeds the response's {len(view) - 5} bytes")
-    return view[5:5 + n]
+    return view[5 : 5 + n]
 
 
-def decode_get_all(
-    body: bytes | bytearray | memoryview, decoder: BinaryDecoder | None = None
-) -> list[tuple[Any, Any]]:
+def decode_get_all(body: bytes | bytearray | memoryview, decoder: BinaryDecoder | None = None) -> list[tuple[Any, Any]]:
     """OP_CACHE_GET_ALL answer: int count, (key, value) pairs -- as a list of pairs
     (keys such as arrays need not be hashable)."""
     dec = decoder or BinaryDecoder()
@@ -195,7 +193,10 @@ def decode_scan_page(body: bytes | bytearray | memoryview, *, first: bool) -> Sc
 
 
 def decode_sql_fields_page(
-    body: bytes | bytearray | memoryview, *, first: bool, include_field_names: bool = True,
+    body: bytes | bytearray | memoryview,
+    *,
+    first: bool,
+    include_field_names: bool = True,
     column_count: int | None = None,
 ) -> SqlPage:
     """OP_QUERY_SQL_FIELDS (``first=True``) or OP_QUERY_SQL_FIELDS_CURSOR_GET_PAGE answer.
@@ -464,12 +465,26 @@ def decode_node_info(body: bytes | bytearray | memoryview, decoder: BinaryDecode
         is_client = r.bool("is client")
         consistent = obj()
         version = NodeVersion(
-            r.i8("version major"), r.i8("version minor"), r.i8("version maintenance"),
-            r.typed_string("version stage"), r.i64("revision timestamp"), r.typed_byte_array("revision hash"),
+            r.i8("version major"),
+            r.i8("version minor"),
+            r.i8("version maintenance"),
+            r.typed_string("version stage"),
+            r.i64("revision timestamp"),
+            r.typed_byte_array("revision hash"),
         )
         nodes.append(
-            NodeInfo(node_id, attrs, _names(addresses, "node addresses"), _names(hosts, "node host names"),
-                     order, is_local, is_daemon, is_client, consistent, version)
+            NodeInfo(
+                node_id,
+                attrs,
+                _names(addresses, "node addresses"),
+                _names(hosts, "node host names"),
+                order,
+                is_local,
+                is_daemon,
+                is_client,
+                consistent,
+                version,
+            )
         )
     return nodes
 

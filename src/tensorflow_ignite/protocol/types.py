@@ -76,46 +76,56 @@ _PRIMITIVES = frozenset({T.BYTE, T.SHORT, T.INT, T.LONG, T.FLOAT, T.DOUBLE, T.CH
 
 _I = TypeInfo
 #: Every type code with facts attached (codes absent here have none: objects, collections...).
-TYPES: dict[int, TypeInfo] = {info.code: info for info in (
-    # Scalars.
-    _I(T.BYTE, 1, "i1", np.int8, "int8", "java.lang.Byte", ("byte",)),
-    _I(T.SHORT, 2, "<i2", np.int16, "int16", "java.lang.Short", ("short",)),
-    _I(T.INT, 4, "<i4", np.int32, "int32", "java.lang.Integer", ("int",)),
-    _I(T.LONG, 8, "<i8", np.int64, "int64", "java.lang.Long", ("long",)),
-    _I(T.FLOAT, 4, "<f4", np.float32, "float32", "java.lang.Float", ("float",)),
-    _I(T.DOUBLE, 8, "<f8", np.float64, "float64", "java.lang.Double", ("double",)),
-    _I(T.CHAR, 2, "<u2", np.uint16, "uint16", "java.lang.Character", ("char",)),
-    _I(T.BOOL, 1, "u1", np.bool_, "bool", "java.lang.Boolean", ("boolean",)),
-    _I(T.STRING, tf="string", java="java.lang.String"),
-    _I(T.UUID, 16, "", tf="string", java="java.util.UUID"),  # two longs, most significant first
-    _I(T.DATE, 8, "<i8", np.int64, "int64", "java.util.Date", ("java.sql.Date", "java.time.LocalDate")),  # epoch ms
-    _I(T.TIMESTAMP, 12, "", np.int64, "int64", "java.sql.Timestamp",
-       ("java.time.LocalDateTime", "java.time.Instant")),  # epoch ms + int ns; column: epoch ns
-    _I(T.TIME, 8, "<i8", np.int64, "int64", "java.sql.Time", ("java.time.LocalTime",)),  # ms since midnight
-    _I(T.DECIMAL, column=np.float64, tf="float64", java="java.math.BigDecimal"),
-    _I(T.ENUM, column=np.int32, tf="int32"),  # ordinal
-    _I(T.BINARY_ENUM, column=np.int32, tf="int32", metadata=T.ENUM),
-    # Primitive arrays: int length, then the elements.  A byte[] column reads as uint8 (pixels, raw bytes).
-    _I(T.BYTE_ARR, wire=np.dtype(np.int8), tf="uint8", java="[B", element=T.BYTE),
-    _I(T.SHORT_ARR, wire=np.dtype("<i2"), tf="int16", java="[S", element=T.SHORT),
-    _I(T.INT_ARR, wire=np.dtype("<i4"), tf="int32", java="[I", element=T.INT),
-    _I(T.LONG_ARR, wire=np.dtype("<i8"), tf="int64", java="[J", element=T.LONG),
-    _I(T.FLOAT_ARR, wire=np.dtype("<f4"), tf="float32", java="[F", element=T.FLOAT),
-    _I(T.DOUBLE_ARR, wire=np.dtype("<f8"), tf="float64", java="[D", element=T.DOUBLE),
-    _I(T.CHAR_ARR, wire=np.dtype("<u2"), tf="uint16", java="[C", element=T.CHAR),
-    _I(T.BOOL_ARR, wire=np.dtype(np.bool_), tf="bool", java="[Z", element=T.BOOL),
-    # Arrays of typed values: int length, then each element with its type code.
-    _I(T.STRING_ARR, element=T.STRING),
-    _I(T.UUID_ARR, element=T.UUID),
-    _I(T.DATE_ARR, element=T.DATE),
-    _I(T.TIMESTAMP_ARR, element=T.TIMESTAMP),
-    _I(T.TIME_ARR, element=T.TIME),
-    _I(T.DECIMAL_ARR, element=T.DECIMAL),
-    # Codes that metadata records as a plain object.
-    _I(T.BINARY_OBJ, metadata=T.OBJ),
-    _I(T.HANDLE, metadata=T.OBJ),
-    _I(T.NULL, metadata=T.OBJ),
-)}
+TYPES: dict[int, TypeInfo] = {
+    info.code: info
+    for info in (
+        # Scalars.
+        _I(T.BYTE, 1, "i1", np.int8, "int8", "java.lang.Byte", ("byte",)),
+        _I(T.SHORT, 2, "<i2", np.int16, "int16", "java.lang.Short", ("short",)),
+        _I(T.INT, 4, "<i4", np.int32, "int32", "java.lang.Integer", ("int",)),
+        _I(T.LONG, 8, "<i8", np.int64, "int64", "java.lang.Long", ("long",)),
+        _I(T.FLOAT, 4, "<f4", np.float32, "float32", "java.lang.Float", ("float",)),
+        _I(T.DOUBLE, 8, "<f8", np.float64, "float64", "java.lang.Double", ("double",)),
+        _I(T.CHAR, 2, "<u2", np.uint16, "uint16", "java.lang.Character", ("char",)),
+        _I(T.BOOL, 1, "u1", np.bool_, "bool", "java.lang.Boolean", ("boolean",)),
+        _I(T.STRING, tf="string", java="java.lang.String"),
+        _I(T.UUID, 16, "", tf="string", java="java.util.UUID"),  # two longs, most significant first
+        _I(T.DATE, 8, "<i8", np.int64, "int64", "java.util.Date", ("java.sql.Date", "java.time.LocalDate")),  # epoch ms
+        _I(
+            T.TIMESTAMP,
+            12,
+            "",
+            np.int64,
+            "int64",
+            "java.sql.Timestamp",
+            ("java.time.LocalDateTime", "java.time.Instant"),
+        ),  # epoch ms + int ns; column: epoch ns
+        _I(T.TIME, 8, "<i8", np.int64, "int64", "java.sql.Time", ("java.time.LocalTime",)),  # ms since midnight
+        _I(T.DECIMAL, column=np.float64, tf="float64", java="java.math.BigDecimal"),
+        _I(T.ENUM, column=np.int32, tf="int32"),  # ordinal
+        _I(T.BINARY_ENUM, column=np.int32, tf="int32", metadata=T.ENUM),
+        # Primitive arrays: int length, then the elements.  A byte[] column reads as uint8 (pixels, raw bytes).
+        _I(T.BYTE_ARR, wire=np.dtype(np.int8), tf="uint8", java="[B", element=T.BYTE),
+        _I(T.SHORT_ARR, wire=np.dtype("<i2"), tf="int16", java="[S", element=T.SHORT),
+        _I(T.INT_ARR, wire=np.dtype("<i4"), tf="int32", java="[I", element=T.INT),
+        _I(T.LONG_ARR, wire=np.dtype("<i8"), tf="int64", java="[J", element=T.LONG),
+        _I(T.FLOAT_ARR, wire=np.dtype("<f4"), tf="float32", java="[F", element=T.FLOAT),
+        _I(T.DOUBLE_ARR, wire=np.dtype("<f8"), tf="float64", java="[D", element=T.DOUBLE),
+        _I(T.CHAR_ARR, wire=np.dtype("<u2"), tf="uint16", java="[C", element=T.CHAR),
+        _I(T.BOOL_ARR, wire=np.dtype(np.bool_), tf="bool", java="[Z", element=T.BOOL),
+        # Arrays of typed values: int length, then each element with its type code.
+        _I(T.STRING_ARR, element=T.STRING),
+        _I(T.UUID_ARR, element=T.UUID),
+        _I(T.DATE_ARR, element=T.DATE),
+        _I(T.TIMESTAMP_ARR, element=T.TIMESTAMP),
+        _I(T.TIME_ARR, element=T.TIME),
+        _I(T.DECIMAL_ARR, element=T.DECIMAL),
+        # Codes that metadata records as a plain object.
+        _I(T.BINARY_OBJ, metadata=T.OBJ),
+        _I(T.HANDLE, metadata=T.OBJ),
+        _I(T.NULL, metadata=T.OBJ),
+    )
+}
 del _I
 
 _SCALAR_INFO = [i for i in TYPES.values() if i.element is None]
@@ -142,7 +152,9 @@ JAVA_CLASS_TYPE_CODES: dict[str, int] = {
 }
 #: Typed-array code -> the code of its elements (``STRING_ARR`` -> ``STRING``...).
 TYPED_ARRAY_ELEMENTS: dict[int, int] = {
-    i.code: i.element for i in _ARRAY_INFO if not i.is_primitive_array  # type: ignore[misc]  # _ARRAY_INFO holds only infos whose element is not None
+    i.code: i.element  # type: ignore[misc]  # _ARRAY_INFO holds only infos whose element is not None
+    for i in _ARRAY_INFO
+    if not i.is_primitive_array
 }
 #: Type code recorded in binary metadata for a field written with a given code (others: the code itself).
 METADATA_CODES: dict[int, int] = {i.code: i.metadata for i in TYPES.values() if i.metadata is not None}

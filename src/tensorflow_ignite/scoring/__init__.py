@@ -15,5 +15,14 @@ from .cluster import submit_predict
 from .ledger import LEDGER_CACHE, ModelRecord, models_of, recorded_units
 from .output import KEY, MODEL_HASH
 
-__all__ = ["predict", "submit_predict", "PredictResult", "models_of", "recorded_units", "ModelRecord", "LEDGER_CACHE", "KEY",
-           "MODEL_HASH"]
+__all__ = [
+    "predict",
+    "submit_predict",
+    "PredictResult",
+    "models_of",
+    "recorded_units",
+    "ModelRecord",
+    "LEDGER_CACHE",
+    "KEY",
+    "MODEL_HASH",
+]

@@ -71,9 +71,11 @@ class PredictResult:
 
     def summary(self) -> str:
         """One line for humans."""
-        text = (f"scored {self.rows:,} rows of {self.source} into cache {self.output!r} in {self.seconds:.2f} s "
-                f"({self.rows_per_second:,.0f} rows/s); {self.units_scored} unit(s) scored, "
-                f"{self.units_skipped} already complete")
+        text = (
+            f"scored {self.rows:,} rows of {self.source} into cache {self.output!r} in {self.seconds:.2f} s "
+            f"({self.rows_per_second:,.0f} rows/s); {self.units_scored} unit(s) scored, "
+            f"{self.units_skipped} already complete"
+        )
         if self.output_action == REPLACED:
             text += "; output overwritten in place"
         if self.stale_removed:
@@ -94,10 +96,15 @@ def predict(
     mode: Mode = "skip-existing",
     client: "IgniteClient | None" = None,
     # The fields of ConnectionOptions, grouped as write() has them: endpoint; credentials; TLS.
-    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-    username: str | None = None, password: str | None = None,
-    cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None,
-    cert_password: str | None = None, server_hostname: str | None = None,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    username: str | None = None,
+    password: str | None = None,
+    cafile: str | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    cert_password: str | None = None,
+    server_hostname: str | None = None,
     batch_size: int = 1024,
     record_every: int = 16,
     backups: int = 0,
@@ -168,22 +175,32 @@ def predict(
         raise ConfigurationError("backups must be >= 0")
     started = time.perf_counter()
     if not is_query(source) and source == output:
-        raise ConfigurationError(f"predict into {output!r} would write over its own source cache; name another "
-                                 "output cache")
+        raise ConfigurationError(
+            f"predict into {output!r} would write over its own source cache; name another output cache"
+        )
     if parts is not None and any(p < 0 for p in parts):
         raise ConfigurationError(f"parts= holds partition numbers (>= 0); got {sorted(parts)[:10]}")
     scoring_model = load_model(model)
     if client is None:
         from ..client import ConnectionOptions
 
-        client = ConnectionOptions.from_address(host, port, username=username, password=password, cafile=cafile,
-                                                certfile=certfile, keyfile=keyfile, cert_password=cert_password,
-                                                server_hostname=server_hostname).connect()
+        client = ConnectionOptions.from_address(
+            host,
+            port,
+            username=username,
+            password=password,
+            cafile=cafile,
+            certfile=certfile,
+            keyfile=keyfile,
+            cert_password=cert_password,
+            server_hostname=server_hostname,
+        ).connect()
     src = open_scoring_source(client, source, args=args, key=key, batch_size=batch_size)
     # A cache's variable-length arrays (float[] as other clients write them) feed inputs of a fixed
     # shape: read dense at the model's length, each row checked (signature.py).
-    bindings = bind_inputs(scoring_model.inputs, src.fields, source=src.describe(), explicit=inputs,
-                           dense_arrays=src.kind == "cache")
+    bindings = bind_inputs(
+        scoring_model.inputs, src.fields, source=src.describe(), explicit=inputs, dense_arrays=src.kind == "cache"
+    )
     units = src.units
     if parts is not None:
         units = _chosen_units(src.units, parts, src.describe())
@@ -210,9 +227,15 @@ def predict(
     # cluster's topology version, and the reader then no longer trusts node scans' partitions as
     # complete until the read ends (nothing would be recorded on the way; measured).
     whole = src.key_type in _IN_PLACE_KEYS and parts is None  # every key of the cache is this run's
-    action = out.open(overwrite=overwrite, backups=backups, atomicity=AtomicityMode.ATOMIC,
-                      write_sync=WriteSynchronizationMode.FULL_SYNC, sql=sql, expected_rows=expected,
-                      in_place=whole)
+    action = out.open(
+        overwrite=overwrite,
+        backups=backups,
+        atomicity=AtomicityMode.ATOMIC,
+        write_sync=WriteSynchronizationMode.FULL_SYNC,
+        sql=sql,
+        expected_rows=expected,
+        in_place=whole,
+    )
 
     def start_ledger() -> None:
         # A created or overwritten output starts a new generation: older records say nothing.
@@ -289,19 +312,30 @@ def predict(
     recorded = recorder.recorded
     missing = set(todo) - recorded
     if missing:  # every row was read, so every unit must be complete: a reader bug, never silently ignored
-        raise PredictError(f"predict: partitions {sorted(missing)[:10]} of {src.describe()} were read but the "
-                           "reader never reported them complete, so they are not recorded as scored; run predict "
-                           "again (it rescores them) and report this as a bug")
+        raise PredictError(
+            f"predict: partitions {sorted(missing)[:10]} of {src.describe()} were read but the "
+            "reader never reported them complete, so they are not recorded as scored; run predict "
+            "again (it rescores them) and report this as a bug"
+        )
     stale = out.remove_absent(source, src.key_type) if whole and action != CREATED else 0
     ledger.forget_carried(scoring_model.hash64)  # every key now holds this model's prediction
     assert out.sender is not None
-    result = PredictResult(output=output, source=src.describe(), rows=out.sender.rows_acked,
-                           seconds=time.perf_counter() - started, units_scored=len(todo),
-                           units_skipped=len(done), model_uri=scoring_model.uri,
-                           model_sha256=scoring_model.sha256, model_hash=scoring_model.hash64,
-                           bytes_sent=out.sender.bytes_sent, sql_table=out.sql_table,
-                           rows_per_node=dict(out.sender.rows_per_node), output_action=action,
-                           stale_removed=stale)
+    result = PredictResult(
+        output=output,
+        source=src.describe(),
+        rows=out.sender.rows_acked,
+        seconds=time.perf_counter() - started,
+        units_scored=len(todo),
+        units_skipped=len(done),
+        model_uri=scoring_model.uri,
+        model_sha256=scoring_model.sha256,
+        model_hash=scoring_model.hash64,
+        bytes_sent=out.sender.bytes_sent,
+        sql_table=out.sql_table,
+        rows_per_node=dict(out.sender.rows_per_node),
+        output_action=action,
+        stale_removed=stale,
+    )
     log.info("%s", result.summary())
     return result
 
@@ -326,8 +360,10 @@ def _chosen_units(units: tuple[int, ...], parts: Sequence[int], source: str) -> 
     chosen = tuple(sorted(set(parts)))
     if units == (WHOLE,):
         if chosen:
-            raise ConfigurationError(f"parts= chooses partitions of a partitioned cache; {source} is read whole "
-                                     "(an SQL query or a replicated cache): leave parts= out")
+            raise ConfigurationError(
+                f"parts= chooses partitions of a partitioned cache; {source} is read whole "
+                "(an SQL query or a replicated cache): leave parts= out"
+            )
         return chosen
     outside = [p for p in chosen if p >= len(units)]
     if outside:

@@ -89,39 +89,71 @@ def submit_predict(
     """
     from ..launcher.jobs import job_durations
 
-    durations = job_durations(backoff, settle, grace, backoff_ms=backoff_ms, settle_ms=settle_ms,
-                              grace_ms=grace_ms)
+    durations = job_durations(backoff, settle, grace, backoff_ms=backoff_ms, settle_ms=settle_ms, grace_ms=grace_ms)
     if not isinstance(model, (str, os.PathLike)):
-        raise ConfigurationError("the cluster form loads the model on every node: pass a path (a .keras file or "
-                                 "a SavedModel directory, local or ignite://), not a model object")
+        raise ConfigurationError(
+            "the cluster form loads the model on every node: pass a path (a .keras file or "
+            "a SavedModel directory, local or ignite://), not a model object"
+        )
     model = os.fspath(model)
     if is_query(source):
-        raise ConfigurationError("an SQL query has no partitions to score where they live; score it in this "
-                                 "process (ignite-tf predict without --on-cluster, tensorflow_ignite.predict)")
+        raise ConfigurationError(
+            "an SQL query has no partitions to score where they live; score it in this "
+            "process (ignite-tf predict without --on-cluster, tensorflow_ignite.predict)"
+        )
     jobs.check_module()  # no module on the nodes: say so before anything is written
     if source in jobs.client.cache_names():
         from ..protocol.codes import CacheMode
 
         if jobs.client.cache(source).configuration().cache_mode == CacheMode.REPLICATED:
-            raise ConfigurationError(f"cache {source!r} is replicated: every node holds all of it, so there are no "
-                                     "per-node partitions to score; score it in one process (ignite-tf predict "
-                                     "without --on-cluster, tensorflow_ignite.predict)")
+            raise ConfigurationError(
+                f"cache {source!r} is replicated: every node holds all of it, so there are no "
+                "per-node partitions to score; score it in one process (ignite-tf predict "
+                "without --on-cluster, tensorflow_ignite.predict)"
+            )
     existed = output in jobs.client.cache_names()
-    prepared = predict(model, source, output, inputs=inputs, mode=mode, client=jobs.client, batch_size=batch_size,
-                       record_every=record_every, backups=backups, sql=sql, progress=False, parts=())
-    spec = {"model": model, "model_uri": prepared.model_uri, "model_sha256": prepared.model_sha256,
-            "source": source, "output": output, "inputs": dict(inputs or {}), "batch_size": batch_size,
-            "record_every": record_every}
+    prepared = predict(
+        model,
+        source,
+        output,
+        inputs=inputs,
+        mode=mode,
+        client=jobs.client,
+        batch_size=batch_size,
+        record_every=record_every,
+        backups=backups,
+        sql=sql,
+        progress=False,
+        parts=(),
+    )
+    spec = {
+        "model": model,
+        "model_uri": prepared.model_uri,
+        "model_sha256": prepared.model_sha256,
+        "source": source,
+        "output": output,
+        "inputs": dict(inputs or {}),
+        "batch_size": batch_size,
+        "record_every": record_every,
+    }
     with tempfile.TemporaryDirectory(prefix="tfi-predict-") as job_dir:
         if "://" not in model:
             spec["model"] = _ship_model(model, job_dir)
         with open(os.path.join(job_dir, SPEC_FILE), "w", encoding="utf-8") as f:
             json.dump(spec, f, indent=2)
         try:
-            return jobs.submit(source, job_dir, worker_command(), name=name or _job_name(output), python=python,
-                               checkpoint_dir="", max_restarts=max_restarts,
-                               backoff=durations["backoff_ms"] / 1000, settle=durations["settle_ms"] / 1000,
-                               grace=durations["grace_ms"] / 1000)
+            return jobs.submit(
+                source,
+                job_dir,
+                worker_command(),
+                name=name or _job_name(output),
+                python=python,
+                checkpoint_dir="",
+                max_restarts=max_restarts,
+                backoff=durations["backoff_ms"] / 1000,
+                settle=durations["settle_ms"] / 1000,
+                grace=durations["grace_ms"] / 1000,
+            )
         except Exception:
             if not existed and output in jobs.client.cache_names():
                 jobs.client.cache(output).destroy()  # created for a job that never ran

@@ -93,7 +93,7 @@ def models_of(client: "IgniteClient", output: str) -> dict[int, ModelRecord]:
     for k, v in cache.scan(page_size=4096):
         if isinstance(k, str) and k.startswith(prefix):
             doc = json.loads(str(v))
-            out[int(k[len(prefix):])] = ModelRecord(str(doc["uri"]), str(doc["sha256"]))
+            out[int(k[len(prefix) :])] = ModelRecord(str(doc["uri"]), str(doc["sha256"]))
     return out
 
 
@@ -110,7 +110,7 @@ def recorded_units(client: "IgniteClient", output: str) -> dict[str, set[int]]:
     out: dict[str, set[int]] = {}
     for k, v in cache.scan(page_size=4096):
         if isinstance(k, str) and k.startswith(prefix):
-            source, _, unit = k[len(prefix):].partition(_SEP)
+            source, _, unit = k[len(prefix) :].partition(_SEP)
             if source == "model":
                 continue
             if unit == _PARTS:
@@ -135,8 +135,9 @@ class Ledger:
     :meth:`begin` before anything is read or recorded, :meth:`finish` at the end of the run.
     """
 
-    def __init__(self, client: "IgniteClient", output: str, source_id: str,
-                 model_sha256: "str | Callable[[], str]") -> None:
+    def __init__(
+        self, client: "IgniteClient", output: str, source_id: str, model_sha256: "str | Callable[[], str]"
+    ) -> None:
         """``model_sha256``: the scoring model's hash, or a function giving it (called when first needed)."""
         from ..protocol.cache_config import CacheConfiguration
         from ..protocol.codes import WriteSynchronizationMode
@@ -144,8 +145,9 @@ class Ledger:
         self.output = output
         self.source_id = source_id
         self._model_sha256 = model_sha256
-        config = CacheConfiguration(LEDGER_CACHE, backups=1,
-                                    write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC)
+        config = CacheConfiguration(
+            LEDGER_CACHE, backups=1, write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC
+        )
         self.client = client
         self.cache = client.get_or_create_cache(config)
         self.token = ""
@@ -171,11 +173,11 @@ class Ledger:
             self.carried = set(models)
             self.token = secrets.token_hex(8)
             if models:
-                self.cache.put_all({self._model_key(h): json.dumps({"uri": m.uri, "sha256": m.sha256})
-                                    for h, m in models.items()})
+                self.cache.put_all(
+                    {self._model_key(h): json.dumps({"uri": m.uri, "sha256": m.sha256}) for h, m in models.items()}
+                )
             self.cache.put(key, self.token)
-            self._sweep = threading.Thread(target=self._remove_stale, name=f"ledger-sweep-{self.output}",
-                                           daemon=True)
+            self._sweep = threading.Thread(target=self._remove_stale, name=f"ledger-sweep-{self.output}", daemon=True)
             self._sweep.start()
             return
         # An output created by a version without tokens, or whose records were cleared: start one
@@ -193,13 +195,20 @@ class Ledger:
         keep = (_generation_key(self.output), f"{self.output}{_SEP}{self.token}{_SEP}")
         prefix = f"{self.output}{_SEP}"
         try:
-            stale = [k for k, _v in self.cache.scan(page_size=4096)
-                     if isinstance(k, str) and k.startswith(prefix) and k != keep[0] and not k.startswith(keep[1])]
+            stale = [
+                k
+                for k, _v in self.cache.scan(page_size=4096)
+                if isinstance(k, str) and k.startswith(prefix) and k != keep[0] and not k.startswith(keep[1])
+            ]
             for start in range(0, len(stale), 4096):
-                self.cache.remove_keys(stale[start:start + 4096])
+                self.cache.remove_keys(stale[start : start + 4096])
         except Exception as exc:  # noqa: BLE001 -- stale records are unreachable; removing them is housekeeping
-            log.warning("predict: could not remove stale ledger records of output %r (%s); they are never read "
-                        "and the next created output removes them", self.output, exc)
+            log.warning(
+                "predict: could not remove stale ledger records of output %r (%s); they are never read "
+                "and the next created output removes them",
+                self.output,
+                exc,
+            )
 
     def _key(self, unit: int | str) -> str:
         return f"{self.output}{_SEP}{self.token}{_SEP}{self.source_id}{_SEP}{unit}"
@@ -216,7 +225,7 @@ class Ledger:
             self.cache.remove_keys([self._key(_ALL)])
         done: set[int] = set()
         for start in range(0, len(units), 4096):
-            chunk = units[start:start + 4096]
+            chunk = units[start : start + 4096]
             found = self.cache.get_all([self._key(u) for u in chunk])
             done.update(u for u in chunk if found.get(self._key(u)) == self.model_sha256)
         return done

@@ -57,8 +57,14 @@ class ScoringModel:
     :attr:`sha256` waits for it.
     """
 
-    def __init__(self, uri: str, sha256: "str | Future[str]", inputs: tuple[TensorSpec, ...],
-                 outputs: tuple[TensorSpec, ...], call: Any) -> None:
+    def __init__(
+        self,
+        uri: str,
+        sha256: "str | Future[str]",
+        inputs: tuple[TensorSpec, ...],
+        outputs: tuple[TensorSpec, ...],
+        call: Any,
+    ) -> None:
         self.uri = uri
         self._sha256 = sha256
         self.inputs = inputs
@@ -97,7 +103,9 @@ def load_model(model: Any) -> ScoringModel:
         return _from_keras(model, f"keras:{model.name}", _object_digest_later(model))
     raise ModelLoadError(
         f"cannot score with a {type(model).__name__}: pass a Keras model, a .keras file or a SavedModel "
-        "directory (local or ignite://)", path=repr(model)[:80])
+        "directory (local or ignite://)",
+        path=repr(model)[:80],
+    )
 
 
 def _is_keras_model(obj: Any) -> bool:
@@ -126,8 +134,7 @@ def _from_path(path: str) -> ScoringModel:
         raise
     except Exception as exc:  # Keras and TF raise many types for a bad file
         reason = " ".join(str(exc).split())[:500]
-        raise ModelLoadError(f"cannot load the model at {path!r}: {type(exc).__name__}: {reason}",
-                             path=path) from exc
+        raise ModelLoadError(f"cannot load the model at {path!r}: {type(exc).__name__}: {reason}", path=path) from exc
 
 
 def _from_keras_file(path: str) -> ScoringModel:
@@ -152,7 +159,9 @@ def _from_keras(model: Any, uri: str, sha256: "str | Future[str]") -> ScoringMod
     except (AttributeError, ValueError) as exc:
         raise ModelLoadError(
             f"the Keras model {uri!r} has no input signature ({exc}); build it with keras.Input(...) so its "
-            "input names, dtypes and shapes are known", path=uri) from None
+            "input names, dtypes and shapes are known",
+            path=uri,
+        ) from None
     try:
         structure = model.input
     except (AttributeError, ValueError):
@@ -192,7 +201,7 @@ def _from_saved_model(path: str) -> ScoringModel:
     for root, _dirs, names in tf.io.gfile.walk(path):
         for name in names:
             full = tf.io.gfile.join(root, name)
-            files.append((os.path.relpath(full, path) if "://" not in path else full[len(path):].lstrip("/"), full))
+            files.append((os.path.relpath(full, path) if "://" not in path else full[len(path) :].lstrip("/"), full))
     for rel, full in sorted(files):
         digest.update(rel.encode() + b"\0")
         with tf.io.gfile.GFile(full, "rb") as f:
@@ -201,15 +210,19 @@ def _from_saved_model(path: str) -> ScoringModel:
     loaded = tf.saved_model.load(path)
     signature = getattr(loaded, "signatures", {}).get("serving_default")
     if signature is None:
-        raise ModelLoadError(f"cannot load the model at {path!r}: the SavedModel has no 'serving_default' "
-                             "signature (export it with model.export(path) or tf.saved_model.save with "
-                             "signatures=...)", path=path)
+        raise ModelLoadError(
+            f"cannot load the model at {path!r}: the SavedModel has no 'serving_default' "
+            "signature (export it with model.export(path) or tf.saved_model.save with "
+            "signatures=...)",
+            path=path,
+        )
     in_specs = signature.structured_input_signature[1]
     out_specs = signature.structured_outputs
 
     def spec(name: str, s: Any) -> TensorSpec:
-        return TensorSpec(name, s.dtype.as_numpy_dtype.__name__ if s.dtype != tf.string else "object",
-                          tuple(s.shape[1:]))
+        return TensorSpec(
+            name, s.dtype.as_numpy_dtype.__name__ if s.dtype != tf.string else "object", tuple(s.shape[1:])
+        )
 
     inputs = tuple(spec(n, s) for n, s in sorted(in_specs.items()))
     outputs = tuple(spec(n, s) for n, s in sorted(out_specs.items()))

@@ -68,14 +68,22 @@ class _CountingSender(PutAllSender):
 class OutputCache:
     """The planned output of one run; :meth:`check` before anything is written, :meth:`open`, :meth:`send`."""
 
-    def __init__(self, client: "IgniteClient", name: str, sample: Mapping[str, np.ndarray], key_sample: np.ndarray,
-                 model_hash: "int | Callable[[], int]") -> None:
+    def __init__(
+        self,
+        client: "IgniteClient",
+        name: str,
+        sample: Mapping[str, np.ndarray],
+        key_sample: np.ndarray,
+        model_hash: "int | Callable[[], int]",
+    ) -> None:
         """``model_hash``: the value of every entry's ``model_hash`` field, or a function giving it (called
         at the first :meth:`send`, so the model's hash may still be computing while the output is opened)."""
         clash = [n for n in sample if n.lower() in (KEY, MODEL_HASH)]
         if clash:
-            raise ConfigurationError(f"model output(s) {clash} clash with the output's own fields "
-                                     f"{KEY!r}/{MODEL_HASH!r}; rename the model's outputs")
+            raise ConfigurationError(
+                f"model output(s) {clash} clash with the output's own fields "
+                f"{KEY!r}/{MODEL_HASH!r}; rename the model's outputs"
+            )
         self.client = client
         self.name = name
         self._model_hash = model_hash
@@ -110,17 +118,27 @@ class OutputCache:
                 raise OutputLayoutError(
                     f"output cache {self.name!r} exists and holds {size:,} entries not written by "
                     "tensorflow_ignite (no tensor schema recorded); score into another cache or pass "
-                    "mode='overwrite' to replace it")
+                    "mode='overwrite' to replace it"
+                )
             return
         try:
             check_append_schema(self.name, recorded, self.plan.record())
         except ConfigurationError as exc:
             raise OutputLayoutError(
-                f"output cache {self.name!r} holds entries of another layout than this model's predictions: "
-                f"{exc}") from None
+                f"output cache {self.name!r} holds entries of another layout than this model's predictions: {exc}"
+            ) from None
 
-    def open(self, *, overwrite: bool, backups: int, atomicity: int, write_sync: int, sql: bool,
-             expected_rows: int | None, in_place: bool = False) -> str:
+    def open(
+        self,
+        *,
+        overwrite: bool,
+        backups: int,
+        atomicity: int,
+        write_sync: int,
+        sql: bool,
+        expected_rows: int | None,
+        in_place: bool = False,
+    ) -> str:
         """Create the cache (destroyed first with ``overwrite``), register the type, record the schema.
 
         With ``overwrite`` and ``in_place``, an existing output of this layout and configuration is kept
@@ -142,19 +160,29 @@ class OutputCache:
         # Overwriting in place replaces entries of about the same size: no new room is needed for them,
         # so no check up front (a round trip to every node's region figures); the sends are guarded as always.
         if not replace:
-            self.guard.check(self.row_bytes * rows, rows, largest_entry=self.row_bytes,
-                             new_partitions=0 if kept else 1024)
+            self.guard.check(
+                self.row_bytes * rows, rows, largest_entry=self.row_bytes, new_partitions=0 if kept else 1024
+            )
         try:
             self.client.put_binary_type(self.plan.binary_type())
         except ServerError as exc:
             raise OutputLayoutError(
                 f"binary type {self.plan.type_name!r} is registered on the cluster with other field types "
                 f"than output cache {self.name!r} needs (Ignite keeps binary metadata for good); score into "
-                f"a cache of another name. Server: {' '.join(str(exc).split())}") from None
+                f"a cache of another name. Server: {' '.join(str(exc).split())}"
+            ) from None
         mode = "overwrite" if overwrite and not replace else "append"
         _cache, created, _emptied, self.sql_table = prepare_cache(
-            self.client, self.name, existing, self.plan, mode=mode,
-            backups=backups, atomicity=atomicity, write_sync=write_sync, sql=sql)
+            self.client,
+            self.name,
+            existing,
+            self.plan,
+            mode=mode,
+            backups=backups,
+            atomicity=atomicity,
+            write_sync=write_sync,
+            sql=sql,
+        )
         if not replace:
             save_schema(self.client, self.name, self.plan.record())
         self.sender = _CountingSender(self.client, self.name)
@@ -173,7 +201,10 @@ class OutputCache:
         cache = self.client.cache(self.name)
         config = cache.configuration()
         if (int(config.backups or 0), config.atomicity_mode, config.write_synchronization_mode) != (
-                backups, atomicity, write_sync):
+            backups,
+            atomicity,
+            write_sync,
+        ):
             return False
         has_table = existing_sql_table(cache) is not None
         if has_table != sql:
@@ -219,8 +250,18 @@ class OutputCache:
         for name in self.outputs:
             columns[name] = predictions[name]
         columns[MODEL_HASH] = np.full(len(keys), self.model_hash, dtype=np.int64)
-        send_all(self.plan, open_source(columns, None, KEY), self.sender, self.client, key=KEY, offset=0,
-                 batch_bytes=_BATCH_BYTES, used=self.used, guard=self.guard, row_bytes=self.row_bytes)
+        send_all(
+            self.plan,
+            open_source(columns, None, KEY),
+            self.sender,
+            self.client,
+            key=KEY,
+            offset=0,
+            batch_bytes=_BATCH_BYTES,
+            used=self.used,
+            guard=self.guard,
+            row_bytes=self.row_bytes,
+        )
 
     def flush(self) -> None:
         """Wait until every batch sent so far is stored."""

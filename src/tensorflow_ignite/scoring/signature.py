@@ -74,8 +74,14 @@ def _dense_fits(field: tuple[int | None, ...], model: tuple[int | None, ...]) ->
     return field == (None,) and bool(model) and None not in model
 
 
-def bind_inputs(model_inputs: tuple[TensorSpec, ...], fields: Mapping[str, TensorSpec], *, source: str,
-                explicit: Mapping[str, str] | None = None, dense_arrays: bool = False) -> tuple[InputBinding, ...]:
+def bind_inputs(
+    model_inputs: tuple[TensorSpec, ...],
+    fields: Mapping[str, TensorSpec],
+    *,
+    source: str,
+    explicit: Mapping[str, str] | None = None,
+    dense_arrays: bool = False,
+) -> tuple[InputBinding, ...]:
     """One :class:`InputBinding` per model input, or a :class:`ModelInputError` listing every misfit.
 
     ``dense_arrays``: variable-length array fields bind to inputs of a fixed shape (see the module).
@@ -85,37 +91,45 @@ def bind_inputs(model_inputs: tuple[TensorSpec, ...], fields: Mapping[str, Tenso
     unknown = [n for n in explicit if n not in {s.name for s in model_inputs}]
     problems: list[str] = []
     if unknown:
-        problems.append(f"inputs= names {unknown}, which the model does not have (its inputs: "
-                        f"{[s.name for s in model_inputs]})")
+        problems.append(
+            f"inputs= names {unknown}, which the model does not have (its inputs: {[s.name for s in model_inputs]})"
+        )
     bindings: list[InputBinding] = []
     for spec in model_inputs:
         if spec.name in explicit:
             name = by_upper.get(explicit[spec.name].upper())
             if name is None:
-                problems.append(f"input {spec.name!r} is mapped to field {explicit[spec.name]!r}, which "
-                                f"{source} does not have")
+                problems.append(
+                    f"input {spec.name!r} is mapped to field {explicit[spec.name]!r}, which {source} does not have"
+                )
                 continue
         else:
             name = by_upper.get(spec.name.upper())
             if name is None and len(model_inputs) == 1 and len(fields) == 1:
                 name = next(iter(fields))
             if name is None:
-                problems.append(f"input {spec.name!r} ({spec.describe()}) has no field of that name in {source}; "
-                                f"map it with inputs={{{spec.name!r}: FIELD}}")
+                problems.append(
+                    f"input {spec.name!r} ({spec.describe()}) has no field of that name in {source}; "
+                    f"map it with inputs={{{spec.name!r}: FIELD}}"
+                )
                 continue
         field = fields[name]
-        if (dense_arrays and _dtype_fits(field.dtype, spec.dtype) and _dense_fits(field.shape, spec.shape)):
+        if dense_arrays and _dtype_fits(field.dtype, spec.dtype) and _dense_fits(field.shape, spec.shape):
             elements = math.prod(spec.shape)
             bindings.append(InputBinding(spec, TensorSpec(field.name, field.dtype, (elements,)), dense=True))
             continue
         if not _dtype_fits(field.dtype, spec.dtype) or not _shape_fits(field.shape, spec.shape):
-            problems.append(f"field {name!r} is {field.describe()} but model input {spec.name!r} takes "
-                            f"{spec.describe()}")
+            problems.append(
+                f"field {name!r} is {field.describe()} but model input {spec.name!r} takes {spec.describe()}"
+            )
             continue
         bindings.append(InputBinding(spec, field))
     if problems:
         raise ModelInputError(
             f"the model's inputs do not match {source} (fields: "
-            + ", ".join(f"{n}: {s.describe()}" for n, s in fields.items()) + "): " + "; ".join(problems),
-            problems=tuple(problems))
+            + ", ".join(f"{n}: {s.describe()}" for n, s in fields.items())
+            + "): "
+            + "; ".join(problems),
+            problems=tuple(problems),
+        )
     return tuple(bindings)

@@ -49,8 +49,9 @@ class Reading:
     ``batch_size`` rows; :meth:`completed` is the units whose every row has been yielded (call it
     after processing the batch last yielded)."""
 
-    def __init__(self, batches: Iterator[tuple[np.ndarray, dict[str, np.ndarray]]],
-                 completed: Callable[[], set[int]]) -> None:
+    def __init__(
+        self, batches: Iterator[tuple[np.ndarray, dict[str, np.ndarray]]], completed: Callable[[], set[int]]
+    ) -> None:
         self._batches = batches
         self.completed = completed
 
@@ -77,8 +78,9 @@ class ScoringSource:
     def describe(self) -> str:
         return f"cache {self.name!r}" if self.kind == "cache" else f"SQL query {self.name!r}"
 
-    def read(self, units: Sequence[int], fields: Sequence[str],
-             shapes: Mapping[str, tuple[int, ...]] | None = None) -> Reading:
+    def read(
+        self, units: Sequence[int], fields: Sequence[str], shapes: Mapping[str, tuple[int, ...]] | None = None
+    ) -> Reading:
         """A :class:`Reading` of the rows of ``units``, only ``fields`` decoded.
 
         ``shapes`` reads these variable-length array fields of a cache dense, that many elements per
@@ -88,8 +90,9 @@ class ScoringSource:
         return self._read(list(units), list(fields), dict(shapes or {}))
 
 
-def open_scoring_source(client: "IgniteClient", source: str, *, args: Sequence[Any] = (), key: str | None = None,
-                        batch_size: int = 1024) -> ScoringSource:
+def open_scoring_source(
+    client: "IgniteClient", source: str, *, args: Sequence[Any] = (), key: str | None = None, batch_size: int = 1024
+) -> ScoringSource:
     """A cache name, or an SQL query (anything starting with ``SELECT``/``WITH``), as a :class:`ScoringSource`.
 
     Raises :class:`~tensorflow_ignite.errors.CacheNotFoundError` for a missing
@@ -128,9 +131,11 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
     if key is not None:
         raise ConfigurationError(f"key= names a column of an SQL query; entries of cache {cache!r} keep their keys")
     if cache not in client.cache_names():
-        raise CacheNotFoundError(f"source cache {cache!r} does not exist; existing caches: "
-                                 f"{sorted(c for c in client.cache_names() if not c.startswith('__'))[:20]}",
-                                 status=1000)
+        raise CacheNotFoundError(
+            f"source cache {cache!r} does not exist; existing caches: "
+            f"{sorted(c for c in client.cache_names() if not c.startswith('__'))[:20]}",
+            status=1000,
+        )
     rows = client.cache(cache).size()
     if rows == 0:
         raise EmptySourceError(f"source cache {cache!r} is empty: there is nothing to score")
@@ -138,15 +143,23 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
     full = cache_schema(client, cache)
     spec = full.element_spec(batched=True)
     value = spec["val"]
-    fields = ({n: _spec(n, s) for n, s in value.items() if hasattr(s, "dtype")} if isinstance(value, dict)
-              else {"val": _spec("val", value)})
+    fields = (
+        {n: _spec(n, s) for n, s in value.items() if hasattr(s, "dtype")}
+        if isinstance(value, dict)
+        else {"val": _spec("val", value)}
+    )
     pmap = client.partition_map(cache)
     partitioned = bool(pmap.applicable and pmap.partitions)
     # Every partition with scalar keys: one scan per node, as IgniteDataset reads a whole cache
     # (a node sets up one scan instead of 1,024); completion still comes per partition.
     key_field = full.key
-    node_scans = bool(partitioned and client.partition_awareness and key_field is not None
-                      and not key_field.is_object and int(key_field.type_code) in (TypeCode.LONG, TypeCode.INT))
+    node_scans = bool(
+        partitioned
+        and client.partition_awareness
+        and key_field is not None
+        and not key_field.is_object
+        and int(key_field.type_code) in (TypeCode.LONG, TypeCode.INT)
+    )
     units = tuple(range(pmap.partitions)) if partitioned else (WHOLE,)
     schemas: dict[tuple[Any, ...], Any] = {}
 
@@ -154,8 +167,11 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
         names = tuple(wanted)
         at = (names, tuple(sorted(shapes.items())))
         if at not in schemas:  # the dataset's own schema resolution, once per field list and shapes
-            schemas[at] = (apply_shapes(full, shapes, cache_name=cache) if not isinstance(value, dict)
-                           else cache_schema(client, cache, fields=list(names), shapes=shapes))
+            schemas[at] = (
+                apply_shapes(full, shapes, cache_name=cache)
+                if not isinstance(value, dict)
+                else cache_schema(client, cache, fields=list(names), shapes=shapes)
+            )
         if chosen == [WHOLE]:
             tasks: tuple[ScanTask, ...] = (ScanTask(-1),)
         else:
@@ -193,12 +209,14 @@ def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_siz
         return Reading(batches(), completed)
 
     key_type = int(key_field.type_code) if key_field is not None and not key_field.is_object else None
-    return ScoringSource("cache", cache, fields, units, rows, _identity("cache", cache), _spec("key", spec["key"]),
-                         read, key_type)
+    return ScoringSource(
+        "cache", cache, fields, units, rows, _identity("cache", cache), _spec("key", spec["key"]), read, key_type
+    )
 
 
-def _sql_source(client: "IgniteClient", query: str, args: Sequence[Any], key: str | None,
-                batch_size: int) -> ScoringSource:
+def _sql_source(
+    client: "IgniteClient", query: str, args: Sequence[Any], key: str | None, batch_size: int
+) -> ScoringSource:
     from ..data.dataset import IgniteDataset
 
     first = None
@@ -216,14 +234,16 @@ def _sql_source(client: "IgniteClient", query: str, args: Sequence[Any], key: st
         if key is None:
             raise ConfigurationError(
                 f"SQL query {query!r}: no key column among {list(columns)}; select the table's key (e.g. "
-                "SELECT _KEY AS KEY, ...) or name the column with key=")
+                "SELECT _KEY AS KEY, ...) or name the column with key="
+            )
     elif key.upper() in upper:
         key = upper[key.upper()]
     else:
         raise ConfigurationError(f"SQL query {query!r} has no column {key!r} (key=); its columns: {list(columns)}")
     if columns[key].shape or columns[key].dtype not in ("int8", "int16", "int32", "int64", "object"):
-        raise ConfigurationError(f"SQL column {key!r} (key=) is {columns[key].describe()}; keys are integers "
-                                 "or strings")
+        raise ConfigurationError(
+            f"SQL column {key!r} (key=) is {columns[key].describe()}; keys are integers or strings"
+        )
     key_name = key
     fields = {n: s for n, s in columns.items() if n != key_name}
 
@@ -238,5 +258,6 @@ def _sql_source(client: "IgniteClient", query: str, args: Sequence[Any], key: st
 
         return Reading(batches(), lambda: {WHOLE} if finished else set())
 
-    return ScoringSource("sql", query, fields, (WHOLE,), None, _identity("sql", query, list(args), key_name),
-                         columns[key_name], read)
+    return ScoringSource(
+        "sql", query, fields, (WHOLE,), None, _identity("sql", query, list(args), key_name), columns[key_name], read
+    )

@@ -33,8 +33,11 @@ REPORT_EVERY = 2.0
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        print("usage: python -m tensorflow_ignite.scoring.worker predict.json (run by ignite-tf predict "
-              "--on-cluster through the launcher)", file=sys.stderr)
+        print(
+            "usage: python -m tensorflow_ignite.scoring.worker predict.json (run by ignite-tf predict "
+            "--on-cluster through the launcher)",
+            file=sys.stderr,
+        )
         return 2
     with open(args[0], encoding="utf-8") as f:
         spec = json.load(f)
@@ -47,9 +50,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     client = node_options().connect()
     model = load_model(spec["model"])
     if model.sha256 != spec["model_sha256"]:
-        print(f"tf-ignite predict: the model at {spec['model']!r} is not the one the job was submitted with "
-              f"(sha256 {model.sha256[:12]}..., expected {spec['model_sha256'][:12]}...): it changed since; "
-              "submit the job again", file=sys.stderr, flush=True)
+        print(
+            f"tf-ignite predict: the model at {spec['model']!r} is not the one the job was submitted with "
+            f"(sha256 {model.sha256[:12]}..., expected {spec['model_sha256'][:12]}...): it changed since; "
+            "submit the job again",
+            file=sys.stderr,
+            flush=True,
+        )
         return 3
     model.uri = str(spec["model_uri"])  # the worker's copy stands for the model the job was submitted with
     parts = ctx.partitions
@@ -62,26 +69,42 @@ def main(argv: Sequence[str] | None = None) -> int:
             return
         last[0] = now
         print(f"scored {rows:,} rows; {done} of {todo} partition(s) to score complete", flush=True)
-        report({**base, "state": "scoring", "rows": rows, "partitions_done": done, "partitions_todo": todo},
-               context=ctx)
+        report(
+            {**base, "state": "scoring", "rows": rows, "partitions_done": done, "partitions_todo": todo}, context=ctx
+        )
 
     report({**base, "state": "starting", "rows": 0}, context=ctx)
     before = client.stats().by_node()
-    result = predict(model, spec["source"], spec["output"], inputs=spec.get("inputs") or None,
-                     mode="skip-existing", client=client, batch_size=int(spec.get("batch_size", 1024)),
-                     record_every=int(spec.get("record_every", 16)), progress=False, parts=parts,
-                     on_record=progress)
+    result = predict(
+        model,
+        spec["source"],
+        spec["output"],
+        inputs=spec.get("inputs") or None,
+        mode="skip-existing",
+        client=client,
+        batch_size=int(spec.get("batch_size", 1024)),
+        record_every=int(spec.get("record_every", 16)),
+        progress=False,
+        parts=parts,
+        on_record=progress,
+    )
     traffic = _traffic(before, client.stats().by_node())
     own = os.environ.get("TF_IGNITE_NODE_ID", "")
     total = sum(sent + received for sent, received in traffic.values())
     share = round(sum(traffic.get(own, [0, 0])) / total, 4) if total else 1.0
     # Short enough for describe's one line per worker (it cuts results at 300 characters).
-    summary: dict[str, Any] = {**base, "state": "done", "rows": result.rows, "seconds": round(result.seconds, 2),
-                               "rows_per_s": round(result.rows_per_second), "partitions_scored": result.units_scored,
-                               "partitions_skipped": result.units_skipped,
-                               "rows_elsewhere": sum(n for node, n in result.rows_per_node.items() if node != own),
-                               "bytes": total,
-                               "own_node_bytes_share": share}
+    summary: dict[str, Any] = {
+        **base,
+        "state": "done",
+        "rows": result.rows,
+        "seconds": round(result.seconds, 2),
+        "rows_per_s": round(result.rows_per_second),
+        "partitions_scored": result.units_scored,
+        "partitions_skipped": result.units_skipped,
+        "rows_elsewhere": sum(n for node, n in result.rows_per_node.items() if node != own),
+        "bytes": total,
+        "own_node_bytes_share": share,
+    }
     report(summary, context=ctx)
     print(result.summary(), flush=True)
     return 0

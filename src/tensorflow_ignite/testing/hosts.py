@@ -174,8 +174,7 @@ class HostNetwork:
         self.subnet = _free_subnet()
         self._made = True
         # A cut_submitter rule a crashed run left for this subnet would cut this network off.
-        _ip("rule", "del", "to", str(self.subnet), "blackhole", "priority", str(_SUBMITTER_RULE_PRIORITY),
-            check=False)
+        _ip("rule", "del", "to", str(self.subnet), "blackhole", "priority", str(_SUBMITTER_RULE_PRIORITY), check=False)
         try:
             prefix = self.subnet.prefixlen
             _ip("link", "add", self.bridge, "type", "bridge", "forward_delay", "0")
@@ -223,8 +222,16 @@ class HostNetwork:
     def heal_submitter(self) -> None:
         """Undo :meth:`cut_submitter`."""
         if self.submitter_cut and self.subnet is not None:
-            _ip("rule", "del", "to", str(self.subnet), "blackhole", "priority", str(_SUBMITTER_RULE_PRIORITY),
-                check=False)
+            _ip(
+                "rule",
+                "del",
+                "to",
+                str(self.subnet),
+                "blackhole",
+                "priority",
+                str(_SUBMITTER_RULE_PRIORITY),
+                check=False,
+            )
         self.submitter_cut = False
 
     def destroy(self) -> None:

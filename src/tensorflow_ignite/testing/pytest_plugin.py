@@ -66,14 +66,18 @@ def _on_sigterm(signum: int, frame: Any) -> None:  # pragma: no cover - signal p
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--ignite-versions", default=None, metavar="LIST",
+        "--ignite-versions",
+        default=None,
+        metavar="LIST",
         help="Ignite versions for the stock_cluster tests: 'all' or a comma list "
-             f"({', '.join(IGNITE_VERSIONS)}); default: each test's ignite_versions marker",
+        f"({', '.join(IGNITE_VERSIONS)}); default: each test's ignite_versions marker",
     )
     parser.addoption(
-        "--long", action="store_true", default=False,
+        "--long",
+        action="store_true",
+        default=False,
         help="the long forms of the fault tests (more kill trials, more rows; `make test-long`); "
-             "by default each runs its short form, as CI does",
+        "by default each runs its short form, as CI does",
     )
 
 
@@ -105,10 +109,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "ignite_versions(*versions): the Ignite versions a stock_cluster test runs on by default")
+        "markers", "ignite_versions(*versions): the Ignite versions a stock_cluster test runs on by default"
+    )
     config.addinivalue_line(
-        "markers", "long_only(short_form): runs under --long only; `short_form` names the test that covers "
-                   "the same promise in every run")
+        "markers",
+        "long_only(short_form): runs under --long only; `short_form` names the test that covers "
+        "the same promise in every run",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -175,8 +182,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(f"{t:<{width}}  " + "  ".join(f"{c:<12}" for c in cells))
 
 
-def _start(tmp_path_factory: pytest.TempPathFactory, label: str, *, kind: type[LocalCluster] = LocalCluster,
-           **kwargs: Any) -> LocalCluster:
+def _start(
+    tmp_path_factory: pytest.TempPathFactory, label: str, *, kind: type[LocalCluster] = LocalCluster, **kwargs: Any
+) -> LocalCluster:
     work = tmp_path_factory.mktemp(f"ignite-{label}")
     cluster = kind(work_dir=Path(work), name=f"tfi-{label}", heap_mb=512, region_mb=512, **kwargs)
     with _lock:
@@ -228,8 +236,9 @@ def ignite_secure_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loc
 def stock_cluster(tmp_path_factory: pytest.TempPathFactory, ignite_version: str) -> Iterator[StockCluster]:
     """Three stock Apache Ignite ``ignite_version`` server nodes with the tensorflow-ignite module:
     ``CommandLineStartup`` and Spring XML (2.16, 2.17) or configured in Java (2.18)."""
-    cluster = _start(tmp_path_factory, f"stock-{ignite_version}", kind=StockCluster, nodes=3,
-                     ignite_version=ignite_version)
+    cluster = _start(
+        tmp_path_factory, f"stock-{ignite_version}", kind=StockCluster, nodes=3, ignite_version=ignite_version
+    )
     assert isinstance(cluster, StockCluster)
     yield cluster
     _finish(cluster)
@@ -272,9 +281,15 @@ def ignite3_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ignite3Cl
     its client connector, client certificates required, and basic authentication
     (``.client_options()`` carries the CA file, the client certificate and key, and the
     credentials), shared by the session; its start time is in ``.start_seconds``."""
-    cluster = Ignite3Cluster(Path(tmp_path_factory.mktemp("ignite3")), nodes=1, name="tfi3", heap_mb=512,
-                             username="tf-tests", password=f"pw-{os.getpid()}-{os.urandom(6).hex()}",
-                             tls_client_auth=True)
+    cluster = Ignite3Cluster(
+        Path(tmp_path_factory.mktemp("ignite3")),
+        nodes=1,
+        name="tfi3",
+        heap_mb=512,
+        username="tf-tests",
+        password=f"pw-{os.getpid()}-{os.urandom(6).hex()}",
+        tls_client_auth=True,
+    )
     with _lock:
         _started.append(cluster)  # stopped with the others at exit and on SIGTERM
     cluster.start()
@@ -335,8 +350,9 @@ def destroy_caches_named(name: str) -> None:
         if not addresses:
             continue
         try:
-            with IgniteClient([f"{h}:{p}" for h, p in addresses], timeout=60.0, connect_timeout=5.0,
-                              **cluster.client_settings()) as client:
+            with IgniteClient(
+                [f"{h}:{p}" for h, p in addresses], timeout=60.0, connect_timeout=5.0, **cluster.client_settings()
+            ) as client:
                 for cache in client.cache_names():
                     if needle in cache.lower():
                         client.destroy_cache(cache)

@@ -21,8 +21,10 @@ __all__ = ["ServiceMethod", "service_classes", "public_methods"]
 
 SERVICE_INTERFACE = "org.apache.ignite.services.Service"
 
-_METHOD = re.compile(r"^\s*public (?:default |static |final |synchronized |abstract )*(?P<ret>.+?) "
-                     r"(?P<name>\w+)\((?P<params>.*)\)(?: throws [\w.$, ]+)?;$")
+_METHOD = re.compile(
+    r"^\s*public (?:default |static |final |synchronized |abstract )*(?P<ret>.+?) "
+    r"(?P<name>\w+)\((?P<params>.*)\)(?: throws [\w.$, ]+)?;$"
+)
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,9 @@ def _split_params(text: str) -> tuple[str, ...]:
 
 
 def _javap_methods(classpath: str, classes: list[str]) -> dict[str, set[ServiceMethod]]:
-    proc = subprocess.run([_javap(), "-public", "-cp", classpath, *classes], capture_output=True, text=True,
-                          check=True, timeout=120)
+    proc = subprocess.run(
+        [_javap(), "-public", "-cp", classpath, *classes], capture_output=True, text=True, check=True, timeout=120
+    )
     out: dict[str, set[ServiceMethod]] = {}
     current = None
     for line in proc.stdout.splitlines():
@@ -82,14 +85,30 @@ def service_classes(module_jar: Path, ignite_core_jar: Path) -> list[str]:
     """The classes of ``module_jar`` that implement Ignite's ``Service`` (directly)."""
     with zipfile.ZipFile(module_jar) as zf:
         # Only classes whose constant pool names the interface can implement it (javap confirms).
-        names = [n[:-6].replace("/", ".") for n in zf.namelist()
-                 if n.endswith(".class") and "$" not in n and n.startswith("org/tensorflow/")
-                 and SERVICE_INTERFACE.replace(".", "/").encode() in zf.read(n)]
-    proc = subprocess.run([_javap(), "-public", "-cp", f"{module_jar}:{ignite_core_jar}", *names],
-                          capture_output=True, text=True, check=True, timeout=120)
-    return sorted(m.group(1) for m in re.finditer(
-        r"^public (?:abstract |final )*class ([\w.$]+)(?: extends [\w.$<>, ]+)? implements ([^{]*)\{",
-        proc.stdout, re.MULTILINE) if SERVICE_INTERFACE in m.group(2).replace(" ", "").split(","))
+        names = [
+            n[:-6].replace("/", ".")
+            for n in zf.namelist()
+            if n.endswith(".class")
+            and "$" not in n
+            and n.startswith("org/tensorflow/")
+            and SERVICE_INTERFACE.replace(".", "/").encode() in zf.read(n)
+        ]
+    proc = subprocess.run(
+        [_javap(), "-public", "-cp", f"{module_jar}:{ignite_core_jar}", *names],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return sorted(
+        m.group(1)
+        for m in re.finditer(
+            r"^public (?:abstract |final )*class ([\w.$]+)(?: extends [\w.$<>, ]+)? implements ([^{]*)\{",
+            proc.stdout,
+            re.MULTILINE,
+        )
+        if SERVICE_INTERFACE in m.group(2).replace(" ", "").split(",")
+    )
 
 
 def public_methods(module_jar: Path, ignite_core_jar: Path, cls: str) -> set[ServiceMethod]:

@@ -54,13 +54,14 @@ class TcpProxy:
             self._budget = nbytes
             self._released.clear()
 
-    def set_link(self, rtt: float = 0.0, loss: float = 0.0, *, retransmit: float = 0.2,
-                 seed: int = 0) -> None:
+    def set_link(self, rtt: float = 0.0, loss: float = 0.0, *, retransmit: float = 0.2, seed: int = 0) -> None:
         """From now on: ``rtt`` seconds of round trip, and a share ``loss`` of chunks ``retransmit``
         seconds late (TCP's minimum retransmission timeout is 0.2 s)."""
         if rtt < 0 or not 0.0 <= loss < 1.0 or retransmit < 0:
-            raise ValueError(f"set_link(rtt={rtt}, loss={loss}, retransmit={retransmit}): rtt and retransmit "
-                             "are seconds >= 0, loss a share in [0, 1)")
+            raise ValueError(
+                f"set_link(rtt={rtt}, loss={loss}, retransmit={retransmit}): rtt and retransmit "
+                "are seconds >= 0, loss a share in [0, 1)"
+            )
         with self._lock:
             self._delay, self._loss, self._retransmit = rtt / 2, loss, retransmit
             self._random = random.Random(seed)
@@ -158,8 +159,14 @@ class TcpProxy:
             queue.append((0.0, b""))
             ready.notify()
 
-    def _deliver(self, queue: "deque[tuple[float, bytes]]", ready: threading.Condition, src: socket.socket,
-                 dst: socket.socket, to_client: bool) -> None:
+    def _deliver(
+        self,
+        queue: "deque[tuple[float, bytes]]",
+        ready: threading.Condition,
+        src: socket.socket,
+        dst: socket.socket,
+        to_client: bool,
+    ) -> None:
         pending = b""
         while not self._stop.is_set():
             if not pending:

@@ -37,8 +37,9 @@ def wait_for(predicate: Callable[[], T], timeout: float, what: str, *, first_del
         delay = min(delay * 1.5, 0.5)
 
 
-def wait_rebalanced(cluster: "LocalCluster", caches: str | Sequence[str], rows: int | None = None,
-                    timeout: float = 180.0) -> None:
+def wait_rebalanced(
+    cluster: "LocalCluster", caches: str | Sequence[str], rows: int | None = None, timeout: float = 180.0
+) -> None:
     """Every live node of ``cluster`` is a primary of each cache, and every entry has its backup copy
     (none expected with a single node left); with ``rows``, each cache also holds exactly that many."""
     from ..client import IgniteClient

@@ -62,18 +62,22 @@ class WriteResult:
 
     def summary(self) -> str:
         """One line for humans: rows, MB, seconds, rate, SQL table."""
-        text = (f"wrote {self.rows:,} rows ({self.megabytes:.1f} MB) to cache {self.cache_name!r} "
-                f"in {self.seconds:.2f} s ({self.rows_per_second:,.0f} rows/s, "
-                f"{self.megabytes / max(self.seconds, 1e-9):.1f} MB/s)")
+        text = (
+            f"wrote {self.rows:,} rows ({self.megabytes:.1f} MB) to cache {self.cache_name!r} "
+            f"in {self.seconds:.2f} s ({self.rows_per_second:,.0f} rows/s, "
+            f"{self.megabytes / max(self.seconds, 1e-9):.1f} MB/s)"
+        )
         if self.sql_table:
             text += f"; SQL table {self.sql_table}"
         return text
 
 
 _ATOMICITY = {"atomic": AtomicityMode.ATOMIC, "transactional": AtomicityMode.TRANSACTIONAL}
-_WRITE_SYNC = {"primary_sync": WriteSynchronizationMode.PRIMARY_SYNC,
-               "full_sync": WriteSynchronizationMode.FULL_SYNC,
-               "full_async": WriteSynchronizationMode.FULL_ASYNC}
+_WRITE_SYNC = {
+    "primary_sync": WriteSynchronizationMode.PRIMARY_SYNC,
+    "full_sync": WriteSynchronizationMode.FULL_SYNC,
+    "full_async": WriteSynchronizationMode.FULL_ASYNC,
+}
 
 
 def _choice(value: str, table: Mapping[str, Any], what: str) -> Any:
@@ -89,10 +93,15 @@ def write(
     *,
     client: "IgniteClient | None" = None,
     # The fields of ConnectionOptions, grouped: endpoint; credentials; TLS.
-    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-    username: str | None = None, password: str | None = None,
-    cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None,
-    cert_password: str | None = None, server_hostname: str | None = None,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    username: str | None = None,
+    password: str | None = None,
+    cafile: str | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    cert_password: str | None = None,
+    server_hostname: str | None = None,
     type_name: str | None = None,
     key: str | None = None,
     key_offset: int | None = None,
@@ -182,17 +191,56 @@ def write(
 
         # The process's shared client for these options (the one its datasets and ignite:// use),
         # the IGNITE_DATASET_* variables applied as for every feature.
-        client = ConnectionOptions.from_address(host, port, username=username, password=password, cafile=cafile,
-                                                certfile=certfile, keyfile=keyfile, cert_password=cert_password,
-                                                server_hostname=server_hostname).with_env().connect()
-    return _write(client, cache_name, source, type_name=type_name, key=key, key_offset=key_offset,
-                  mode=mode, backups=backups, atomicity=atomicity_mode, write_sync=sync_mode, sql=sql,
-                  batch_bytes=batch_bytes, progress=progress, started=started)
+        client = (
+            ConnectionOptions.from_address(
+                host,
+                port,
+                username=username,
+                password=password,
+                cafile=cafile,
+                certfile=certfile,
+                keyfile=keyfile,
+                cert_password=cert_password,
+                server_hostname=server_hostname,
+            )
+            .with_env()
+            .connect()
+        )
+    return _write(
+        client,
+        cache_name,
+        source,
+        type_name=type_name,
+        key=key,
+        key_offset=key_offset,
+        mode=mode,
+        backups=backups,
+        atomicity=atomicity_mode,
+        write_sync=sync_mode,
+        sql=sql,
+        batch_bytes=batch_bytes,
+        progress=progress,
+        started=started,
+    )
 
 
-def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name: str | None, key: str | None,
-           key_offset: int | None, mode: str, backups: int, atomicity: int, write_sync: int, sql: bool,
-           batch_bytes: int, progress: bool | None, started: float) -> WriteResult:
+def _write(
+    client: "IgniteClient",
+    cache_name: str,
+    source: Source,
+    *,
+    type_name: str | None,
+    key: str | None,
+    key_offset: int | None,
+    mode: str,
+    backups: int,
+    atomicity: int,
+    write_sync: int,
+    sql: bool,
+    batch_bytes: int,
+    progress: bool | None,
+    started: float,
+) -> WriteResult:
     existing = cache_name in client.cache_names()
     recorded = load_schema(client, cache_name) if existing and mode == "append" else None
     if type_name is None:
@@ -206,12 +254,18 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
     # The capacity guard: refuse a write the target region cannot hold before the cache is
     # created, a type registered or anything stored (capacity.py); ``send_all`` checks again between batches.
     kept = existing and mode != "overwrite"  # the cache keeps its configuration (and backups)
-    guard = CapacityGuard(client, cache_name, copies=_copies_of(client, cache_name) if kept else 1 + backups,
-                          what="write", region=None if kept else "")
+    guard = CapacityGuard(
+        client,
+        cache_name,
+        copies=_copies_of(client, cache_name) if kept else 1 + backups,
+        what="write",
+        region=None if kept else "",
+    )
     row_bytes = estimate_row_bytes(plan, source.first)
     rows_known = source.total_rows or 0  # unknown (a tf.data source): checked batch by batch only
-    guard.check(row_bytes * rows_known, rows_known, largest_entry=row_bytes,
-                new_partitions=0 if kept else DEFAULT_PARTITIONS)
+    guard.check(
+        row_bytes * rows_known, rows_known, largest_entry=row_bytes, new_partitions=0 if kept else DEFAULT_PARTITIONS
+    )
 
     # Register the value type first: a clash with an older type of the same name
     # fails here, before any cache is created or destroyed.
@@ -226,8 +280,16 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
         ) from None
 
     cache, created, emptied_ok, sql_table = prepare_cache(
-        client, cache_name, existing, plan, mode=mode, backups=backups, atomicity=atomicity,
-        write_sync=write_sync, sql=sql)
+        client,
+        cache_name,
+        existing,
+        plan,
+        mode=mode,
+        backups=backups,
+        atomicity=atomicity,
+        write_sync=write_sync,
+        sql=sql,
+    )
 
     if key is None and key_offset is None:
         key_offset = 0
@@ -247,8 +309,18 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
     sender.on_ack = bar.update
     used: set[str] = set()
     try:
-        send_all(plan, source, sender, client, key=key, offset=offset, batch_bytes=batch_bytes, used=used,
-                 guard=guard, row_bytes=row_bytes)
+        send_all(
+            plan,
+            source,
+            sender,
+            client,
+            key=key,
+            offset=offset,
+            batch_bytes=batch_bytes,
+            used=used,
+            guard=guard,
+            row_bytes=row_bytes,
+        )
         sender.wait()
         save_schema(client, cache_name, plan.record())
     except BaseException as exc:
@@ -258,23 +330,32 @@ def _write(client: "IgniteClient", cache_name: str, source: Source, *, type_name
                 sender.wait()
             except Exception as late:  # noqa: BLE001 - the first error is the one to report
                 log.debug("the batch in flight failed too: %s", late)
-        after_failure(client, cache, exc, mode=mode, created=created, emptied_ok=emptied_ok,
-                       rows=sender.rows_acked)
+        after_failure(client, cache, exc, mode=mode, created=created, emptied_ok=emptied_ok, rows=sender.rows_acked)
         if mode == "append" and isinstance(exc, CapacityError):
             _unappend(cache, exc, key=key, offset=offset, rows=sender.rows_acked)
             raise
         if mode == "append" and isinstance(exc, Exception):
             raise WriteError(
                 f"append to cache {cache_name!r} failed after {sender.rows_acked:,} rows were written "
-                f"(they stay in the cache): {exc}", cache_name=cache_name, rows_written=sender.rows_acked,
+                f"(they stay in the cache): {exc}",
+                cache_name=cache_name,
+                rows_written=sender.rows_acked,
             ) from exc
         raise
     bar.close()
     notes = list(plan.notes)
     encoder = "+".join(sorted(used)) or ("fixed-layout" if plan.fixed else "generic")
-    result = WriteResult(cache_name=cache_name, rows=sender.rows_acked, bytes_sent=sender.bytes_sent,
-                         seconds=time.perf_counter() - started, type_name=type_name, key=plan.key.name,
-                         sql_table=sql_table, encoder=encoder, notes=tuple(notes))
+    result = WriteResult(
+        cache_name=cache_name,
+        rows=sender.rows_acked,
+        bytes_sent=sender.bytes_sent,
+        seconds=time.perf_counter() - started,
+        type_name=type_name,
+        key=plan.key.name,
+        sql_table=sql_table,
+        encoder=encoder,
+        notes=tuple(notes),
+    )
     log.info("%s", result.summary())
     return result
 
@@ -292,15 +373,21 @@ def _unappend(cache: Any, exc: BaseException, *, key: str | None, offset: int, r
     """An append stopped by the capacity guard: remove the row-index keys it wrote (they were
     new: the append starts after the existing entries and checks its first and last key)."""
     if key is not None or not rows:
-        exc.add_note(f"tensorflow_ignite.write: {rows:,} rows appended before the guard stopped the write stay "
-                     "in the cache (keys from a key column may have replaced older entries, so they are not "
-                     "removed)" if rows else "tensorflow_ignite.write: nothing was appended")
+        exc.add_note(
+            f"tensorflow_ignite.write: {rows:,} rows appended before the guard stopped the write stay "
+            "in the cache (keys from a key column may have replaced older entries, so they are not "
+            "removed)"
+            if rows
+            else "tensorflow_ignite.write: nothing was appended"
+        )
         return
     try:
         step = 10_000
         for start in range(offset, offset + rows, step):
             cache.remove_keys(list(range(start, min(offset + rows, start + step))))
-        exc.add_note(f"tensorflow_ignite.write: the {rows:,} rows appended before the guard stopped the write "
-                     f"were removed again (keys {offset}..{offset + rows - 1})")
+        exc.add_note(
+            f"tensorflow_ignite.write: the {rows:,} rows appended before the guard stopped the write "
+            f"were removed again (keys {offset}..{offset + rows - 1})"
+        )
     except IgniteError as cleanup:
         exc.add_note(f"tensorflow_ignite.write: removing the {rows:,} appended rows failed too: {cleanup}")

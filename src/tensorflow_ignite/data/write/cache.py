@@ -51,8 +51,14 @@ def _query_entity(type_name: str, table: str, key: FieldPlan, fields: Sequence[F
     for qf in qfields:
         if not _IDENT.match(qf.name):
             aliases[qf.name] = re.sub(r"\W", "_", qf.name).upper()
-    return QueryEntity(key_type=JAVA_TYPE_NAMES[key.code], value_type=type_name, table_name=table,
-                       key_field_name=key.name, fields=qfields, aliases=aliases)
+    return QueryEntity(
+        key_type=JAVA_TYPE_NAMES[key.code],
+        value_type=type_name,
+        table_name=table,
+        key_field_name=key.name,
+        fields=qfields,
+        aliases=aliases,
+    )
 
 
 def sql_engine_available(client: "IgniteClient") -> tuple[bool, str]:
@@ -68,8 +74,18 @@ def sql_engine_available(client: "IgniteClient") -> tuple[bool, str]:
         return True, ""
 
 
-def prepare_cache(client: "IgniteClient", cache_name: str, existing: bool, plan: WritePlan, *, mode: str,
-                   backups: int, atomicity: int, write_sync: int, sql: bool) -> tuple["Cache", bool, bool, str | None]:
+def prepare_cache(
+    client: "IgniteClient",
+    cache_name: str,
+    existing: bool,
+    plan: WritePlan,
+    *,
+    mode: str,
+    backups: int,
+    atomicity: int,
+    write_sync: int,
+    sql: bool,
+) -> tuple["Cache", bool, bool, str | None]:
     """Returns the cache, whether we created it, whether it was empty before, and its SQL table."""
     cache = client.cache(cache_name)
     if existing and mode == "create":
@@ -88,8 +104,9 @@ def prepare_cache(client: "IgniteClient", cache_name: str, existing: bool, plan:
         client.destroy_cache(cache_name)
         delete_schema(client, cache_name)
 
-    config = CacheConfiguration(cache_name, backups=backups, atomicity_mode=atomicity,
-                                write_synchronization_mode=write_sync)
+    config = CacheConfiguration(
+        cache_name, backups=backups, atomicity_mode=atomicity, write_synchronization_mode=write_sync
+    )
     sql_table = None
     if sql:
         available, why = sql_engine_available(client)
@@ -99,8 +116,10 @@ def prepare_cache(client: "IgniteClient", cache_name: str, existing: bool, plan:
             config.sql_schema = "PUBLIC"
             sql_table = f"PUBLIC.{table}"
         else:
-            note = ("the cluster has no SQL engine (Ignite 2.18 ships none; an SQL node needs ignite-indexing), "
-                    "so the cache was created without an SQL table")
+            note = (
+                "the cluster has no SQL engine (Ignite 2.18 ships none; an SQL node needs ignite-indexing), "
+                "so the cache was created without an SQL table"
+            )
             plan.notes.append(note)
             log.info("%s: %s", cache_name, note)
             log.debug("SQL probe answer: %s", why)
@@ -137,8 +156,9 @@ def existing_sql_table(cache: "Cache") -> str | None:
     return f"{schema}.{table}"
 
 
-def after_failure(client: "IgniteClient", cache: "Cache", exc: BaseException, *, mode: str, created: bool,
-                   emptied_ok: bool, rows: int) -> None:
+def after_failure(
+    client: "IgniteClient", cache: "Cache", exc: BaseException, *, mode: str, created: bool, emptied_ok: bool, rows: int
+) -> None:
     if mode == "append":
         return
     try:

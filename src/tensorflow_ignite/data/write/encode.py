@@ -91,8 +91,12 @@ def python_values(plan: FieldPlan, values: np.ndarray) -> list[Any]:
         return out
     if kind == "string":
         try:
-            return [None if _is_null(v) else (bytes(v).decode("utf-8") if isinstance(v, (bytes, bytearray, np.bytes_))
-                                              else str(v)) for v in values]
+            return [
+                None
+                if _is_null(v)
+                else (bytes(v).decode("utf-8") if isinstance(v, (bytes, bytearray, np.bytes_)) else str(v))
+                for v in values
+            ]
         except UnicodeDecodeError as exc:
             raise ConfigurationError(
                 f"column {plan.name!r} holds bytes that are not valid UTF-8 ({exc}) after rows that were "
@@ -115,14 +119,18 @@ def python_values(plan: FieldPlan, values: np.ndarray) -> list[Any]:
                 out.append(None)
                 continue
             a = np.asarray(v)
-            if a.dtype.name != plan.dtype or a.ndim != len(plan.shape) or any(
-                    s != -1 and s != d for s, d in zip(plan.shape, a.shape)):
+            if (
+                a.dtype.name != plan.dtype
+                or a.ndim != len(plan.shape)
+                or any(s != -1 and s != d for s, d in zip(plan.shape, a.shape))
+            ):
                 raise ConfigurationError(
                     f"column {plan.name!r}: a row holds a {a.dtype} array of shape {a.shape}, "
                     f"expected {plan.dtype} of shape {plan.shape}"
                 )
-            out.append(_wire_numeric(FieldPlan(plan.name, plan.dtype, (), plan.code, "numeric", plan.wire),
-                                     a.reshape(-1)))
+            out.append(
+                _wire_numeric(FieldPlan(plan.name, plan.dtype, (), plan.code, "numeric", plan.wire), a.reshape(-1))
+            )
         return out
     raise AssertionError(kind)
 
@@ -187,13 +195,14 @@ class FixedLayoutEncoder:
         k = self.key_size
         template[k] = TypeCode.OBJ
         template[k + 1] = 1
-        struct.pack_into("<hiiiii", template, k + 2, flags, type_id, 0, self.object_size, _schema_id(ids),
-                         self.data_end)
+        struct.pack_into(
+            "<hiiiii", template, k + 2, flags, type_id, 0, self.object_size, _schema_id(ids), self.data_end
+        )
         for f, off in zip(fields, offsets):
             template[k + off] = f.code
             if f.kind == "numeric" and f.shape:
                 struct.pack_into("<i", template, k + off + 1, f.elements)
-        template[k + self.data_end:] = footer
+        template[k + self.data_end :] = footer
         self.template = np.frombuffer(bytes(template), dtype=np.uint8)
         # Arrays.hashCode over n bytes = 31**n + sum(b[i] * 31**(n-1-i)), modulo 2**32.
         # int32 arithmetic wraps modulo 2**32, so sums of int32 products are exact.
@@ -204,7 +213,7 @@ class FixedLayoutEncoder:
             powers[i] = acc
             acc = (acc * 31) & 0xFFFFFFFF
         self._hash_base = np.uint32(powers[n])
-        self._hash_powers = powers[n - 1::-1][:n].view(np.int32) if n else np.zeros(0, np.int32)
+        self._hash_powers = powers[n - 1 :: -1][:n].view(np.int32) if n else np.zeros(0, np.int32)
 
     def accepts(self, columns: Mapping[str, np.ndarray]) -> bool:
         """False when a chunk has a value that breaks the fixed layout (a NaT timestamp)."""
@@ -227,33 +236,34 @@ class FixedLayoutEncoder:
             col = columns[f.name]
             if f.kind == "timestamp":
                 ms, nanos, _ = _timestamp_parts(col)
-                out[:, p:p + 8] = ms.astype("<i8").view(np.uint8).reshape(n, 8)
-                out[:, p + 8:p + 12] = nanos.astype("<i4").view(np.uint8).reshape(n, 4)
+                out[:, p : p + 8] = ms.astype("<i8").view(np.uint8).reshape(n, 8)
+                out[:, p + 8 : p + 12] = nanos.astype("<i4").view(np.uint8).reshape(n, 4)
                 continue
             wire = _wire_numeric(f, col)
             if f.shape:
                 p += 4
             width = wire.dtype.itemsize * (f.elements if f.shape else 1)
-            out[:, p:p + width] = wire.view(np.uint8).reshape(n, width)
+            out[:, p : p + width] = wire.view(np.uint8).reshape(n, width)
         self._fill_hash(out)
         return out
 
     def _fill_hash(self, out: np.ndarray) -> None:
         k = self.key_size
-        data = out[:, k + _HEADER_LEN:k + self.data_end].view(np.int8)
+        data = out[:, k + _HEADER_LEN : k + self.data_end].view(np.int8)
         # einsum casts the signed bytes to int32 in small buffers as it goes: no full-size
         # temporary (an int64 copy cost 3-5 ms of a 1 MiB row; this, well under 1 ms).
         sums = np.einsum("ij,j->i", data, self._hash_powers, dtype=np.int32).view(np.uint32)
         with np.errstate(over="ignore"):
             h32 = (sums + self._hash_base).astype("<u4")
-        out[:, k + 8:k + 12] = h32.view(np.uint8).reshape(len(out), 4)
+        out[:, k + 8 : k + 12] = h32.view(np.uint8).reshape(len(out), 4)
 
 
 class GenericRowEncoder:
     """Row by row through :class:`BinaryEncoder`: strings, nulls, ragged arrays, string keys."""
 
-    def __init__(self, type_name: str, fields: Sequence[FieldPlan], key: FieldPlan,
-                 metadata: Any | None = None) -> None:
+    def __init__(
+        self, type_name: str, fields: Sequence[FieldPlan], key: FieldPlan, metadata: Any | None = None
+    ) -> None:
         self.type_name = type_name
         self.type_id = _type_id(type_name)
         self.fields = list(fields)
@@ -261,8 +271,7 @@ class GenericRowEncoder:
         self.field_types = {f.name: int(f.code) for f in fields}
         self.encoder = BinaryEncoder(metadata)
 
-    def encode_rows(self, keys: Sequence[Any], columns: Mapping[str, np.ndarray],
-                    first_row: int) -> Iterator[bytes]:
+    def encode_rows(self, keys: Sequence[Any], columns: Mapping[str, np.ndarray], first_row: int) -> Iterator[bytes]:
         """Yield each row's entry bytes (key, then value); encoding errors name the row and column."""
         names = [f.name for f in self.fields]
         values = [python_values(f, columns[f.name]) for f in self.fields]
@@ -270,8 +279,9 @@ class GenericRowEncoder:
         key_code = int(self.key.code)
         w = ByteWriter()
         for i, row in enumerate(zip(*values)):
-            obj = BinaryObject(self.type_name, dict(zip(names, row)), type_id=self.type_id,
-                               field_types=self.field_types)
+            obj = BinaryObject(
+                self.type_name, dict(zip(names, row)), type_id=self.type_id, field_types=self.field_types
+            )
             try:
                 enc.write(w, keys[i], key_code)
                 enc.write(w, obj)

@@ -64,8 +64,9 @@ class FieldPlan:
 
 def null_mask(values: np.ndarray) -> np.ndarray:
     """True where an object array holds None or a float NaN."""
-    return np.fromiter((v is None or (isinstance(v, float) and v != v) for v in values.ravel()),
-                       dtype=bool, count=values.size).reshape(values.shape)
+    return np.fromiter(
+        (v is None or (isinstance(v, float) and v != v) for v in values.ravel()), dtype=bool, count=values.size
+    ).reshape(values.shape)
 
 
 def _py_kind(v: Any) -> str:
@@ -108,8 +109,7 @@ def plan_column(name: str, values: np.ndarray) -> FieldPlan:
     if dt.kind == "M":
         if shape:
             return FieldPlan(name, str(dt), shape, TypeCode.TIMESTAMP_ARR, "timestamp_array", nullable=True)
-        return FieldPlan(name, str(dt), (), TypeCode.TIMESTAMP, "timestamp",
-                         nullable=bool(np.isnat(values).any()))
+        return FieldPlan(name, str(dt), (), TypeCode.TIMESTAMP, "timestamp", nullable=bool(np.isnat(values).any()))
     if dt.kind in "UT":
         if shape:
             return FieldPlan(name, "str", shape, TypeCode.STRING_ARR, "string_array", nullable=True)
@@ -181,9 +181,7 @@ def _plan_ragged(name: str, present: np.ndarray, nullable: bool) -> FieldPlan:
     if len(ndims) != 1:
         raise ConfigurationError(f"column {name!r} holds per-row arrays of different ranks {sorted(ndims)}")
     ndim = ndims.pop()
-    shape = tuple(
-        arrays[0].shape[d] if len({a.shape[d] for a in arrays}) == 1 else -1 for d in range(ndim)
-    )
+    shape = tuple(arrays[0].shape[d] if len({a.shape[d] for a in arrays}) == 1 else -1 for d in range(ndim))
     _, array_code, wire = _NUMERIC[dtype]
     return FieldPlan(name, dtype, shape, array_code, "ragged", wire, nullable=nullable)
 

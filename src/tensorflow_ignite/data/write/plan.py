@@ -34,14 +34,14 @@ class WritePlan:
     notes: list[str] = field(default_factory=list)
 
     def record(self) -> TensorSchemaRecord:
-        return TensorSchemaRecord(self.type_name, self.key.tensor_field(),
-                                  tuple(f.tensor_field() for f in self.fields))
+        return TensorSchemaRecord(self.type_name, self.key.tensor_field(), tuple(f.tensor_field() for f in self.fields))
 
     def binary_type(self) -> BinaryType:
         ids = [_field_id(f.name) for f in self.fields]
         fields = {f.name: BinaryField(f.name, int(f.code), fid) for f, fid in zip(self.fields, ids)}
-        return BinaryType(_type_id(self.type_name), self.type_name, fields,
-                          schemas={_schema_id(ids): tuple(ids)} if ids else {})
+        return BinaryType(
+            _type_id(self.type_name), self.type_name, fields, schemas={_schema_id(ids): tuple(ids)} if ids else {}
+        )
 
 
 def make_plan(source: Source, key: str | None, type_name: str) -> WritePlan:
@@ -135,7 +135,8 @@ def check_append_schema(cache_name: str, old: TensorSchemaRecord, new: TensorSch
     if problems:
         raise ConfigurationError(
             f"cannot append to cache {cache_name!r}: the data does not match what is there ("
-            + "; ".join(problems) + "); use mode='overwrite' to replace it"
+            + "; ".join(problems)
+            + "); use mode='overwrite' to replace it"
         )
 
 

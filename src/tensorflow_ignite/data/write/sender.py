@@ -109,7 +109,7 @@ class PutAllSender:
         conn = self.client.connection_for_node(node)
         mine = [f for f in self.pending if f.conn is conn]
         if len(mine) >= self.max_in_flight:
-            self._collect(mine[:len(mine) - self.max_in_flight + 1])
+            self._collect(mine[: len(mine) - self.max_in_flight + 1])
         try:
             rid = conn.send(self._encoder(frame))
         except IgniteConnectionError as exc:
@@ -150,8 +150,9 @@ class PutAllSender:
             raise first
 
     def _send_again(self, conn: "Connection", frame: bytearray, exc: IgniteConnectionError) -> None:
-        log.warning("connection to %s lost while writing %r (%s); sending the batch again", conn.address,
-                    self.cache_name, exc)
+        log.warning(
+            "connection to %s lost while writing %r (%s); sending the batch again", conn.address, self.cache_name, exc
+        )
         self.client.drop_connection(conn)
         self.client.request(self._encoder(frame), Op.CACHE_PUT_ALL)
 
@@ -175,13 +176,31 @@ def progress_bar(progress: bool | None, total: int | None, cache_name: str) -> A
         progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="row", unit_scale=True, desc=f"write {cache_name}", disable=not progress,
-                file=sys.stderr, leave=False, dynamic_ncols=True)
+    return tqdm(
+        total=total,
+        unit="row",
+        unit_scale=True,
+        desc=f"write {cache_name}",
+        disable=not progress,
+        file=sys.stderr,
+        leave=False,
+        dynamic_ncols=True,
+    )
 
 
-def send_all(plan: WritePlan, source: Source, sender: PutAllSender, client: "IgniteClient", *, key: str | None,
-              offset: int, batch_bytes: int, used: set[str], guard: "CapacityGuard | None" = None,
-              row_bytes: int = 0) -> None:
+def send_all(
+    plan: WritePlan,
+    source: Source,
+    sender: PutAllSender,
+    client: "IgniteClient",
+    *,
+    key: str | None,
+    offset: int,
+    batch_bytes: int,
+    used: set[str],
+    guard: "CapacityGuard | None" = None,
+    row_bytes: int = 0,
+) -> None:
     """Encode and send every chunk of ``source``, each row to the primary node of its key; before
     each batch (one put-all per node) ``guard.admit`` checks that the batch -- and, when the
     source's size is known, the rest of the write -- still fits."""

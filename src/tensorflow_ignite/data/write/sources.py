@@ -138,8 +138,13 @@ def _arrow_to_numpy(name: str, column: Any) -> np.ndarray:
         return _object_array(col.to_pylist())
     if pa.types.is_floating(t):
         return col.to_numpy(zero_copy_only=False)  # nulls -> NaN
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
-            pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+    if (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_fixed_size_binary(t)
+    ):
         return _object_array(col.to_pylist())
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
         out = col.to_numpy(zero_copy_only=False)
@@ -201,8 +206,7 @@ def _select(names: list[str], columns: Sequence[str] | None, key: str | None, or
     return chosen
 
 
-def _memory_source(arrays: Mapping[str, Any], columns: Sequence[str] | None, key: str | None,
-                   origin: str) -> Source:
+def _memory_source(arrays: Mapping[str, Any], columns: Sequence[str] | None, key: str | None, origin: str) -> Source:
     names = list(arrays.keys())
     bad = [n for n in names if not isinstance(n, str) or not n]
     if bad:
@@ -219,13 +223,14 @@ def _memory_source(arrays: Mapping[str, Any], columns: Sequence[str] | None, key
     lengths = {n: len(a) for n, a in cols.items()}
     if len(set(lengths.values())) > 1:
         detail = ", ".join(f"{n}={m}" for n, m in lengths.items())
-        raise ConfigurationError(f"columns have different numbers of rows ({detail}); every column needs "
-                                 "one value per row")
+        raise ConfigurationError(
+            f"columns have different numbers of rows ({detail}); every column needs one value per row"
+        )
     total = next(iter(lengths.values()), 0)
 
     def chunks(rows: int) -> Iterator[dict[str, np.ndarray]]:
         for s in range(0, total, rows):
-            yield {n: a[s:s + rows] for n, a in cols.items()}
+            yield {n: a[s : s + rows] for n, a in cols.items()}
 
     return Source(chosen, total, chunks, cols, True)
 
@@ -241,8 +246,9 @@ def _tf_source(ds: Any, columns: Sequence[str] | None, key: str | None) -> Sourc
         )
     for n, s in spec.items():
         if not isinstance(s, tf.TensorSpec):
-            raise ConfigurationError(f"column {n!r} of the dataset is a {type(s).__name__}; only dense tensors "
-                                     "are supported")
+            raise ConfigurationError(
+                f"column {n!r} of the dataset is a {type(s).__name__}; only dense tensors are supported"
+            )
     chosen = _select(list(spec.keys()), columns, key, "the dataset")
     if columns is not None or key is not None:
         ds = ds.map(lambda el: {n: el[n] for n in chosen})
@@ -271,11 +277,16 @@ def _tf_source(ds: Any, columns: Sequence[str] | None, key: str | None) -> Sourc
     first_iter = chunks(1024)
     first = next(first_iter, None)
     if first is None:
-        first = {n: np.zeros((0,) + tuple(spec[n].shape.as_list()) if n in fixed else (0,),
-                             dtype=object if spec[n].dtype == tf.string or n not in fixed
-                             else spec[n].dtype.as_numpy_dtype) for n in chosen}
-    declared = {n: tuple(-1 if d is None else int(d) for d in spec[n].shape.as_list())
-                for n in chosen if n not in fixed}
+        first = {
+            n: np.zeros(
+                (0,) + tuple(spec[n].shape.as_list()) if n in fixed else (0,),
+                dtype=object if spec[n].dtype == tf.string or n not in fixed else spec[n].dtype.as_numpy_dtype,
+            )
+            for n in chosen
+        }
+    declared = {
+        n: tuple(-1 if d is None else int(d) for d in spec[n].shape.as_list()) for n in chosen if n not in fixed
+    }
     return Source(chosen, total, chunks, first, False, declared)
 
 

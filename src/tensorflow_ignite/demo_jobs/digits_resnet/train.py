@@ -50,6 +50,7 @@ summaries = tf.summary.create_file_writer(TB_DIR) if TB_DIR and ctx.is_chief els
 
 def examples(cache: str) -> tf.data.Dataset:
     """(image [b, 8, 8, 1], label [b]) batches of this node's partitions of ``cache``."""
+
     def to_xy(batch: dict) -> tuple[tf.Tensor, tf.Tensor]:
         image = batch["val"]["image"]
         if isinstance(image, tf.RaggedTensor):
@@ -75,8 +76,10 @@ def resnet() -> keras.Model:
 local_rows = sum(int(tf.shape(y)[0]) for _, y in examples(ctx.cache))
 counts = gather_ints(strategy, local_rows)
 steps = max(math.ceil(c / BATCH) for c in counts)
-print(f"worker {ctx.index} on {ctx.node}: {local_rows} rows in {len(ctx.partitions)} partitions; "
-      f"rows per worker {counts} -> {steps} steps of {BATCH} per epoch")
+print(
+    f"worker {ctx.index} on {ctx.node}: {local_rows} rows in {len(ctx.partitions)} partitions; "
+    f"rows per worker {counts} -> {steps} steps of {BATCH} per epoch"
+)
 
 with strategy.scope():
     model = resnet()
@@ -91,8 +94,10 @@ latest = tf.train.latest_checkpoint(CKPT_DIR)
 if latest:
     checkpoint.restore(latest)
 start_epoch = int(epochs_done.numpy())
-print(f"worker {ctx.index}: attempt {ctx.attempt}, "
-      + (f"resuming from {latest} after epoch {start_epoch}" if latest else "starting from scratch"))
+print(
+    f"worker {ctx.index}: attempt {ctx.attempt}, "
+    + (f"resuming from {latest} after epoch {start_epoch}" if latest else "starting from scratch")
+)
 
 
 @tf.function
@@ -114,8 +119,13 @@ pad = (tf.zeros([8, 8, 1]), tf.constant(0, tf.int64))
 rows_per_epoch: list[int] = []
 loss = float("nan")
 for epoch in range(start_epoch, EPOCHS):
-    data = equal_steps(examples(ctx.cache).unbatch().shuffle(2048, seed=epoch), batch_size=BATCH,
-                       local_rows=local_rows, steps=steps, pad=pad)
+    data = equal_steps(
+        examples(ctx.cache).unbatch().shuffle(2048, seed=epoch),
+        batch_size=BATCH,
+        local_rows=local_rows,
+        steps=steps,
+        pad=pad,
+    )
     loss_sum, seen = 0.0, 0.0
     for (x, y), w in data:
         step_loss, n = train_step(x, y, w)
@@ -131,8 +141,10 @@ for epoch in range(start_epoch, EPOCHS):
         with summaries.as_default():
             tf.summary.scalar("chief_local_loss", loss, step=epoch + 1)
         summaries.flush()
-    print(f"worker {ctx.index}: epoch {epoch + 1}/{EPOCHS}: {int(seen)} rows, {steps} steps, "
-          f"local loss {loss:.4f}; checkpoint saved (epoch {epoch + 1})")
+    print(
+        f"worker {ctx.index}: epoch {epoch + 1}/{EPOCHS}: {int(seen)} rows, {steps} steps, "
+        f"local loss {loss:.4f}; checkpoint saved (epoch {epoch + 1})"
+    )
     if HOLD_AFTER and ctx.attempt == 1 and epoch + 1 == HOLD_AFTER:
         print(f"worker {ctx.index}: holding after epoch {epoch + 1} (TRAIN_HOLD_AFTER_EPOCH)")
         threading.Event().wait()  # until the launcher stops this attempt
@@ -153,14 +165,16 @@ if EVAL_CACHE:
             tf.summary.scalar("held_out_accuracy", accuracy, step=EPOCHS)
         summaries.close()
 
-report({
-    "node": ctx.node,
-    "rows": local_rows,
-    "partitions": list(ctx.partitions),
-    "steps_per_epoch": steps,
-    "start_epoch": start_epoch,
-    "rows_per_epoch": rows_per_epoch,
-    "final_loss": loss,
-    "accuracy": accuracy,
-    "eval_rows": eval_rows,
-})
+report(
+    {
+        "node": ctx.node,
+        "rows": local_rows,
+        "partitions": list(ctx.partitions),
+        "steps_per_epoch": steps,
+        "start_epoch": start_epoch,
+        "rows_per_epoch": rows_per_epoch,
+        "final_loss": loss,
+        "accuracy": accuracy,
+        "eval_rows": eval_rows,
+    }
+)

@@ -145,8 +145,7 @@ class StoreTables(Protocol):
         """Send block ``key`` from memory the caller keeps only until this returns; the returned
         function waits for the acknowledgement."""
 
-    def put_block_and_record(self, buffer: bytearray, key: str, length: int, record_key: str,
-                             record: str) -> None:
+    def put_block_and_record(self, buffer: bytearray, key: str, length: int, record_key: str, record: str) -> None:
         """:meth:`put_block` and a meta ``put`` of ``record``, in as few round trips as possible."""
 
     def put_blocks(self, items: Sequence[tuple[str, bytes]]) -> None:

@@ -45,13 +45,12 @@ class Blocks(StoreState):
         """
         return self.tables.send_block_from(key, block)
 
-    def _put_block_and_record(self, buffer: bytearray, key: str, length: int, record_key: str,
-                              record: str) -> None:
+    def _put_block_and_record(self, buffer: bytearray, key: str, length: int, record_key: str, record: str) -> None:
         """Store a meta record and a block with as few round trips as the tables allow."""
         self.tables.put_block_and_record(buffer, key, length, record_key, record)
 
     def _delete_blocks(self, ranges: Iterable[Range]) -> None:
         keys = [block_key(cid, i) for cid, first, n in ranges for i in range(first, first + n)]
         for i in range(0, len(keys), REMOVE_BATCH):
-            self.tables.remove_blocks(keys[i:i + REMOVE_BATCH])
+            self.tables.remove_blocks(keys[i : i + REMOVE_BATCH])
         self.stats["blocks_deleted"] += len(keys)

@@ -90,8 +90,9 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         self.stats: collections.Counter[str] = collections.Counter()
         #: The storage profile (Ignite 3) or data region (Ignite 2) of the tables; "": the cluster's default.
         self.storage = storage
-        self.tables: StoreTables = open_tables(client, cache_prefix, backups, self.block_size, self.stats,
-                                               storage=storage)
+        self.tables: StoreTables = open_tables(
+            client, cache_prefix, backups, self.block_size, self.stats, storage=storage
+        )
         self.meta = self.tables.meta
         #: The capacity guard of the data cache's region (capacity.py): writers admit every
         #: block before storing it, so a write that would fill the region fails instead.
@@ -133,8 +134,12 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         """The tables are gone: an in-memory cluster was restarted (or someone
         dropped them).  The file tree is then empty; create the tables again
         so that this pooled store keeps working instead of failing forever."""
-        log.warning("ignite:// %s missing on %s (%s); creating them again: files stored "
-                    "before the cluster restarted are gone", self.tables.describe(), self.endpoint, exc)
+        log.warning(
+            "ignite:// %s missing on %s (%s); creating them again: files stored before the cluster restarted are gone",
+            self.tables.describe(),
+            self.endpoint,
+            exc,
+        )
         self.stats["caches_recreated"] += 1
         self._open_caches()
 
@@ -146,11 +151,17 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         handshake the endpoint answers (:func:`.generation.connect_client`)."""
         client = connect_client(settings.connection, settings.generation)
         # Ignite 2's client is the process's shared one; an Ignite 3 client is this store's own.
-        return cls(client, cache_prefix=settings.cache_prefix, block_size=settings.block_size,
-                   backups=settings.backups, endpoint=",".join(settings.connection.endpoints),
-                   owns_client=is_ignite3(client),
-                   garbage_delay=settings.garbage_delay, read_ahead=settings.read_ahead,
-                   storage=settings.storage)
+        return cls(
+            client,
+            cache_prefix=settings.cache_prefix,
+            block_size=settings.block_size,
+            backups=settings.backups,
+            endpoint=",".join(settings.connection.endpoints),
+            owns_client=is_ignite3(client),
+            garbage_delay=settings.garbage_delay,
+            read_ahead=settings.read_ahead,
+            storage=settings.storage,
+        )
 
     def close(self) -> None:
         """Finish background work and close the client (if this store opened it).
@@ -208,7 +219,6 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
                 except Exception as exc:  # noqa: BLE001 - logged where it matters
                     log.debug("background ignite:// work failed: %s", exc)
 
-
     # -------------------------------------------------------------------- files
     def copy(self, src: str, dst: str, *, to: "IgniteFileStore | None" = None) -> None:
         """Copy file ``src`` to ``dst`` (replaced atomically; parents created).
@@ -222,7 +232,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
             try:
                 size, bs = reader.entry.size, reader.entry.block_size
                 for index in range(reader.entry.blocks):
-                    writer.write(reader.block(index)[:min(bs, size - index * bs)])
+                    writer.write(reader.block(index)[: min(bs, size - index * bs)])
             except BaseException:
                 writer.discard()
                 raise
@@ -274,7 +284,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
         bs = self.block_size
         now = now_ns()
         for i in range(0, len(items), FILES_PER_TX):
-            chunk = items[i:i + FILES_PER_TX]
+            chunk = items[i : i + FILES_PER_TX]
             planned: list[tuple[str, FileEntry]] = []
             pending: dict[str, str] = {}
             batch: list[tuple[str, bytes]] = []
@@ -283,8 +293,14 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
                 if path == "/":
                     raise os_error(IsADirectoryError, errno.EISDIR, self.uri(path))
                 cid = new_id()
-                entry = FileEntry(id=new_id(), size=len(data), mtime_ns=now, block_size=bs, gen=1,
-                                  extents=((0, cid),) if len(data) else ())
+                entry = FileEntry(
+                    id=new_id(),
+                    size=len(data),
+                    mtime_ns=now,
+                    block_size=bs,
+                    gen=1,
+                    extents=((0, cid),) if len(data) else (),
+                )
                 planned.append((path, entry))
                 pending[pending_key(cid)] = json.dumps({"p": path, "b": 0, "t": now}, separators=(",", ":"))
             size = sum(len(d) for _, d in chunk)
@@ -299,7 +315,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
             try:
                 for (_path, entry), (_, data) in zip(planned, chunk):
                     for b in range(entry.blocks):
-                        piece = bytes(data[b * bs:(b + 1) * bs])
+                        piece = bytes(data[b * bs : (b + 1) * bs])
                         batch.append((entry.key_of(b), piece))
                         batch_bytes += len(piece)
                         if batch_bytes >= 8 << 20:
@@ -312,8 +328,9 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
                 self.meta.remove_keys(list(pending))
                 raise
 
-            def body(v: TxView, planned: list[tuple[str, FileEntry]] = planned,
-                     pending: dict[str, str] = pending) -> None:
+            def body(
+                v: TxView, planned: list[tuple[str, FileEntry]] = planned, pending: dict[str, str] = pending
+            ) -> None:
                 v.fetch_entries([p for p, _ in planned] + [parent_of(p) for p, _ in planned])
                 for path, entry in planned:
                     self._ensure_dirs(v, parent_of(path), now)
@@ -322,8 +339,9 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
                         raise os_error(IsADirectoryError, errno.EISDIR, self.uri(path))
                     if isinstance(cur, FileEntry):
                         v.add_garbage(cur.ranges())
-                        entry = FileEntry(entry.id, entry.size, entry.mtime_ns, entry.block_size,
-                                          cur.gen + 1, entry.extents)
+                        entry = FileEntry(
+                            entry.id, entry.size, entry.mtime_ns, entry.block_size, cur.gen + 1, entry.extents
+                        )
                     else:
                         self._add_name(v, parent_of(path), name_of(path))
                     v.put_entry(path, entry)

@@ -56,8 +56,7 @@ class Garbage(StoreState):
                 if self._delay_thread is None:
                     # One thread per store, started with its first garbage and kept: it
                     # sleeps until the earliest due garbage and hands it to the executor.
-                    self._delay_thread = threading.Thread(target=self._delay_loop, name="ignite-fs-gc",
-                                                          daemon=True)
+                    self._delay_thread = threading.Thread(target=self._delay_loop, name="ignite-fs-gc", daemon=True)
                     self._delay_thread.start()
                 self._delay_wakeup.notify()
         if late:
@@ -108,8 +107,11 @@ class Garbage(StoreState):
                 delayed = len(self._delayed)
             if not delayed:
                 raise
-            log.info("ignite:// write short of room in cache %s: deleting %d delayed garbage record(s) now",
-                     self.tables.data_name, delayed)
+            log.info(
+                "ignite:// write short of room in cache %s: deleting %d delayed garbage record(s) now",
+                self.tables.data_name,
+                delayed,
+            )
             self.stats["garbage_released_for_room"] += delayed
             self.drain()
             self.capacity.regions(refresh=True)
@@ -185,8 +187,9 @@ class Garbage(StoreState):
         writer never closed them: blocks their file does not reference are
         deleted.  Live writers refresh their record every minute.
         """
-        stats = collections.Counter({"garbage_records": 0, "garbage_waiting": 0, "stale_writes": 0,
-                                     "blocks_deleted": 0})
+        stats = collections.Counter(
+            {"garbage_records": 0, "garbage_waiting": 0, "stale_writes": 0, "blocks_deleted": 0}
+        )
         before = self.stats["blocks_deleted"]
         now = now_ns()
         records = [*self.tables.scan_meta("g:"), *self.tables.scan_meta("w:")]

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["connect_client", "is_ignite3", "open_tables"]
 
+
 def _ignite3_client(options: "ConnectionOptions") -> Any:
     from ...ignite3 import Ignite3Client  # needs msgpack: the ignite3 extra
 
@@ -56,7 +57,9 @@ def connect_client(options: "ConnectionOptions", generation: str = "auto") -> An
             raise HandshakeError(
                 f"{options.endpoints[0]} answered neither the Ignite 2 thin-client handshake ({exc2}) nor the "
                 f"Ignite 3 one ({exc3}); check the port and the TLS settings, or name the generation "
-                "(IGNITE_FS_GENERATION=2 or 3)", address=options.endpoints[0]) from None
+                "(IGNITE_FS_GENERATION=2 or 3)",
+                address=options.endpoints[0],
+            ) from None
         except IgniteConnectionError:
             raise exc2 from None
 
@@ -66,8 +69,9 @@ def is_ignite3(client: Any) -> bool:
     return type(client).__name__ == "Ignite3Client"
 
 
-def open_tables(client: Any, prefix: str, backups: int, block_size: int,
-                stats: collections.Counter[str], *, storage: str = "") -> "StoreTables":
+def open_tables(
+    client: Any, prefix: str, backups: int, block_size: int, stats: collections.Counter[str], *, storage: str = ""
+) -> "StoreTables":
     """The store's tables on ``client``'s cluster (created if missing), in ``storage``: the storage
     profile (Ignite 3) or data region (Ignite 2) named, or the cluster's default."""
     if is_ignite3(client):

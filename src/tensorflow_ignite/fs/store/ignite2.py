@@ -41,8 +41,10 @@ def cache_configurations(prefix: str, backups: int, region: str = "") -> tuple[C
     ``region`` (``""``: the nodes' default region).  Caches that already exist
     keep the configuration they were created with."""
     meta = CacheConfiguration(
-        name=f"{prefix}_meta", cache_mode=CacheMode.PARTITIONED,
-        atomicity_mode=AtomicityMode.TRANSACTIONAL, backups=backups,
+        name=f"{prefix}_meta",
+        cache_mode=CacheMode.PARTITIONED,
+        atomicity_mode=AtomicityMode.TRANSACTIONAL,
+        backups=backups,
         write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC,
         # A partition whose every copy is gone makes reads fail rather than
         # return "no such block/entry" (a file silently missing or torn).
@@ -50,8 +52,10 @@ def cache_configurations(prefix: str, backups: int, region: str = "") -> tuple[C
         data_region_name=region or None,
     )
     data = CacheConfiguration(
-        name=f"{prefix}_data", cache_mode=CacheMode.PARTITIONED,
-        atomicity_mode=AtomicityMode.ATOMIC, backups=backups,
+        name=f"{prefix}_data",
+        cache_mode=CacheMode.PARTITIONED,
+        atomicity_mode=AtomicityMode.ATOMIC,
+        backups=backups,
         write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC,
         partition_loss_policy=PartitionLossPolicy.READ_WRITE_SAFE,
         data_region_name=region or None,
@@ -92,8 +96,9 @@ class Ignite2Tables:
     max_backoff = 0.05
     recovery_wait = 0.0
 
-    def __init__(self, client: IgniteClient, prefix: str, backups: int, stats: collections.Counter[str], *,
-                 storage: str = "") -> None:
+    def __init__(
+        self, client: IgniteClient, prefix: str, backups: int, stats: collections.Counter[str], *, storage: str = ""
+    ) -> None:
         self.client = client
         self.prefix = prefix
         self.backups = backups
@@ -116,7 +121,8 @@ class Ignite2Tables:
                 f"ignite:// could not create caches {meta.name}/{data.name} in data region {self.region!r} "
                 f"(storage={self.region!r}): {exc}. Name a data region of the nodes' configuration "
                 "(DataStorageConfiguration.dataRegionConfigurations), or leave storage unset for the "
-                "default region") from exc
+                "default region"
+            ) from exc
         if self.region:
             for cache in (self.meta, self.data):
                 have = cache.configuration().data_region_name or "default"
@@ -124,7 +130,8 @@ class Ignite2Tables:
                     raise ConfigurationError(
                         f"ignite:// cache {cache.name} exists in data region {have!r}, not {self.region!r} as "
                         f"storage={self.region!r} asks; a cache cannot move: use another cache_prefix, or "
-                        "destroy the store's caches (their files go with them)")
+                        "destroy the store's caches (their files go with them)"
+                    )
 
     def describe(self) -> str:
         return f"caches {self.meta_name}/_data"
@@ -179,8 +186,9 @@ class Ignite2Tables:
 
     def get_block(self, key: str) -> memoryview | None:
         cache_id = self.data.cache_id
-        body = self.client.request(lambda rid: requests.cache_get(rid, cache_id, key), Op.CACHE_GET,
-                                   node_id=self.block_node(key))
+        body = self.client.request(
+            lambda rid: requests.cache_get(rid, cache_id, key), Op.CACHE_GET, node_id=self.block_node(key)
+        )
         return self.block_of(key, body)
 
     def block_of(self, key: str, body: memoryview) -> memoryview | None:
@@ -196,7 +204,7 @@ class Ignite2Tables:
         header is written just before it, so the block is never copied.
         """
         start = requests.cache_put_bytes_head_into(buffer, FRAME_ROOM, self.data.cache_id, key, length)
-        return memoryview(buffer)[start:FRAME_ROOM + length]
+        return memoryview(buffer)[start : FRAME_ROOM + length]
 
     def put_block(self, buffer: bytearray, key: str, length: int) -> None:
         encode = reusable_frame(self._put_frame(buffer, key, length))
@@ -234,8 +242,7 @@ class Ignite2Tables:
 
         return acknowledged
 
-    def put_block_and_record(self, buffer: bytearray, key: str, length: int, record_key: str,
-                             record: str) -> None:
+    def put_block_and_record(self, buffer: bytearray, key: str, length: int, record_key: str, record: str) -> None:
         """Both requests sent, then both answers read; two plain requests if the connection fails."""
         encode_block = reusable_frame(self._put_frame(buffer, key, length))
         meta_id = self.meta.cache_id
@@ -311,7 +318,7 @@ class Ignite2Tables:
             if data is None or len(data) < len(into):
                 short.append(pos)
             else:
-                into[:] = data[:len(into)]  # a block being rewritten may be longer
+                into[:] = data[: len(into)]  # a block being rewritten may be longer
 
         try:
             while todo or inflight:

@@ -147,8 +147,9 @@ class _Pool:
                     log.info("ignite:// on Ignite 3: %s; sending the request again on a new connection", exc)
                 except ReplicaUnavailableError as exc:
                     if not wait.started:
-                        log.warning("ignite:// on Ignite 3: %s; sending the request again for up to %.0f s",
-                                    exc, REPLICA_WAIT)
+                        log.warning(
+                            "ignite:// on Ignite 3: %s; sending the request again for up to %.0f s", exc, REPLICA_WAIT
+                        )
                     if not wait.pause():
                         raise
 
@@ -295,11 +296,21 @@ class Ignite3Tables:
     max_backoff = 0.5
     recovery_wait = REPLICA_WAIT
 
-    def __init__(self, client: "Ignite3Client", prefix: str, backups: int, block_size: int,
-                 stats: collections.Counter[str], *, storage: str = "") -> None:
+    def __init__(
+        self,
+        client: "Ignite3Client",
+        prefix: str,
+        backups: int,
+        block_size: int,
+        stats: collections.Counter[str],
+        *,
+        storage: str = "",
+    ) -> None:
         if not _NAME.fullmatch(prefix):
-            raise ConfigurationError(f"cache_prefix {prefix!r} cannot name Ignite 3 tables: use letters, digits "
-                                     "and '_' (not first a digit), e.g. ignite_fs")
+            raise ConfigurationError(
+                f"cache_prefix {prefix!r} cannot name Ignite 3 tables: use letters, digits "
+                "and '_' (not first a digit), e.g. ignite_fs"
+            )
         if backups < 0:
             raise ConfigurationError(f"backups must be >= 0, not {backups}")
         self.client = client
@@ -309,8 +320,10 @@ class Ignite3Tables:
         self.stats = stats
         self.zone = f"{self.prefix}_ZONE"
         if storage and not _NAME.fullmatch(storage):
-            raise ConfigurationError(f"storage={storage!r} cannot name an Ignite 3 storage profile: use letters, "
-                                     "digits and '_' (not first a digit), as in the nodes' ignite.storage.profiles")
+            raise ConfigurationError(
+                f"storage={storage!r} cannot name an Ignite 3 storage profile: use letters, "
+                "digits and '_' (not first a digit), as in the nodes' ignite.storage.profiles"
+            )
         #: The zone's storage profile: the ``storage`` setting, or ``default``.
         self.profile = storage or "default"
         self._check_profile = bool(storage)
@@ -341,25 +354,32 @@ class Ignite3Tables:
                     f"ignite:// could not create zone {self.zone} with storage profile {self.profile!r} "
                     f"(storage={self.profile!r}): {exc}. Name a storage profile the nodes define "
                     "(ignite.storage.profiles in their configuration), or leave storage unset for "
-                    "'default'") from exc
+                    "'default'"
+                ) from exc
             if self._check_profile:
                 profiles = self.zone_profiles(p.client)
                 if self.profile not in profiles:
                     raise ConfigurationError(
                         f"ignite:// zone {self.zone} exists with storage profile(s) {profiles}, not "
                         f"{self.profile!r} as storage={self.profile!r} asks; a zone keeps its profiles: use "
-                        "another cache_prefix, or drop the store's tables and zone (their files go with them)")
+                        "another cache_prefix, or drop the store's tables and zone (their files go with them)"
+                    )
             for statement in tables:
                 p.client.execute(statement)
         self._pool.forget_views()  # tables made again have new ids
 
     def zone_profiles(self, client: "Ignite3Client | None" = None) -> list[str]:
         """The storage profiles of the store's zone, as the cluster's catalog has them."""
+
         def ask(c: "Ignite3Client") -> list[str]:
-            with c.query("SELECT STORAGE_PROFILE FROM SYSTEM.ZONE_STORAGE_PROFILES WHERE ZONE_NAME = ?",
-                         (self.zone,)) as cursor:
-                return sorted(v.decode() if isinstance(v, bytes) else str(v)
-                              for page in cursor.column_pages() for v in page.values[0])
+            with c.query(
+                "SELECT STORAGE_PROFILE FROM SYSTEM.ZONE_STORAGE_PROFILES WHERE ZONE_NAME = ?", (self.zone,)
+            ) as cursor:
+                return sorted(
+                    v.decode() if isinstance(v, bytes) else str(v)
+                    for page in cursor.column_pages()
+                    for v in page.values[0]
+                )
 
         if client is not None:
             return ask(client)
@@ -397,8 +417,7 @@ class Ignite3Tables:
         end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         with self._pool.borrowed() as p:
             found: list[tuple[str, str]] = []
-            cursor = p.client.query(f"SELECT KEY, VAL FROM {self.meta_name} WHERE KEY >= ? AND KEY < ?",
-                                    [prefix, end])
+            cursor = p.client.query(f"SELECT KEY, VAL FROM {self.meta_name} WHERE KEY >= ? AND KEY < ?", [prefix, end])
             for page in cursor.column_pages():
                 keys, values = page.values
                 found.extend((_text(k), _text(v)) for k, v in zip(keys, values))
@@ -430,7 +449,7 @@ class Ignite3Tables:
             if data is None or len(data) < len(into):
                 short.append(pos)
             else:
-                into[:] = data[:len(into)]
+                into[:] = data[: len(into)]
         return short
 
     def _put(self, key: str, value: bytes | memoryview) -> None:
@@ -438,7 +457,7 @@ class Ignite3Tables:
         self.stats["blocks_written"] += 1
 
     def put_block(self, buffer: bytearray, key: str, length: int) -> None:
-        self._put(key, memoryview(buffer)[FRAME_ROOM:FRAME_ROOM + length])
+        self._put(key, memoryview(buffer)[FRAME_ROOM : FRAME_ROOM + length])
 
     def send_block_from(self, key: str, block: memoryview) -> Callable[[], None]:
         """The block is copied now (the caller may release its memory at once) and put by the
@@ -446,8 +465,7 @@ class Ignite3Tables:
         data = bytes(block)
         return lambda: self._put(key, data)
 
-    def put_block_and_record(self, buffer: bytearray, key: str, length: int, record_key: str,
-                             record: str) -> None:
+    def put_block_and_record(self, buffer: bytearray, key: str, length: int, record_key: str, record: str) -> None:
         self.meta.put(record_key, record)
         self.put_block(buffer, key, length)
 

@@ -170,7 +170,7 @@ class Namespace(StoreState):
         base = path.rstrip("/")
         out: list[tuple[str, Entry]] = []
         for i in range(0, len(names), 1000):
-            chunk = names[i:i + 1000]
+            chunk = names[i : i + 1000]
             got = self.lookup_many([f"{base}/{n}" for n in chunk])
             out.extend((n, got[f"{base}/{n}"]) for n in chunk if f"{base}/{n}" in got)
         return out
@@ -265,7 +265,7 @@ class Namespace(StoreState):
                     self._rmtree_dir(f"{base}/{name}", depth + 1)
             files = [(f"{base}/{n}", e) for n, e in entries if not e.is_dir]
             for i in range(0, len(files), FILES_PER_TX):
-                self._remove_files(files[i:i + FILES_PER_TX])
+                self._remove_files(files[i : i + FILES_PER_TX])
             if path == "/":
                 if not self.listdir(path):
                     return
@@ -371,7 +371,7 @@ class Namespace(StoreState):
             e = v.entry(child)
             if e is None:
                 continue
-            target = dst + child[len(src):]
+            target = dst + child[len(src) :]
             if isinstance(e, DirEntry):
                 self._move_tree(v, child, target, e)
             v.remove_entry(child)

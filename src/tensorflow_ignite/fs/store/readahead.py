@@ -106,8 +106,17 @@ class ReadStats:
     under: ``read_ahead`` rounded to whole blocks, plus two blocks.
     """
 
-    __slots__ = ("_lock", "limit_bytes", "held_bytes", "peak_held_bytes", "blocks_fetched",
-                 "blocks_prefetched", "prefetch_hits", "prefetches_discarded", "prefetch_errors")
+    __slots__ = (
+        "_lock",
+        "limit_bytes",
+        "held_bytes",
+        "peak_held_bytes",
+        "blocks_fetched",
+        "blocks_prefetched",
+        "prefetch_hits",
+        "prefetches_discarded",
+        "prefetch_errors",
+    )
 
     def __init__(self, limit_bytes: int) -> None:
         self._lock = threading.Lock()

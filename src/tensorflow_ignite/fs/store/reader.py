@@ -81,9 +81,11 @@ class FileReader:
             if not isinstance(exc, StaleFileError) and exc.args and isinstance(exc.args[0], str):
                 # Same type and attributes (TF's status code follows the type); the
                 # message names the file, the block and the node it was asked of.
-                exc.args = (f"{self.store.uri(self.path)}: reading block {index} (key {key}) from "
-                            f"{self.store.tables.node_name(self.store.block_node(key))} failed: {exc.args[0]}",
-                            *exc.args[1:])
+                exc.args = (
+                    f"{self.store.uri(self.path)}: reading block {index} (key {key}) from "
+                    f"{self.store.tables.node_name(self.store.block_node(key))} failed: {exc.args[0]}",
+                    *exc.args[1:],
+                )
             raise
         return self._checked(index, data)
 
@@ -281,7 +283,7 @@ class FileReader:
             index, within = divmod(offset, bs)
             data = self.block(index)
             n = min(len(data) - within, want - got, size - offset)
-            view[got:got + n] = data[within:within + n]
+            view[got : got + n] = data[within : within + n]
             got += n
             offset += n
         return got
@@ -315,9 +317,9 @@ class FileReader:
         self._start(ahead)
         for index, fut in cached.items():
             start = (index - first) * bs
-            into = view[start:start + min(bs, self.entry.size - index * bs)]
+            into = view[start : start + min(bs, self.entry.size - index * bs)]
             try:
-                into[:] = fut.result()[:len(into)]
+                into[:] = fut.result()[: len(into)]
             except BaseException:
                 with self._lock:  # the next read of this block fetches it again
                     slot = self._cache.get(index)
@@ -325,8 +327,7 @@ class FileReader:
                         self._drop(index)
                 raise
 
-    def _receive_direct(self, first: int, last: int, view: memoryview,
-                        cached: dict[int, Future[memoryview]]) -> None:
+    def _receive_direct(self, first: int, last: int, view: memoryview, cached: dict[int, Future[memoryview]]) -> None:
         """The gets of :meth:`_read_direct` for the blocks not in ``cached``, each received into
         its place in ``view`` (:meth:`~.backend.StoreTables.get_blocks_into`)."""
         bs = self.entry.block_size
@@ -336,7 +337,7 @@ class FileReader:
         views = []
         for index in todo:
             start = (index - first) * bs
-            views.append(view[start:start + min(bs, self.entry.size - index * bs)])
+            views.append(view[start : start + min(bs, self.entry.size - index * bs)])
         short = self.store.tables.get_blocks_into([self.entry.key_of(i) for i in todo], views)
         if short:
             self._checked(todo[short[0]], None)  # raises StaleFileError

@@ -189,8 +189,12 @@ class Transactions(StoreState):
                         continue
                     if not committing and self.tables.recovering(exc):
                         if not recovery.started:
-                            log.warning("%s: %s; running the transaction again for up to %.0f s", what, exc,
-                                        self.tables.recovery_wait)
+                            log.warning(
+                                "%s: %s; running the transaction again for up to %.0f s",
+                                what,
+                                exc,
+                                self.tables.recovery_wait,
+                            )
                         if recovery.pause():
                             self.stats["tx_recovery_waits"] += 1
                             continue

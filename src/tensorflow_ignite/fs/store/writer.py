@@ -87,8 +87,16 @@ class FileWriter:
             if tail_reader is not None:
                 tail_reader.close()
 
-    def _init_content(self, store: "IgniteFileStore", path: str, uri: str, cur: Entry | None, append: bool,
-                      exclusive: bool, tail_reader: "FileReader | None") -> None:
+    def _init_content(
+        self,
+        store: "IgniteFileStore",
+        path: str,
+        uri: str,
+        cur: Entry | None,
+        append: bool,
+        exclusive: bool,
+        tail_reader: "FileReader | None",
+    ) -> None:
         if cur is not None and cur.is_dir:
             raise os_error(IsADirectoryError, errno.EISDIR, uri)
         if exclusive and cur is not None:
@@ -111,7 +119,7 @@ class FileWriter:
                 # The old last block is partial: it is rewritten, extended, under our id.
                 assert tail_reader is not None
                 self._reserve(tail)
-                self._buffer[FRAME_ROOM:FRAME_ROOM + tail] = tail_reader.block(self._first_block)[:tail]
+                self._buffer[FRAME_ROOM : FRAME_ROOM + tail] = tail_reader.block(self._first_block)[:tail]
                 self._filled = tail
         else:
             self.file_id = new_id()
@@ -157,7 +165,7 @@ class FileWriter:
                 n = min(bs - self._filled, len(view))
                 self._reserve(self._filled + n)
                 start = FRAME_ROOM + self._filled
-                self._buffer[start:start + n] = view[:n]
+                self._buffer[start : start + n] = view[:n]
                 self._filled += n
                 self._position += n
                 view = view[n:]
@@ -182,7 +190,7 @@ class FileWriter:
         if size <= capacity:
             return
         grown = bytearray(FRAME_ROOM + min(self.block_size, max(size, 2 * capacity)))
-        grown[FRAME_ROOM:FRAME_ROOM + self._filled] = self._buffer[FRAME_ROOM:FRAME_ROOM + self._filled]
+        grown[FRAME_ROOM : FRAME_ROOM + self._filled] = self._buffer[FRAME_ROOM : FRAME_ROOM + self._filled]
         self._buffer = grown
 
     def flush(self) -> None:
@@ -199,8 +207,9 @@ class FileWriter:
             # The failure was raised to the caller of the call that met it (as a
             # failed write(2) is, not again by close(2)); TensorFlow drops such a
             # file without Close, and the shim then closes it quietly.
-            log.warning("%s was not published: an earlier write to it failed (%s)",
-                        self.store.uri(self.path), self._failed)
+            log.warning(
+                "%s was not published: an earlier write to it failed (%s)", self.store.uri(self.path), self._failed
+            )
             self.discard()
             return
         try:
@@ -239,8 +248,11 @@ class FileWriter:
 
     def _check_failed(self) -> None:
         if self._failed is not None:
-            raise OSError(errno.EIO, f"an earlier write to this file failed ({self._failed}); "
-                                     "nothing more is stored or published", self.store.uri(self.path))
+            raise OSError(
+                errno.EIO,
+                f"an earlier write to this file failed ({self._failed}); nothing more is stored or published",
+                self.store.uri(self.path),
+            )
 
     def _admit(self, length: int) -> None:
         """The capacity guard's check before a block is stored (see :mod:`tensorflow_ignite.capacity`):
@@ -248,15 +260,18 @@ class FileWriter:
         A refusal fails the writer (nothing more is stored or published; ``close`` drops the file)."""
         left = self._call_left
         try:
-            self.store.admit_write(length, 1, remaining=(left, -(-left // self.block_size)) if left else None,
-                                   largest_entry=self.block_size)
+            self.store.admit_write(
+                length,
+                1,
+                remaining=(left, -(-left // self.block_size)) if left else None,
+                largest_entry=self.block_size,
+            )
         except BaseException as exc:
             self._fail(exc)
             raise
 
     def _pending_record(self) -> str:
-        record = {"p": self.path, "b": self._first_block, "t": now_ns(),
-                  "h": socket.gethostname(), "pid": os.getpid()}
+        record = {"p": self.path, "b": self._first_block, "t": now_ns(), "h": socket.gethostname(), "pid": os.getpid()}
         return json.dumps(record, separators=(",", ":"))
 
     def _register_pending(self) -> None:
@@ -348,8 +363,9 @@ class FileWriter:
         key = block_key(self.cid, self._block)
         if not self._pending_at:
             # Typical small file: its one block and its w: record in one round trip.
-            self.store._put_block_and_record(self._buffer, key, self._filled, pending_key(self.cid),
-                                             self._pending_record())
+            self.store._put_block_and_record(
+                self._buffer, key, self._filled, pending_key(self.cid), self._pending_record()
+            )
             self._pending_at = time.monotonic()
             return
         self._register_pending()
@@ -360,8 +376,14 @@ class FileWriter:
         extents = self._prefix_extents
         if self._position > self._first_block * self.block_size:
             extents = extents + ((self._first_block, self.cid),)
-        return FileEntry(id=self.file_id, size=self._position, mtime_ns=now_ns(),
-                         block_size=self.block_size, gen=gen, extents=extents)
+        return FileEntry(
+            id=self.file_id,
+            size=self._position,
+            mtime_ns=now_ns(),
+            block_size=self.block_size,
+            gen=gen,
+            extents=extents,
+        )
 
     def _publish(self, final: bool) -> None:
         store, path, parent = self.store, self.path, parent_of(self.path)
@@ -398,8 +420,11 @@ class FileWriter:
         try:
             published = store._transact(body, f"publish {path}")
         except Superseded:
-            log.warning("%s was replaced or removed by another writer while open for writing; "
-                        "this handle's further output is dropped", uri)
+            log.warning(
+                "%s was replaced or removed by another writer while open for writing; "
+                "this handle's further output is dropped",
+                uri,
+            )
             self._orphaned = True
             self._abandon()
             return

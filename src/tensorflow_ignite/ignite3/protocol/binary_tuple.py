@@ -52,7 +52,7 @@ def build(elements: Sequence[bytes | None]) -> bytes:
 
 
 def _int_bytes(v: int) -> bytes:
-    for fmt, lo, hi in (("<b", -128, 127), ("<h", -32768, 32767), ("<i", -2**31, 2**31 - 1)):
+    for fmt, lo, hi in (("<b", -128, 127), ("<h", -32768, 32767), ("<i", -(2**31), 2**31 - 1)):
         if lo <= v <= hi:
             return struct.pack(fmt, v)
     return struct.pack("<q", v)
@@ -102,8 +102,11 @@ def _typed(value: Any) -> tuple[ColumnType, int, bytes]:
         f = float(value)
         if isinstance(value, np.float32):
             return ColumnType.FLOAT, 0, struct.pack("<f", f)
-        return ColumnType.DOUBLE, 0, (struct.pack("<f", f) if struct.unpack("<f", struct.pack("<f", f))[0] == f
-                                      else struct.pack("<d", f))
+        return (
+            ColumnType.DOUBLE,
+            0,
+            (struct.pack("<f", f) if struct.unpack("<f", struct.pack("<f", f))[0] == f else struct.pack("<d", f)),
+        )
     if isinstance(value, str):
         return ColumnType.STRING, 0, _varlen(value.encode())
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -126,7 +129,8 @@ def _typed(value: Any) -> tuple[ColumnType, int, bytes]:
         return ColumnType.TIME, 0, _time_bytes(value)
     raise ConfigurationError(
         f"SQL argument {value!r} of type {type(value).__name__} has no Ignite 3 type; pass bool, int, float, "
-        "str, bytes, uuid.UUID, decimal.Decimal, datetime.date/time/datetime (aware: TIMESTAMP)")
+        "str, bytes, uuid.UUID, decimal.Decimal, datetime.date/time/datetime (aware: TIMESTAMP)"
+    )
 
 
 def encode_arguments(values: Sequence[Any]) -> bytes:
@@ -180,7 +184,7 @@ def _date(data: bytes, begin: int) -> _dt.date:
 
 def _time_parts(data: bytes, begin: int, length: int) -> tuple[int, int, int, int]:
     """hour, minute, second, nanosecond."""
-    raw = int.from_bytes(data[begin:begin + length], "little")
+    raw = int.from_bytes(data[begin : begin + length], "little")
     if length == 4:
         nanos, raw = (raw & 0x3FF) * 1_000_000, raw >> 10
     elif length == 5:
@@ -222,7 +226,7 @@ def decode_value(col_type: int, data: bytes, begin: int, end: int) -> Any:
         if n < 3:
             raise ProtocolError(f"a DECIMAL of {n} bytes in a binary tuple")
         (scale,) = struct.unpack_from("<h", data, begin)
-        unscaled = int.from_bytes(data[begin + 2:end], "big", signed=True)
+        unscaled = int.from_bytes(data[begin + 2 : end], "big", signed=True)
         return decimal.Decimal(unscaled).scaleb(-scale)
     if t is ColumnType.DATE:
         if n != 3:
@@ -243,6 +247,5 @@ def decode_value(col_type: int, data: bytes, begin: int, end: int) -> Any:
         nanos = struct.unpack_from("<i", data, begin + 8)[0] if n == 12 else 0
         if t is ColumnType.DURATION:
             return _dt.timedelta(seconds=seconds, microseconds=nanos // 1000)
-        return _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC) + _dt.timedelta(seconds=seconds,
-                                                                                   microseconds=nanos // 1000)
+        return _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC) + _dt.timedelta(seconds=seconds, microseconds=nanos // 1000)
     raise ProtocolError(f"column type {t.name} is not supported by this client")

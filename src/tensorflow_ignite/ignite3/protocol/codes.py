@@ -9,8 +9,18 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["MAGIC", "PROTOCOL_VERSION", "CLIENT_TYPE_GENERAL", "ClientOp", "ResponseFlag", "ColumnType",
-           "ErrorGroup", "ErrorCode", "error_group", "error_name"]
+__all__ = [
+    "MAGIC",
+    "PROTOCOL_VERSION",
+    "CLIENT_TYPE_GENERAL",
+    "ClientOp",
+    "ResponseFlag",
+    "ColumnType",
+    "ErrorGroup",
+    "ErrorCode",
+    "error_group",
+    "error_name",
+]
 
 #: The four bytes each side sends first (``IGNI``).
 MAGIC = b"IGNI"

@@ -43,9 +43,26 @@ import numpy as np
 from ...errors import ConfigurationError
 from .codes import ColumnType
 
-__all__ = ["hash_fixed", "hash_bytes", "combine", "value_hash", "row_hash", "partition_of", "hash_ints",
-           "combine_arrays", "partitions_of", "java_bigint_bytes", "date_hash", "time_hash", "timestamp_hash",
-           "hash_bytes_array", "hash_column", "row_hashes", "decimal_unscaled", "INT_WIDTHS"]
+__all__ = [
+    "hash_fixed",
+    "hash_bytes",
+    "combine",
+    "value_hash",
+    "row_hash",
+    "partition_of",
+    "hash_ints",
+    "combine_arrays",
+    "partitions_of",
+    "java_bigint_bytes",
+    "date_hash",
+    "time_hash",
+    "timestamp_hash",
+    "hash_bytes_array",
+    "hash_column",
+    "row_hashes",
+    "decimal_unscaled",
+    "INT_WIDTHS",
+]
 
 _M64 = (1 << 64) - 1
 _C1 = 0x87C37B91114253D5
@@ -107,7 +124,7 @@ def hash_bytes(data: bytes) -> int:
         h2 ^= (k2 * _C1) & _M64
         h2 = _rotl(h2, 31)
         h2 = (((h2 + h1) & _M64) * 5 + 0x38495AB5) & _M64
-    tail = data[nblocks << 4:]
+    tail = data[nblocks << 4 :]
     if len(tail) > 8:
         k2 = int.from_bytes(tail[8:], "little")
         k2 = _rotl((k2 * _C2) & _M64, 33)
@@ -253,8 +270,7 @@ def _v_hash_fixed(values: np.ndarray, width: int, seeds: np.ndarray | None) -> n
         if width < 8:
             k1 = k1 & np.uint64((1 << (8 * width)) - 1)
         k1 = _v_rotl(k1 * np.uint64(_C1), 31) * np.uint64(_C2)
-        h = (np.zeros(len(values), np.uint64) if seeds is None
-             else seeds.astype(np.int64).view(np.uint64))
+        h = np.zeros(len(values), np.uint64) if seeds is None else seeds.astype(np.int64).view(np.uint64)
         h1 = (h ^ k1) ^ np.uint64(width)
         h2 = h ^ np.uint64(width)
         h1 = h1 + h2
@@ -409,8 +425,9 @@ def _decoded_hash(v: Any, t: ColumnType, scale: int, precision: int) -> int:
     if t in (ColumnType.STRING, ColumnType.BYTE_ARRAY):
         return hash_bytes(v if isinstance(v, bytes) else str(v).encode())
     if t is ColumnType.UUID:
-        return value_hash(t, v if isinstance(v, uuid.UUID) else uuid.UUID(v.decode() if isinstance(v, bytes)
-                                                                            else str(v)))
+        return value_hash(
+            t, v if isinstance(v, uuid.UUID) else uuid.UUID(v.decode() if isinstance(v, bytes) else str(v))
+        )
     if t in (ColumnType.DATE, ColumnType.TIME, ColumnType.DATETIME, ColumnType.TIMESTAMP):
         v = int(v)
         if t is ColumnType.TIMESTAMP:
@@ -437,8 +454,13 @@ def hash_column(values: Any, col_type: ColumnType, scale: int = 0, precision: in
     """
     t = col_type
     if len(values) <= _SMALL:
-        return np.asarray([_decoded_hash(v, t, scale, precision) for v in
-                           (values.tolist() if isinstance(values, np.ndarray) else values)], np.int32)
+        return np.asarray(
+            [
+                _decoded_hash(v, t, scale, precision)
+                for v in (values.tolist() if isinstance(values, np.ndarray) else values)
+            ],
+            np.int32,
+        )
     if t in INT_WIDTHS:
         return _v_hash_fixed(np.asarray(values), INT_WIDTHS[t], None)
     if t is ColumnType.BOOLEAN:

@@ -39,16 +39,24 @@ __all__ = ["NUMPY_DTYPES", "TF_DTYPES", "PageColumns", "decode_page", "SUPPORTED
 T = ColumnType
 #: The NumPy dtype of each column type's decoded column (object: bytes per row).
 NUMPY_DTYPES: dict[ColumnType, np.dtype] = {
-    T.BOOLEAN: np.dtype(bool), T.INT8: np.dtype(np.int8), T.INT16: np.dtype(np.int16),
-    T.INT32: np.dtype(np.int32), T.INT64: np.dtype(np.int64), T.FLOAT: np.dtype(np.float32),
-    T.DOUBLE: np.dtype(np.float64), T.DECIMAL: np.dtype(np.float64), T.DATE: np.dtype(np.int64),
-    T.TIME: np.dtype(np.int64), T.DATETIME: np.dtype(np.int64), T.TIMESTAMP: np.dtype(np.int64),
-    T.UUID: np.dtype(object), T.STRING: np.dtype(object), T.BYTE_ARRAY: np.dtype(object),
+    T.BOOLEAN: np.dtype(bool),
+    T.INT8: np.dtype(np.int8),
+    T.INT16: np.dtype(np.int16),
+    T.INT32: np.dtype(np.int32),
+    T.INT64: np.dtype(np.int64),
+    T.FLOAT: np.dtype(np.float32),
+    T.DOUBLE: np.dtype(np.float64),
+    T.DECIMAL: np.dtype(np.float64),
+    T.DATE: np.dtype(np.int64),
+    T.TIME: np.dtype(np.int64),
+    T.DATETIME: np.dtype(np.int64),
+    T.TIMESTAMP: np.dtype(np.int64),
+    T.UUID: np.dtype(object),
+    T.STRING: np.dtype(object),
+    T.BYTE_ARRAY: np.dtype(object),
 }
 #: The TensorFlow dtype name a dataset yields for each column type.
-TF_DTYPES: dict[ColumnType, str] = {
-    t: ("string" if d == np.dtype(object) else d.name) for t, d in NUMPY_DTYPES.items()
-}
+TF_DTYPES: dict[ColumnType, str] = {t: ("string" if d == np.dtype(object) else d.name) for t, d in NUMPY_DTYPES.items()}
 SUPPORTED_TYPES = frozenset(NUMPY_DTYPES)
 _NS = 1_000_000_000
 _DAY_NS = 86_400 * _NS
@@ -149,8 +157,7 @@ def _fixed(col: ColumnMeta, buf: np.ndarray, begin: np.ndarray, length: np.ndarr
         pos = begin[idx]
         if t is T.BOOLEAN and width == 1:
             out[idx] = buf[pos] != 0
-        elif t in (T.INT8, T.INT16, T.INT32, T.INT64) and width in (1, 2, 4, 8) and \
-                width <= out.dtype.itemsize:
+        elif t in (T.INT8, T.INT16, T.INT32, T.INT64) and width in (1, 2, 4, 8) and width <= out.dtype.itemsize:
             out[idx] = _le(buf, pos, width)
         elif t in (T.FLOAT, T.DOUBLE) and width in (4, 8) and width <= 8:
             out[idx] = np.ascontiguousarray(_gather(buf, pos, width)).view(f"<f{width}").reshape(-1)
@@ -164,8 +171,7 @@ def _fixed(col: ColumnMeta, buf: np.ndarray, begin: np.ndarray, length: np.ndarr
             seconds = _le(buf, pos, 8)
             nanos = _le(buf, pos + 8, 4) if width == 12 else 0
             if np.any(np.abs(seconds) > (2**63 - 1) // _NS - 1):
-                raise SchemaError(f"column {col.name!r}: a TIMESTAMP beyond int64 nanoseconds "
-                                  "(years 1677..2262)")
+                raise SchemaError(f"column {col.name!r}: a TIMESTAMP beyond int64 nanoseconds (years 1677..2262)")
             out[idx] = seconds * _NS + nanos
         else:
             raise ProtocolError(f"column {col.name!r} ({t.name}): a value of {width} bytes")
@@ -211,13 +217,13 @@ def _varlen(col: ColumnMeta, data: memoryview, begin: np.ndarray, length: np.nda
         if t is T.UUID:
             if n != 16:
                 raise ProtocolError(f"column {col.name!r}: a UUID of {n} bytes")
-            msb, lsb = int.from_bytes(data[b:b + 8], "little"), int.from_bytes(data[b + 8:e], "little")
+            msb, lsb = int.from_bytes(data[b : b + 8], "little"), int.from_bytes(data[b + 8 : e], "little")
             out[i] = str(uuid.UUID(int=(msb << 64) | lsb)).encode()
         elif t is T.DECIMAL:
             if n < 3:
                 raise ProtocolError(f"column {col.name!r}: a DECIMAL of {n} bytes")
-            scale = int.from_bytes(data[b:b + 2], "little", signed=True)
-            value = decimal.Decimal(int.from_bytes(data[b + 2:e], "big", signed=True)).scaleb(-scale)
+            scale = int.from_bytes(data[b : b + 2], "little", signed=True)
+            value = decimal.Decimal(int.from_bytes(data[b + 2 : e], "big", signed=True)).scaleb(-scale)
             out[i] = str(value).encode() if decimal_as == "string" else float(value)
         else:
             if data[b] == VARLEN_EMPTY:
@@ -226,8 +232,14 @@ def _varlen(col: ColumnMeta, data: memoryview, begin: np.ndarray, length: np.nda
     return out
 
 
-def decode_page(rows: RowPage | Sequence[bytes], columns: Sequence[ColumnMeta], *, decimal_as: str = "float64",
-                select: Sequence[int] | None = None, strings: str = "bytes") -> PageColumns:
+def decode_page(
+    rows: RowPage | Sequence[bytes],
+    columns: Sequence[ColumnMeta],
+    *,
+    decimal_as: str = "float64",
+    select: Sequence[int] | None = None,
+    strings: str = "bytes",
+) -> PageColumns:
     """The columns of one page of rows (``select``: indices of the columns wanted, default all).
 
     ``rows``: a :class:`~.msgpack_io.RowPage` (read in place) or a list of binary tuples.
@@ -249,8 +261,10 @@ def decode_page(rows: RowPage | Sequence[bytes], columns: Sequence[ColumnMeta], 
     for i in wanted:
         col = columns[i]
         if col.type not in SUPPORTED_TYPES:
-            raise SchemaError(f"column {col.name!r} has type {col.type.name}, which has no tensor form here; "
-                              "select it cast to another type (CAST(... AS VARCHAR))")
+            raise SchemaError(
+                f"column {col.name!r} has type {col.type.name}, which has no tensor form here; "
+                "select it cast to another type (CAST(... AS VARCHAR))"
+            )
         b, ln = begins[:, i], lengths[:, i]
         if col.type in (T.STRING, T.BYTE_ARRAY) and strings == "spans":
             v = ByteSpans(data, _value_starts(buf, b, ln), b + ln)

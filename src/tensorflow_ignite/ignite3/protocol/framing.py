@@ -47,8 +47,19 @@ from .codes import (
 from .msgpack_io import Reader, Writer
 
 __all__ = [
-    "LENGTH", "frame", "frame_length", "handshake_request", "Handshake", "parse_handshake", "request",
-    "ResponseHeader", "parse_response", "ServerErrorInfo", "read_error", "error_class", "server_error",
+    "LENGTH",
+    "frame",
+    "frame_length",
+    "handshake_request",
+    "Handshake",
+    "parse_handshake",
+    "request",
+    "ResponseHeader",
+    "parse_response",
+    "ServerErrorInfo",
+    "read_error",
+    "error_class",
+    "server_error",
 ]
 
 #: The frame length prefix: 4 bytes, big-endian.
@@ -68,8 +79,7 @@ def frame_length(prefix: bytes | bytearray | memoryview, limit: int) -> int:
     return n
 
 
-def handshake_request(username: str | None = None, password: str | None = None, *,
-                      features: bytes = b"") -> bytes:
+def handshake_request(username: str | None = None, password: str | None = None, *, features: bytes = b"") -> bytes:
     """``IGNI`` and the handshake frame; with ``username`` basic authentication's extensions."""
     w = Writer().values(*PROTOCOL_VERSION, CLIENT_TYPE_GENERAL, features)
     if username is not None:
@@ -151,15 +161,17 @@ def parse_handshake(body: bytes | bytearray | memoryview, *, address: str = "") 
     major, minor, maintenance = r.int(), r.int(), r.int()
     patch = r.int_or_none()
     pre_release = r.str_or_none()
-    server_version = f"{major}.{minor}.{maintenance}" + (f".{patch}" if patch else "") + \
-        (f"-{pre_release}" if pre_release else "")
+    server_version = (
+        f"{major}.{minor}.{maintenance}" + (f".{patch}" if patch else "") + (f"-{pre_release}" if pre_release else "")
+    )
     features = r.bin()
     extensions = {}
     for _ in range(r.int()):
         key = r.str()
         extensions[key] = r.value()
-    return Handshake(version, idle, node_id, node_name, cluster_ids, cluster_name, observable, server_version,
-                     features, extensions)
+    return Handshake(
+        version, idle, node_id, node_name, cluster_ids, cluster_name, observable, server_version, features, extensions
+    )
 
 
 def request(op: int, request_id: int, body: bytes = b"") -> bytes:
@@ -227,6 +239,12 @@ def error_class(code: int, message: str | None = None) -> type[Ignite3ServerErro
 def server_error(info: ServerErrorInfo, op: int | None, what: str) -> Ignite3ServerError:
     """The typed exception of ``info`` for ``what`` (the request, in words)."""
     cls = error_class(info.code, info.message)
-    return cls(f"{what} failed on the Ignite 3 node: {info.describe()}", status=info.code, op=op,
-               code_name=info.code_name, class_name=info.class_name, trace_id=info.trace_id,
-               extensions=info.extensions)
+    return cls(
+        f"{what} failed on the Ignite 3 node: {info.describe()}",
+        status=info.code,
+        op=op,
+        code_name=info.code_name,
+        class_name=info.class_name,
+        trace_id=info.trace_id,
+        extensions=info.extensions,
+    )

@@ -99,12 +99,12 @@ class RowPage(Sequence[bytes]):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         s = int(self.starts[i])
-        return bytes(self.data[s:s + int(self.lengths[i])])
+        return bytes(self.data[s : s + int(self.lengths[i])])
 
     def __iter__(self) -> Iterator[bytes]:
         data = self.data
         for s, n in zip(self.starts.tolist(), self.lengths.tolist()):
-            yield bytes(data[s:s + n])
+            yield bytes(data[s : s + n])
 
     @property
     def nbytes(self) -> int:
@@ -118,8 +118,7 @@ class RowPage(Sequence[bytes]):
 def _unpacker(size: int) -> msgpack.Unpacker:
     # No length may claim more than the frame holds (the buffer limit bounds every
     # str/bin/array/map length msgpack accepts).
-    return msgpack.Unpacker(None, raw=False, strict_map_key=False, ext_hook=_ext_hook,
-                            max_buffer_size=max(size, 1024))
+    return msgpack.Unpacker(None, raw=False, strict_map_key=False, ext_hook=_ext_hook, max_buffer_size=max(size, 1024))
 
 
 class Reader:
@@ -145,7 +144,7 @@ class Reader:
             return False
         # Doubling what is handed over keeps a value of many slices linear to read.
         end = min(n, self._fed + max(_FEED, self._fed - self._base))
-        self._u.feed(self._data[self._fed:end])
+        self._u.feed(self._data[self._fed : end])
         self._fed = end
         return True
 
@@ -174,8 +173,7 @@ class Reader:
                     if not self._feed():
                         raise
         except msgpack.OutOfData:
-            raise ProtocolError(f"{self._what}: the body ends before its values do "
-                                f"({len(self._data)} bytes)") from None
+            raise ProtocolError(f"{self._what}: the body ends before its values do ({len(self._data)} bytes)") from None
         except ProtocolError:
             raise
         except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as e:
@@ -257,7 +255,7 @@ class Reader:
             elif tag == 0xC5 and pos + 3 <= end:
                 n, pos = (data[pos + 1] << 8) | data[pos + 2], pos + 3
             elif tag == 0xC6 and pos + 5 <= end:
-                n, pos = int.from_bytes(data[pos + 1:pos + 5], "big"), pos + 5
+                n, pos = int.from_bytes(data[pos + 1 : pos + 5], "big"), pos + 5
             elif tag in (0xC4, 0xC5, 0xC6):
                 raise ProtocolError(f"{self._what}: the body ends inside row {i}'s header")
             else:

@@ -50,8 +50,12 @@ _DAY_MS = 86_400_000
 _DAY_NS = 86_400 * _NS
 _EPOCH = _dt.datetime(1970, 1, 1)
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-_INT_RANGES = {T.INT8: (-2**7, 2**7 - 1), T.INT16: (-2**15, 2**15 - 1), T.INT32: (-2**31, 2**31 - 1),
-               T.INT64: (-2**63, 2**63 - 1)}
+_INT_RANGES = {
+    T.INT8: (-(2**7), 2**7 - 1),
+    T.INT16: (-(2**15), 2**15 - 1),
+    T.INT32: (-(2**31), 2**31 - 1),
+    T.INT64: (-(2**63), 2**63 - 1),
+}
 _NULL_HASH = co.hash_fixed(0, 1)
 _TEMPORAL = (T.DATE, T.TIME, T.DATETIME, T.TIMESTAMP)
 #: Up to this many rows, tuples are assembled and hashes combined row by row (same bytes as the NumPy path).
@@ -78,8 +82,9 @@ def resolve_columns(schema: TableSchema, names: Sequence[str], table: str) -> di
     for n in names:
         col = by_name.get(n) or (by_name.get(n.upper()) if _plain(n) else None)
         if col is None:
-            raise ConfigurationError(f"column {n!r} of the data is not a column of table {table} "
-                                     f"({', '.join(by_name)})")
+            raise ConfigurationError(
+                f"column {n!r} of the data is not a column of table {table} ({', '.join(by_name)})"
+            )
         out[n] = col
     missing = [c.name for c in schema.columns if c.is_key and c not in out.values()]
     if missing:
@@ -94,7 +99,7 @@ def _values(arr: np.ndarray) -> tuple[list[Any], list[bool]]:
 
 
 def _slices(buf: bytes, width: int) -> list[bytes]:
-    return [buf[i:i + width] for i in range(0, len(buf), width)]
+    return [buf[i : i + width] for i in range(0, len(buf), width)]
 
 
 def _varlen(b: bytes) -> bytes:
@@ -105,8 +110,12 @@ def _int_elements(v: np.ndarray) -> list[bytes]:
     """Each int64 in the fewest little-endian bytes that hold it (1, 2, 4 or 8)."""
     out: list[bytes] = [b""] * len(v)
     remaining = np.ones(len(v), bool)
-    for dt, lo, hi in ((np.int8, -2**7, 2**7 - 1), (np.int16, -2**15, 2**15 - 1),
-                       (np.int32, -2**31, 2**31 - 1), (np.int64, -2**63, 2**63 - 1)):
+    for dt, lo, hi in (
+        (np.int8, -(2**7), 2**7 - 1),
+        (np.int16, -(2**15), 2**15 - 1),
+        (np.int32, -(2**31), 2**31 - 1),
+        (np.int64, -(2**63), 2**63 - 1),
+    ):
         sel = remaining & (v >= lo) & (v <= hi)
         if not sel.any():
             continue
@@ -176,8 +185,10 @@ def _temporal_int(v: Any, col: TableColumn) -> int:
     if t in (T.DATETIME, T.TIMESTAMP) and isinstance(v, _dt.datetime):
         delta = (v - _EPOCH_UTC) if v.tzinfo is not None else (v - _EPOCH)
         return (delta.days * 86400 + delta.seconds) * _NS + delta.microseconds * 1000
-    raise ConfigurationError(f"column {col.name!r} ({t.name}) cannot take {v!r} ({type(v).__name__}); see "
-                             "tensorflow_ignite.ignite3.protocol.rows for the values each type takes")
+    raise ConfigurationError(
+        f"column {col.name!r} ({t.name}) cannot take {v!r} ({type(v).__name__}); see "
+        "tensorflow_ignite.ignite3.protocol.rows for the values each type takes"
+    )
 
 
 def _date_parts(days: int) -> tuple[int, int, int]:
@@ -243,8 +254,9 @@ def _encode_column(arr: np.ndarray, col: TableColumn, want_hash: bool) -> tuple[
         ints, present = _numeric(arr, col, np.int64)
         lo, hi = _INT_RANGES[t]
         if len(ints) and (ints.min() < lo or ints.max() > hi):
-            raise ConfigurationError(f"column {col.name!r} ({t.name}) takes {lo}..{hi}; the data has "
-                                     f"{ints.min()}..{ints.max()}")
+            raise ConfigurationError(
+                f"column {col.name!r} ({t.name}) takes {lo}..{hi}; the data has {ints.min()}..{ints.max()}"
+            )
         elems = _int_elements(ints)
         if want_hash:
             hashes = co.hash_ints(ints, t)
@@ -266,7 +278,10 @@ def _encode_column(arr: np.ndarray, col: TableColumn, want_hash: bool) -> tuple[
             if idx:
                 hashes[np.asarray(idx)] = co.hash_column(
                     np.asarray([keys[i] for i in idx]) if t in _TEMPORAL else [keys[i] for i in idx],
-                    t, col.scale, col.precision)
+                    t,
+                    col.scale,
+                    col.precision,
+                )
     if present is not None and not all(present):
         for i, p in enumerate(present):
             if not p:
@@ -372,8 +387,7 @@ def encode_rows(schema: TableSchema, data: Mapping[str, np.ndarray], table: str)
         hl = [0] * n
         for col in schema.colocation_columns:
             hl = [co.combine(a, b) for a, b in zip(hl, col_hashes[col.name].tolist())]
-        return EncodedRows([build(list(parts)) for parts in zip(*elements)], np.asarray(hl, np.int32),
-                           tuple(no_value))
+        return EncodedRows([build(list(parts)) for parts in zip(*elements)], np.asarray(hl, np.int32), tuple(no_value))
     h = np.zeros(n, np.int32)
     for col in schema.colocation_columns:
         h = co.combine_arrays(h, col_hashes[col.name])

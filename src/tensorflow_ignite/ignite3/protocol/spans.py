@@ -49,8 +49,9 @@ class ByteSpans:
         self.ends = ends
 
     @classmethod
-    def _of(cls, buffers: tuple[memoryview, ...], owner: np.ndarray, starts: np.ndarray,
-            ends: np.ndarray) -> "ByteSpans":
+    def _of(
+        cls, buffers: tuple[memoryview, ...], owner: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    ) -> "ByteSpans":
         """A column of spans already checked (a selection or join of checked columns)."""
         out = cls.__new__(cls)
         out.buffers, out.owner, out.starts, out.ends = buffers, owner, starts, ends
@@ -70,7 +71,7 @@ class ByteSpans:
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, (int, np.integer)):
-            return bytes(self.buffers[int(self.owner[index])][int(self.starts[index]):int(self.ends[index])])
+            return bytes(self.buffers[int(self.owner[index])][int(self.starts[index]) : int(self.ends[index])])
         return ByteSpans._of(self.buffers, self.owner[index], self.starts[index], self.ends[index])
 
     def __repr__(self) -> str:
@@ -84,15 +85,17 @@ class ByteSpans:
         """The values as an object array of ``bytes`` (a copy of each)."""
         out = np.empty(len(self), object)
         bufs = self.buffers
-        out[:] = [bytes(bufs[o][s:e]) for o, s, e in zip(self.owner.tolist(), self.starts.tolist(),
-                                                         self.ends.tolist())]
+        out[:] = [bytes(bufs[o][s:e]) for o, s, e in zip(self.owner.tolist(), self.starts.tolist(), self.ends.tolist())]
         return out
 
     def join(self, other: "ByteSpans") -> "ByteSpans":
         """This column's values followed by ``other``'s (no value copied: the buffers of both are kept)."""
-        return ByteSpans._of(self.buffers + other.buffers,
-                             np.concatenate((self.owner, other.owner + len(self.buffers))),
-                             np.concatenate((self.starts, other.starts)), np.concatenate((self.ends, other.ends)))
+        return ByteSpans._of(
+            self.buffers + other.buffers,
+            np.concatenate((self.owner, other.owner + len(self.buffers))),
+            np.concatenate((self.starts, other.starts)),
+            np.concatenate((self.ends, other.ends)),
+        )
 
 
 def as_objects(value: Any) -> Any:

@@ -23,8 +23,19 @@ from .binary_tuple import build, encode_arguments
 from .codes import ColumnType
 from .msgpack_io import Reader, RowPage, Writer
 
-__all__ = ["ColumnMeta", "ExecResult", "exec_request", "parse_exec", "batch_request", "parse_batch", "cursor_request", "parse_next_page",
-           "meta_request", "parse_meta", "DEFAULT_PAGE_SIZE"]
+__all__ = [
+    "ColumnMeta",
+    "ExecResult",
+    "exec_request",
+    "parse_exec",
+    "batch_request",
+    "parse_batch",
+    "cursor_request",
+    "parse_next_page",
+    "meta_request",
+    "parse_meta",
+    "DEFAULT_PAGE_SIZE",
+]
 
 #: Rows per page the server sends when not told otherwise (``SqlCommon.DEFAULT_PAGE_SIZE``).
 DEFAULT_PAGE_SIZE = 1024
@@ -58,9 +69,16 @@ class ExecResult:
     rows: RowPage
 
 
-def exec_request(query: str, args: Sequence[Any] = (), *, schema: str | None = None,
-                 page_size: int = DEFAULT_PAGE_SIZE, timeout_ms: int = 0, timezone: str = "UTC",
-                 observable_timestamp: int = 0) -> bytes:
+def exec_request(
+    query: str,
+    args: Sequence[Any] = (),
+    *,
+    schema: str | None = None,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    timeout_ms: int = 0,
+    timezone: str = "UTC",
+    observable_timestamp: int = 0,
+) -> bytes:
     """The body of an SQL_EXEC request (an implicit transaction)."""
     w = Writer().values(None, schema, page_size, timeout_ms, None, timezone, 0).value(_EMPTY_TUPLE)
     w.value(query)
@@ -72,8 +90,15 @@ def exec_request(query: str, args: Sequence[Any] = (), *, schema: str | None = N
     return w.bytes()
 
 
-def batch_request(query: str, rows: Sequence[Sequence[Any]], *, schema: str | None = None,
-                  timeout_ms: int = 0, timezone: str = "UTC", observable_timestamp: int = 0) -> bytes:
+def batch_request(
+    query: str,
+    rows: Sequence[Sequence[Any]],
+    *,
+    schema: str | None = None,
+    timeout_ms: int = 0,
+    timezone: str = "UTC",
+    observable_timestamp: int = 0,
+) -> bytes:
     """The body of SQL_EXEC_BATCH: one statement run once per row of arguments.
 
     The arguments: row length, row count, a flag (false), then one argument tuple per row.

@@ -32,9 +32,19 @@ from ...errors import ProtocolError
 from .codes import ColumnType
 from .msgpack_io import Reader, Writer
 
-__all__ = ["TableColumn", "TableSchema", "PartitionAssignment", "table_get_request", "parse_table_get",
-           "schemas_request", "parse_schemas", "assignment_request", "parse_assignment", "streamer_batch",
-           "BITMASK_EXT"]
+__all__ = [
+    "TableColumn",
+    "TableSchema",
+    "PartitionAssignment",
+    "table_get_request",
+    "parse_table_get",
+    "schemas_request",
+    "parse_schemas",
+    "assignment_request",
+    "parse_assignment",
+    "streamer_batch",
+    "BITMASK_EXT",
+]
 
 #: ``ClientMsgPackType.BITMASK``: the MsgPack extension type of a bit set.
 BITMASK_EXT = 8
@@ -117,7 +127,14 @@ def parse_schemas(r: Reader) -> list[TableSchema]:
             if props < 7:
                 raise ProtocolError(f"schemas answer: column {i} has {props} properties (7 or more expected)")
             name, type_id, key_index, nullable, coloc, scale, precision = (
-                r.str(), r.int(), r.int(), r.bool(), r.int(), r.int(), r.int())
+                r.str(),
+                r.int(),
+                r.int(),
+                r.bool(),
+                r.int(),
+                r.int(),
+                r.int(),
+            )
             r.skip(props - 7)
             try:
                 col_type = ColumnType(type_id)
@@ -168,8 +185,9 @@ def bitset_ext(bits: Sequence[int]) -> bytes:
     return head + bytes([BITMASK_EXT]) + data
 
 
-def streamer_batch(table_id: int, partition: int, schema_version: int, rows: Sequence[bytes],
-                   no_value: Sequence[int] = ()) -> bytes:
+def streamer_batch(
+    table_id: int, partition: int, schema_version: int, rows: Sequence[bytes], no_value: Sequence[int] = ()
+) -> bytes:
     """The body of STREAMER_BATCH_SEND: ``rows`` (binary tuples of every column) upserted into ``partition``;
     ``no_value``: the schema indexes of columns no row gives (the node applies their defaults)."""
     head = Writer().values(table_id, partition, None, schema_version, len(rows)).bytes()

@@ -42,9 +42,21 @@ from .msgpack_io import Reader, Writer
 from .rows import encode_rows
 from .table import TableColumn, TableSchema, bitset_ext
 
-__all__ = ["EXPECTED_SCHEMA_VERSION", "EncodedTuples", "key_schema", "encode_keys", "encode_records",
-           "tuples_request", "parse_get", "parse_get_all", "parse_version", "parse_flag", "parse_keys",
-           "decode_row", "decode_key"]
+__all__ = [
+    "EXPECTED_SCHEMA_VERSION",
+    "EncodedTuples",
+    "key_schema",
+    "encode_keys",
+    "encode_records",
+    "tuples_request",
+    "parse_get",
+    "parse_get_all",
+    "parse_version",
+    "parse_flag",
+    "parse_keys",
+    "decode_row",
+    "decode_key",
+]
 
 #: The error extension naming the schema version a request must be written in (``ErrorExtensions``).
 EXPECTED_SCHEMA_VERSION = "expected-schema-ver"
@@ -62,8 +74,9 @@ class EncodedTuples:
 
 def key_schema(schema: TableSchema) -> TableSchema:
     """The key columns of ``schema`` in key order: what a key tuple holds."""
-    return TableSchema(schema.version, tuple(sorted((c for c in schema.columns if c.is_key),
-                                                    key=lambda c: c.key_index)))
+    return TableSchema(
+        schema.version, tuple(sorted((c for c in schema.columns if c.is_key), key=lambda c: c.key_index))
+    )
 
 
 def _object_column(values: Sequence[Any]) -> np.ndarray:
@@ -89,8 +102,10 @@ def encode_keys(schema: TableSchema, keys: Sequence[Mapping[str, Any]], table: s
     for k in keys:
         extra = [n for n in k if n not in key_names and n.upper() not in key_names]
         if extra:
-            raise ConfigurationError(f"a key of table {table} holds its key columns ({', '.join(key_names)}) only, "
-                                     f"not {', '.join(map(repr, extra))}")
+            raise ConfigurationError(
+                f"a key of table {table} holds its key columns ({', '.join(key_names)}) only, "
+                f"not {', '.join(map(repr, extra))}"
+            )
     return _group(ks, keys, table)
 
 
@@ -107,8 +122,9 @@ def _group(schema: TableSchema, rows: Sequence[Mapping[str, Any]], table: str) -
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, r in enumerate(rows):
         if not isinstance(r, Mapping):
-            raise ConfigurationError(f"a row or key of table {table} is a mapping of column -> value, "
-                                     f"not {type(r).__name__}")
+            raise ConfigurationError(
+                f"a row or key of table {table} is a mapping of column -> value, not {type(r).__name__}"
+            )
         groups.setdefault(tuple(r), []).append(i)
     masks: list[bytes] = [b""] * len(rows)
     tuples: list[bytes] = [b""] * len(rows)
@@ -120,8 +136,9 @@ def _group(schema: TableSchema, rows: Sequence[Mapping[str, Any]], table: str) -
     return EncodedTuples(masks, tuples, hashes)
 
 
-def tuples_request(table_id: int, tx: int | None, schema_version: int, enc: EncodedTuples, *,
-                   single: bool = False) -> bytes:
+def tuples_request(
+    table_id: int, tx: int | None, schema_version: int, enc: EncodedTuples, *, single: bool = False
+) -> bytes:
     """The body of a tuple request: one tuple (``single``) or a count and the tuples."""
     w = Writer().values(table_id, tx, schema_version)
     if single:

@@ -129,9 +129,7 @@ class BinaryDecoder:
         """Decode the single value starting at ``pos``."""
         return self.decode_at(data, pos, end)[0]
 
-    def decode_at(
-        self, data: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None
-    ) -> tuple[Any, int]:
+    def decode_at(self, data: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None) -> tuple[Any, int]:
         """Decode the value at ``pos``; return it and the offset just past it.
 
         Each call is its own handle scope, as each ``writeObject`` is in Java.
@@ -148,8 +146,16 @@ class BinaryDecoder:
             return self._read(pos)
         except ProtocolError:
             raise
-        except (struct.error, IndexError, ValueError, OverflowError, TypeError, RecursionError,
-                UnicodeError, decimal.InvalidOperation) as exc:
+        except (
+            struct.error,
+            IndexError,
+            ValueError,
+            OverflowError,
+            TypeError,
+            RecursionError,
+            UnicodeError,
+            decimal.InvalidOperation,
+        ) as exc:
             raise ProtocolError(f"malformed binary value at offset {pos}: {exc}") from exc
         finally:
             self._buf, self._end, self._full_end, self._handles, self._depth = saved

@@ -378,9 +378,7 @@ class BinaryEncoder:
             if arr.ndim != 1:
                 raise _bad(value, code, "only 1-D arrays have an Ignite array type")
             if arr.dtype != dtype:
-                same_width_int = (
-                    arr.dtype.kind in "iu" and dtype.kind in "iu" and arr.dtype.itemsize == dtype.itemsize
-                )
+                same_width_int = arr.dtype.kind in "iu" and dtype.kind in "iu" and arr.dtype.itemsize == dtype.itemsize
                 arr = arr.astype(dtype.newbyteorder("<")) if not same_width_int else arr.view(dtype)
         else:
             arr = np.asarray(list(value), dtype=dtype)

@@ -52,5 +52,16 @@ from tensorflow_ignite.protocol.columns.plan import (
 )
 from tensorflow_ignite.protocol.types import WIDENING
 
-__all__ = ["FieldPlan", "PagePlan", "Column", "FieldTypeError", "WIDENING", "decode_page", "scalar", "obj",
-           "value_offsets", "value_end", "take"]
+__all__ = [
+    "FieldPlan",
+    "PagePlan",
+    "Column",
+    "FieldTypeError",
+    "WIDENING",
+    "decode_page",
+    "scalar",
+    "obj",
+    "value_offsets",
+    "value_end",
+    "take",
+]

@@ -56,8 +56,12 @@ _NS_MAX = divmod(2**63 - 1, 1_000_000)
 
 def _ns_out_of_range(ms: np.ndarray, sub_ms: np.ndarray | int = 0) -> np.ndarray:
     """Where ``ms * 1e6 + sub_ms`` (``sub_ms`` in [0, 1e6)) does not fit an int64: raise, never wrap."""
-    return ((ms < _NS_MIN[0]) | (ms > _NS_MAX[0]) | ((ms == _NS_MIN[0]) & (sub_ms < _NS_MIN[1]))
-            | ((ms == _NS_MAX[0]) & (sub_ms > _NS_MAX[1])))
+    return (
+        (ms < _NS_MIN[0])
+        | (ms > _NS_MAX[0])
+        | ((ms == _NS_MIN[0]) & (sub_ms < _NS_MIN[1]))
+        | ((ms == _NS_MAX[0]) & (sub_ms > _NS_MAX[1]))
+    )
 
 
 def _timestamp_range_error(path: str, row: int, ms: int, code: int) -> FieldTypeError:
@@ -67,9 +71,12 @@ def _timestamp_range_error(path: str, row: int, ms: int, code: int) -> FieldType
         when = (_dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=ms)).isoformat(timespec="milliseconds")
     except OverflowError:
         when = f"{ms} ms after the epoch"
-    return FieldTypeError(path, row, f"{type_label(code)} {when}, outside the int64 nanoseconds of a timestamp "
-                          "tensor (1677-09-21..2262-04-11)", type_label(TypeCode.TIMESTAMP))
-
+    return FieldTypeError(
+        path,
+        row,
+        f"{type_label(code)} {when}, outside the int64 nanoseconds of a timestamp tensor (1677-09-21..2262-04-11)",
+        type_label(TypeCode.TIMESTAMP),
+    )
 
 
 def _step(idx: np.ndarray) -> int | None:
@@ -145,8 +152,7 @@ class _Layout:
         return bool((rows[:, self.fixed_idx] == self.fixed_ref).all())
 
     @classmethod
-    def of(cls, row: memoryview, plan: PagePlan, resolver: SchemaResolver | None,
-           starts: list[int]) -> _Layout | None:
+    def of(cls, row: memoryview, plan: PagePlan, resolver: SchemaResolver | None, starts: list[int]) -> _Layout | None:
         """The layout of one row (``row`` is exactly one row), or None if it has nulls."""
         dec = _PageDecoder(row, 1, plan, resolver)
         dec.trace = []
@@ -162,12 +168,12 @@ class _Layout:
                 size = fplan.fixed_length * ARRAY_DTYPES[code].itemsize
             else:
                 size = FIXED_WIRE[code][0]
-            varying[off:off + size] = True
+            varying[off : off + size] = True
         # Values the plan skips (e.g. keys of a value-only read) may differ per row too.
         for start, vplan in zip(starts, plan.values):
             code = row[start]
             if vplan is None and code in _VALUE_SIZE:
-                varying[start + 1:start + _VALUE_SIZE[code]] = True
+                varying[start + 1 : start + _VALUE_SIZE[code]] = True
         fixed_idx = np.flatnonzero(~varying)
         page = np.frombuffer(row, dtype=np.uint8)
         leaves = [t for t in dec.trace if t[0] != "hash"]
@@ -197,7 +203,11 @@ class _PageDecoder:
     """State of one :func:`decode_page` call."""
 
     def __init__(
-        self, region: memoryview, row_count: int, plan: PagePlan, schema_resolver: SchemaResolver | None,
+        self,
+        region: memoryview,
+        row_count: int,
+        plan: PagePlan,
+        schema_resolver: SchemaResolver | None,
         pool: BufferPool | None = None,
     ) -> None:
         self.pool = pool
@@ -268,7 +278,7 @@ class _PageDecoder:
         n = self.n
         if n == 1:
             return True
-        rows = self.page[:n * row_len].reshape(n, row_len)
+        rows = self.page[: n * row_len].reshape(n, row_len)
         for start in first:
             code = int(rows[0, start])
             if not np.all(rows[:, start] == code):
@@ -368,8 +378,9 @@ class _PageDecoder:
                 k = plan.fixed_length
                 assert k is not None
                 width = k * dtype.itemsize
-                view = np.lib.stride_tricks.as_strided(page[off:], shape=(n, width), strides=(row_len, 1),
-                                                       writeable=False)
+                view = np.lib.stride_tricks.as_strided(
+                    page[off:], shape=(n, width), strides=(row_len, 1), writeable=False
+                )
                 raw = aligned_empty((n, width), np.uint8, self.pool)
                 np.copyto(raw, view)
                 out = raw.view(dtype if dtype.kind != "b" else np.uint8).reshape(n, k)
@@ -391,7 +402,6 @@ class _PageDecoder:
             self.trace.append(("array", path, plan, int(p[0]) + 5, code))
         else:
             self.traceable = False
-
 
     def codes_at(self, pos: np.ndarray, valid: np.ndarray, path: str) -> tuple[np.ndarray, np.ndarray]:
         """Type codes at ``pos`` after following handles; returns (pos, codes) for valid rows."""
@@ -432,8 +442,9 @@ class _PageDecoder:
             row = int(bad[0])
             raise FieldTypeError(path, row, type_label(int(codes[row])), type_label(plan.type_code))
 
-    def convert(self, plan: FieldPlan, pos: np.ndarray, codes: np.ndarray, valid: np.ndarray, path: str,
-                rows: np.ndarray) -> None:
+    def convert(
+        self, plan: FieldPlan, pos: np.ndarray, codes: np.ndarray, valid: np.ndarray, path: str, rows: np.ndarray
+    ) -> None:
         """Decode a column some of whose rows hold another type than the plan's.
 
         Rows of a type that widens losslessly to the plan's (:data:`WIDENING`)
@@ -464,7 +475,7 @@ class _PageDecoder:
                 if code == _OPT:
                     q = int(pos[r]) + 1
                     length = I32.unpack_from(self.region, q)[0]
-                    found = f"{found}: {describe_java_object(bytes(self.region[q + 4:q + 4 + length]))}"
+                    found = f"{found}: {describe_java_object(bytes(self.region[q + 4 : q + 4 + length]))}"
                 else:
                     found = f"{found}: {value!r}"
                 raise FieldTypeError(path, r, found, type_label(target))
@@ -479,8 +490,9 @@ class _PageDecoder:
         if not plan.nullable:
             col.mask = None
 
-    def java_times(self, target: int, pos: np.ndarray, codes: np.ndarray,
-                   rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def java_times(
+        self, target: int, pos: np.ndarray, codes: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Rows among ``rows`` holding a Java-serialized date/time that fits ``target``, and their values.
 
         Every row of an SQL ``DATE`` column, so decoded for all rows at once;
@@ -505,8 +517,9 @@ class _PageDecoder:
             value = np.where(ok & (kind == KIND_DATE), value * 1_000_000, value)
         return opt[ok], value[ok]
 
-    def emit(self, path: str, plan: FieldPlan, values: np.ndarray, present: np.ndarray,
-             row_splits: np.ndarray | None = None) -> None:
+    def emit(
+        self, path: str, plan: FieldPlan, values: np.ndarray, present: np.ndarray, row_splits: np.ndarray | None = None
+    ) -> None:
         if plan.dtype is not None and values.dtype != object:
             target = np.dtype(plan.dtype)
             values = values.view(target) if target.itemsize == values.dtype.itemsize else values.astype(target)
@@ -589,8 +602,9 @@ class _PageDecoder:
             raise ProtocolError(f"{path}: length outside the page")
         return lens
 
-    def bytes_column(self, plan: FieldPlan, path: str, p: np.ndarray, sel: np.ndarray, present: np.ndarray,
-                     item: int) -> None:
+    def bytes_column(
+        self, plan: FieldPlan, path: str, p: np.ndarray, sel: np.ndarray, present: np.ndarray, item: int
+    ) -> None:
         lens = self.lengths(p, item, path)
         starts = (p + 5).tolist()
         ends = (p + 5 + lens * item).tolist()
@@ -600,8 +614,9 @@ class _PageDecoder:
         out[sel] = [data[a:b] for a, b in zip(starts, ends)]
         self.emit(path, plan, out, present)
 
-    def array_column(self, plan: FieldPlan, path: str, p: np.ndarray, sel: np.ndarray, present: np.ndarray,
-                     dtype: np.dtype) -> None:
+    def array_column(
+        self, plan: FieldPlan, path: str, p: np.ndarray, sel: np.ndarray, present: np.ndarray, dtype: np.dtype
+    ) -> None:
         item = dtype.itemsize
         lens = self.lengths(p, item, path)
         n = self.n
@@ -617,7 +632,7 @@ class _PageDecoder:
                 # Evenly spaced rows (the common case): a strided view and one copy.
                 stride = int(steps[0]) if n > 1 else k * item
                 view = np.lib.stride_tricks.as_strided(
-                    self.page[int(first[0]):], shape=(n, k * item), strides=(stride, 1), writeable=False
+                    self.page[int(first[0]) :], shape=(n, k * item), strides=(stride, 1), writeable=False
                 )
                 raw = aligned_empty((n, k * item), np.uint8, self.pool)
                 np.copyto(raw, view)
@@ -627,7 +642,7 @@ class _PageDecoder:
                 out.fill(0)
                 if sel.size:
                     data = self.data
-                    blob = b"".join(data[a:a + k * item] for a in first.tolist())
+                    blob = b"".join(data[a : a + k * item] for a in first.tolist())
                     out[sel] = np.frombuffer(blob, dtype=out_dtype).reshape(len(sel), k)
             if dtype.kind == "b":
                 out = out != 0
@@ -645,8 +660,7 @@ class _PageDecoder:
         self.emit(path, plan, values, present, splits)
 
     # ------------------------------------------------------------ objects
-    def object_slot(self, plan: FieldPlan, pos: np.ndarray, codes: np.ndarray, valid: np.ndarray,
-                    path: str) -> None:
+    def object_slot(self, plan: FieldPlan, pos: np.ndarray, codes: np.ndarray, valid: np.ndarray, path: str) -> None:
         present = self.nulls(plan, valid, codes, path)
         ok = (codes == _OBJ) | (codes == _WRAPPED)
         self.mismatch(path, plan, codes, present, ok)
@@ -691,14 +705,24 @@ class _PageDecoder:
                 inverse = inverse.reshape(-1)
                 groups = [(uniq[g], np.flatnonzero(inverse == g)) for g in range(len(uniq))]
             for key, members in groups:
-                self.object_group(plan, path, key, sel[members], p[members], total[members], soff[members],
-                                  field_pos, field_ok)
+                self.object_group(
+                    plan, path, key, sel[members], p[members], total[members], soff[members], field_pos, field_ok
+                )
         for f in plan.fields:
             self.slot(f, field_pos[f.name], field_ok[f.name], f"{path}.{f.name}")
 
-    def object_group(self, plan: FieldPlan, path: str, key: np.ndarray, rows: np.ndarray, p: np.ndarray,
-                     total: np.ndarray, soff: np.ndarray, field_pos: dict[str, np.ndarray],
-                     field_ok: dict[str, np.ndarray]) -> None:
+    def object_group(
+        self,
+        plan: FieldPlan,
+        path: str,
+        key: np.ndarray,
+        rows: np.ndarray,
+        p: np.ndarray,
+        total: np.ndarray,
+        soff: np.ndarray,
+        field_pos: dict[str, np.ndarray],
+        field_ok: dict[str, np.ndarray],
+    ) -> None:
         tid, sid, flags = (int(x) for x in key)
         if plan.type_id is not None and tid != plan.type_id:
             raise SchemaError(
@@ -798,9 +822,7 @@ def value_offsets(region: bytes | bytearray | memoryview, row_count: int, values
     if view.ndim != 1 or view.itemsize != 1:
         view = view.cast("B")
     if row_count < 0 or row_count * values_per_row > len(view):
-        raise ProtocolError(
-            f"page claims {row_count} rows of {values_per_row} values but holds only {len(view)} bytes"
-        )
+        raise ProtocolError(f"page claims {row_count} rows of {values_per_row} values but holds only {len(view)} bytes")
     try:
         return _PageDecoder(view, row_count, PagePlan((None,) * values_per_row), None).locate()
     except (IndexError, ValueError, struct.error, OverflowError) as exc:

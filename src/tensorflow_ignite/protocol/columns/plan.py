@@ -26,7 +26,7 @@ def widen(value: Any, target: int) -> Any:
             return value.millis
         if target == TypeCode.TIMESTAMP and type(value) in (Date, Timestamp):
             ns = value.epoch_ms * 1_000_000 if type(value) is Date else value.epoch_ns
-            return ns if -2**63 <= ns < 2**63 else None  # int64 nanoseconds reach the years 1677..2262
+            return ns if -(2**63) <= ns < 2**63 else None  # int64 nanoseconds reach the years 1677..2262
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None

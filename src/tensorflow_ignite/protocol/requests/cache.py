@@ -50,40 +50,73 @@ def _keys_op(
 
 
 def cache_get(
-    request_id: int, cache_id: int, key: Any, *, key_type: int | None = None,
-    opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    *,
+    key_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_GET (1000): key; answer: value or null."""
     return _key_op(Op.CACHE_GET, request_id, cache_id, [(key, key_type)], opts, encoder)
 
 
 def cache_put(
-    request_id: int, cache_id: int, key: Any, value: Any, *, key_type: int | None = None,
-    value_type: int | None = None, opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    value: Any,
+    *,
+    key_type: int | None = None,
+    value_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_PUT (1001): key, value; empty answer."""
     return _key_op(Op.CACHE_PUT, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder)
 
 
 def cache_put_if_absent(
-    request_id: int, cache_id: int, key: Any, value: Any, *, key_type: int | None = None,
-    value_type: int | None = None, opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    value: Any,
+    *,
+    key_type: int | None = None,
+    value_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_PUT_IF_ABSENT (1002): key, value; answer: bool."""
     return _key_op(Op.CACHE_PUT_IF_ABSENT, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder)
 
 
 def cache_get_and_put(
-    request_id: int, cache_id: int, key: Any, value: Any, *, key_type: int | None = None,
-    value_type: int | None = None, opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    value: Any,
+    *,
+    key_type: int | None = None,
+    value_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_GET_AND_PUT (1005): key, value; answer: previous value."""
     return _key_op(Op.CACHE_GET_AND_PUT, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder)
 
 
 def cache_get_and_replace(
-    request_id: int, cache_id: int, key: Any, value: Any, *, key_type: int | None = None,
-    value_type: int | None = None, opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    value: Any,
+    *,
+    key_type: int | None = None,
+    value_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_GET_AND_REPLACE (1006): key, value; answer: previous value."""
     return _key_op(
@@ -92,8 +125,15 @@ def cache_get_and_replace(
 
 
 def cache_get_and_put_if_absent(
-    request_id: int, cache_id: int, key: Any, value: Any, *, key_type: int | None = None,
-    value_type: int | None = None, opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    value: Any,
+    *,
+    key_type: int | None = None,
+    value_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_GET_AND_PUT_IF_ABSENT (1008): key, value; answer: previous value."""
     return _key_op(
@@ -102,59 +142,105 @@ def cache_get_and_put_if_absent(
 
 
 def cache_replace(
-    request_id: int, cache_id: int, key: Any, value: Any, *, key_type: int | None = None,
-    value_type: int | None = None, opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    value: Any,
+    *,
+    key_type: int | None = None,
+    value_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_REPLACE (1009): key, value; answer: bool."""
     return _key_op(Op.CACHE_REPLACE, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder)
 
 
 def cache_replace_if_equals(
-    request_id: int, cache_id: int, key: Any, old_value: Any, new_value: Any, *, key_type: int | None = None,
-    value_type: int | None = None, opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    old_value: Any,
+    new_value: Any,
+    *,
+    key_type: int | None = None,
+    value_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_REPLACE_IF_EQUALS (1010): key, old value, new value; answer: bool."""
     return _key_op(
-        Op.CACHE_REPLACE_IF_EQUALS, request_id, cache_id,
-        [(key, key_type), (old_value, value_type), (new_value, value_type)], opts, encoder,
+        Op.CACHE_REPLACE_IF_EQUALS,
+        request_id,
+        cache_id,
+        [(key, key_type), (old_value, value_type), (new_value, value_type)],
+        opts,
+        encoder,
     )
 
 
 def cache_get_and_remove(
-    request_id: int, cache_id: int, key: Any, *, key_type: int | None = None,
-    opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    *,
+    key_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_GET_AND_REMOVE (1007): key; answer: previous value."""
     return _key_op(Op.CACHE_GET_AND_REMOVE, request_id, cache_id, [(key, key_type)], opts, encoder)
 
 
 def cache_contains_key(
-    request_id: int, cache_id: int, key: Any, *, key_type: int | None = None,
-    opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    *,
+    key_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_CONTAINS_KEY (1011): key; answer: bool."""
     return _key_op(Op.CACHE_CONTAINS_KEY, request_id, cache_id, [(key, key_type)], opts, encoder)
 
 
 def cache_clear_key(
-    request_id: int, cache_id: int, key: Any, *, key_type: int | None = None,
-    opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    *,
+    key_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_CLEAR_KEY (1014): key; empty answer."""
     return _key_op(Op.CACHE_CLEAR_KEY, request_id, cache_id, [(key, key_type)], opts, encoder)
 
 
 def cache_remove_key(
-    request_id: int, cache_id: int, key: Any, *, key_type: int | None = None,
-    opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    *,
+    key_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_REMOVE_KEY (1016): key; answer: bool."""
     return _key_op(Op.CACHE_REMOVE_KEY, request_id, cache_id, [(key, key_type)], opts, encoder)
 
 
 def cache_remove_if_equals(
-    request_id: int, cache_id: int, key: Any, value: Any, *, key_type: int | None = None,
-    value_type: int | None = None, opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    value: Any,
+    *,
+    key_type: int | None = None,
+    value_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_REMOVE_IF_EQUALS (1017): key, value; answer: bool."""
     return _key_op(
@@ -163,40 +249,65 @@ def cache_remove_if_equals(
 
 
 def cache_get_all(
-    request_id: int, cache_id: int, keys: Iterable[Any], *, key_type: int | None = None,
-    opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    keys: Iterable[Any],
+    *,
+    key_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_GET_ALL (1003): int count, keys; answer: int count, (key, value) pairs."""
     return _keys_op(Op.CACHE_GET_ALL, request_id, cache_id, keys, key_type, opts, encoder)
 
 
 def cache_contains_keys(
-    request_id: int, cache_id: int, keys: Iterable[Any], *, key_type: int | None = None,
-    opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    keys: Iterable[Any],
+    *,
+    key_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_CONTAINS_KEYS (1012): int count, keys; answer: bool."""
     return _keys_op(Op.CACHE_CONTAINS_KEYS, request_id, cache_id, keys, key_type, opts, encoder)
 
 
 def cache_clear_keys(
-    request_id: int, cache_id: int, keys: Iterable[Any], *, key_type: int | None = None,
-    opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    keys: Iterable[Any],
+    *,
+    key_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_CLEAR_KEYS (1015): int count, keys; empty answer."""
     return _keys_op(Op.CACHE_CLEAR_KEYS, request_id, cache_id, keys, key_type, opts, encoder)
 
 
 def cache_remove_keys(
-    request_id: int, cache_id: int, keys: Iterable[Any], *, key_type: int | None = None,
-    opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    keys: Iterable[Any],
+    *,
+    key_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_REMOVE_KEYS (1018): int count, keys; empty answer."""
     return _keys_op(Op.CACHE_REMOVE_KEYS, request_id, cache_id, keys, key_type, opts, encoder)
 
 
 def cache_put_all(
-    request_id: int, cache_id: int, entries: Mapping[Any, Any] | Iterable[tuple[Any, Any]], *,
-    key_type: int | None = None, value_type: int | None = None, opts: CacheOptions | None = None,
+    request_id: int,
+    cache_id: int,
+    entries: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
+    *,
+    key_type: int | None = None,
+    value_type: int | None = None,
+    opts: CacheOptions | None = None,
     encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_PUT_ALL (1004): int count, (key, value) pairs; empty answer."""
@@ -250,7 +361,7 @@ def cache_put_bytes_head_into(buffer: bytearray, end: int, cache_id: int, key: s
     p += _CACHE_HEAD.size
     _STRING_HEAD.pack_into(buffer, p, TypeCode.STRING, len(kb))
     p += _STRING_HEAD.size
-    buffer[p:p + len(kb)] = kb
+    buffer[p : p + len(kb)] = kb
     p += len(kb)
     _STRING_HEAD.pack_into(buffer, p, TypeCode.BYTE_ARR, length)
     return start
@@ -284,8 +395,14 @@ def cache_get_size(
 
 
 def cache_local_peek(
-    request_id: int, cache_id: int, key: Any, peek_modes: Iterable[int] = (PeekMode.ALL,), *,
-    key_type: int | None = None, opts: CacheOptions | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    cache_id: int,
+    key: Any,
+    peek_modes: Iterable[int] = (PeekMode.ALL,),
+    *,
+    key_type: int | None = None,
+    opts: CacheOptions | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_LOCAL_PEEK (1021): key, int count, byte peek modes; answer: value."""
     enc = _enc(encoder)
@@ -352,7 +469,10 @@ def cache_destroy(request_id: int, cache_id: int) -> bytes:
 
 
 def cache_partitions(
-    request_id: int, cache_ids: Iterable[int], *, features: Iterable[int] = DEFAULT_FEATURES,
+    request_id: int,
+    cache_ids: Iterable[int],
+    *,
+    features: Iterable[int] = DEFAULT_FEATURES,
     custom_mappings: bool = False,
 ) -> bytes:
     """OP_CACHE_PARTITIONS (1101): [bool custom mappings], int count, int cache ids.

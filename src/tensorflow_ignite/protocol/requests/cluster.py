@@ -15,8 +15,11 @@ from .common import _enc
 
 # ------------------------------------------------------------- transactions
 def tx_start(
-    request_id: int, concurrency: int = TxConcurrency.PESSIMISTIC, isolation: int = TxIsolation.REPEATABLE_READ,
-    timeout_ms: int = 0, label: str | None = None,
+    request_id: int,
+    concurrency: int = TxConcurrency.PESSIMISTIC,
+    isolation: int = TxIsolation.REPEATABLE_READ,
+    timeout_ms: int = 0,
+    label: str | None = None,
 ) -> bytes:
     """OP_TX_START (4000): byte concurrency, byte isolation, long timeout, string label; answer: int tx id."""
     w = start_request(Op.TX_START, request_id)
@@ -49,8 +52,12 @@ def cluster_change_state(request_id: int, state: int = ClusterState.ACTIVE) -> b
 
 
 def cluster_group_get_node_ids(
-    request_id: int, topology_version: int = -1, *, attributes: Mapping[str, Any] | None = None,
-    server_nodes: bool | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    topology_version: int = -1,
+    *,
+    attributes: Mapping[str, Any] | None = None,
+    server_nodes: bool | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CLUSTER_GROUP_GET_NODE_IDS (5100): long known topology version, projection.
 
@@ -87,8 +94,14 @@ def cluster_group_get_node_info(request_id: int, node_ids: Sequence[_uuid.UUID])
 
 # ------------------------------------------------------- compute and services
 def compute_task_execute(
-    request_id: int, task_name: str, arg: Any = None, *, node_ids: Sequence[_uuid.UUID] = (), flags: int = 0,
-    timeout_ms: int = 0, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    task_name: str,
+    arg: Any = None,
+    *,
+    node_ids: Sequence[_uuid.UUID] = (),
+    flags: int = 0,
+    timeout_ms: int = 0,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_COMPUTE_TASK_EXECUTE (6000): node ids, byte flags, long timeout, string task, object arg.
 
@@ -105,9 +118,17 @@ def compute_task_execute(
 
 
 def service_invoke(
-    request_id: int, service_name: str, method: str, args: Sequence[Any] = (), *, flags: int = 0,
-    timeout_ms: int = 0, node_ids: Sequence[_uuid.UUID] = (), param_type_ids: Sequence[int] | None = None,
-    call_attributes: Mapping[str, Any] | None = None, features: Iterable[int] = DEFAULT_FEATURES,
+    request_id: int,
+    service_name: str,
+    method: str,
+    args: Sequence[Any] = (),
+    *,
+    flags: int = 0,
+    timeout_ms: int = 0,
+    node_ids: Sequence[_uuid.UUID] = (),
+    param_type_ids: Sequence[int] | None = None,
+    call_attributes: Mapping[str, Any] | None = None,
+    features: Iterable[int] = DEFAULT_FEATURES,
     encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_SERVICE_INVOKE (7000) (``ClientServiceInvokeRequest``).
@@ -140,8 +161,9 @@ def service_invoke(
 
 
 # ------------------------------------------------------------- data streamer
-def _entries(w: ByteWriter, entries: Iterable[tuple[Any, Any]], enc: BinaryEncoder,
-             key_type: int | None, value_type: int | None) -> None:
+def _entries(
+    w: ByteWriter, entries: Iterable[tuple[Any, Any]], enc: BinaryEncoder, key_type: int | None, value_type: int | None
+) -> None:
     pairs = list(entries.items()) if isinstance(entries, Mapping) else list(entries)
     w.i32(len(pairs))
     for k, v in pairs:
@@ -150,9 +172,17 @@ def _entries(w: ByteWriter, entries: Iterable[tuple[Any, Any]], enc: BinaryEncod
 
 
 def data_streamer_start(
-    request_id: int, cache_id: int, entries: Iterable[tuple[Any, Any]] = (), *, flags: int = 0,
-    per_node_buffer_size: int = -1, per_thread_buffer_size: int = -1, receiver: Any = None,
-    receiver_platform: int = 1, key_type: int | None = None, value_type: int | None = None,
+    request_id: int,
+    cache_id: int,
+    entries: Iterable[tuple[Any, Any]] = (),
+    *,
+    flags: int = 0,
+    per_node_buffer_size: int = -1,
+    per_thread_buffer_size: int = -1,
+    receiver: Any = None,
+    receiver_platform: int = 1,
+    key_type: int | None = None,
+    value_type: int | None = None,
     encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_DATA_STREAMER_START (8000): int cache id, byte flags, int per-node and
@@ -177,8 +207,14 @@ def data_streamer_start(
 
 
 def data_streamer_add_data(
-    request_id: int, streamer_id: int, entries: Iterable[tuple[Any, Any]] = (), *, flags: int = 0,
-    key_type: int | None = None, value_type: int | None = None, encoder: BinaryEncoder | None = None,
+    request_id: int,
+    streamer_id: int,
+    entries: Iterable[tuple[Any, Any]] = (),
+    *,
+    flags: int = 0,
+    key_type: int | None = None,
+    value_type: int | None = None,
+    encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_DATA_STREAMER_ADD_DATA (8001): long streamer id, byte flags, int count, entries."""
     w = start_request(Op.DATA_STREAMER_ADD_DATA, request_id)

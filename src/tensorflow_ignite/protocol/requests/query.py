@@ -13,8 +13,15 @@ from .common import CacheOptions, _enc, cache_header
 
 # ------------------------------------------------------------------ queries
 def query_scan(
-    request_id: int, cache_id: int, *, page_size: int = 1024, partition: int = -1, local: bool = False,
-    filter: Any = None, filter_platform: int = 1, opts: CacheOptions | None = None,
+    request_id: int,
+    cache_id: int,
+    *,
+    page_size: int = 1024,
+    partition: int = -1,
+    local: bool = False,
+    filter: Any = None,
+    filter_platform: int = 1,
+    opts: CacheOptions | None = None,
     encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_QUERY_SCAN (2000): filter object (null), [byte platform], int page size, int partition, bool local.
@@ -46,12 +53,27 @@ def query_scan_cursor_get_page(request_id: int, cursor_id: int) -> bytes:
 
 
 def query_sql_fields(
-    request_id: int, cache_id: int, sql: str, args: Sequence[Any] = (), *, schema: str | None = None,
-    page_size: int = 1024, max_rows: int = -1, statement_type: int = StatementType.ANY,
-    distributed_joins: bool = False, local: bool = False, replicated_only: bool = False,
-    enforce_join_order: bool = False, collocated: bool = False, lazy: bool = False, timeout_ms: int = 0,
-    include_field_names: bool = True, partitions: Sequence[int] | None = None, update_batch_size: int = 1,
-    features: Iterable[int] = DEFAULT_FEATURES, opts: CacheOptions | None = None,
+    request_id: int,
+    cache_id: int,
+    sql: str,
+    args: Sequence[Any] = (),
+    *,
+    schema: str | None = None,
+    page_size: int = 1024,
+    max_rows: int = -1,
+    statement_type: int = StatementType.ANY,
+    distributed_joins: bool = False,
+    local: bool = False,
+    replicated_only: bool = False,
+    enforce_join_order: bool = False,
+    collocated: bool = False,
+    lazy: bool = False,
+    timeout_ms: int = 0,
+    include_field_names: bool = True,
+    partitions: Sequence[int] | None = None,
+    update_batch_size: int = 1,
+    features: Iterable[int] = DEFAULT_FEATURES,
+    opts: CacheOptions | None = None,
     encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_QUERY_SQL_FIELDS (2004) (``ClientCacheSqlFieldsQueryRequest``).
