@@ -7,6 +7,7 @@ processes it started are gone.  Every wait is bounded.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -27,10 +28,18 @@ from tensorflow_ignite.testing.waiting import wait_for
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
 
+def _as_from_a_terminal() -> None:
+    # A command typed in a terminal starts with SIGINT's default disposition, so Python turns Ctrl+C into
+    # KeyboardInterrupt. A test run started in the background by a shell without job control (`cmd &` in a
+    # script, as a CI runner may) ignores SIGINT, and its children inherit that: Python then leaves SIGINT
+    # ignored, and the SIGINT cases would test nohup's semantics instead of Ctrl+C's.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def ignite_tf(*args: str) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.Popen([sys.executable, "-m", "tensorflow_ignite.cli.main", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=_as_from_a_terminal)
 
 
 def read_until(proc: subprocess.Popen[bytes], text: str, timeout: float) -> str:
@@ -58,8 +67,12 @@ def finish(proc: subprocess.Popen[bytes], timeout: float = 120) -> str:
     try:
         rest, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        left = children(proc.pid)  # a child left running would hold the pipe open: no end of output
         proc.kill()
-        rest, _ = proc.communicate()
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        rest, _ = proc.communicate(timeout=30)
         pytest.fail(f"the command did not exit within {timeout:.0f}s of the signal:\n"
                     f"{rest.decode(errors='replace')[-3000:]}")
     return rest.decode(errors="replace")
