@@ -21,6 +21,7 @@ import ctypes
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -32,6 +33,15 @@ pytest_plugins = ["tensorflow_ignite.testing.pytest_plugin"]
 
 #: Frames shown per thread in the condensed native dump.
 _NATIVE_FRAMES = 14
+
+
+# A suite started in the background by a shell without job control (`make test &` in a script, as a CI
+# runner may) inherits SIGINT ignored, and so would every command the tests start: Python leaves an
+# ignored SIGINT ignored, so Ctrl+C (SIGINT) would not stop `ignite-tf tensorboard`, `node start` or the
+# demo, and the tests that check it would hang.  A handler here is reset to the default in every child
+# at exec, as a terminal starts them.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _allow_gdb_to_attach() -> None:
