@@ -85,7 +85,10 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
                                heap_mb=384, region_mb=128, ignite_version="2.17.0", auth=True, sql=True,
                                follow_log=caches, follow_log_retention_s=600)
     try:
-        cluster.start()
+        # A generous deadline: twice, on a machine running two suites at once, these two nodes with
+        # authentication and the follow log took about three minutes to answer their first handshake
+        # (a timeout leaves the nodes' thread dumps beside their logs, named in the error).
+        cluster.start(timeout=360)
         passwords = {u: "pw-" + secrets.token_hex(8) for u in ("alice", "mallory")}
         with IgniteClient(cluster.addresses(), **cluster.client_settings()) as admin:
             for user, password in passwords.items():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -179,6 +180,24 @@ def find_free_port_block(
     raise NodeError(f"no block of {size} free ports found on {host}")
 
 
+def _thread_dump(m: NodeInfo) -> str | None:
+    """Write the Java thread dump of member ``m`` next to its log (``jcmd PID Thread.print``); its path,
+    or None when the JDK's ``jcmd`` is missing or the node does not answer. Diagnostics for a node that
+    runs but is not ready: where its threads wait says why."""
+    jcmd = shutil.which("jcmd")
+    if not m.pid or not m.log or jcmd is None:
+        return None
+    path = Path(m.log).with_name(f"threads-{time.strftime('%Y%m%d-%H%M%S')}.txt")
+    try:
+        with open(path, "wb") as out:
+            done = subprocess.run(
+                [jcmd, str(m.pid), "Thread.print"], stdout=out, stderr=subprocess.STDOUT, timeout=30, check=False
+            )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return str(path) if done.returncode == 0 else None
+
+
 def _log_tail(path: str, lines: int = 30) -> str:
     try:
         text = Path(path).read_text(errors="replace").splitlines()
@@ -238,6 +257,7 @@ class LocalCluster:
     _procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     #: Members stopped on purpose (``kill_node``): not expected in the topology until restarted.
     _down: set[int] = field(default_factory=set, repr=False)
+    _last_probe_error: dict[int, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir).resolve()
@@ -486,9 +506,14 @@ class LocalCluster:
                 return
             if time.monotonic() > deadline:
                 m = next(m for m in self.members if m.index in pending)
+                probe_error = self._last_probe_error.get(m.index)
+                dumps = [d for d in (_thread_dump(x) for x in self.members if x.index in pending) if d]
                 raise NodeError(
                     f"Ignite node {m.name} was not ready after {timeout:.0f}s "
-                    f"(status: {m.status() or 'none yet'}). Last lines of {m.log}:\n{_log_tail(m.log)}"
+                    f"(status: {m.status() or 'none yet'}"
+                    + (f"; its client port's last handshake failed: {probe_error}" if probe_error else "")
+                    + (f"; thread dumps of the nodes not ready: {', '.join(dumps)}" if dumps else "")
+                    + f"). Last lines of {m.log}:\n{_log_tail(m.log)}"
                 )
             time.sleep(delay)  # poll interval, bounded by the deadline above
             delay = min(delay * 1.5, 0.5)
@@ -507,8 +532,10 @@ class LocalCluster:
 
         try:
             probe(node.host, node.client_port, **self.client_settings(), timeout=5.0)
-        except IgniteError:
+        except IgniteError as e:
+            self._last_probe_error[node.index] = f"{type(e).__name__}: {e}"
             return False
+        self._last_probe_error.pop(node.index, None)
         return True
 
     def stop(self, timeout: float = 30.0) -> None:
