@@ -306,6 +306,8 @@ def run_type_writer(
     *,
     table: str | None = None,
     value_type: str | None = None,
+    array_length: int | None = None,
+    misfit_key: int | None = None,
     verify: bool = True,
     addresses: Sequence[str | tuple[str, int]] | None = None,
     timeout: float = 300.0,
@@ -313,7 +315,10 @@ def run_type_writer(
     """Write ``n`` entries with Ignite's Java thin client; return the expected records.
 
     Cache mode: keys ``0..n-1`` of cache ``cache`` (created if missing) get binary
-    objects of type ``AllTypes`` with a field of every Ignite type.  SQL mode: a table
+    objects of type ``AllTypes`` with a field of every Ignite type.  Its primitive arrays
+    (``f_bytes`` .. ``f_bools``) hold ``3 * key`` elements, or ``array_length`` in every key
+    (fixed-length arrays: ``float[64]`` pixels as applications write them) but ``misfit_key``,
+    whose arrays hold ``array_length - 1`` (a row that does not fit).  SQL mode: a table
     (default name: ``cache``) with a column of every SQL type, stored in cache
     ``cache``, rows ``ID = 0..n-1`` with rotating NULLs.  One dict per key::
 
@@ -329,6 +334,10 @@ def run_type_writer(
             args += ["--table", table]
         if value_type is not None:
             args += ["--value-type", value_type]
+    if array_length is not None:
+        args += ["--array-length", str(array_length)]
+        if misfit_key is not None:
+            args += ["--misfit-key", str(misfit_key)]
     if not verify:
         args.append("--no-verify")
     # C1 only: the writer does little work, so JIT warm-up would cost more than it saves.
@@ -343,10 +352,13 @@ def run_thick_client_writer(
     work_dir: str | os.PathLike[str],
     count: int = 20,
     stream_count: int = 500,
+    array_length: int | None = None,
     host: str = "127.0.0.1",
     timeout: float = 300.0,
 ) -> list[dict[str, Any]]:
-    """Write five caches ``<prefix>_put|_stream|_nested|_sql|_mixed`` with a Java thick client.
+    """Write five caches ``<prefix>_put|_stream|_nested|_sql|_mixed`` with a Java thick client,
+    and with ``array_length`` a sixth, ``<prefix>_digits``: ``stream_count`` POJOs ``{label: long,
+    pixels: float[L], weights: double[L], counts: long[L]}`` (``L = array_length`` in every entry).
 
     The client is a client-mode Ignite node that joins the cluster through its
     ``discovery`` addresses (``"host:port"``, e.g. ``LocalCluster.discovery_addresses()``)
@@ -364,6 +376,8 @@ def run_thick_client_writer(
     build_java_tools()
     args = [*_thick_client_args(discovery, host, work_dir),
             "--prefix", prefix, "--count", str(count), "--stream-count", str(stream_count)]
+    if array_length is not None:
+        args += ["--array-length", str(array_length)]
     jvm = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms64m", "-Xmx256m", *THICK_CLIENT_PROPERTIES]
     return _run("ThickClientWriter", args, jvm_options=jvm, timeout=timeout,
                 classpath=_thick_client_classpath(ignite_classpath))

@@ -40,7 +40,7 @@ import org.apache.ignite.spi.discovery.tcp.ipfinder.vm.TcpDiscoveryVmIpFinder;
  * <pre>
  * java $OPENS -cp 'target/tensorflow-ignite-bench.jar:IGNITE_LIBS/*' org.tensorflow.ignite.bench.ThickClientWriter \
  *     --discovery 127.0.0.1:47500..47509 --communication-port P --work-dir DIR --prefix NAME \
- *     [--host 127.0.0.1] [--count N] [--stream-count M] [--exit-with PID]
+ *     [--host 127.0.0.1] [--count N] [--stream-count M] [--array-length L] [--exit-with PID]
  * </pre>
  *
  * <p>Run it on the servers' own Ignite jars (a client node must be of the servers' version).
@@ -58,6 +58,9 @@ import org.apache.ignite.spi.discovery.tcp.ipfinder.vm.TcpDiscoveryVmIpFinder;
  *       ({@code setIndexedTypes(Long, Person)}: SQL table {@code "NAME_sql".PERSON}), Long keys 0..N-1</td></tr>
  *   <tr><td>{@code NAME_mixed}</td><td>{@link Measure}, whose {@code Number value} holds a Long,
  *       except for key {@link #MIXED_KEY}, a Double</td></tr>
+ *   <tr><td>{@code NAME_digits}</td><td>only with {@code --array-length L}: {@link Digit}, fixed-length
+ *       primitive arrays of L elements in every entry ({@code float[64]} pixels as an application
+ *       writes digits), by {@code cache.putAll}, Long keys 0..M-1</td></tr>
  * </table>
  *
  * <p>Output line, values encoded as {@link ExpectedJson} documents (of the object as Ignite's binary
@@ -178,6 +181,14 @@ public final class ThickClientWriter {
         Address address;
     }
 
+    /** An image as an application writes one: a label and fixed-length primitive arrays. */
+    public static final class Digit {
+        long label;
+        float[] pixels;
+        double[] weights;
+        long[] counts;
+    }
+
     /** A field whose declared type ({@code Number}) lets rows hold different wire types. */
     public static final class Measure {
         String label;
@@ -186,21 +197,24 @@ public final class ThickClientWriter {
 
     public static void main(String[] argv) {
         Set<String> options = Set.of("--discovery", "--host", "--communication-port", "--work-dir", "--prefix",
-            "--count", "--stream-count", "--exit-with");
+            "--count", "--stream-count", "--array-length", "--exit-with");
         try {
             CliArgs args = CliArgs.parse(argv, options, Set.of());
             String prefix = args.require("--prefix");
             int n = args.getInt("--count", 20);
             int m = args.getInt("--stream-count", 500);
+            int arrayLength = args.getInt("--array-length", 0);
             if (n < 8 || m < 0)
                 throw new CliArgs.UsageException("--count must be >= 8 and --stream-count >= 0");
+            if (args.has("--array-length") && arrayLength < 1)
+                throw new CliArgs.UsageException("--array-length must be >= 1");
             if (args.has("--exit-with"))
                 exitWithOwner(Long.parseLong(args.require("--exit-with")));
             List<Map<String, Object>> records;
             long t0 = System.nanoTime();
             try (Ignite ignite = Ignition.start(configuration(args))) {
                 progress("joined the cluster", t0);
-                records = write(ignite, prefix, n, m, t0);
+                records = write(ignite, prefix, n, m, arrayLength, t0);
                 progress("wrote and verified " + records.size() + " entries", t0);
             }
             progress("left the cluster", t0);
@@ -262,13 +276,18 @@ public final class ThickClientWriter {
         owner.get().onExit().thenRun(() -> Runtime.getRuntime().halt(3));
     }
 
-    static List<Map<String, Object>> write(Ignite ignite, String prefix, int n, int m, long t0) {
+    /** Writes and verifies the caches of the class comment; {@code arrayLength} 0: no {@code _digits} cache. */
+    static List<Map<String, Object>> write(Ignite ignite, String prefix, int n, int m, int arrayLength, long t0) {
         CacheConfiguration<Long, Person> sqlCfg = new CacheConfiguration<>(prefix + "_sql");
         sqlCfg.setIndexedTypes(Long.class, Person.class);
-        // One partition map exchange for all five caches instead of one each.
-        ignite.getOrCreateCaches(List.of(new CacheConfiguration<>(prefix + "_put"),
+        @SuppressWarnings("rawtypes") // getOrCreateCaches takes raw configurations
+        List<CacheConfiguration> configs = new ArrayList<>(List.of(new CacheConfiguration<>(prefix + "_put"),
             new CacheConfiguration<>(prefix + "_stream"), new CacheConfiguration<>(prefix + "_nested"), sqlCfg,
             new CacheConfiguration<>(prefix + "_mixed")));
+        if (arrayLength > 0)
+            configs.add(new CacheConfiguration<>(prefix + "_digits"));
+        // One partition map exchange for all the caches instead of one each.
+        ignite.getOrCreateCaches(configs);
         progress("created the caches", t0);
         List<Map<String, Object>> out = new ArrayList<>();
 
@@ -329,6 +348,16 @@ public final class ThickClientWriter {
         }
         progress("wrote " + mixed.getName(), t0);
         out.addAll(records(ignite, mixed.getName(), written));
+
+        if (arrayLength > 0) {
+            IgniteCache<Long, Digit> digits = ignite.cache(prefix + "_digits");
+            Map<Long, Digit> batch = new LinkedHashMap<>();
+            for (long k = 0; k < m; k++)
+                batch.put(k, digit((int)k, arrayLength));
+            digits.putAll(batch);
+            progress("wrote " + digits.getName(), t0);
+            out.addAll(records(ignite, digits.getName(), new LinkedHashMap<Long, Object>(batch)));
+        }
         return out;
     }
 
@@ -381,6 +410,21 @@ public final class ThickClientWriter {
             r.doubles[j] = j * 0.1 - k;
         r.tags = k % 4 == 0 ? new String[0] : new String[] {"t" + k, "\u00fc" + k};
         return r;
+    }
+
+    /** Digit k: arrays of {@code len} k-dependent values (pixels in [0, 1), like scaled grey levels). */
+    static Digit digit(int k, int len) {
+        Digit d = new Digit();
+        d.label = k % 10;
+        d.pixels = new float[len];
+        d.weights = new double[len];
+        d.counts = new long[len];
+        for (int j = 0; j < len; j++) {
+            d.pixels[j] = (k * 7 + j) % 17 / 16.0f;
+            d.weights[j] = j * 0.25 - k / 3.0;
+            d.counts[j] = (long)k * 1_000_000_007L - j;
+        }
+        return d;
     }
 
     static Basket basket(int k) {

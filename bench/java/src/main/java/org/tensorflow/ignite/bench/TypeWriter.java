@@ -31,13 +31,17 @@ import org.tensorflow.ignite.bench.ExpectedJson.TypedNull;
  *
  * <pre>
  * java -cp 'target/tensorflow-ignite-bench.jar:target/lib/*' org.tensorflow.ignite.bench.TypeWriter \
- *     (--host H --port P | --addresses h:p,...) --cache NAME [--count N] [--sql [--table T]
- *     [--value-type V]] [--no-verify]
+ *     (--host H --port P | --addresses h:p,...) --cache NAME [--count N]
+ *     [--array-length L [--misfit-key K]] [--sql [--table T] [--value-type V]] [--no-verify]
  * </pre>
  *
  * <p><b>Cache mode</b> (default): {@code getOrCreateCache(NAME)}, then keys {@code 0..N-1}
  * (Integer) get values of binary type {@code AllTypes} made with
- * {@code client.binary().builder("AllTypes")}; see {@link #allTypes} for the fields.
+ * {@code client.binary().builder("AllTypes")}; see {@link #allTypes} for the fields. Its primitive
+ * arrays ({@code f_bytes} .. {@code f_bools}) hold {@code 3 * key} elements, or with
+ * {@code --array-length L} exactly L in every key (fixed-length arrays as applications write them:
+ * {@code float[64]} pixels), except key K of {@code --misfit-key K}, whose arrays hold L - 1 (a row
+ * that does not fit a declared shape).
  *
  * <p><b>SQL mode</b> ({@code --sql}, needs a node with an SQL engine): {@code CREATE TABLE T}
  * (default: the cache name) with {@code WITH "CACHE_NAME=NAME,VALUE_TYPE=V"} (default
@@ -64,7 +68,7 @@ public final class TypeWriter {
 
     public static void main(String[] argv) {
         Set<String> options = new HashSet<>(ClientSettings.OPTIONS);
-        options.addAll(Set.of("--cache", "--count", "--table", "--value-type"));
+        options.addAll(Set.of("--cache", "--count", "--table", "--value-type", "--array-length", "--misfit-key"));
         Set<String> flags = new HashSet<>(ClientSettings.FLAGS);
         flags.addAll(Set.of("--sql", "--no-verify"));
         try {
@@ -74,11 +78,19 @@ public final class TypeWriter {
             if (n < 0)
                 throw new CliArgs.UsageException("--count must be >= 0");
             boolean verify = !args.flag("--no-verify");
+            int arrayLength = args.getInt("--array-length", -1);
+            int misfitKey = args.getInt("--misfit-key", -1);
+            if (args.has("--array-length") && arrayLength < 1)
+                throw new CliArgs.UsageException("--array-length must be >= 1");
+            if (args.has("--misfit-key") && (!args.has("--array-length") || misfitKey < 0 || misfitKey >= n))
+                throw new CliArgs.UsageException("--misfit-key needs --array-length and a key in 0..count-1");
+            if (args.flag("--sql") && args.has("--array-length"))
+                throw new CliArgs.UsageException("--array-length applies to cache mode, not --sql");
             try (IgniteClient client = Ignition.startClient(ClientSettings.configuration(args))) {
                 List<Map<String, Object>> records = args.flag("--sql")
                     ? writeSql(client, cache, args.get("--table", cache), args.get("--value-type", "SqlAllTypes"),
                         n, verify)
-                    : writeCache(client, cache, n, verify);
+                    : writeCache(client, cache, n, verify, arrayLength, misfitKey);
                 for (Map<String, Object> r : records)
                     System.out.println(Json.write(r));
                 System.out.flush();
@@ -98,8 +110,12 @@ public final class TypeWriter {
 
     // ---------------------------------------------------------------- cache mode
 
+    /**
+     * Writes keys {@code 0..n-1}; {@code arrayLength} (or -1: {@code 3 * key}) and {@code misfitKey} (or -1)
+     * as {@code --array-length} and {@code --misfit-key} describe.
+     */
     private static List<Map<String, Object>> writeCache(IgniteClient client, String cacheName, int n,
-        boolean verify) {
+        boolean verify, int arrayLength, int misfitKey) {
         Map<String, Integer> enumValues = new LinkedHashMap<>();
         for (int i = 0; i < ENUM_NAMES.length; i++)
             enumValues.put(ENUM_NAMES[i], i);
@@ -109,7 +125,8 @@ public final class TypeWriter {
             client.<Integer, BinaryObject>getOrCreateCache(cacheName).withKeepBinary();
         List<SourceObject> sources = new ArrayList<>();
         for (int k = 0; k < n; k++) {
-            SourceObject src = allTypes(k);
+            int len = arrayLength < 0 ? k * 3 : k == misfitKey ? arrayLength - 1 : arrayLength;
+            SourceObject src = allTypes(k, len);
             sources.add(src);
             cache.put(k, build(client, src));
         }
@@ -126,11 +143,12 @@ public final class TypeWriter {
 
     /**
      * The AllTypes value of key k. Scalars cycle through tables of edge values (minimum,
-     * maximum, zero, non-ASCII, pre-1970 dates...), arrays are k-dependent and empty for k = 0,
+     * maximum, zero, non-ASCII, pre-1970 dates...), arrays are k-dependent, the primitive ones
+     * {@code len} elements long (the writer's default: {@code 3 * k}, empty for k = 0),
      * {@code f_nullable_long} is null for odd keys, and {@code f_optional} exists only for even
      * keys (so the type has two schemas).
      */
-    static SourceObject allTypes(int k) {
+    static SourceObject allTypes(int k, int len) {
         int c = k % 5;
         LinkedHashMap<String, Object> f = new LinkedHashMap<>();
         f.put("f_byte", new byte[] {Byte.MIN_VALUE, -1, 0, 1, Byte.MAX_VALUE}[c]);
@@ -156,7 +174,6 @@ public final class TypeWriter {
             "-2.718281828459045235360287471352662497757E-40", "123456789.123456789012345678901234567890"}[c]));
         f.put("f_enum", new EnumValue(ENUM_TYPE, k % 3, ENUM_NAMES[k % 3]));
 
-        int len = k * 3;
         byte[] bytes = new byte[len];
         short[] shorts = new short[len];
         int[] ints = new int[len];
