@@ -3,7 +3,8 @@
 Ignite's binary metadata records ``float[]`` without a length, so such a field is
 ragged unless the read declares its shape.  Data written by pyignite
 (``FloatArrayObject``, ``ByteArrayObject``, a nested object's ``DoubleArrayObject``,
-null arrays) and by Ignite's Java thin client (``TypeWriter``):
+null arrays) and by Ignite's Java thin client (``TypeWriter``: ``float[64]``, ``double[64]``,
+``long[64]``... in every key but one):
 
 * the dense read runs on the native source op (its graph serializes without a
   Python function), resumes mid-epoch exactly once from a checkpoint, and
@@ -17,7 +18,8 @@ null arrays) and by Ignite's Java thin client (``TypeWriter``):
 * ``write`` of a dense batch back stores ``float[]``/``byte[]`` fields, as
   pyignite reads them.
 
-The Java thick client's arrays are in test_thick_client_data.py (its module's writer).
+The Java thick client's arrays (``{label, pixels: float[64], ...}`` POJOs: the same dense read and
+``predict``) are in test_thick_client_data.py (its module's writer).
 """
 
 from __future__ import annotations
@@ -155,11 +157,20 @@ def test_a_row_that_does_not_fit_names_cache_field_and_key(ignite_node: LocalClu
     assert "63 elements" in message and "[64]" in message, message
 
 
-def _digits_model() -> keras.Model:
+def _digits_model(field: str = "pixels") -> keras.Model:
+    """A Keras model scoring ``field`` (64 floats) into ``scores`` (10 floats)."""
     keras.utils.set_random_seed(5)
-    x = keras.Input(shape=(64,), name="pixels")
+    x = keras.Input(shape=(64,), name=field)
     y = keras.layers.Dense(10, activation="softmax", name="scores")(keras.layers.Dense(16, activation="relu")(x))
     return keras.Model(x, y)
+
+
+def _assert_predictions(client: IgniteClient, out: str, keys: list[int], want: np.ndarray) -> None:
+    """``out`` holds one prediction per key of ``keys``, equal to ``want`` (rows in the keys' order)."""
+    entries = dict(client.cache(out).scan(page_size=4096))
+    assert sorted(entries) == keys, out
+    got = np.stack([np.asarray(entries[k].fields["scores"], np.float32) for k in keys])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=out)
 
 
 def test_predict_on_pyignite_arrays_equals_model_predict(ignite_node: LocalCluster, cache_name: str,
@@ -180,10 +191,7 @@ def test_predict_on_pyignite_arrays_equals_model_predict(ignite_node: LocalClust
                               env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         for out in (cache_name + "_py", cache_name + "_cli"):
-            entries = dict(client.cache(out).scan(page_size=4096))
-            assert sorted(entries) == list(range(ROWS)), out
-            got = np.stack([np.asarray(entries[k].fields["scores"], np.float32) for k in range(ROWS)])
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=out)
+            _assert_predictions(client, out, list(range(ROWS)), want)
 
 
 def test_predict_fails_naming_the_key_before_writing_its_batch(ignite_node: LocalCluster, cache_name: str) -> None:
@@ -229,24 +237,75 @@ def _load_javaclient() -> Any:
     return module
 
 
-def test_java_thin_client_arrays(ignite_node: LocalCluster, cache_name: str) -> None:
-    # TypeWriter's arrays hold 3 * key elements: keys 1 and 2 hold 3 and 6.
+JAVA_ROWS = 150
+MISFIT_KEY = 37  # TypeWriter's arrays hold 63 elements in this key, 64 in every other
+
+
+def test_java_thin_client_arrays(ignite_node: LocalCluster, cache_name: str, tmp_path: Path) -> None:
     host, port = ignite_node.address()
-    records = {r["key"]: r for r in _load_javaclient().run_type_writer(host, port, cache_name, 3)}
-    shapes = {"f_floats": [3], "f_longs": [3], "f_bytes": [3], "f_bools": [3]}
+    written = _load_javaclient().run_type_writer(host, port, cache_name, JAVA_ROWS, array_length=64,
+                                                  misfit_key=MISFIT_KEY)
+    records = {r["key"]: r["fields"] for r in written}
+    assert {len(f["f_floats"]) for k, f in records.items() if k != MISFIT_KEY} == {64}
+    assert len(records[MISFIT_KEY]["f_floats"]) == 63
+    shapes = {"f_floats": [64], "f_doubles": [64], "f_longs": [64], "f_bytes": [64], "f_bools": [64]}
+    model = _digits_model("f_floats")
     with IgniteClient(ignite_node.addresses()) as client:
+        # The row that does not fit: the read and predict name the cache, the field and the key.
         with pytest.raises((ArrayLengthError, tf.errors.OpError)) as info:
-            list(IgniteDataset(cache_name, client=client, shapes=shapes))
+            list(IgniteDataset(cache_name, client=client, shapes=shapes, fields=list(shapes)))
         message = str(info.value)
-        assert f"cache {cache_name!r}, field 'f_" in message and ("key 0" in message or "key 2" in message), message
-        client.cache(cache_name).remove_keys([0, 2], key_type=TypeCode.INT)  # TypeWriter's keys are Java ints
-        ds = IgniteDataset(cache_name, client=client, batch_size=8, shapes=shapes, fields=list(shapes))
-        assert ds.element_spec["val"]["f_floats"] == tf.TensorSpec([None, 3], tf.float32)
+        assert f"cache {cache_name!r}, field 'f_" in message and f"key {MISFIT_KEY}" in message, message
+        assert "63 elements" in message and "[64]" in message, message
+        out = cache_name + "_misfit"
+        with pytest.raises(ArrayLengthError, match=f"cache {cache_name!r}, field 'f_floats', key {MISFIT_KEY}"):
+            tensorflow_ignite.predict(model, cache_name, out, client=client, progress=False)
+        assert client.cache(out).size() == 0  # one batch, and nothing of it was written
+        client.cache(cache_name).remove_keys([MISFIT_KEY], key_type=TypeCode.INT)  # TypeWriter's keys are ints
+        keys = sorted(k for k in records if k != MISFIT_KEY)
+
+        def dense() -> IgniteDataset:
+            return IgniteDataset(cache_name, client=client, batch_size=16, shapes=shapes, fields=list(shapes))
+
+        ds = dense()
+        spec = ds.element_spec["val"]
+        assert spec["f_floats"] == tf.TensorSpec([None, 64], tf.float32)
+        assert spec["f_doubles"] == tf.TensorSpec([None, 64], tf.float64)
+        assert spec["f_longs"] == tf.TensorSpec([None, 64], tf.int64)
         assert _no_python_function(ds)
-        (batch,) = list(ds.as_numpy_iterator())
-    want = records[1]["fields"]
-    assert batch["key"].tolist() == [1]
-    np.testing.assert_array_equal(batch["val"]["f_floats"][0], np.array(want["f_floats"], np.float32))
-    np.testing.assert_array_equal(batch["val"]["f_longs"][0], np.array(want["f_longs"], np.int64))
-    np.testing.assert_array_equal(batch["val"]["f_bytes"][0], np.array(want["f_bytes"], np.int64).astype(np.uint8))
-    np.testing.assert_array_equal(batch["val"]["f_bools"][0], np.array(want["f_bools"], bool))
+        seen: dict[int, int] = {}
+        for batch in ds.as_numpy_iterator():
+            val = batch["val"]
+            for i, k in enumerate(batch["key"].tolist()):
+                seen[k] = seen.get(k, 0) + 1
+                want = records[k]
+                np.testing.assert_array_equal(val["f_floats"][i], np.array(want["f_floats"], np.float32))
+                np.testing.assert_array_equal(val["f_doubles"][i], np.array(want["f_doubles"], np.float64))
+                np.testing.assert_array_equal(val["f_longs"][i], np.array(want["f_longs"], np.int64))
+                np.testing.assert_array_equal(val["f_bytes"][i],
+                                              np.array(want["f_bytes"], np.int64).astype(np.uint8))
+                np.testing.assert_array_equal(val["f_bools"][i], np.array(want["f_bools"], bool))
+        assert seen == {k: 1 for k in keys}
+
+        # Checkpointed mid-epoch, restored into the dataset rebuilt: the rest, exactly once.
+        it = iter(ds)
+        first = [int(k) for _ in range(3) for k in next(it)["key"].numpy()]
+        path = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "ckpt"))
+        resumed = iter(dense())
+        tf.train.Checkpoint(iterator=resumed).read(path).assert_consumed()
+        rest = [int(k) for b in resumed for k in b["key"].numpy()]
+        assert sorted(first + rest) == keys
+
+        # predict from Python and from ignite-tf predict: model.predict's scores on every key.
+        want = model.predict(np.array([records[k]["f_floats"] for k in keys], np.float32), verbose=0)
+        result = tensorflow_ignite.predict(model, cache_name, cache_name + "_py", client=client, progress=False)
+        assert result.rows == len(keys)
+        model_path = tmp_path / "digits.keras"
+        model.save(model_path)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        done = subprocess.run([sys.executable, "-m", "tensorflow_ignite.cli.main", "predict", str(model_path),
+                               cache_name, "--out", cache_name + "_cli", "--host", host, "--port", str(port),
+                               "--no-progress"], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        for out in (cache_name + "_py", cache_name + "_cli"):
+            _assert_predictions(client, out, keys, want)

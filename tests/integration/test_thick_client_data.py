@@ -6,7 +6,9 @@ POJOs into caches (Ignite's marshaller turns each class into a binary type named
 after it), through ``cache.put`` and an ``IgniteDataStreamer``; POJOs with Java
 collections, an enum, an enum array, nested POJOs (one referenced twice, which the
 marshaller writes as a handle) and a composite POJO key; an ``@QuerySqlField``
-type (an SQL table); and a ``Number`` field holding a Long in every row but one.
+type (an SQL table); a ``Number`` field holding a Long in every row but one; and
+digits, ``{label: long, pixels: float[64], weights: double[64], counts: long[64]}`` POJOs,
+read dense (``shapes=``) and scored by ``predict`` and ``ignite-tf predict``.
 It prints what it wrote, as read back through Ignite's own binary view, and every
 field here must equal it under the documented mapping (data/schema.py), dtypes
 included: ``java.sql.Date`` and ``java.time`` fields arrive Java-serialized (type -2,
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 import decimal
 import importlib.util
+import os
 import secrets
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +42,7 @@ from tensorflow_ignite.local.cluster import LocalCluster
 COUNT = 20          # entries per cache written with cache.put
 STREAM_COUNT = 300  # entries written through the IgniteDataStreamer
 MIXED_KEY = 7       # ThickClientWriter.MIXED_KEY: the one Double among the Longs
+PIXELS = 64         # the length of every array of the _digits cache (STREAM_COUNT entries)
 
 _DAY_MS = 86_400_000
 
@@ -70,7 +75,8 @@ def written(ignite_sql_node: LocalCluster, tmp_path_factory: pytest.TempPathFact
     javaclient = _load_javaclient()
     records = javaclient.run_thick_client_writer(
         ignite_sql_node.discovery_addresses(), ignite_sql_node.ignite_classpath(), prefix,
-        work_dir=tmp_path_factory.mktemp("thick-client"), count=COUNT, stream_count=STREAM_COUNT)
+        work_dir=tmp_path_factory.mktemp("thick-client"), count=COUNT, stream_count=STREAM_COUNT,
+        array_length=PIXELS)
     by_cache: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         by_cache.setdefault(r["cache"].removeprefix(prefix + "_"), []).append(r)
@@ -401,3 +407,74 @@ def test_fixed_length_arrays_read_dense(written: dict[str, Any], ignite_sql_node
     bad = [k for k, f in records.items() if len(f["ints"]) != 2]
     assert f"cache {cache!r}, field 'ints', key " in message, message
     assert int(message.split(", key ", 1)[1].split(":", 1)[0]) in bad, message
+
+
+def test_digits_read_dense_and_predict_equals_model_predict(written: dict[str, Any], ignite_sql_node: LocalCluster,
+                                                            tmp_path: Path) -> None:
+    """POJOs of fixed-length ``float[64]``/``double[64]``/``long[64]`` arrays: a dense ``[batch, 64]`` read on the
+    native op, resumed mid-epoch from a checkpoint exactly once; ``predict`` and ``ignite-tf predict`` of a model
+    with input ``pixels`` (64,) equal ``model.predict`` on every key."""
+    import keras
+    import tensorflow as tf
+
+    import tensorflow_ignite
+
+    cache = f"{written['prefix']}_digits"
+    records = {r["key"]: r["fields"] for r in written["digits"]}
+    assert sorted(records) == list(range(STREAM_COUNT))
+    assert {len(f[name]) for f in records.values() for name in ("pixels", "weights", "counts")} == {PIXELS}
+    shapes = {"pixels": [PIXELS], "weights": [PIXELS], "counts": [PIXELS]}
+    with IgniteClient(ignite_sql_node.addresses()) as client:
+        def dense() -> IgniteDataset:
+            return IgniteDataset(cache, client=client, batch_size=32, shapes=shapes)
+
+        ds = dense()
+        spec = ds.element_spec["val"]
+        assert spec["pixels"] == tf.TensorSpec([None, PIXELS], tf.float32)
+        assert spec["weights"] == tf.TensorSpec([None, PIXELS], tf.float64)
+        assert spec["counts"] == tf.TensorSpec([None, PIXELS], tf.int64)
+        graph = tf.compat.v1.GraphDef()
+        graph.ParseFromString(ds._as_serialized_graph().numpy())  # the native op, no Python function
+        ops = {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
+        assert "IgnitePyDataset" in ops and not ops & {"PyFunc", "EagerPyFunc", "PyFuncStateless"}, ops
+        seen: dict[int, int] = {}
+        for batch in ds.as_numpy_iterator():
+            val = batch["val"]
+            for i, k in enumerate(batch["key"].tolist()):
+                seen[k] = seen.get(k, 0) + 1
+                f = records[k]
+                assert int(val["label"][i]) == f["label"], k
+                np.testing.assert_array_equal(val["pixels"][i], np.array(f["pixels"], np.float32), err_msg=str(k))
+                np.testing.assert_array_equal(val["weights"][i], np.array(f["weights"], np.float64), err_msg=str(k))
+                np.testing.assert_array_equal(val["counts"][i], np.array(f["counts"], np.int64), err_msg=str(k))
+        assert seen == {k: 1 for k in records}
+
+        it = iter(ds)
+        first = [int(k) for _ in range(3) for k in next(it)["key"].numpy()]
+        path = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "ckpt"))
+        resumed = iter(dense())
+        tf.train.Checkpoint(iterator=resumed).read(path).assert_consumed()
+        rest = [int(k) for b in resumed for k in b["key"].numpy()]
+        assert sorted(first + rest) == sorted(records)
+
+        keras.utils.set_random_seed(5)
+        x = keras.Input(shape=(PIXELS,), name="pixels")
+        model = keras.Model(x, keras.layers.Dense(10, activation="softmax", name="scores")(
+            keras.layers.Dense(16, activation="relu")(x)))
+        keys = sorted(records)
+        want = model.predict(np.array([records[k]["pixels"] for k in keys], np.float32), verbose=0)
+        result = tensorflow_ignite.predict(model, cache, cache + "_py", client=client, progress=False)
+        assert result.rows == len(keys)
+        model_path = tmp_path / "digits.keras"
+        model.save(model_path)
+        host, port = ignite_sql_node.address()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        done = subprocess.run([sys.executable, "-m", "tensorflow_ignite.cli.main", "predict", str(model_path), cache,
+                               "--out", cache + "_cli", "--host", host, "--port", str(port), "--no-progress"],
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        for out in (cache + "_py", cache + "_cli"):
+            entries = dict(client.cache(out).scan(page_size=4096))
+            assert sorted(entries) == keys, out
+            got = np.stack([np.asarray(entries[k].fields["scores"], np.float32) for k in keys])
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=out)
