@@ -12,6 +12,7 @@ cache entry the project writes.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -38,7 +39,6 @@ from tensorflow_ignite.errors import (
 )
 from tensorflow_ignite.local.cluster import DEFAULT_PASSWORD, DEFAULT_USER, LocalCluster
 from tensorflow_ignite.local.tls import make_tls_material
-
 from tensorflow_ignite.testing.tcp_proxy import TcpProxy
 
 CLI = [sys.executable, "-m", "tensorflow_ignite.cli.main"]
@@ -549,6 +549,8 @@ def test_secrets_not_on_command_lines(vault: dict[str, Any], tmp_path: Path) -> 
         ps = subprocess.run(["ps", "-eo", "pid,args", "ww"], capture_output=True, timeout=30).stdout
         _assert_clean("ps output", ps, vault)
     finally:
+        # The wrapper's children, known before it ends: one left running would hold its pipes open.
+        board_kids = _children(board.pid) if board is not None else []
         for proc in (board, load):
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
@@ -557,8 +559,12 @@ def test_secrets_not_on_command_lines(vault: dict[str, Any], tmp_path: Path) -> 
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait(timeout=10)
+        for kid in board_kids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(kid, signal.SIGKILL)
         if board is not None:
-            _assert_clean("ignite-tf tensorboard output", board.stdout.read() + board.stderr.read(), vault)
+            out, err = board.communicate(timeout=30)
+            _assert_clean("ignite-tf tensorboard output", out + err, vault)
 
 
 def test_failed_authentication_error_in_the_cli_names_no_password(vault: dict[str, Any], tmp_path: Path) -> None:
