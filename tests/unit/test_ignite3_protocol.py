@@ -23,6 +23,7 @@ from tensorflow_ignite.ignite3.protocol import binary_tuple, columns, framing, s
 from tensorflow_ignite.ignite3.protocol.codes import ClientOp, ColumnType, ErrorCode, ErrorGroup, error_name
 from tensorflow_ignite.ignite3.protocol.msgpack_io import Reader, RowPage, pack_uuid
 from tensorflow_ignite.ignite3.protocol.spans import ByteSpans, as_objects
+from tensorflow_ignite.protocol.receive import FrameReader
 
 T = ColumnType
 NODE_ID = uuid.UUID("9e8e16bc-a727-4e47-826a-1ec57a6d55f6")
@@ -293,13 +294,29 @@ def test_corrupt_rows_are_protocol_errors(row: bytes) -> None:
         columns.decode_page([row], [sql.ColumnMeta("A", T.INT64), sql.ColumnMeta("B", T.INT64)])
 
 
+def _fill(view: memoryview, data: bytes) -> int:
+    view[:len(data)] = data
+    return len(data)
+
+
+def test_frames_split_by_the_one_frame_reader_with_the_big_endian_prefix() -> None:
+    stream = framing.frame(b"\x01\x02") + framing.frame(b"") + framing.frame(bytes(300_000))
+    chunks = [stream[i:i + 7] for i in range(0, len(stream), 7)]
+    reader = FrameReader(lambda view: _fill(view, chunks.pop(0)), prefix=framing.LENGTH)
+    assert bytes(reader.read_frame()) == b"\x01\x02"
+    assert bytes(reader.read_frame()) == b""
+    assert bytes(reader.read_frame()) == bytes(300_000)  # a large frame: received in place
+    assert reader.bytes_received == len(stream)
+
+
 def test_truncated_and_oversized_frames_are_protocol_errors() -> None:
     with pytest.raises(ProtocolError):
         Reader(b"\xda\xff\xff").str()  # a string of 65535 bytes in a body of 3
     with pytest.raises(ProtocolError):
         Reader(pack(5)).binaries(1 << 30)
-    with pytest.raises(ProtocolError):
-        framing.frame_length(b"\x7f\xff\xff\xff", 1 << 20)
+    with pytest.raises(ProtocolError):  # a 2 GiB frame announced: refused by the one frame reader
+        FrameReader(lambda view: _fill(view, b"\x7f\xff\xff\xff"), max_frame=1 << 20,
+                    prefix=framing.LENGTH).read_frame()
     with pytest.raises(ProtocolError):
         framing.parse_handshake(pack(3, 0, 0, None, 0))
 

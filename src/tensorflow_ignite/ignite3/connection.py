@@ -5,7 +5,10 @@ It takes the project's one options type,
 name and password -- Ignite 3's ``basic`` authentication --, the TLS files and
 checks, the timeout), builds the TLS context from it as the Ignite 2
 connection does (:func:`tensorflow_ignite.client.tls.ssl_context`) and speaks
-the wire through the sans-I/O :mod:`.protocol` package.
+the wire through the sans-I/O :mod:`.protocol` package.  Frames are split by
+the project's one :class:`~tensorflow_ignite.protocol.receive.FrameReader`
+(Ignite 3's big-endian length prefix; a receive buffer, large frames received
+in place into reused buffers), as on Ignite 2.
 
 Requests are sent and answered one at a time (a lock per connection); several
 threads may share a connection.  A timeout or a broken stream closes the
@@ -23,10 +26,11 @@ import threading
 from ..client.options import ConnectionOptions
 from ..client.tls import tls_error
 from ..errors import ConnectionTimeoutError, HandshakeError, IgniteConnectionError, ProtocolError, TLSError
+from ..protocol.receive import DEFAULT_MAX_FRAME, FrameReader
 from .protocol.codes import MAGIC, ClientOp
 from .protocol.framing import (
+    LENGTH,
     Handshake,
-    frame_length,
     handshake_request,
     parse_handshake,
     parse_response,
@@ -36,9 +40,6 @@ from .protocol.framing import (
 from .protocol.msgpack_io import Reader
 
 __all__ = ["Ignite3Connection", "DEFAULT_MAX_FRAME"]
-
-#: Largest frame accepted (a page of rows is one frame).
-DEFAULT_MAX_FRAME = 1 << 30
 
 
 class Ignite3Connection:
@@ -60,6 +61,7 @@ class Ignite3Connection:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._sock: socket.socket | ssl.SSLSocket | None = None
+        self.reader = self._new_reader()
         self.observable_timestamp = 0
         #: Set when a response says the partition assignment changed (its time).
         self.assignment_time: int | None = None
@@ -92,6 +94,16 @@ class Ignite3Connection:
                     raise
         raise AssertionError("unreachable")
 
+    def _new_reader(self) -> FrameReader:
+        """A frame reader for the socket about to be opened (nothing of an earlier one carries over)."""
+        return FrameReader(
+            self._recv_into,
+            max_frame=self.max_frame,
+            peer=f"Ignite 3 node {self.address}",
+            on_corrupt=self.close,
+            prefix=LENGTH,
+        )
+
     # ------------------------------------------------------------------ connect
     def _connect(self) -> Handshake:
         o = self.options
@@ -118,6 +130,7 @@ class Ignite3Connection:
                 raise tls_error(exc, self.address, hostname) from None
         sock.settimeout(o.timeout)
         self._sock = sock
+        self.reader = self._new_reader()
         try:
             try:
                 sock.sendall(handshake_request(o.username, o.password if o.username is not None else None))
@@ -127,7 +140,7 @@ class Ignite3Connection:
                 raise IgniteConnectionError(
                     f"connection to Ignite 3 node {self.address} lost: {exc}", address=self.address
                 ) from None
-            magic = self._recv_exact(4)
+            magic = bytes(self.reader.take(len(MAGIC)))
             if magic != MAGIC:
                 raise HandshakeError(
                     f"{self.address} is not an Ignite 3 client port (it answered {magic!r}, "
@@ -135,7 +148,7 @@ class Ignite3Connection:
                     "for Ignite 2",
                     address=self.address,
                 )
-            body = self._recv_frame()
+            body = self.reader.read_frame()
             hs = parse_handshake(body, address=self.address)
         except ProtocolError as exc:
             self.close()
@@ -172,27 +185,20 @@ class Ignite3Connection:
         return hs
 
     # ------------------------------------------------------------------ I/O
-    def _recv_exact(self, n: int) -> bytearray:
-        assert self._sock is not None
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
+    def _recv_into(self, view: memoryview) -> int:
+        """One ``recv_into`` (> 0 bytes) for the frame reader; a failure closes the connection."""
+        sock = self._sock
+        if sock is None:
+            raise IgniteConnectionError(
+                f"the connection to Ignite 3 node {self.address} is closed", address=self.address
+            )
         try:
-            while got < n:
-                k = self._sock.recv_into(view[got:], n - got)
-                if k == 0:
-                    raise IgniteConnectionError(
-                        f"Ignite 3 node {self.address} closed the connection", address=self.address
-                    )
-                got += k
+            k = sock.recv_into(view)
         except TimeoutError:
             self.close()
             raise ConnectionTimeoutError(
                 f"no answer from Ignite 3 node {self.address} within {self.options.timeout}s", address=self.address
             ) from None
-        except IgniteConnectionError:
-            self.close()
-            raise
         except ssl.SSLError as exc:
             # With TLS 1.3 a refused client certificate only shows on the first read.
             self.close()
@@ -202,11 +208,10 @@ class Ignite3Connection:
             raise IgniteConnectionError(
                 f"connection to Ignite 3 node {self.address} lost: {exc}", address=self.address
             ) from None
-        return buf
-
-    def _recv_frame(self) -> bytearray:
-        n = frame_length(self._recv_exact(4), self.max_frame)
-        return self._recv_exact(n)
+        if k == 0:
+            self.close()
+            raise IgniteConnectionError(f"Ignite 3 node {self.address} closed the connection", address=self.address)
+        return k
 
     def _send(self, data: bytes) -> None:
         if self._sock is None:
@@ -235,7 +240,7 @@ class Ignite3Connection:
             request_id = next(self._ids)
             self._send(request(int(op), request_id, body))
             while True:
-                header, reader = parse_response(self._recv_frame())
+                header, reader = parse_response(self.reader.read_frame())
                 if header.is_notification:
                     continue  # not requested by this client (no features proposed); skip
                 break
@@ -258,6 +263,7 @@ class Ignite3Connection:
     def close(self) -> None:
         """Close the socket (idempotent)."""
         sock, self._sock = self._sock, None
+        self.reader.release()
         if sock is not None:
             try:
                 sock.close()

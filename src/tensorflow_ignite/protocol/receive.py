@@ -4,7 +4,10 @@
 ``client.Connection`` runs it over its socket, and the fuzzers and unit tests
 run the very same class over bytes in memory: it does no I/O of its own, it
 calls the ``recv_into`` function it was given (which fills a buffer with at
-least one byte, or raises).
+least one byte, or raises).  Both Ignite generations use it: the length prefix
+is a parameter -- :data:`LITTLE_ENDIAN_LENGTH` (Ignite 2's thin client, the
+default) or :data:`BIG_ENDIAN_LENGTH` (Ignite 3's client protocol), a signed
+4-byte integer either way -- and everything else is the same.
 
 What it does, and why:
 
@@ -34,12 +37,15 @@ from collections.abc import Callable
 from ..errors import ProtocolError
 from .pool import BufferPool
 
-__all__ = ["FrameReader", "RecvInto", "DEFAULT_MAX_FRAME"]
+__all__ = ["FrameReader", "RecvInto", "DEFAULT_MAX_FRAME", "LITTLE_ENDIAN_LENGTH", "BIG_ENDIAN_LENGTH"]
 
 #: Fills the given buffer with at least one byte and returns how many, or raises.
 RecvInto = Callable[[memoryview], int]
 
-_INT = struct.Struct("<i")
+#: Ignite 2's thin-client length prefix: a signed 4-byte little-endian integer.
+LITTLE_ENDIAN_LENGTH = struct.Struct("<i")
+#: Ignite 3's client-protocol length prefix: a signed 4-byte big-endian integer.
+BIG_ENDIAN_LENGTH = struct.Struct(">i")
 
 #: The largest frame accepted by default (a page of 1 GiB is already absurd).
 DEFAULT_MAX_FRAME = 1 << 30
@@ -55,12 +61,15 @@ FRAME_POOL_BYTES = 96 << 20
 class FrameReader:
     """Splits the bytes ``recv_into`` delivers into length-prefixed frames.
 
+    ``prefix`` is the frame length's encoding (a signed integer: Ignite 2's
+    :data:`LITTLE_ENDIAN_LENGTH` by default, Ignite 3's :data:`BIG_ENDIAN_LENGTH`).
     ``peer`` names the other side in error messages.  Not thread-safe: the
     connection calls it with its receive lock held.
     """
 
     __slots__ = (
         "_recv_into",
+        "_prefix",
         "max_frame",
         "peer",
         "_on_corrupt",
@@ -85,10 +94,12 @@ class FrameReader:
         small_frame: int = SMALL_FRAME,
         eager_frame: int = EAGER_FRAME,
         pool_bytes: int = FRAME_POOL_BYTES,
+        prefix: struct.Struct = LITTLE_ENDIAN_LENGTH,
     ) -> None:
         if not 16 <= small_frame <= buffer_size:
             raise ValueError("small_frame must be at least 16 and at most buffer_size")
         self._recv_into = recv_into
+        self._prefix = prefix
         self.max_frame = max_frame
         self.peer = peer
         self._on_corrupt = on_corrupt
@@ -132,15 +143,16 @@ class FrameReader:
 
     def peek_length(self) -> int:
         """The next frame's length prefix as sent, unchecked and not consumed."""
-        self._ensure(4)
-        return int(_INT.unpack_from(self._buf, self._pos)[0])
+        self._ensure(self._prefix.size)
+        return int(self._prefix.unpack_from(self._buf, self._pos)[0])
 
     # --------------------------------------------------------------- frames
     def start_frame(self) -> int:
         """Consume the next length prefix and return the frame's length (checked)."""
         length = self.peek_length()
+        size = self._prefix.size
         if length < 0 or length > self.max_frame:
-            head = bytes(self._view[self._pos : self._pos + 4])
+            head = bytes(self._view[self._pos : self._pos + size])
             if self._on_corrupt is not None:
                 self._on_corrupt()
             raise ProtocolError(
@@ -148,8 +160,8 @@ class FrameReader:
                 f"limit {self.max_frame}): not an Ignite thin-client peer, or a corrupt stream. "
                 "Check the host and port; raise ConnectionSettings.max_frame only for rows that large"
             )
-        self._pos += 4
-        self.bytes_received += 4 + length
+        self._pos += size
+        self.bytes_received += size + length
         return length
 
     def take(self, n: int) -> memoryview:

@@ -20,7 +20,6 @@ them what it receives, and the unit tests feed them golden bytes.
 
 from __future__ import annotations
 
-import struct
 import uuid
 from dataclasses import dataclass, field
 
@@ -34,6 +33,7 @@ from ...errors import (
     SqlError,
     TableNotFoundError,
 )
+from ...protocol.receive import BIG_ENDIAN_LENGTH
 from .codes import (
     CLIENT_TYPE_GENERAL,
     MAGIC,
@@ -49,7 +49,6 @@ from .msgpack_io import Reader, Writer
 __all__ = [
     "LENGTH",
     "frame",
-    "frame_length",
     "handshake_request",
     "Handshake",
     "parse_handshake",
@@ -62,21 +61,14 @@ __all__ = [
     "server_error",
 ]
 
-#: The frame length prefix: 4 bytes, big-endian.
-LENGTH = struct.Struct(">i")
+#: The frame length prefix: 4 bytes, big-endian (frames are split by the one
+#: :class:`~tensorflow_ignite.protocol.receive.FrameReader`, given this prefix).
+LENGTH = BIG_ENDIAN_LENGTH
 
 
 def frame(body: bytes) -> bytes:
     """``body`` with its length prefix."""
     return LENGTH.pack(len(body)) + body
-
-
-def frame_length(prefix: bytes | bytearray | memoryview, limit: int) -> int:
-    """The length a frame's 4-byte prefix announces, checked against ``limit``."""
-    (n,) = LENGTH.unpack(bytes(prefix[:4]))
-    if n < 0 or n > limit:
-        raise ProtocolError(f"a frame of {n} bytes announced (allowed: 0..{limit})")
-    return n
 
 
 def handshake_request(username: str | None = None, password: str | None = None, *, features: bytes = b"") -> bytes:
