@@ -45,6 +45,7 @@ from ..protocol import framing
 from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, Feature, ProtocolVersion, ResponseFlag
 from ..protocol.receive import DEFAULT_MAX_FRAME, FrameReader
 from ..protocol.requests import heartbeat
+from .dial import WaitBounds, dial, request_timeout_message, send_all
 from .direct import PLAIN_HEADER, DirectAnswers
 from .notifications import Notifications
 from .options import ConnectionOptions
@@ -73,13 +74,6 @@ _STOPPED_HINT = (
 )
 
 
-def _request_timeout(address: str, timeout: float) -> str:
-    return (
-        f"no answer from {address} within {timeout}s (timeout; the connection was closed). Check the "
-        "node, or raise timeout=... for requests that legitimately take longer"
-    )
-
-
 @dataclass(frozen=True)
 class ConnectionSettings:
     """Everything needed to open a connection, minus the address: the cluster's
@@ -106,6 +100,12 @@ class ConnectionSettings:
     def idle_timeout(self) -> float:
         """Seconds a node may stay silent (a heartbeat unanswered) before it is abandoned."""
         return self.options.idle_timeout
+
+    @property
+    def bounds(self) -> WaitBounds:
+        """How long a connection waits on its node (the generation-neutral :class:`~.dial.WaitBounds`)."""
+        assert self.connect_timeout is not None
+        return WaitBounds(self.options, self.connect_timeout)
 
     @property
     def tls(self) -> bool:
@@ -169,39 +169,15 @@ class Connection(DirectAnswers, Notifications):
     # ------------------------------------------------------------------ connect
     def _connect(self) -> None:
         s = self.settings
-        try:
-            raw = socket.create_connection((self.host, self.port), timeout=s.connect_timeout)
-        except TimeoutError:
-            raise ConnectionTimeoutError(
-                f"connecting to Ignite at {self.address} timed out after {s.connect_timeout}s",
-                address=self.address,
-            ) from None
-        except OSError as exc:
-            hint = (
-                _STOPPED_HINT
-                if self._answered_before()
-                else "Is a node running there with its client connector on this port?"
-            )
-            raise IgniteConnectionError(
-                f"cannot connect to Ignite at {self.address}: {exc.strerror or exc}. {hint}",
-                address=self.address,
-            ) from None
-        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-        except OSError:
-            pass
-        sock: socket.socket | ssl.SSLSocket = raw
-        if s.tls:
-            hostname = s.options.tls_hostname(self.host)
-            try:
-                sock = s.options.ssl_context().wrap_socket(raw, server_hostname=hostname)
-            except (TimeoutError, ssl.SSLError, OSError) as exc:
-                raw.close()
-                raise tls_error(exc, self.address, hostname) from None
-            except BaseException:
-                raw.close()
-                raise
+        assert s.connect_timeout is not None
+        hint = (
+            _STOPPED_HINT
+            if self._answered_before()
+            else "Is a node running there with its client connector on this port?"
+        )
+        sock = dial(
+            self.host, self.port, s.options, connect_timeout=s.connect_timeout, product="Ignite", refused_hint=hint
+        )
         sock.settimeout(self._handshake_bound())  # _handshake then sets the reading interval
         if s.tls:
             # One OpenSSL connection must not read and write from two threads at
@@ -307,18 +283,7 @@ class Connection(DirectAnswers, Notifications):
             # Closed by another thread that saw it fail (or by the client dropping it).
             raise IgniteConnectionError(f"connection to {self.address} is closed", address=self.address)
         try:
-            if isinstance(sock, ssl.SSLSocket):
-                sock.sendall(data)
-            else:
-                view = memoryview(data).cast("B")
-                stalled = 0.0
-                while view:
-                    try:
-                        n = sock.send(view)
-                    except TimeoutError:
-                        stalled = self._send_stalled(stalled)
-                        continue
-                    view, stalled = view[n:], 0.0
+            send_all(sock, data, self.settings.bounds.send_stall)
         except TimeoutError:
             self.close()
             raise self._send_timeout() from None
@@ -414,36 +379,22 @@ class Connection(DirectAnswers, Notifications):
         return self.handshake is not None and Feature.HEARTBEAT in self.features
 
     def _wait_step(self) -> float:
-        """The socket's timeout once connected: half of ``idle_timeout`` when the node answers
-        heartbeats (a silent reader probes, then gives up), else ``timeout``."""
-        s = self.settings
-        return min(s.idle_timeout / 2, s.timeout) if self._heartbeats_on() else s.timeout
+        """The socket's timeout once connected (:meth:`.dial.WaitBounds.step`)."""
+        return self.settings.bounds.step(self._heartbeats_on())
 
     def _give_up(self, silent: float) -> str | None:
         """Why a reader that has heard nothing for ``silent`` seconds stops waiting (None: wait on)."""
-        s = self.settings
-        deadline = self._read_deadline
-        if deadline is not None and time.monotonic() >= deadline:
-            return _request_timeout(self.address, s.timeout)
-        if self.handshake is None:
-            return f"no answer from {self.address} within {self._handshake_bound()}s"
-        if self._heartbeats_on():
-            if silent < s.idle_timeout - 1e-3:
-                return None
-            return (
-                f"{self.address} sent nothing for {silent:g}s, not even the answer to a heartbeat "
-                f"(idle_timeout={s.idle_timeout:g}): the node is frozen or its host unreachable; "
-                "the connection was closed. Check the node and the network to it"
-            )
-        if silent < s.timeout - 1e-3:
-            return None
-        return _request_timeout(self.address, s.timeout)
+        return self.settings.bounds.give_up(
+            self.address,
+            silent,
+            self._read_deadline,
+            handshaking=self.handshake is None,
+            heartbeats=self._heartbeats_on(),
+        )
 
     def _handshake_bound(self) -> float:
         """Seconds the handshake's answer may take: ``connect_timeout``, or ``timeout`` when shorter."""
-        s = self.settings
-        assert s.connect_timeout is not None
-        return min(s.connect_timeout, s.timeout)
+        return self.settings.bounds.handshake
 
     def _probe(self) -> bool:
         """Send a heartbeat (its answer is dropped): a live node answers it even while it works on
@@ -473,7 +424,7 @@ class Connection(DirectAnswers, Notifications):
         """Account one send timeout; raises once a send made no progress for ``idle_timeout``."""
         assert self._sock is not None
         stalled += self._sock.gettimeout() or 0.0
-        if stalled >= min(self.settings.idle_timeout, self.settings.timeout) - 1e-3:
+        if stalled >= self.settings.bounds.send_stall - 1e-3:
             raise TimeoutError
         return stalled
 
@@ -588,7 +539,7 @@ class Connection(DirectAnswers, Notifications):
         if time.monotonic() < deadline:
             return
         self.close()
-        raise ConnectionTimeoutError(_request_timeout(self.address, self.settings.timeout), address=self.address)
+        raise ConnectionTimeoutError(request_timeout_message(self.address, self.settings.timeout), address=self.address)
 
     def _read_answer(self, mine: int) -> memoryview | None:
         """Read one answer frame (receive lock held) and return it if it answers ``mine``.

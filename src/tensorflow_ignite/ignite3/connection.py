@@ -10,6 +10,12 @@ the project's one :class:`~tensorflow_ignite.protocol.receive.FrameReader`
 (Ignite 3's big-endian length prefix; a receive buffer, large frames received
 in place into reused buffers), as on Ignite 2.
 
+It dials through :func:`tensorflow_ignite.client.dial.dial` and bounds its
+waits with the same :class:`~tensorflow_ignite.client.dial.WaitBounds` as an
+Ignite 2 connection: ``connect_timeout`` for dialling and the handshake, a
+heartbeat after half of ``idle_timeout`` of silence and the node abandoned
+after all of it, ``timeout`` for a request's answer.
+
 Requests are sent and answered one at a time (a lock per connection); several
 threads may share a connection.  A timeout or a broken stream closes the
 connection (the stream may be mid-frame) and raises a typed
@@ -22,7 +28,9 @@ import itertools
 import socket
 import ssl
 import threading
+import time
 
+from ..client.dial import WaitBounds, dial, send_all
 from ..client.options import ConnectionOptions
 from ..client.tls import tls_error
 from ..errors import ConnectionTimeoutError, HandshakeError, IgniteConnectionError, ProtocolError, TLSError
@@ -61,6 +69,13 @@ class Ignite3Connection:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._sock: socket.socket | ssl.SSLSocket | None = None
+        #: The connect, idle and request deadlines (the same rules as Ignite 2's connections).
+        self.bounds = WaitBounds(options, options.connect_timeout)
+        self._handshaking = True
+        #: When the answer being read must have come (monotonic; None: no request waiting).
+        self._deadline: float | None = None
+        #: Ids of heartbeats sent while waiting: their answers are dropped when read.
+        self._heartbeats: set[int] = set()
         self.reader = self._new_reader()
         self.observable_timestamp = 0
         #: Set when a response says the partition assignment changed (its time).
@@ -85,6 +100,9 @@ class Ignite3Connection:
             hs = self._connect()
             try:
                 self.call(ClientOp.HEARTBEAT, what="heartbeat after the handshake")
+                self._handshaking = False
+                if self._sock is not None:
+                    self._sock.settimeout(self.bounds.step(heartbeats=True))
                 return hs
             except (ConnectionTimeoutError, TLSError):
                 raise
@@ -107,28 +125,16 @@ class Ignite3Connection:
     # ------------------------------------------------------------------ connect
     def _connect(self) -> Handshake:
         o = self.options
-        try:
-            raw = socket.create_connection((self.host, self.port), timeout=o.timeout)
-        except TimeoutError:
-            raise ConnectionTimeoutError(
-                f"connecting to Ignite 3 at {self.address} timed out after {o.timeout}s", address=self.address
-            ) from None
-        except OSError as exc:
-            raise IgniteConnectionError(
-                f"cannot connect to Ignite 3 at {self.address}: {exc.strerror or exc}. Is a node running there "
-                "with its client connector (clientConnector.port) on this port?",
-                address=self.address,
-            ) from None
-        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock: socket.socket | ssl.SSLSocket = raw
-        if o.uses_tls:
-            hostname = o.tls_hostname(self.host)
-            try:
-                sock = o.ssl_context().wrap_socket(raw, server_hostname=hostname)
-            except (TimeoutError, ssl.SSLError, OSError) as exc:
-                raw.close()
-                raise tls_error(exc, self.address, hostname) from None
-        sock.settimeout(o.timeout)
+        sock = dial(
+            self.host,
+            self.port,
+            o,
+            connect_timeout=o.connect_timeout,
+            product="Ignite 3",
+            refused_hint="Is a node running there with its client connector (clientConnector.port) on this port?",
+        )
+        sock.settimeout(self.bounds.handshake)  # the reading interval once the handshake is confirmed
+        self._handshaking = True
         self._sock = sock
         self.reader = self._new_reader()
         try:
@@ -186,44 +192,68 @@ class Ignite3Connection:
 
     # ------------------------------------------------------------------ I/O
     def _recv_into(self, view: memoryview) -> int:
-        """One ``recv_into`` (> 0 bytes) for the frame reader; a failure closes the connection."""
+        """One ``recv_into`` (> 0 bytes) for the frame reader, bounded by :attr:`bounds`.
+
+        A node silent for half of ``idle_timeout`` is sent a heartbeat; one silent for all of it
+        (not even answering that heartbeat) is abandoned, as is a request unanswered for
+        ``timeout``.  A failure closes the connection (the stream may be mid-frame).
+        """
         sock = self._sock
         if sock is None:
             raise IgniteConnectionError(
                 f"the connection to Ignite 3 node {self.address} is closed", address=self.address
             )
-        try:
-            k = sock.recv_into(view)
-        except TimeoutError:
-            self.close()
-            raise ConnectionTimeoutError(
-                f"no answer from Ignite 3 node {self.address} within {self.options.timeout}s", address=self.address
-            ) from None
-        except ssl.SSLError as exc:
-            # With TLS 1.3 a refused client certificate only shows on the first read.
-            self.close()
-            raise tls_error(exc, self.address, self.options.tls_hostname(self.host), stage="connection") from None
-        except OSError as exc:
-            self.close()
-            raise IgniteConnectionError(
-                f"connection to Ignite 3 node {self.address} lost: {exc}", address=self.address
-            ) from None
+        silent = 0.0
+        probed = False
+        while True:
+            try:
+                k = sock.recv_into(view)
+                break
+            except TimeoutError:
+                silent += sock.gettimeout() or 0.0
+                reason = self.bounds.give_up(
+                    f"Ignite 3 node {self.address}",
+                    silent,
+                    self._deadline,
+                    handshaking=self._handshaking,
+                    heartbeats=True,
+                )
+                if reason is not None:
+                    self.close()
+                    raise ConnectionTimeoutError(reason, address=self.address) from None
+                if not probed:
+                    probed = True
+                    rid = next(self._ids)
+                    self._heartbeats.add(rid)
+                    self._send(request(int(ClientOp.HEARTBEAT), rid))
+            except ssl.SSLError as exc:
+                # With TLS 1.3 a refused client certificate only shows on the first read.
+                self.close()
+                raise tls_error(exc, self.address, self.options.tls_hostname(self.host), stage="connection") from None
+            except OSError as exc:
+                self.close()
+                raise IgniteConnectionError(
+                    f"connection to Ignite 3 node {self.address} lost: {exc}", address=self.address
+                ) from None
         if k == 0:
             self.close()
             raise IgniteConnectionError(f"Ignite 3 node {self.address} closed the connection", address=self.address)
         return k
 
     def _send(self, data: bytes) -> None:
-        if self._sock is None:
+        sock = self._sock
+        if sock is None:
             raise IgniteConnectionError(
                 f"the connection to Ignite 3 node {self.address} is closed", address=self.address
             )
         try:
-            self._sock.sendall(data)
+            send_all(sock, data, self.bounds.send_stall)
         except TimeoutError:
             self.close()
             raise ConnectionTimeoutError(
-                f"sending to Ignite 3 node {self.address} timed out", address=self.address
+                f"sending to Ignite 3 node {self.address} made no progress for {self.bounds.send_stall:g}s "
+                "(idle_timeout): the node is frozen or its host unreachable; the connection was closed",
+                address=self.address,
             ) from None
         except OSError as exc:
             self.close()
@@ -239,11 +269,18 @@ class Ignite3Connection:
         with self._lock:
             request_id = next(self._ids)
             self._send(request(int(op), request_id, body))
-            while True:
-                header, reader = parse_response(self.reader.read_frame())
-                if header.is_notification:
-                    continue  # not requested by this client (no features proposed); skip
-                break
+            self._deadline = time.monotonic() + self.options.timeout
+            try:
+                while True:
+                    header, reader = parse_response(self.reader.read_frame())
+                    if header.is_notification:
+                        continue  # not requested by this client (no features proposed); skip
+                    if header.request_id in self._heartbeats:
+                        self._heartbeats.discard(header.request_id)
+                        continue  # the answer to a heartbeat sent while waiting
+                    break
+            finally:
+                self._deadline = None
         if header.request_id != request_id:
             self.close()
             raise ProtocolError(
