@@ -25,7 +25,7 @@ from tensorflow_ignite.native import data_source
 from tensorflow_ignite.ignite3.partitioned import TableReader
 from tensorflow_ignite.ignite3.protocol.colocation import partitions_of
 from tensorflow_ignite.ignite3.protocol.rows import encode_rows
-from tensorflow_ignite.ignite3.streamer import table_route
+from tensorflow_ignite.ignite3.routes import table_route
 from tensorflow_ignite.local.tls import make_tls_material
 
 _serial = itertools.count(1)

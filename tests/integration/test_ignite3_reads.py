@@ -23,7 +23,7 @@ import tensorflow as tf
 from tensorflow_ignite.client.options import ConnectionOptions
 from tensorflow_ignite.errors import ConfigurationError
 from tensorflow_ignite.ignite3 import Ignite3Client, from_sql, from_table, write
-from tensorflow_ignite.ignite3.streamer import TableRoute, table_route
+from tensorflow_ignite.ignite3.routes import TableRoute, table_route
 from tensorflow_ignite.local.ignite3 import Ignite3Cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]

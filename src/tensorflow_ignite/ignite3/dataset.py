@@ -215,7 +215,7 @@ def from_table(
 
     from ..native import data_source
     from .partitioned import TableReader
-    from .streamer import table_route
+    from .routes import table_route
     from .table_dataset import Ignite3TableDataset
 
     if not table:

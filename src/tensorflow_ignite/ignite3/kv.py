@@ -45,6 +45,7 @@ from .protocol import tuples as tu
 from .protocol.codes import ClientOp, ErrorCode
 from .protocol.colocation import partition_of
 from .protocol.msgpack_io import Reader
+from .routes import Assignments, find_table
 from .tx import Transaction
 
 if TYPE_CHECKING:
@@ -65,21 +66,13 @@ class Table:
 
     def __init__(self, client: "Ignite3Client", name: str) -> None:
         self.client = client
-        conn = client.connection()
-        found = tp.parse_table_get(
-            conn.call(ClientOp.TABLE_GET, tp.table_get_request(name), what=f"looking up table {name}")
-        )
-        if found is None:
-            raise TableNotFoundError(
-                f"table {name} does not exist on the Ignite 3 cluster; create it first (CREATE TABLE)",
-                status=int(ErrorCode.TABLE_NOT_FOUND),
-            )
         #: The table's id and name as the cluster knows them.
-        self.id, self.name = found
+        self.id, self.name = find_table(client.connection(), name)
         self._lock = threading.Lock()
         self._schemas: dict[int, tp.TableSchema] = {}
         self._latest: int | None = None
-        self._assignment: tp.PartitionAssignment | None = None
+        #: The primary of each partition, kept until a response says it changed (:class:`.routes.Assignments`).
+        self.assignments = Assignments(self.id, self.name, client.connection)
 
     def _load(self, version: int | None) -> tp.TableSchema:
         which = "the latest schema" if version is None else f"schema version {version}"
@@ -118,31 +111,15 @@ class Table:
 
     def assignment(self) -> tp.PartitionAssignment:
         """The primary node of each partition (PARTITION_ASSIGNMENT_GET; kept until a response says it changed)."""
-        with self._lock:
-            known = self._assignment
-        if known is not None:
-            return known
-        body = tp.assignment_request(self.id, 0)
-        got = tp.parse_assignment(
-            self.client.connection().call(
-                ClientOp.PARTITION_ASSIGNMENT_GET, body, what=f"reading the partitions of table {self.name}"
-            )
-        )
-        if got.timestamp:  # an assignment not known yet (no primaries) is asked again next time
-            with self._lock:
-                self._assignment = got
-        return got
+        return self.assignments.get()
 
     def saw_assignment(self, timestamp: int | None) -> None:
         """A node said the assignment changed at ``timestamp``: a newer one than known is read on next use."""
-        with self._lock:
-            if timestamp is not None and self._assignment is not None and timestamp > self._assignment.timestamp:
-                self._assignment = None
+        self.assignments.saw(timestamp)
 
     def forget_assignment(self) -> None:
         """Read the assignment again on next use (a primary was lost)."""
-        with self._lock:
-            self._assignment = None
+        self.assignments.forget()
 
     def kv(self) -> "KeyValueView":
         """Key-value operations on the table's rows."""

@@ -74,12 +74,12 @@ from ..errors import (
     UnsupportedOperationError,
 )
 from .client import Ignite3Client
-from .protocol import table as tp
-from .protocol.codes import ClientOp, ColumnType, ErrorCode, ErrorGroup, error_group
+from .protocol.codes import ColumnType, ErrorCode, ErrorGroup, error_group
 from .protocol.colocation import partitions_of, row_hashes
 from .protocol.columns import decode_page
 from .protocol.spans import as_objects
 from .protocol.sql import ColumnMeta
+from .routes import Assignments, find_table
 
 __all__ = ["TableReader", "TableRun", "TableReadStats", "PART_COLUMN", "key_identities", "retryable"]
 
@@ -386,6 +386,8 @@ class TableRun:
         self._room = threading.Condition()
         self._queue: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self._clients: dict[str, Ignite3Client] = {}
+        #: The table's partition assignment (looked up on the first launch, read again after a failure).
+        self._assignments: Assignments | None = None
         self._serials = iter(range(1, 1 << 62))
         self._running: dict[int, _Query] = {}
         self._batches = self._read()
@@ -436,29 +438,15 @@ class TableRun:
             )
 
     def _primaries(self) -> tuple[str | None, ...]:
+        """The primary of each partition (:class:`.routes.Assignments`), asked of any node that answers."""
         last: Exception | None = None
         for client in list(self._clients.values()):
             try:
                 conn = client.connection()
-                found = tp.parse_table_get(
-                    conn.call(
-                        ClientOp.TABLE_GET,
-                        tp.table_get_request(self.reader.table),
-                        what=f"looking up table {self.reader.table}",
-                    )
-                )
-                if found is None:
-                    raise TableNotFoundError(
-                        f"table {self.reader.table} no longer exists on the Ignite 3 cluster",
-                        status=int(ErrorCode.TABLE_NOT_FOUND),
-                    )
-                assignment = tp.parse_assignment(
-                    conn.call(
-                        ClientOp.PARTITION_ASSIGNMENT_GET,
-                        tp.assignment_request(found[0], 0),
-                        what=f"reading the partitions of table {self.reader.table}",
-                    )
-                )
+                if self._assignments is None:
+                    table_id, _ = find_table(conn, self.reader.table, hint="it was dropped during the read")
+                    self._assignments = Assignments(table_id, self.reader.table, client.connection)
+                assignment = self._assignments.get(conn)
                 if assignment.partitions != self.reader.partition_count:
                     raise ConfigurationError(
                         f"table {self.reader.table} has {assignment.partitions} partitions now, "
@@ -628,6 +616,8 @@ class TableRun:
 
     def _relaunch(self, partitions: Sequence[int], deadline: float) -> None:
         """Send the queries of failed ``partitions`` again, dialling and asking the assignment anew."""
+        if self._assignments is not None:
+            self._assignments.forget()  # a failed query may mean a moved primary
         while True:
             try:
                 self._connect()

@@ -2,7 +2,8 @@
 
 What Ignite 3's Java ``DataStreamer`` does, for columns of data: the table's
 id (TABLE_GET) and latest schema (SCHEMAS_GET), the partition count and each
-partition's primary node (PARTITION_ASSIGNMENT_GET); each row encoded as a
+partition's primary node (PARTITION_ASSIGNMENT_GET) -- :func:`.routes.table_route`,
+the stack's one source of these; each row encoded as a
 binary tuple of the table's columns and hashed on its colocation columns
 (:mod:`.protocol.rows`, :mod:`.protocol.colocation`); rows grouped by
 partition into batches of ``batch_rows``; each batch one STREAMER_BATCH_SEND,
@@ -24,7 +25,6 @@ import queue
 from collections import defaultdict
 from collections.abc import Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,53 +33,15 @@ from ..errors import ConfigurationError, IgniteConnectionError, TableNotFoundErr
 from .client import Ignite3Client
 from .connection import Ignite3Connection
 from .protocol import table as tp
-from .protocol.codes import ClientOp, ErrorCode
+from .protocol.codes import ClientOp
 from .protocol.colocation import partitions_of
 from .protocol.rows import encode_rows
+from .routes import table_route
 
-__all__ = ["TableRoute", "table_route", "stream"]
+__all__ = ["stream"]
 
 #: Rows encoded at a time (bounds the memory of encoded rows).
 CHUNK_ROWS = 65_536
-
-
-@dataclass(frozen=True)
-class TableRoute:
-    """What the streamer needs of a table: id, SQL name, latest schema, primary node of each partition."""
-
-    table_id: int
-    name: str
-    schema: tp.TableSchema
-    assignment: tp.PartitionAssignment
-
-
-def table_route(conn: Ignite3Connection, table: str) -> TableRoute:
-    """The table's id, schema and partition assignment, asked over ``conn``."""
-    found = tp.parse_table_get(
-        conn.call(ClientOp.TABLE_GET, tp.table_get_request(table), what=f"looking up table {table}")
-    )
-    if found is None:
-        raise TableNotFoundError(
-            f"table {table} does not exist on the Ignite 3 cluster; create it (CREATE TABLE, "
-            "or write(..., create=True, key=...))",
-            status=int(ErrorCode.TABLE_NOT_FOUND),
-        )
-    table_id, name = found
-    schemas = tp.parse_schemas(
-        conn.call(ClientOp.SCHEMAS_GET, tp.schemas_request(table_id), what=f"reading the schema of table {name}")
-    )
-    if not schemas or not schemas[-1].columns:
-        raise TableNotFoundError(
-            f"table {name} has no schema on the node (dropped meanwhile?)", status=int(ErrorCode.TABLE_NOT_FOUND)
-        )
-    assignment = tp.parse_assignment(
-        conn.call(
-            ClientOp.PARTITION_ASSIGNMENT_GET,
-            tp.assignment_request(table_id, 0),
-            what=f"reading the partitions of table {name}",
-        )
-    )
-    return TableRoute(table_id, name, schemas[-1], assignment)
 
 
 class _Pools:
