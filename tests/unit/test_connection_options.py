@@ -63,3 +63,18 @@ def test_every_wait_is_bounded_by_default_within_failure_detection() -> None:
 def test_a_timeout_that_is_not_a_positive_number_is_refused_by_name(name: str, value: object) -> None:
     with pytest.raises(ConfigurationError, match=f"{name}="):
         ConnectionOptions(**{name: value})  # type: ignore[arg-type]
+
+
+def test_the_partitions_variable_is_read_in_one_place() -> None:
+    from tensorflow_ignite.client.env import PARTS_VARIABLE, env_partitions
+    from tensorflow_ignite.data.env import apply_env_overrides
+    from tensorflow_ignite.launcher.worker import WorkerContext
+
+    assert PARTS_VARIABLE == "IGNITE_DATASET_PARTS"
+    assert env_partitions({PARTS_VARIABLE: "5-7, 1,1"}) == (1, 5, 6, 7)
+    assert env_partitions({PARTS_VARIABLE: ""}) is None and env_partitions({}) is None
+    assert apply_env_overrides({}, {PARTS_VARIABLE: "0,2"})["parts"] == (0, 2)
+    assert WorkerContext.from_env({PARTS_VARIABLE: "3-4"}).partitions == (3, 4)
+    assert WorkerContext.from_env({}).partitions == ()
+    with pytest.raises(ConfigurationError, match=PARTS_VARIABLE):
+        env_partitions({PARTS_VARIABLE: "x"})

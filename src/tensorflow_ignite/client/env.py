@@ -23,7 +23,9 @@ A process steers how every feature reaches its cluster through its environment
 variables with the same meaning -- and ``ignite://`` reads ``IGNITE_FS_`` before
 it (settings for the file store alone).  An empty variable counts as unset.
 :meth:`~.options.ConnectionOptions.from_env` is how features use them;
-:func:`parse_partition_list` reads ``IGNITE_DATASET_PARTS``.
+:func:`env_partitions` reads ``IGNITE_DATASET_PARTS`` (a worker's partitions),
+with :func:`parse_partition_list`: every feature asks it, none reads the
+variable itself.
 """
 
 from __future__ import annotations
@@ -42,10 +44,14 @@ __all__ = [
     "parse_flag",
     "parse_int",
     "parse_partition_list",
+    "env_partitions",
+    "PARTS_VARIABLE",
 ]
 
 DATASET_PREFIX = "IGNITE_DATASET_"
 FS_PREFIX = "IGNITE_FS_"
+#: The partitions this process reads (``ignite-tf start`` sets it for every worker: its node's primaries).
+PARTS_VARIABLE = DATASET_PREFIX + "PARTS"
 
 #: ``ConnectionOptions`` field -> how its variable's text becomes a value.
 _PARSERS: dict[str, str] = {
@@ -124,7 +130,14 @@ def connection_env(
     return out
 
 
-def parse_partition_list(text: str, *, name: str = DATASET_PREFIX + "PARTS") -> tuple[int, ...]:
+def env_partitions(environ: Mapping[str, str] | None = None) -> tuple[int, ...] | None:
+    """The partitions ``IGNITE_DATASET_PARTS`` names (sorted, unique), or None when it is unset or empty."""
+    env = os.environ if environ is None else environ
+    text = env.get(PARTS_VARIABLE)
+    return parse_partition_list(text) if text else None
+
+
+def parse_partition_list(text: str, *, name: str = PARTS_VARIABLE) -> tuple[int, ...]:
     """Parse ``"0,1,5-9"`` (also spaces or JSON-ish brackets) into sorted unique partitions."""
     cleaned = text.strip().strip("[]()")
     parts: set[int] = set()

@@ -32,6 +32,7 @@ from ..client.env import (
     CONNECTION_VARIABLES,
     DATASET_PREFIX,
     connection_env,
+    env_partitions,
     parse_flag,
     parse_int,
     parse_partition_list,
@@ -54,8 +55,9 @@ def apply_env_overrides(params: dict[str, Any], environ: Mapping[str, str] | Non
             out[key] = parse_int(name, env[name])
     if env.get(PREFIX + "LOCAL"):
         out["local"] = parse_flag(PREFIX + "LOCAL", env[PREFIX + "LOCAL"])
-    if env.get(PREFIX + "PARTS"):
-        out["parts"] = parse_partition_list(env[PREFIX + "PARTS"])
+    parts = env_partitions(env)
+    if parts is not None:
+        out["parts"] = parts
     return out
 
 

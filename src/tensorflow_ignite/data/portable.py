@@ -44,7 +44,6 @@ every epoch of a tf.data service worker reuses one client and schema.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -53,8 +52,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..client import described
 from ..client.described import DESCRIPTION_VERSION
+from ..client.env import PARTS_VARIABLE, env_partitions
 from ..errors import ConfigurationError, UnsupportedOperationError
-from .env import PREFIX, parse_partition_list
+from .env import parse_partition_list
 from .schema import DatasetSchema, FieldSchema
 
 if TYPE_CHECKING:
@@ -232,15 +232,15 @@ def rebuild(description: str, arguments: tuple[Any, ...] = ()) -> "Source":
 
 def _worker_partitions(cache: str) -> tuple[int, ...]:
     """The partitions a ``per_worker`` dataset reads in this process: ``IGNITE_DATASET_PARTS``."""
-    text = os.environ.get(PREFIX + "PARTS")
-    if not text:
+    parts = env_partitions()
+    if parts is None:
         raise ConfigurationError(
             f"IgniteDataset over cache {cache!r} was built with per_worker=True: the process that reads it takes "
-            f"its partitions from {PREFIX}PARTS, which is not set here. `ignite-tf start` sets it for every "
+            f"its partitions from {PARTS_VARIABLE}, which is not set here. `ignite-tf start` sets it for every "
             "worker; elsewhere set it to this worker's partitions (e.g. 0-340), or build the dataset without "
             "per_worker to read the partitions it was built with"
         )
-    return parse_partition_list(text)
+    return parts
 
 
 def _build(description: str, arguments: tuple[Any, ...] = ()) -> "Source":

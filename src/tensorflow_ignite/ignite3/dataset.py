@@ -22,13 +22,12 @@ per generator call, then ``unbatch`` (rows) or ``rebatch(batch_size)``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..client.env import DATASET_PREFIX, parse_partition_list
+from ..client.env import env_partitions
 from ..client.options import ConnectionOptions
 from ..errors import ConfigurationError, SchemaError, UnsupportedOperationError
 from .client import Ignite3Client
@@ -45,8 +44,6 @@ __all__ = ["from_sql", "from_table", "element_dtypes"]
 
 _DEFAULT_PORT = 10800
 _DECIMAL_AS = ("float64", "string")
-#: The partitions ``from_table`` reads in this process, when set (``0,1,5-9``), as on Ignite 2.
-PARTS_VARIABLE = DATASET_PREFIX + "PARTS"
 
 
 def element_dtypes(
@@ -256,8 +253,8 @@ def from_table(
     output = metas[: len(metas) - reader.extra_columns]
     element_dtypes(output, decimal_as=decimal_as, null_masks=null_masks)  # every column has a tensor form
     count = route.assignment.partitions
-    env_parts = os.environ.get(PARTS_VARIABLE)
-    chosen = parse_partition_list(env_parts) if env_parts else parts
+    env_parts = env_partitions()
+    chosen = env_parts if env_parts is not None else parts
     if chosen is not None:
         outside = sorted(set(int(p) for p in chosen) - set(range(count)))
         if outside or not len(chosen):

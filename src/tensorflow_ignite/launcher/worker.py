@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..client.env import DATASET_PREFIX, parse_partition_list
+from ..client.env import env_partitions
 from ..client.options import ConnectionOptions
 from . import layout
 
@@ -60,7 +60,6 @@ class WorkerContext:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "WorkerContext":
         env = os.environ if environ is None else environ
         node = node_options(env)
-        parts = env.get(DATASET_PREFIX + "PARTS")
         return cls(
             job_id=env.get("TF_IGNITE_JOB_ID", "local"),
             attempt=int(env.get("TF_IGNITE_ATTEMPT", "1")),
@@ -68,7 +67,7 @@ class WorkerContext:
             num_workers=int(env.get("TF_IGNITE_NUM_WORKERS", "1")),
             node=env.get("TF_IGNITE_NODE", ""),
             cache=env.get("TF_IGNITE_CACHE", ""),
-            partitions=parse_partition_list(parts) if parts else (),
+            partitions=env_partitions(env) or (),
             host=node.host,
             port=node.port,
             checkpoint_dir=env.get("TF_IGNITE_CHECKPOINT_DIR") or None,
