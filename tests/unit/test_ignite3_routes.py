@@ -1,4 +1,4 @@
-"""The one source of an Ignite 3 table's partition assignment.
+"""The one source of an Ignite 3 table's partition assignment, and the generation a client speaks.
 
 ``routes.Assignments`` asks PARTITION_ASSIGNMENT_GET once and keeps the answer until a response says
 the assignment changed after it (or a caller forgets it); a stand-in connection counts the requests.
@@ -12,7 +12,11 @@ import pytest
 
 pytest.importorskip("msgpack")
 
-from tensorflow_ignite.errors import TableNotFoundError  # noqa: E402
+from tensorflow_ignite.client.client import IgniteClient  # noqa: E402
+from tensorflow_ignite.client.options import ConnectionOptions  # noqa: E402
+from tensorflow_ignite.errors import ConfigurationError, TableNotFoundError  # noqa: E402
+from tensorflow_ignite.generation import generation_of, parse_generation  # noqa: E402
+from tensorflow_ignite.ignite3.client import Ignite3Client  # noqa: E402
 from tensorflow_ignite.ignite3.protocol.codes import ClientOp  # noqa: E402
 from tensorflow_ignite.ignite3.protocol.msgpack_io import Reader, Writer  # noqa: E402
 from tensorflow_ignite.ignite3.routes import Assignments, find_table  # noqa: E402
@@ -77,3 +81,12 @@ def test_a_missing_table_names_it_and_what_to_do() -> None:
     with pytest.raises(TableNotFoundError, match="table T does not exist on the Ignite 3 cluster; create it"):
         find_table(StandInConnection(table=None), "T")  # type: ignore[arg-type]
 
+
+def test_a_client_says_which_generation_it_speaks_without_its_type_name() -> None:
+    assert generation_of(Ignite3Client(ConnectionOptions())) == 3
+    assert IgniteClient.generation == 2
+    with pytest.raises(TypeError):
+        generation_of(object())
+    assert parse_generation(3) == "3" and parse_generation(" AUTO ") == "auto"
+    with pytest.raises(ConfigurationError, match="generation=4"):
+        parse_generation(4)

@@ -29,11 +29,15 @@ FLOORS: list[tuple[str, ...]] = [
     ("errors",),
     # Ignite 2's binary protocol: bytes to values and back, no I/O.
     ("protocol",),
-    # The Ignite 2 thin client and the generation-neutral connection pieces (options, environment,
-    # TLS, described connections, service calls); the native libraries' loader and tf.data op.
+    # The Ignite 2 thin client and the generation-neutral connection pieces (options, environment
+    # variables, TLS, dialling and the connect/idle/request deadlines, described connections, service
+    # calls); the native libraries' loader and tf.data op.
     ("client", "native"),
-    # The Ignite 3 stack; the capacity guard (region figures from the module's service or SQL views).
+    # The Ignite 3 stack (on those pieces and protocol's FrameReader); the capacity guard (region
+    # figures from the module's service or SQL views).
     ("ignite3", "capacity"),
+    # Which generation an address speaks, found at the handshake (a client of either stack).
+    ("generation",),
     # Features: datasets and writes (both generations), the ignite:// filesystem, the job launcher.
     ("data", "fs", "launcher"),
     # Features built on those: scoring (on the launcher for cluster runs), local nodes.

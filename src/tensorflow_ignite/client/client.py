@@ -20,7 +20,7 @@ import time
 import uuid as _uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -202,6 +202,9 @@ class IgniteClient:
     node (:class:`~.options.ConnectionOptions` documents them and their
     defaults; None takes the default).
     """
+
+    #: The Ignite generation whose handshake this client speaks (:mod:`tensorflow_ignite.generation`).
+    generation: ClassVar[int] = 2
 
     def __init__(
         self,

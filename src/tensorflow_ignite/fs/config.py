@@ -54,6 +54,7 @@ from ..client.env import CONNECTION_VARIABLES, DATASET_PREFIX, FS_PREFIX, connec
 from ..client.options import ConnectionOptions
 from ..client.pool import at_fork_in_child
 from ..errors import ConfigurationError
+from ..generation import parse_generation
 from ..protocol.endpoint import DEFAULT_PORT, format_endpoint
 
 if TYPE_CHECKING:
@@ -76,20 +77,6 @@ __all__ = [
 ]
 
 _PREFIXES = (FS_PREFIX, DATASET_PREFIX)
-
-#: What ``generation`` accepts.
-GENERATIONS = ("auto", "2", "3")
-
-
-def parse_generation(value: object, name: str = "generation") -> str:
-    """``"auto"``, ``"2"`` or ``"3"`` from a setting (an int or a string)."""
-    text = str(value).strip().lower()
-    if text not in GENERATIONS:
-        raise ConfigurationError(
-            f"{name}={value!r}: expected one of {', '.join(GENERATIONS)} (the Ignite "
-            "generation of the cluster; auto asks the node at the handshake)"
-        )
-    return text
 
 
 @dataclass(frozen=True)

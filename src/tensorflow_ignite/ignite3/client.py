@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, ClassVar
 
 from ..client.client import parse_addresses
 from ..client.options import ConnectionOptions
@@ -33,6 +33,9 @@ __all__ = ["Ignite3Client", "SqlCursor"]
 
 class Ignite3Client:
     """A client of one Ignite 3 cluster (one connection, opened on first use; thread-safe)."""
+
+    #: The Ignite generation whose handshake this client speaks (:mod:`tensorflow_ignite.generation`).
+    generation: ClassVar[int] = 3
 
     def __init__(self, options: ConnectionOptions | None = None, **fields: Any) -> None:
         self.options = options if options is not None else ConnectionOptions(**fields)
