@@ -22,6 +22,7 @@ from ..client.options import ConnectionOptions
 from ..errors import AuthenticationError, HandshakeError, IgniteConnectionError, ResourceNotFoundError, TLSError
 from .connection import Ignite3Connection
 from .kv import Table
+from .nodes import dial_nodes
 from .protocol import sql
 from .protocol.codes import ClientOp
 from .protocol.columns import PageColumns, decode_page
@@ -95,19 +96,14 @@ class Ignite3Client:
             return conn
 
     def _dial_others(self, default: Ignite3Connection) -> dict[str, Ignite3Connection]:
-        nodes: dict[str, Ignite3Connection] = {}
-        for host, port in parse_addresses(self.options.endpoints):
-            if f"{host}:{port}" == default.address:
-                continue
-            try:
-                conn = Ignite3Connection(self.options, host, port)
-            except IgniteConnectionError:
-                continue  # its keys go through the default connection (the node forwards them)
-            name = conn.handshake.node_name
-            if name == default.handshake.node_name or name in nodes:
-                conn.close()
-            else:
-                nodes[name] = conn
+        """A connection to each other node of the options' endpoints (:func:`.nodes.dial_nodes`); one that
+        does not answer is left out (its keys go through the default connection: the node forwards them)."""
+        nodes, _ = dial_nodes(
+            [(h, p) for h, p in parse_addresses(self.options.endpoints) if f"{h}:{p}" != default.address],
+            lambda host, port: Ignite3Connection(self.options, host, port),
+            lambda conn: conn.handshake.node_name,
+            held=(default.handshake.node_name,),
+        )
         return nodes
 
     def observe(self, timestamp: int) -> None:

@@ -74,6 +74,7 @@ from ..errors import (
     UnsupportedOperationError,
 )
 from .client import Ignite3Client
+from .nodes import dial_nodes
 from .protocol.codes import ColumnType, ErrorCode, ErrorGroup, error_group
 from .protocol.colocation import partitions_of, row_hashes
 from .protocol.columns import decode_page
@@ -409,27 +410,35 @@ class TableRun:
         floor = 0
         if self.reader.client is not None:
             floor = self.reader.client.connection().observable_timestamp
-        errors = []
         known = {(c.options.host, c.options.port) for c in self._clients.values()}
-        for host, port in parse_addresses(self.reader.options.endpoints):
-            if (host, port) in known:
-                continue
+
+        def open_one(host: str, port: int) -> Ignite3Client:
             client = Ignite3Client(replace(self.reader.options, host=host, port=port, fallbacks=()))
             try:
-                conn = client.connection()
-            except AuthenticationError:
+                client.connection()
+            except BaseException:
                 client.close()
                 raise
-            except IgniteConnectionError as exc:
-                client.close()
-                errors.append(str(exc))
-                continue
-            name = conn.handshake.node_name
-            if name in self._clients:
-                client.close()
-                continue
+            return client
+
+        def node_of(client: Ignite3Client) -> str:
+            conn = client.connection()
             conn.observable_timestamp = max(conn.observable_timestamp, floor)
-            self._clients[name] = client
+            return conn.handshake.node_name
+
+        found, failed = dial_nodes(
+            [e for e in parse_addresses(self.reader.options.endpoints) if e not in known],
+            open_one,
+            node_of,
+            held=self._clients,
+        )
+        for exc in failed:
+            if isinstance(exc, AuthenticationError):
+                for client in found.values():
+                    client.close()
+                raise exc
+        self._clients.update(found)
+        errors = [str(exc) for exc in failed]
         if not self._clients:
             raise IgniteConnectionError(
                 f"reading Ignite 3 table {self.reader.table}: no node answered at "

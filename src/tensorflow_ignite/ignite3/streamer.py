@@ -21,7 +21,6 @@ another one (an upsert can be repeated); a server error stops the write with a
 
 from __future__ import annotations
 
-import queue
 from collections import defaultdict
 from collections.abc import Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
@@ -29,9 +28,11 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 import numpy as np
 
 from ..client.client import parse_addresses
+from ..client.lease import LeasePool
 from ..errors import ConfigurationError, IgniteConnectionError, TableNotFoundError, WriteError
 from .client import Ignite3Client
 from .connection import Ignite3Connection
+from .nodes import dial_nodes
 from .protocol import table as tp
 from .protocol.codes import ClientOp
 from .protocol.colocation import partitions_of
@@ -45,67 +46,60 @@ CHUNK_ROWS = 65_536
 
 
 class _Pools:
-    """Connections by node name (each a queue a sender takes one from), opened for one write."""
+    """The write's connections, lent per node (:class:`~tensorflow_ignite.client.lease.LeasePool`):
+    one to each node of the options' endpoints (:func:`.nodes.dial_nodes`) and ``parallel - 1`` more."""
 
     def __init__(self, client: Ignite3Client, parallel: int) -> None:
         self.default = client.connection()
+        self.lease: LeasePool[str, Ignite3Connection] = LeasePool()
         self.owned: list[Ignite3Connection] = []
-        self.by_node: dict[str, queue.Queue[Ignite3Connection]] = {}
-        names: dict[str, tuple[str, int]] = {}
-        for host, port in parse_addresses(client.options.endpoints):
-            try:
-                conn = Ignite3Connection(client.options, host, port)
-            except IgniteConnectionError:
-                continue  # a node that does not answer: its partitions go through the others
-            name = conn.handshake.node_name
-            if name in names:
-                conn.close()
-                continue
-            names[name] = (host, port)
-            self._add(name, conn)
-        for name, (host, port) in names.items():
+        nodes, _ = dial_nodes(
+            parse_addresses(client.options.endpoints),
+            lambda host, port: Ignite3Connection(client.options, host, port),
+            lambda conn: conn.handshake.node_name,
+        )
+        for name, first in nodes.items():
+            self._add(name, first)
             for _ in range(parallel - 1):
                 try:
-                    self._add(name, Ignite3Connection(client.options, host, port))
+                    self._add(name, Ignite3Connection(client.options, first.host, first.port))
                 except IgniteConnectionError:
                     break
-        if not self.by_node:
-            self._add(self.default.handshake.node_name, None)
+        if not self.owned:  # no endpoint answered a second time: the client's own connection carries it all
+            self.lease.add(self.default.handshake.node_name, self.default)
 
-    def _add(self, name: str, conn: Ignite3Connection | None) -> None:
-        if conn is not None:
-            self.owned.append(conn)
-        self.by_node.setdefault(name, queue.Queue()).put(conn if conn is not None else self.default)
+    def _add(self, name: str, conn: Ignite3Connection) -> None:
+        self.owned.append(conn)
+        self.lease.add(name, conn)
 
     @property
     def size(self) -> int:
-        return sum(q.qsize() for q in self.by_node.values())
+        return len(self.lease)
 
-    def pool_for(self, node: str | None) -> queue.Queue[Ignite3Connection]:
-        pool = self.by_node.get(node) if node is not None else None
-        return pool if pool is not None else max(self.by_node.values(), key=lambda q: q.qsize())
+    def key_for(self, node: str | None) -> str:
+        """``node`` when the write has connections to it, else the node with the most free now."""
+        keys = self.lease.keys()
+        return node if node in keys else max(keys, key=self.lease.free)
 
-    def others(self, pool: queue.Queue[Ignite3Connection]) -> list[queue.Queue[Ignite3Connection]]:
-        return [q for q in self.by_node.values() if q is not pool]
+    def others(self, key: str) -> list[str]:
+        return [k for k in self.lease.keys() if k != key]
 
     def close(self) -> None:
         for c in self.owned:
             c.close()
 
 
-def _send(pools: _Pools, pool: queue.Queue[Ignite3Connection], body: bytes, what: str, rows: int) -> int:
+def _send(pools: _Pools, key: str, body: bytes, what: str, rows: int) -> int:
     last: Exception | None = None
-    for q in [pool] + pools.others(pool):
-        conn = q.get()
-        try:
+    for k in [key] + pools.others(key):
+        with pools.lease.lent(k) as conn:
             if conn.closed:
                 continue
-            conn.call(ClientOp.STREAMER_BATCH_SEND, body, what=what)
-            return rows
-        except IgniteConnectionError as exc:
-            last = exc  # this connection is gone: the batch (an upsert) goes again over another node's
-        finally:
-            q.put(conn)
+            try:
+                conn.call(ClientOp.STREAMER_BATCH_SEND, body, what=what)
+                return rows
+            except IgniteConnectionError as exc:
+                last = exc  # this connection is gone: the batch (an upsert) goes again over another node's
     raise last if last is not None else IgniteConnectionError(f"{what}: every connection to the cluster is closed")
 
 
@@ -150,7 +144,7 @@ def stream(
                     by_part[p].append(i)
                 current: list[Future[int]] = []
                 for p, idx in by_part.items():
-                    pool = pools.pool_for(route.assignment.primaries[p])
+                    key = pools.key_for(route.assignment.primaries[p])
                     for b in range(0, len(idx), batch_rows):
                         chunk = idx[b : b + batch_rows]
                         body = tp.streamer_batch(
@@ -160,7 +154,7 @@ def stream(
                             executor.submit(
                                 _send,
                                 pools,
-                                pool,
+                                key,
                                 body,
                                 f"streaming {len(chunk)} rows into {route.name} partition {p}",
                                 len(chunk),
@@ -184,7 +178,9 @@ def stream(
             rows_written=batches.written,
         ) from exc
     finally:
-        nodes = {name: q.queue[0] for name, q in pools.by_node.items() if q.queue}
+        nodes: dict[str, Ignite3Connection] = {}
+        for conn in pools.lease.items():
+            nodes.setdefault(conn.handshake.node_name, conn)
         pools.close()
         # The caller's client reads what was written (Ignite 3 reads at the client's
         # observable timestamp; the streamer's answers do not advance it): the nodes'

@@ -57,6 +57,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...client import TransactionConflictError
+from ...client.lease import LeasePool
 from ...errors import (
     ClientError,
     ConfigurationError,
@@ -113,12 +114,18 @@ class _Pooled:
 
 
 class _Pool:
-    """Clients of one cluster, each used by one borrower at a time."""
+    """Clients of one cluster, each used by one borrower at a time (a
+    :class:`~tensorflow_ignite.client.lease.LeasePool`: made on demand, up to ``MAX_CLIENTS``)."""
 
     def __init__(self, first: "Ignite3Client") -> None:
-        self._free: list[_Pooled] = [_Pooled(first, owned=False)]
-        self._all: list[_Pooled] = list(self._free)
-        self._cond = threading.Condition()
+        def make(_key: None) -> _Pooled:
+            from ...ignite3 import Ignite3Client
+
+            return _Pooled(Ignite3Client(first.options), owned=True)
+
+        self._lease: LeasePool[None, _Pooled] = LeasePool(make, limit=MAX_CLIENTS)
+        self._lease.add(None, _Pooled(first, owned=False))
+        self._lock = threading.Lock()
         self._seen = 0  # the latest observable timestamp any borrower brought back
 
     @contextmanager
@@ -154,45 +161,33 @@ class _Pool:
                         raise
 
     def take(self) -> _Pooled:
-        with self._cond:
-            while not self._free and len(self._all) >= MAX_CLIENTS:
-                self._cond.wait()
-            if self._free:
-                p = self._free.pop()
-            else:
-                from ...ignite3 import Ignite3Client
-
-                p = _Pooled(Ignite3Client(self._all[0].client.options), owned=True)
-                self._all.append(p)
-            seen = self._seen
-        p.client.observe(seen)
+        p = self._lease.take(None)
+        p.client.observe(self.seen)
         return p
 
     def give(self, p: _Pooled) -> None:
         seen = p.client.observed_timestamp()
-        with self._cond:
+        with self._lock:
             self._seen = max(self._seen, seen)
-            self._free.append(p)
-            self._cond.notify()
+        self._lease.give(p)
 
     @property
     def seen(self) -> int:
         """The latest observable timestamp any borrower brought back."""
-        with self._cond:
+        with self._lock:
             return self._seen
 
     def forget_views(self) -> None:
-        with self._cond:
-            for p in self._all:
-                p.forget_views()
+        for p in self._lease.items():
+            p.forget_views()
 
     def close(self) -> None:
-        with self._cond:
-            owned = [p for p in self._all if p.owned]
-            self._all = [p for p in self._all if not p.owned]
-            self._free = [p for p in self._free if not p.owned]
-        for p in owned:
-            p.client.close()
+        """Close the clients the pool made (the first one is its caller's)."""
+        for p in self._lease.drain():
+            if p.owned:
+                p.client.close()
+            else:
+                self._lease.add(None, p)
 
 
 class _Meta:
