@@ -45,7 +45,7 @@ from ..protocol import framing
 from ..protocol.codes import SUPPORTED_VERSIONS, V1_7_0, ClientStatus, Feature, ProtocolVersion, ResponseFlag
 from ..protocol.receive import DEFAULT_MAX_FRAME, FrameReader
 from ..protocol.requests import heartbeat
-from .dial import WaitBounds, dial, request_timeout_message, send_all
+from .dial import SocketConnection, WaitBounds, dial, recv_bounded, request_timeout_message, send_all
 from .direct import PLAIN_HEADER, DirectAnswers
 from .notifications import Notifications
 from .options import ConnectionOptions
@@ -113,7 +113,7 @@ class ConnectionSettings:
         return self.options.uses_tls
 
 
-class Connection(DirectAnswers, Notifications):
+class Connection(SocketConnection, DirectAnswers, Notifications):
     """A handshaken, thread-safe connection to one node.
 
     ``on_topology_change(major, minor)`` is called (outside the locks) when a
@@ -344,35 +344,27 @@ class Connection(DirectAnswers, Notifications):
             raise error
 
     def _recv_into(self, view: memoryview) -> int:
-        """One ``recv_into`` (> 0 bytes), with this connection's error handling."""
+        """One ``recv_into`` (> 0 bytes), with this connection's bounded waits and error handling."""
         sock = self._sock
         if sock is None:
             raise IgniteConnectionError(f"connection to {self.address} is closed", address=self.address)
-        silent = 0.0
-        probed = False
-        while True:
-            try:
-                k = sock.recv_into(view)
-                break
-            except TimeoutError:
-                silent += sock.gettimeout() or 0.0
-                reason = self._give_up(silent)
-                if reason is not None:
-                    # The stream position is unknown now (the answer may still come, or the
-                    # rest of a frame already begun): this connection cannot be trusted again.
-                    self.close()
-                    raise ConnectionTimeoutError(reason, address=self.address) from None
-                if not probed:
-                    probed = self._probe()
-            except ssl.SSLError as exc:
-                # With TLS 1.3 a refused client certificate only shows on the first read.
-                self.close()
-                raise tls_error(exc, self.address, self.host, stage="connection") from None
-            except OSError as exc:
-                raise IgniteConnectionError(f"connection to {self.address} lost: {exc}", address=self.address) from None
-        if k == 0:
-            raise IgniteConnectionError(f"{self.address} closed the connection", address=self.address)
-        return k
+        try:
+            return recv_bounded(
+                sock, view, peer=self.address, address=self.address, give_up=self._give_up, probe=self._probe
+            )
+        except ConnectionTimeoutError:
+            # The stream position is unknown now (the answer may still come, or the
+            # rest of a frame already begun): this connection cannot be trusted again.
+            self.close()
+            raise
+        except IgniteConnectionError:
+            raise
+        except ssl.SSLError as exc:
+            # With TLS 1.3 a refused client certificate only shows on the first read.
+            self.close()
+            raise tls_error(exc, self.address, self.host, stage="connection") from None
+        except OSError as exc:
+            raise IgniteConnectionError(f"connection to {self.address} lost: {exc}", address=self.address) from None
 
     # ------------------------------------------------------------ bounded waits
     def _heartbeats_on(self) -> bool:
@@ -592,27 +584,6 @@ class Connection(DirectAnswers, Notifications):
     def request(self, encode: FrameEncoder, op: int | None = None) -> memoryview:
         """Send a request built by ``encode(request_id)`` and wait for its answer body."""
         return self.receive(self.send(encode), op)
-
-    # ------------------------------------------------------------------ closing
-    @property
-    def closed(self) -> bool:
-        return self._sock is None
-
-    def close(self) -> None:
-        """Close the socket (idempotent)."""
-        sock, self._sock = self._sock, None
-        self.reader.release()
-        if sock is not None:
-            try:
-                sock.close()
-            except OSError:
-                pass
-
-    def __enter__(self) -> "Connection":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<Connection {self.address}{' closed' if self.closed else ''}>"

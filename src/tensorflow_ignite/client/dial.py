@@ -22,13 +22,16 @@ from __future__ import annotations
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Self
 
 from ..errors import ConnectionTimeoutError, IgniteConnectionError
+from ..protocol.receive import FrameReader
 from .options import ConnectionOptions
 from .tls import tls_error
 
-__all__ = ["dial", "send_all", "WaitBounds", "request_timeout_message"]
+__all__ = ["dial", "recv_bounded", "send_all", "SocketConnection", "WaitBounds", "request_timeout_message"]
 
 #: Kernel receive buffer asked for (pages of a scan arrive faster than one read a wake-up drains).
 RECEIVE_BUFFER = 4 << 20
@@ -73,6 +76,42 @@ def dial(
         raise
 
 
+def recv_bounded(
+    sock: socket.socket | ssl.SSLSocket,
+    view: memoryview,
+    *,
+    peer: str,
+    address: str,
+    give_up: Callable[[float], str | None],
+    probe: Callable[[], bool],
+) -> int:
+    """One ``recv_into`` of at least one byte, waiting in steps of the socket's timeout.
+
+    After each silent step ``give_up(seconds silent)`` says why to stop (raised as
+    :class:`~tensorflow_ignite.errors.ConnectionTimeoutError`; the caller closes the connection: the
+    stream position is unknown now), or None to wait on; the first silent step also calls ``probe()``
+    (a heartbeat; False when it could not be sent now, so the next step tries again).  A closed
+    stream raises :class:`~tensorflow_ignite.errors.IgniteConnectionError` naming ``peer``; other
+    socket errors propagate.
+    """
+    silent = 0.0
+    probed = False
+    while True:
+        try:
+            k = sock.recv_into(view)
+        except TimeoutError:
+            silent += sock.gettimeout() or 0.0
+            reason = give_up(silent)
+            if reason is not None:
+                raise ConnectionTimeoutError(reason, address=address) from None
+            if not probed:
+                probed = probe()
+            continue
+        if k == 0:
+            raise IgniteConnectionError(f"{peer} closed the connection", address=address)
+        return k
+
+
 def send_all(sock: socket.socket | ssl.SSLSocket, data: bytes | bytearray | memoryview, stall_limit: float) -> None:
     """Send every byte of ``data``; raises :class:`TimeoutError` once a send made no progress for
     ``stall_limit`` seconds (a plain socket: each byte sent restarts the count; TLS: ``sendall``'s own
@@ -91,6 +130,35 @@ def send_all(sock: socket.socket | ssl.SSLSocket, data: bytes | bytearray | memo
                 raise
             continue
         view, stalled = view[n:], 0.0
+
+
+class SocketConnection:
+    """What a connection of either generation does with its socket once dialled: it is closed
+    (idempotently; the frame reader's pooled buffers dropped) and a context manager closes it."""
+
+    _sock: socket.socket | ssl.SSLSocket | None
+    reader: FrameReader
+
+    @property
+    def closed(self) -> bool:
+        """Whether the socket is closed (by :meth:`close`, or after a failure)."""
+        return self._sock is None
+
+    def close(self) -> None:
+        """Close the socket (idempotent)."""
+        sock, self._sock = self._sock, None
+        self.reader.release()
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def request_timeout_message(peer: str, timeout: float) -> str:

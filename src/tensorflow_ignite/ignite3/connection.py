@@ -30,7 +30,7 @@ import ssl
 import threading
 import time
 
-from ..client.dial import WaitBounds, dial, send_all
+from ..client.dial import SocketConnection, WaitBounds, dial, recv_bounded, send_all
 from ..client.options import ConnectionOptions
 from ..client.tls import tls_error
 from ..errors import ConnectionTimeoutError, HandshakeError, IgniteConnectionError, ProtocolError, TLSError
@@ -50,7 +50,7 @@ from .protocol.msgpack_io import Reader
 __all__ = ["Ignite3Connection", "DEFAULT_MAX_FRAME"]
 
 
-class Ignite3Connection:
+class Ignite3Connection(SocketConnection):
     """A connection to one Ignite 3 node (``host:port`` of ``options``, or the given endpoint)."""
 
     def __init__(
@@ -203,42 +203,37 @@ class Ignite3Connection:
             raise IgniteConnectionError(
                 f"the connection to Ignite 3 node {self.address} is closed", address=self.address
             )
-        silent = 0.0
-        probed = False
-        while True:
-            try:
-                k = sock.recv_into(view)
-                break
-            except TimeoutError:
-                silent += sock.gettimeout() or 0.0
-                reason = self.bounds.give_up(
-                    f"Ignite 3 node {self.address}",
-                    silent,
-                    self._deadline,
-                    handshaking=self._handshaking,
-                    heartbeats=True,
-                )
-                if reason is not None:
-                    self.close()
-                    raise ConnectionTimeoutError(reason, address=self.address) from None
-                if not probed:
-                    probed = True
-                    rid = next(self._ids)
-                    self._heartbeats.add(rid)
-                    self._send(request(int(ClientOp.HEARTBEAT), rid))
-            except ssl.SSLError as exc:
-                # With TLS 1.3 a refused client certificate only shows on the first read.
-                self.close()
-                raise tls_error(exc, self.address, self.options.tls_hostname(self.host), stage="connection") from None
-            except OSError as exc:
-                self.close()
-                raise IgniteConnectionError(
-                    f"connection to Ignite 3 node {self.address} lost: {exc}", address=self.address
-                ) from None
-        if k == 0:
+        peer = f"Ignite 3 node {self.address}"
+        try:
+            return recv_bounded(
+                sock,
+                view,
+                peer=peer,
+                address=self.address,
+                give_up=lambda silent: self.bounds.give_up(
+                    peer, silent, self._deadline, handshaking=self._handshaking, heartbeats=True
+                ),
+                probe=self._probe,
+            )
+        except IgniteConnectionError:
             self.close()
-            raise IgniteConnectionError(f"Ignite 3 node {self.address} closed the connection", address=self.address)
-        return k
+            raise
+        except ssl.SSLError as exc:
+            # With TLS 1.3 a refused client certificate only shows on the first read.
+            self.close()
+            raise tls_error(exc, self.address, self.options.tls_hostname(self.host), stage="connection") from None
+        except OSError as exc:
+            self.close()
+            raise IgniteConnectionError(
+                f"connection to Ignite 3 node {self.address} lost: {exc}", address=self.address
+            ) from None
+
+    def _probe(self) -> bool:
+        """Send a heartbeat while waiting (the lock is this thread's); its answer is dropped when read."""
+        rid = next(self._ids)
+        self._heartbeats.add(rid)
+        self._send(request(int(ClientOp.HEARTBEAT), rid))
+        return True
 
     def _send(self, data: bytes) -> None:
         sock = self._sock
@@ -292,26 +287,6 @@ class Ignite3Connection:
         if header.error is not None:
             raise server_error(header.error, int(op), what or op.name)
         return reader
-
-    @property
-    def closed(self) -> bool:
-        return self._sock is None
-
-    def close(self) -> None:
-        """Close the socket (idempotent)."""
-        sock, self._sock = self._sock, None
-        self.reader.release()
-        if sock is not None:
-            try:
-                sock.close()
-            except OSError:
-                pass
-
-    def __enter__(self) -> "Ignite3Connection":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Ignite3Connection({self.address}, closed={self.closed})"
