@@ -1,6 +1,6 @@
 """The Ignite 3 benchmark contenders (bench/ignite3.py) at a tiny size, so that they cannot rot.
 
-On one real Ignite 3.1 node of its own (plain: the Java client and pyignite-dbapi connect without the
+On the session's two plain Ignite 3.1 nodes (plain: the Java client and pyignite-dbapi connect without the
 secure node's TLS and credentials), the small-row table is written by the bench's own writer, then every
 contender of the scenario -- ``ignite3.from_table`` and ``from_sql`` in TensorFlow, pyignite-dbapi
 ``fetchmany`` into ``from_generator``, Ignite 3's Java client by SQL and through the record view, the
@@ -11,8 +11,6 @@ runs them.  Timings are never asserted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 
 
 import pytest
@@ -34,10 +32,9 @@ ROW_BYTES = 8 + 4 + 784
 
 
 @pytest.fixture(scope="module")
-def endpoints(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
-    # A node of its own, with the bench's heap: its bulk table holds rows of 1 MiB.
-    with Ignite3Cluster(Path(tmp_path_factory.mktemp("bench3")), nodes=1, name="tfi3b", heap_mb=512) as cluster:
-        yield cluster.endpoints
+def endpoints(ignite3_plain_nodes: Ignite3Cluster) -> list[str]:
+    # The session's plain nodes (their heap holds the bulk table's rows of 1 MiB).
+    return list(ignite3_plain_nodes.endpoints)
 
 
 @pytest.fixture(scope="module")

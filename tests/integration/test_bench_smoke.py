@@ -22,13 +22,15 @@ ROOT = Path(__file__).resolve().parents[2]
 #: client joins, each run creates and destroys a cache); test_bench_loading.py runs its contenders.
 #: Nor ``ignite3`` (an Ignite 3 node of its own to start): test_bench_ignite3.py runs its scenarios.
 SCENARIOS = ("bulk", "small", "train", "scale", "sql", "fs", "latency", "predict", "follow")
-#: The short form (every run, CI): both read shapes (big values, small rows: every contender, the raw
-#: pages, the report's targets) and following. ``--long`` (``make test-long``) adds training, SQL, the
-#: filesystem, the 3-node scale-out, the latency proxy and scoring, which cost CI minutes (an SQL node, an S3
-#: server, a second cluster, four round-trip settings, scoring workers on every node) and whose paths have
-#: tests of their own (test_dataset*, test_fs_*, test_bench_s3anchor, test_client_routing,
-#: test_network_faults, test_predict*); the report's sections are checked in tests/unit/test_bench_*.
-SHORT_SCENARIOS = ("bulk", "small", "follow")
+#: The short form (every run, CI): small rows (every contender of a read scenario: the dataset, the
+#: reader, Java's thin client, pyignite, the socket floor, the raw pages, the report's targets) and
+#: following. ``--long`` (``make test-long``) adds big values (the same contenders over 1 MiB rows),
+#: training, SQL, the filesystem, the 3-node scale-out, the latency proxy and scoring, which cost CI
+#: minutes (an SQL node, an S3 server, a second cluster, four round-trip settings, scoring workers on
+#: every node) and whose paths have tests of their own (test_dataset*, test_fs_*, test_bench_s3anchor,
+#: test_client_routing, test_network_faults, test_predict*); the report's sections are checked in
+#: tests/unit/test_bench_*.
+SHORT_SCENARIOS = ("small", "follow")
 
 #: scenario key -> contender keys every run must report.
 EXPECTED = {

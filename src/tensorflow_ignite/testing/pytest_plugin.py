@@ -305,7 +305,8 @@ def ignite3_plain_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ig
     """Two Apache Ignite 3.1 server nodes without TLS or authentication, shared by the session: for
     clients that cannot speak the secure node's TLS (Ignite 3's Java client and pyignite-dbapi in the
     benchmark's tests) and for what needs two nodes (routing to a key's primary)."""
-    cluster = Ignite3Cluster(Path(tmp_path_factory.mktemp("ignite3plain")), nodes=2, name="tfi3p", heap_mb=384)
+    # heap_mb: the benchmark's bulk table (test_bench_ignite3) holds rows of 1 MiB.
+    cluster = Ignite3Cluster(Path(tmp_path_factory.mktemp("ignite3plain")), nodes=2, name="tfi3p", heap_mb=512)
     with _lock:
         _started.append(cluster)
     cluster.start()
