@@ -153,15 +153,27 @@ for step in json.load(open(sys.argv[1])):
 
 @pytest.fixture(scope="module")
 def readme_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """A node of the README's own (SQL-enabled: the SQL section), stopped however the test ends."""
-    # READINGS: the follow example's cache, whose follow log the node keeps (`ignite-tf node start --follow-log`).
-    cluster = LocalCluster(tmp_path_factory.mktemp("readme-node"), nodes=1, sql=True, name="tfi-readme",
-                           follow_log=("READINGS",))
+    """A node of the README's own, started as the pages tell a user to: ``ignite-tf node start`` with
+    ``--follow-log READINGS`` (the follow example's cache, whose follow log the node keeps) and
+    ``--sql`` (the SQL guide); stopped by ``ignite-tf node stop`` however the test ends."""
+    work = tmp_path_factory.mktemp("readme-node")
+    cli = [sys.executable, "-m", "tensorflow_ignite.cli.main", "node"]
     try:
-        cluster.start()
+        started = subprocess.run([*cli, "start", "--work-dir", str(work), "--sql", "--client-port", "0",
+                                  "--follow-log", "READINGS", "--json"],
+                                 capture_output=True, text=True, timeout=400, check=False)
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert json.loads(started.stdout)["nodes"], started.stdout
+        cluster = LocalCluster.load_state(work)
+        assert cluster is not None  # the follow example asserts the log is kept (stats.mode == "log")
         yield cluster
     finally:
-        cluster.stop()
+        stopped = subprocess.run([*cli, "stop", "--work-dir", str(work)], capture_output=True, text=True,
+                                 timeout=120, check=False)
+        left = LocalCluster.load_state(work)
+        if left is not None and any(left.is_alive(m) for m in left.members):  # the command failed: stop them here
+            left.stop()
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
 # README and every page in one interpreter: ~3 minutes on two idle cores, more on a loaded machine.  The
