@@ -9,10 +9,8 @@ the second, ``connect_timeout`` the third.
 from __future__ import annotations
 
 import socket
-import struct
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -22,30 +20,11 @@ pytest.importorskip("msgpack")
 from tensorflow_ignite.client.options import ConnectionOptions  # noqa: E402
 from tensorflow_ignite.errors import ConnectionTimeoutError  # noqa: E402
 from tensorflow_ignite.ignite3.connection import Ignite3Connection  # noqa: E402
-from tensorflow_ignite.ignite3.protocol.codes import MAGIC, ClientOp  # noqa: E402
+from tensorflow_ignite.ignite3.protocol.codes import ClientOp  # noqa: E402
 from tensorflow_ignite.ignite3.protocol.framing import frame  # noqa: E402
 from tensorflow_ignite.ignite3.protocol.msgpack_io import Reader, Writer  # noqa: E402
 
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        got = sock.recv(n - len(out))
-        if not got:
-            raise ConnectionError("peer closed")
-        out += got
-    return out
-
-
-def _recv_frame(sock: socket.socket) -> bytes:
-    (n,) = struct.unpack(">i", _recv_exact(sock, 4))
-    return _recv_exact(sock, n)
-
-
-def _handshake_answer() -> bytes:
-    body = Writer().values(3, 0, 0, None, 0, uuid.uuid4(), "stand-in", 1, uuid.uuid4(), "cluster", 1,
-                           3, 1, 0, None, None, b"", 0).bytes()
-    return MAGIC + frame(body)
+from .ignite3_stand_in import handshake_answer, recv_exact, recv_frame  # noqa: E402
 
 
 class StandIn:
@@ -66,15 +45,15 @@ class StandIn:
             return
         with conn:
             try:
-                _recv_exact(conn, 4)
-                _recv_frame(conn)
+                recv_exact(conn, 4)
+                recv_frame(conn)
                 if self.mode == "mute":
                     conn.recv(1)  # until the client gives up and closes
                     return
-                conn.sendall(_handshake_answer())
+                conn.sendall(handshake_answer())
                 confirmed = False
                 while True:
-                    r = Reader(_recv_frame(conn), "request")
+                    r = Reader(recv_frame(conn), "request")
                     op, request_id = r.int(), r.int()
                     if op == ClientOp.HEARTBEAT and not confirmed:
                         confirmed = True

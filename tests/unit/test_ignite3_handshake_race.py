@@ -12,9 +12,7 @@ handshake with a heartbeat, make the connection again when the node drops it -- 
 from __future__ import annotations
 
 import socket
-import struct
 import threading
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -28,26 +26,7 @@ from tensorflow_ignite.ignite3.protocol.codes import MAGIC, ClientOp  # noqa: E4
 from tensorflow_ignite.ignite3.protocol.framing import frame  # noqa: E402
 from tensorflow_ignite.ignite3.protocol.msgpack_io import Reader, Writer  # noqa: E402
 
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        got = sock.recv(n - len(out))
-        if not got:
-            raise ConnectionError("peer closed")
-        out += got
-    return out
-
-
-def _recv_frame(sock: socket.socket) -> bytes:
-    (n,) = struct.unpack(">i", _recv_exact(sock, 4))
-    return _recv_exact(sock, n)
-
-
-def _handshake_answer() -> bytes:
-    body = Writer().values(3, 0, 0, None, 0, uuid.uuid4(), "stand-in", 1, uuid.uuid4(), "cluster", 1,
-                           3, 1, 0, None, None, b"", 0).bytes()
-    return MAGIC + frame(body)
+from .ignite3_stand_in import handshake_answer, recv_exact, recv_frame  # noqa: E402
 
 
 class RacyNode:
@@ -72,11 +51,11 @@ class RacyNode:
             self.connections += 1
             with conn:
                 try:
-                    assert _recv_exact(conn, 4) == MAGIC
-                    _recv_frame(conn)  # the handshake
-                    conn.sendall(_handshake_answer())
+                    assert recv_exact(conn, 4) == MAGIC
+                    recv_frame(conn)  # the handshake
+                    conn.sendall(handshake_answer())
                     while True:
-                        r = Reader(_recv_frame(conn), "request")
+                        r = Reader(recv_frame(conn), "request")
                         op, request_id = r.int(), r.int()
                         if self.connections <= self.drops:
                             break  # "before handshake completion": closed, nothing done
