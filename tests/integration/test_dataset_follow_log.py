@@ -245,6 +245,9 @@ FOLLOWER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.long_only("test_follow_snapshot_resume.py::test_checkpoint_mid_snapshot_restored_in_another_process_each_"
+                       "row_once (a follower process checkpoints and ends, another restores it) and "
+                       "test_follow_log_stock.py::test_restored_follower_yields_each_update_after_its_position_once")
 def test_crash_and_restore_deliver_each_update_after_the_position_once(three_nodes: LocalCluster,
                                                                        tmp_path: Path) -> None:
     """(a) kill -9 of the following process after a checkpoint; the restored iterator goes on exactly once."""

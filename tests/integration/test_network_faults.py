@@ -245,6 +245,9 @@ class _PerWorkerReader:
 
 
 @pytest.mark.slow
+@pytest.mark.long_only("test_epoch_goes_on_within_failure_detection_and_uses_the_node_again[host-cut-off] (a reader "
+                       "going on within failure detection when a host is cut off); test_dataset_service.py and "
+                       "test_dataset_ps.py (tf.data service jobs and per-worker readers, exactly once)")
 def test_service_job_and_per_worker_readers_go_on_when_a_host_is_cut_off(
         three_hosts: HostCluster, cache_name: str, service: Any) -> None:
     """A tf.data service job (``distributed_epoch``: two worker processes read the partitions handed
