@@ -45,6 +45,8 @@ from tensorflow_ignite.errors import ArrayLengthError, ConfigurationError
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.protocol.codes import TypeCode
 
+from .resume_check import assert_resumes_the_rest_once
+
 pyignite = pytest.importorskip("pyignite")
 
 from pyignite import Client as PyClient  # noqa: E402
@@ -288,13 +290,7 @@ def test_java_thin_client_arrays(ignite_node: LocalCluster, cache_name: str, tmp
         assert seen == {k: 1 for k in keys}
 
         # Checkpointed mid-epoch, restored into the dataset rebuilt: the rest, exactly once.
-        it = iter(ds)
-        first = [int(k) for _ in range(3) for k in next(it)["key"].numpy()]
-        path = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "ckpt"))
-        resumed = iter(dense())
-        tf.train.Checkpoint(iterator=resumed).read(path).assert_consumed()
-        rest = [int(k) for b in resumed for k in b["key"].numpy()]
-        assert sorted(first + rest) == keys
+        assert_resumes_the_rest_once(dense, tmp_path, keys)
 
         # predict from Python and from ignite-tf predict: model.predict's scores on every key.
         want = model.predict(np.array([records[k]["f_floats"] for k in keys], np.float32), verbose=0)

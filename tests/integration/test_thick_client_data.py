@@ -39,6 +39,8 @@ from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.errors import SchemaError
 from tensorflow_ignite.local.cluster import LocalCluster
 
+from .resume_check import assert_resumes_the_rest_once
+
 COUNT = 20          # entries per cache written with cache.put
 STREAM_COUNT = 300  # entries written through the IgniteDataStreamer
 MIXED_KEY = 7       # ThickClientWriter.MIXED_KEY: the one Double among the Longs
@@ -449,13 +451,7 @@ def test_digits_read_dense_and_predict_equals_model_predict(written: dict[str, A
                 np.testing.assert_array_equal(val["counts"][i], np.array(f["counts"], np.int64), err_msg=str(k))
         assert seen == {k: 1 for k in records}
 
-        it = iter(ds)
-        first = [int(k) for _ in range(3) for k in next(it)["key"].numpy()]
-        path = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "ckpt"))
-        resumed = iter(dense())
-        tf.train.Checkpoint(iterator=resumed).read(path).assert_consumed()
-        rest = [int(k) for b in resumed for k in b["key"].numpy()]
-        assert sorted(first + rest) == sorted(records)
+        assert_resumes_the_rest_once(dense, tmp_path, records)
 
         keras.utils.set_random_seed(5)
         x = keras.Input(shape=(PIXELS,), name="pixels")
