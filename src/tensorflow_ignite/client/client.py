@@ -401,12 +401,16 @@ class IgniteClient:
         """Close ``conn`` and unregister it, without marking its node unreachable."""
         conn.close()
         with self._lock:
-            for k, v in list(self._by_node.items()):
-                if v is conn:
-                    del self._by_node[k]
-            for a, v in list(self._by_address.items()):
-                if v is conn:
-                    del self._by_address[a]
+            self._unregister(conn)
+
+    def _unregister(self, conn: Connection) -> None:
+        """Remove ``conn`` from the by-node and by-address tables (the caller holds the lock)."""
+        for k, v in list(self._by_node.items()):
+            if v is conn:
+                del self._by_node[k]
+        for a, v in list(self._by_address.items()):
+            if v is conn:
+                del self._by_address[a]
 
     def drop_connection(self, conn: Connection) -> None:
         """Close ``conn`` after it failed and forget what was learned through it.
@@ -422,12 +426,7 @@ class IgniteClient:
         with self._lock:
             if conn.handshake is not None and conn.handshake.node_id is not None:
                 self._unreachable[conn.handshake.node_id] = time.monotonic()
-            for k, v in list(self._by_node.items()):
-                if v is conn:
-                    del self._by_node[k]
-            for a, v in list(self._by_address.items()):
-                if v is conn:
-                    del self._by_address[a]
+            self._unregister(conn)
             self._partition_maps.clear()
 
     def connection_for_node(self, node_id: _uuid.UUID | None) -> Connection:
@@ -573,33 +572,31 @@ class IgniteClient:
 
     def create_cache(self, config: str | CacheConfiguration) -> "Cache":
         """Create a cache (error if it exists)."""
-        if isinstance(config, str):
-            name = config
-            self.request(lambda rid: requests.cache_create_with_name(rid, name), Op.CACHE_CREATE_WITH_NAME, retry=False)
-        else:
-            name = config.name
-            version = self.default_connection.version
-            self.request(
-                lambda rid: requests.cache_create_with_configuration(rid, config, version),
-                Op.CACHE_CREATE_WITH_CONFIGURATION,
-                retry=False,
-            )
-        return self.cache(name)
+        return self._open_cache(config, create_only=True)
 
     def get_or_create_cache(self, config: str | CacheConfiguration) -> "Cache":
         """Create a cache unless it exists; return it."""
+        return self._open_cache(config, create_only=False)
+
+    def _open_cache(self, config: str | CacheConfiguration, *, create_only: bool) -> "Cache":
+        """Create a cache by name or configuration; ``create_only``: an existing one is an error (never retried)."""
         if isinstance(config, str):
             name = config
-            self.request(
-                lambda rid: requests.cache_get_or_create_with_name(rid, name), Op.CACHE_GET_OR_CREATE_WITH_NAME
+            by_name, op = (
+                (requests.cache_create_with_name, Op.CACHE_CREATE_WITH_NAME)
+                if create_only
+                else (requests.cache_get_or_create_with_name, Op.CACHE_GET_OR_CREATE_WITH_NAME)
             )
+            self.request(lambda rid: by_name(rid, name), op, retry=not create_only)
         else:
             name = config.name
             version = self.default_connection.version
-            self.request(
-                lambda rid: requests.cache_get_or_create_with_configuration(rid, config, version),
-                Op.CACHE_GET_OR_CREATE_WITH_CONFIGURATION,
+            by_config, op = (
+                (requests.cache_create_with_configuration, Op.CACHE_CREATE_WITH_CONFIGURATION)
+                if create_only
+                else (requests.cache_get_or_create_with_configuration, Op.CACHE_GET_OR_CREATE_WITH_CONFIGURATION)
             )
+            self.request(lambda rid: by_config(rid, config, version), op, retry=not create_only)
         return self.cache(name)
 
     def destroy_cache(self, name: str) -> None:
