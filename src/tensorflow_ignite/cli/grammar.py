@@ -20,7 +20,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["add_json_argument", "add_progress_argument", "add_deprecated_alias", "print_json", "DEPRECATED_HELP"]
+__all__ = [
+    "add_json_argument",
+    "add_progress_argument",
+    "add_deprecated_alias",
+    "print_json",
+    "print_error",
+    "DEPRECATED_HELP",
+]
 
 #: The ``help=`` of a deprecated alias: hidden from ``--help`` (argparse.SUPPRESS).
 DEPRECATED_HELP = argparse.SUPPRESS
@@ -34,6 +41,12 @@ def add_json_argument(p: argparse.ArgumentParser | Any, what: str) -> None:
 def print_json(value: Any) -> None:
     """One JSON document on stdout (what ``--json`` prints)."""
     print(json.dumps(value, indent=2, default=str), flush=True)
+
+
+def print_error(exc: BaseException) -> int:
+    """``exc`` as one ``ignite-tf: error:`` line on stderr (a server's message may span several); returns 1."""
+    print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)
+    return 1
 
 
 def add_progress_argument(p: argparse.ArgumentParser | Any) -> None:

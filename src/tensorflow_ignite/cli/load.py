@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..errors import ConfigurationError, IgniteError
 from . import validate
 from .credentials import CERT_PASSWORD_ENV, PASSWORD_ENV, add_connection_arguments, client_settings
-from .grammar import add_deprecated_alias, add_json_argument, add_progress_argument, print_json
+from .grammar import add_deprecated_alias, add_json_argument, add_progress_argument, print_error, print_json
 
 __all__ = ["register"]
 
@@ -151,9 +150,8 @@ def _load(args: argparse.Namespace) -> int:
             progress=args.progress,
         )
     except (IgniteError, OSError) as exc:
-        # One line, even when the server's message spans several (unreadable files are OSErrors).
-        print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 1
+        # Unreadable files are OSErrors.
+        return print_error(exc)
     if args.json:
         print_json(
             {

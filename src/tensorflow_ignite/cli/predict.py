@@ -9,7 +9,7 @@ import sys
 from ..errors import ConfigurationError, IgniteError
 from . import validate
 from .credentials import add_connection_arguments, client_settings, connection_options
-from .grammar import add_json_argument, add_progress_argument, print_json
+from .grammar import add_json_argument, add_progress_argument, print_error, print_json
 
 __all__ = ["register"]
 
@@ -146,8 +146,7 @@ def _on_cluster(args: argparse.Namespace) -> int:
                 max_restarts=args.max_restarts,
             )
         except (IgniteError, OSError) as exc:
-            print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)
-            return 1
+            return print_error(exc)
         job_id = rec["id"]
         if args.detach:
             if args.json:
@@ -201,8 +200,7 @@ def _predict(args: argparse.Namespace) -> int:
             progress=args.progress,
         )
     except (IgniteError, OSError) as exc:
-        print(f"ignite-tf: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 1
+        return print_error(exc)
     if args.json:
         print_json(
             {

@@ -48,14 +48,10 @@ _lock = threading.Lock()
 
 
 def register_credentials(name: str, provider: Callable[[], Mapping[str, Any]] | None) -> None:
-    """Name a credentials source for datasets built with ``credentials=name``.
+    """Keep ``provider`` (or remove it: ``None``) as the credentials source named ``name``.
 
-    ``provider()`` returns any of ``username``, ``password``, ``cafile``,
-    ``certfile``, ``keyfile``, ``cert_password``; it is called whenever a
-    process rebuilds such a dataset (register it in every process that may:
-    tf.data service workers, restoring processes).  ``None`` removes it.
-    Without a registered provider the same settings come from
-    ``IGNITE_DATASET_<NAME>_PASSWORD`` and the like.
+    What a provider returns and when it is asked: the public
+    :func:`tensorflow_ignite.data.register_credentials`, which calls this.
     """
     check_name(name)
     with _lock:
