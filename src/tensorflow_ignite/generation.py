@@ -9,6 +9,12 @@ over TLS the Ignite 2 client sees the TLS connection closed), and the Ignite 3
 handshake is tried next.  Wrong credentials or TLS settings are reported as
 they are, not taken for the other generation.
 
+The generation found for an address is remembered for the process
+(:func:`generation_at`), so the features that take either generation -- ``IgniteDataset``,
+``write``, ``predict`` -- ask the handshake once per address: on Ignite 2 the handshake is
+the one the shared client of :mod:`tensorflow_ignite.client.pool` makes anyway (no
+connection of its own), on Ignite 3 the Ignite 2 attempt is not repeated.
+
 A client knows the generation whose handshake it completed:
 :attr:`IgniteClient.generation <tensorflow_ignite.client.client.IgniteClient.generation>`
 is 2, :attr:`Ignite3Client.generation <tensorflow_ignite.ignite3.client.Ignite3Client.generation>`
@@ -17,6 +23,7 @@ is 2, :attr:`Ignite3Client.generation <tensorflow_ignite.ignite3.client.Ignite3C
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 from .errors import AuthenticationError, ConfigurationError, HandshakeError, IgniteConnectionError, TLSError
@@ -26,7 +33,7 @@ if TYPE_CHECKING:
     from .client.options import ConnectionOptions
     from .ignite3.client import Ignite3Client
 
-__all__ = ["GENERATIONS", "connect_client", "generation_of", "parse_generation"]
+__all__ = ["GENERATIONS", "connect_client", "forget_generations", "generation_at", "generation_of", "parse_generation"]
 
 #: What a ``generation`` setting accepts.
 GENERATIONS = ("auto", "2", "3")
@@ -51,6 +58,46 @@ def generation_of(client: Any) -> int:
     return int(generation)
 
 
+#: The generation each address answered with in this process: endpoints -> 2 or 3.
+_FOUND: dict[tuple[str, ...], int] = {}
+_FOUND_LOCK = threading.Lock()
+
+
+def _address(options: "ConnectionOptions") -> tuple[str, ...]:
+    return tuple(options.endpoints)
+
+
+def _remember(options: "ConnectionOptions", client: Any) -> None:
+    with _FOUND_LOCK:
+        _FOUND[_address(options)] = generation_of(client)
+
+
+def forget_generations() -> None:
+    """Forget the generations found so far (an address may now be served by the other generation)."""
+    with _FOUND_LOCK:
+        _FOUND.clear()
+
+
+def generation_at(options: "ConnectionOptions") -> int:
+    """The Ignite generation (2 or 3) the cluster at ``options`` speaks, found at its handshake once per
+    address and process.
+
+    On Ignite 2 the handshake is the shared client's (:meth:`ConnectionOptions.connect
+    <tensorflow_ignite.client.options.ConnectionOptions.connect>`): the caller's next ``connect()`` gets
+    that client, no further connection.  On Ignite 3 the client made for the handshake is closed, and
+    the next call for the address answers without a connection.
+    """
+    with _FOUND_LOCK:
+        known = _FOUND.get(_address(options))
+    if known == 3:
+        return 3  # no connection: the Ignite 3 reads and writes make their own
+    client = connect_client(options)  # Ignite 2: the shared client, checked as every connect() does
+    found = generation_of(client)
+    if found == 3:
+        client.close()
+    return found
+
+
 def _ignite3_client(options: "ConnectionOptions") -> "Ignite3Client":
     from .ignite3 import Ignite3Client  # needs msgpack: the ignite3 extra
 
@@ -66,18 +113,34 @@ def connect_client(options: "ConnectionOptions", generation: str = "auto") -> "I
     ``generation``: ``"2"``, ``"3"``, or ``"auto"`` -- the one whose handshake the endpoint answers.
     """
     generation = parse_generation(generation)
+    if generation == "auto":
+        with _FOUND_LOCK:
+            known = _FOUND.get(_address(options))
+        if known is not None:  # found before: no Ignite 2 attempt at an Ignite 3 node again
+            try:
+                return connect_client(options, str(known))
+            except AuthenticationError:
+                raise
+            except (HandshakeError, TLSError):
+                # The address now speaks the other generation (a cluster replaced on its port): ask again.
+                with _FOUND_LOCK:
+                    _FOUND.pop(_address(options), None)
     if generation == "2":
         return options.connect()
     if generation == "3":
         return _ignite3_client(options)
     try:
-        return options.connect()
+        client: IgniteClient | Ignite3Client = options.connect()
+        _remember(options, client)
+        return client
     except AuthenticationError:
         raise
     except (HandshakeError, TLSError) as exc2:
         # An Ignite 3 node drops the Ignite 2 handshake: over TLS that looks like a TLS failure.
         try:
-            return _ignite3_client(options)
+            client = _ignite3_client(options)
+            _remember(options, client)
+            return client
         except AuthenticationError:
             raise
         except HandshakeError as exc3:

@@ -38,6 +38,7 @@ import tensorflow as tf
 
 from ..client import ConnectionOptions, IgniteClient, close_shared_clients
 from ..errors import CacheNotFoundError, ConfigurationError, SchemaError
+from ..generation import generation_at
 from ..native import data_source
 from ..protocol.codes import TypeCode
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
@@ -235,6 +236,16 @@ class IgniteDataset(tf.data.Dataset):
             insecure_skip_hostname_verification=insecure_skip_hostname_verification,
             timeout=timeout,
         )
+        self.client: IgniteClient
+        self._table: Any = None  # the Ignite 3 table read under this dataset (on_ignite3), else None
+        if getattr(client, "generation", 2) == 3 or (client is None and generation_at(self.connection) == 3):
+            from .on_ignite3 import table_dataset  # the same read of the table cache_name
+
+            self.client = client  # type: ignore[assignment]  # on Ignite 3: the Ignite3Client given, or None
+            self.batch_size = batch_size
+            self._dataset, self._table = table_dataset(cache_name, self.connection, params, tensors, locals())
+            super().__init__(self._dataset._variant_tensor)
+            return
         self.client = client if client is not None else self.connection.connect()
 
         if cache_name not in self.client.cache_names():
@@ -371,6 +382,10 @@ class IgniteDataset(tf.data.Dataset):
     @property
     def stats(self) -> ReadStats:
         """A snapshot of what this dataset's reads have done (rows, scan mode, failovers, rescans)."""
+        if self._table is not None:
+            from .on_ignite3 import read_stats
+
+            return read_stats(self._table, self._table._reader.page_size)
         return self._reader.stats()
 
     # ---------------------------------------------------------------- following
@@ -446,7 +461,9 @@ class IgniteDataset(tf.data.Dataset):
         """
         from .follow import FollowOptions
         from .follow_dataset import FollowDataset
+        from .on_ignite3 import refuse_follow
 
+        refuse_follow(cache_name, client, host, port, locals())
         options = FollowOptions(
             start=start,
             batch_size=batch_size,
@@ -537,6 +554,10 @@ class IgniteDataset(tf.data.Dataset):
             server_hostname=server_hostname,
             insecure_skip_hostname_verification=insecure_skip_hostname_verification,
         )
+        if getattr(client, "generation", 2) == 3 or (client is None and generation_at(options) == 3):
+            from .on_ignite3 import sql_dataset
+
+            return sql_dataset(query, args, options, client, locals())  # ignite3.from_sql
         cl = client if client is not None else options.connect()
         sql_kwargs = dict(schema=schema, page_size=page_size, lazy=lazy)
         ds_schema = replace(_sql_schema(cl, query, args, sql_kwargs, column_types or {}), null_masks=null_masks)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...capacity import CapacityGuard
 from ...errors import CapacityError, ConfigurationError, IgniteError, ServerError, WriteError
+from ...generation import generation_at
 from ...protocol.codes import AtomicityMode, WriteSynchronizationMode
 from ...protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..tensor_schema import SCHEMA_CACHE, load_schema, save_schema
@@ -172,6 +173,10 @@ def write(
     certificates are checked against, and turns TLS on); the
     ``IGNITE_DATASET_*`` connection variables (:mod:`tensorflow_ignite.client.env`)
     win over the latter, as for ``IgniteDataset``.
+
+    On an Ignite 3 cluster (found at the handshake, or an ``Ignite3Client`` given as ``client``) the
+    same call fills the table ``cache_name`` instead (:mod:`.ignite3`): the same modes, keys and
+    result; per-row arrays become VARBINARY columns that ``IgniteDataset`` reads back in their shapes.
     """
     if mode not in _MODES:
         raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
@@ -186,26 +191,41 @@ def write(
 
     started = time.perf_counter()
     source = open_source(data, columns, key)
+    options = None
     if client is None:
         from ...client import ConnectionOptions
 
         # The process's shared client for these options (the one its datasets and ignite:// use),
         # the IGNITE_DATASET_* variables applied as for every feature.
-        client = (
-            ConnectionOptions.from_address(
-                host,
-                port,
-                username=username,
-                password=password,
-                cafile=cafile,
-                certfile=certfile,
-                keyfile=keyfile,
-                cert_password=cert_password,
-                server_hostname=server_hostname,
-            )
-            .with_env()
-            .connect()
+        options = ConnectionOptions.from_address(
+            host,
+            port,
+            username=username,
+            password=password,
+            cafile=cafile,
+            certfile=certfile,
+            keyfile=keyfile,
+            cert_password=cert_password,
+            server_hostname=server_hostname,
+        ).with_env()
+    if getattr(client, "generation", 2) == 3 or (options is not None and generation_at(options) == 3):
+        from .ignite3 import write_table  # the same write into the table cache_name
+
+        given = dict(type_name=type_name, backups=backups, write_sync=write_sync)
+        return write_table(
+            cache_name,
+            source,
+            options=options,
+            client=client,  # type: ignore[arg-type]  # an Ignite3Client here
+            key=key,
+            key_offset=key_offset,
+            mode=mode,
+            given=given,
+            started=started,
         )
+    if client is None:
+        assert options is not None
+        client = options.connect()
     return _write(
         client,
         cache_name,
