@@ -10,6 +10,7 @@ a floor here (the test names it), and the unit graph must stay free of cycles.
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -165,3 +166,22 @@ def test_the_checker_sees_function_level_and_relative_imports(tmp_path: Path) ->
     assert f"{ROOT}.client.services" in found  # `from .client.services import ...` inside region_usage
     assert _unit(f"{ROOT}.ignite3.protocol.codes") == "ignite3" and _unit(f"{ROOT}.protocol.codes") == "protocol.codes"
     assert _unit(ROOT) == "" and _unit(f"{ROOT}.demo") == "cli"
+
+
+def test_architecture_table_lists_the_same_floors() -> None:
+    """ARCHITECTURE.md's floors table names the units of FLOORS, each on its floor (the picture stays true)."""
+    text = (PACKAGE.parents[1] / "ARCHITECTURE.md").read_text()
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    table: dict[str, int] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 2 or not cells[0].isdigit():
+            continue
+        for name in re.findall(r"`([^`]+)`", cells[1]):
+            table["" if name == "__init__" else name] = int(cells[0])
+    declared = {u: f for u, f in UNITS.items()}
+    assert table == declared, (
+        "ARCHITECTURE.md's floors table and FLOORS differ: "
+        f"only in the table {sorted(set(table.items()) - set(declared.items()))}, "
+        f"only in FLOORS {sorted(set(declared.items()) - set(table.items()))}"
+    )
