@@ -111,3 +111,31 @@ def test_options_without_an_ignite3_form_name_themselves(ignite3_plain_nodes, ca
         ti.IgniteDataset(cache_name, host, port, value_type="Row")
     with pytest.raises(UnsupportedOperationError, match="backups=1"):
         ti.write(cache_name, {"v": np.arange(3)}, host=host, port=port, mode="overwrite", backups=1)
+
+
+def test_scoring(where: tuple[str, int], cache_name: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The scoring guide's calls: predictions for every key, then a second run that has nothing to do."""
+    import keras
+
+    host, port = where
+    rng = np.random.default_rng(0)
+    petals = rng.normal(size=(1000, 4)).astype("float32")
+    ti.write(cache_name, {"petals": petals}, host=host, port=port, mode="overwrite")
+    keras.utils.set_random_seed(1)
+    x = keras.Input(shape=(4,), name="petals")
+    model = keras.Model(x, keras.layers.Dense(3, activation="softmax", name="species")(x))
+    model.save(tmp_path / "flowers.keras")
+
+    output = f"{cache_name}_SCORES"
+    result = ti.predict(str(tmp_path / "flowers.keras"), cache_name, output, host=host, port=port, mode="overwrite")
+    assert isinstance(result, ti.PredictResult) and result.rows == 1000
+    scores = next(iter(ti.IgniteDataset(output, host, port, batch_size=1000)))
+    assert scores["val"]["species"].shape == (1000, 3)
+    order = np.argsort(scores["key"].numpy())
+    np.testing.assert_array_equal(scores["key"].numpy()[order], np.arange(1000))
+    np.testing.assert_allclose(scores["val"]["species"].numpy()[order], model.predict(petals, verbose=0),
+                               rtol=1e-5, atol=1e-6)
+    assert set(scores["val"]["model_hash"].numpy().tolist()) == {result.model_hash}
+
+    again = ti.predict(str(tmp_path / "flowers.keras"), cache_name, output, host=host, port=port)
+    assert again.rows == 0 and again.units_skipped == result.units_scored

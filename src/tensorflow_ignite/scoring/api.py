@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import ConfigurationError, PredictError
+from ..generation import generation_at
 from ..protocol.codes import TypeCode
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from .ledger import Ledger
@@ -166,6 +167,11 @@ def predict(
     worker passes its node's primaries; ``()`` checks everything and prepares
     the output without scoring anything).  ``on_record`` is called after each
     recording step with (rows written, units recorded, units this run scores).
+
+    On an Ignite 3 cluster (found at the handshake, or an ``Ignite3Client`` given as ``client``) the
+    same call scores the table ``source`` (or the query) into the table ``output``
+    (:mod:`.ignite3`): one unit, skipped by ``skip-existing`` when the output already holds this
+    model's prediction for every row; ``parts`` and ``backups`` have no Ignite 3 form.
     """
     if mode not in _MODES:
         raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
@@ -181,10 +187,11 @@ def predict(
     if parts is not None and any(p < 0 for p in parts):
         raise ConfigurationError(f"parts= holds partition numbers (>= 0); got {sorted(parts)[:10]}")
     scoring_model = load_model(model)
+    options = None
     if client is None:
         from ..client import ConnectionOptions
 
-        client = ConnectionOptions.from_address(
+        options = ConnectionOptions.from_address(
             host,
             port,
             username=username,
@@ -194,7 +201,27 @@ def predict(
             keyfile=keyfile,
             cert_password=cert_password,
             server_hostname=server_hostname,
-        ).connect()
+        )
+    if getattr(client, "generation", 2) == 3 or (options is not None and generation_at(options) == 3):
+        from .ignite3 import predict_table  # the same scoring of the table or query, into a table
+
+        return predict_table(
+            scoring_model,
+            source,
+            output,
+            options=options,
+            client=client,  # an Ignite3Client here
+            inputs=inputs,
+            key=key,
+            args=args,
+            mode=mode,
+            batch_size=batch_size,
+            given=dict(parts=parts, backups=backups),
+            started=started,
+        )
+    if client is None:
+        assert options is not None
+        client = options.connect()
     src = open_scoring_source(client, source, args=args, key=key, batch_size=batch_size)
     # A cache's variable-length arrays (float[] as other clients write them) feed inputs of a fixed
     # shape: read dense at the model's length, each row checked (signature.py).

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ...ignite3.client import Ignite3Client
     from .api import WriteResult
 
-__all__ = ["write_table"]
+__all__ = ["table_exists", "write_table"]
 
 #: write's options without an Ignite 3 form: name -> (default, why).
 _REFUSED: dict[str, tuple[Any, str]] = {
@@ -64,7 +64,8 @@ def _table_columns(chunk: Mapping[str, np.ndarray], key: str | None, offset: int
     return out
 
 
-def _exists(client: "Ignite3Client", table: str) -> bool:
+def table_exists(client: "Ignite3Client", table: str) -> bool:
+    """Whether the Ignite 3 cluster of ``client`` has ``table``."""
     from ...ignite3.routes import find_table
 
     try:
@@ -128,7 +129,7 @@ def write_table(
         )
     if key is not None and source.in_memory:
         check_unique_keys(key, source.first[key])
-    existing = _exists(client, table)
+    existing = table_exists(client, table)
     rows_there = _count(client, table) if existing and mode != "overwrite" else 0
     if mode == "create" and rows_there:
         raise ConfigurationError(
