@@ -117,6 +117,8 @@ def test_saved_iterators_resume_in_a_fresh_process(ignite_cluster: LocalCluster,
         firsts[mode] = _take(it, 37)  # mid-partition: 37 * 50 rows, ~4 rows per partition
         checkpoint = tf.train.Checkpoint(iterator=it).write(str(tmp_path / mode / "ckpt"))
         assert ds.stats.scan_mode == mode
+        # Long keys and fixed-size fields: one layout, the compiled decoder; string keys: NumPy.
+        assert (ds.stats.decode_paths.get("compiled", 0) > 0) == (mode == "nodes"), ds.stats.decode_paths
         jobs.append({"cache": cache, "address": address, "checkpoint": checkpoint, "kwargs": {"batch_size": BATCH}})
         iterators[mode] = (ds, it)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -124,6 +124,10 @@ class ReadStats:
     pooled_bytes: int
     #: Rows dropped by resumed reads because a saved state says they were handed out already.
     resumed_skips: int = 0
+    #: Batches decoded per decoder, all epochs so far: ``"compiled"`` (pages whose rows repeat one
+    #: layout, through the op library's compiled decoder) and ``"python"`` (the rest, or every
+    #: batch where the op library is not loaded or ``TF_IGNITE_DECODER=python``; a log line says why).
+    decode_paths: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -226,6 +230,8 @@ class ScanReader:
         #: Partitions scanned again after per-node scans (a node failed, the topology changed).
         self.rescans: list[list[int]] = []
         self.resumed_skips = 0
+        #: Batches decoded per decoder (``ReadStats.decode_paths``).
+        self.decode_paths: dict[str, int] = {}
         self._partition_rows = 0
         self._partitions_done = 0
         #: Read the partitions in an order drawn from this seed and the epoch (``shuffle=True``).
@@ -247,6 +253,7 @@ class ScanReader:
                 page_rows=self.sizer.rows(),
                 pooled_bytes=self.pool.nbytes,
                 resumed_skips=self.resumed_skips,
+                decode_paths=dict(self.decode_paths),
             )
 
     def start_epoch(self, resumed: int | None) -> int:
@@ -502,9 +509,18 @@ class ScanReader:
         data = chunks[0] if len(chunks) == 1 else self._join(chunks)
         per_row = self.schema.per_row_leaves()
         try:
+            paths: dict[str, int] = {}
             columns = C.decode_page(
-                data, n, self.plan, schema_resolver=self.client.metadata.schema_field_ids, pool=self.pool
+                data,
+                n,
+                self.plan,
+                schema_resolver=self.client.metadata.schema_field_ids,
+                pool=self.pool,
+                paths=paths,
             )
+            with self._stats_lock:
+                for path, count in paths.items():
+                    self.decode_paths[path] = self.decode_paths.get(path, 0) + count
             if per_row:
                 # Collections, maps, typed/object arrays: the general decoder, row by row.
                 rows = decode_scan_rows(ScanPage(None, n, data, False), self.client.decoder())

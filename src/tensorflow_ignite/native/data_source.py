@@ -110,6 +110,9 @@ log = logging.getLogger(__name__)
 #: ``TF_IGNITE_DATASET_SOURCE=generator`` makes datasets use ``tf.data.Dataset.from_generator``
 #: instead of the native source op (``native``, the default when it can be built).
 SOURCE_ENV = "TF_IGNITE_DATASET_SOURCE"
+#: ``TF_IGNITE_DECODER=python`` keeps pages out of the op library's compiled layout decoder
+#: (``compiled``, the default, uses it once the library is loaded).
+DECODER_ENV = "TF_IGNITE_DECODER"
 
 _EXTENSION_NAME = "tensorflow_ignite.native._tf_ignite_data"
 
@@ -153,14 +156,31 @@ def _load() -> tuple[Any, ModuleType]:
 
             module.set_dispatcher(_dispatch)
             module.set_error_code(lambda exc: int(code_for_exception(exc)))
+            _install_decoder(module)
             atexit.register(module.shutdown)
         except build.BuildInProgressError:
             raise  # not remembered: this process's own build finishes, then the library loads
         except Exception as err:  # remembered and re-raised to every caller
             _load_error = err
+            from tensorflow_ignite.protocol.columns import set_compiled_decoder
+
+            set_compiled_decoder(None, f"the op library did not load ({type(err).__name__}: {err})")
             raise
         _loaded = (ops, module)
         return _loaded
+
+
+def _install_decoder(module: ModuleType) -> None:
+    """Hand the page decoder the library's compiled layout decoder, unless ``$TF_IGNITE_DECODER`` says python."""
+    from tensorflow_ignite.protocol.columns import set_compiled_decoder
+
+    choice = os.environ.get(DECODER_ENV, "compiled").strip().lower()
+    if choice == "python":
+        set_compiled_decoder(None, f"{DECODER_ENV}=python")
+    else:
+        if choice != "compiled":
+            log.warning("%s=%r is neither 'compiled' nor 'python'; using the compiled decoder", DECODER_ENV, choice)
+        set_compiled_decoder(module.decode_layout)
 
 
 def ensure_loaded() -> None:

@@ -10,7 +10,10 @@ names...).
 Speed comes from never building Python objects per row where numpy can do the
 work.  Pages whose rows repeat one layout (every row as long as row 0 and
 equal to it except in its value bytes and object hash codes; see
-:class:`_Layout`) cost one comparison and one strided read per column.
+:class:`_Layout`) cost one comparison and one strided read per column; where
+the op library is loaded, its compiled decoder (``decode_layout`` in
+``native/tf_ignite_data.cc``, installed with :func:`set_compiled_decoder`)
+checks and gathers such a page in one pass without the GIL.
 Otherwise rows are located with one cheap hop per value (object total
 lengths) or, when every row has the same length, with no per-row Python at
 all; object headers and footers are gathered for all rows at once; field
@@ -41,7 +44,16 @@ The package holds :mod:`.plan` (what to extract: plans, columns, widenings)
 and :mod:`.decode` (the decoder).
 """
 
-from tensorflow_ignite.protocol.columns.decode import decode_page, take, value_end, value_offsets
+from tensorflow_ignite.protocol.columns.decode import (
+    COMPILED,
+    PYTHON,
+    compiled_decoder_reason,
+    decode_page,
+    set_compiled_decoder,
+    take,
+    value_end,
+    value_offsets,
+)
 from tensorflow_ignite.protocol.columns.plan import (
     Column,
     FieldPlan,
@@ -59,6 +71,10 @@ __all__ = [
     "FieldTypeError",
     "WIDENING",
     "decode_page",
+    "set_compiled_decoder",
+    "compiled_decoder_reason",
+    "COMPILED",
+    "PYTHON",
     "scalar",
     "obj",
     "value_offsets",

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import functools
+import logging
 import struct
+import sys
 import uuid as _uuid
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -45,6 +48,8 @@ _UUID = int(TypeCode.UUID)
 _VALUE_SIZE = {code: 1 + size for code, (size, _) in FIXED_WIRE.items()}
 _VALUE_SIZE[_NULL] = 1
 
+
+log = logging.getLogger(__name__)
 
 _OPT = int(TypeCode.OPTIMIZED)
 _OPT_BYTE = _OPT & 0xFF  # as it appears in a page: optimized-marshaller bytes (int length + data)
@@ -151,6 +156,24 @@ class _Layout:
     def matches(self, rows: np.ndarray) -> bool:
         return bool((rows[:, self.fixed_idx] == self.fixed_ref).all())
 
+    @functools.cached_property
+    def compiled_reason(self) -> str | None:
+        """Why the compiled decoder cannot decode this layout (None: it can).
+
+        It copies each leaf's bytes as they are (booleans as 0/1): a leaf whose
+        column is not its wire bytes (timestamps, widened types) stays NumPy's.
+        """
+        if sys.byteorder != "little":
+            return "this machine is big-endian"
+        for kind, path, _, _, code in self.leaves:
+            if kind == "ts":
+                return f"field {path!r} is a timestamp (its column is computed, not copied)"
+            if kind == "fixed" and code != TypeCode.BOOL:
+                wire = np.dtype(FIXED_WIRE[code][1]).newbyteorder("<")
+                if wire != np.dtype(COLUMN_DTYPES[code]).newbyteorder("<"):
+                    return f"field {path!r} ({type_label(code)}) is widened from its wire type"
+        return None
+
     @classmethod
     def of(cls, row: memoryview, plan: PagePlan, resolver: SchemaResolver | None, starts: list[int]) -> _Layout | None:
         """The layout of one row (``row`` is exactly one row), or None if it has nulls."""
@@ -183,6 +206,42 @@ class _Layout:
 #: Layouts by (plan, row length); bounded (cleared when full).
 _LAYOUTS: dict[tuple[PagePlan, int], _Layout] = {}
 _MAX_LAYOUTS = 64
+
+
+#: ``decode_layout(page, n, row_len, fixed_idx, fixed_ref, leaves) -> bool``: the compiled layout
+#: decoder (``native/tf_ignite_data.cc``), installed by the op library's loader; None: NumPy only.
+CompiledLayoutDecoder = Callable[[Any, int, int, np.ndarray, np.ndarray, list[tuple[int, int, int, Any]]], bool]
+_compiled: CompiledLayoutDecoder | None = None
+#: Why the compiled decoder is not installed (one log line per reason and process names it).
+_compiled_missing = "the op library is not loaded (TensorFlow is not imported in this process)"
+_told: set[str] = set()
+
+#: The paths a page can be decoded by, as :func:`decode_page` counts them in its ``paths``.
+COMPILED = "compiled"
+PYTHON = "python"
+
+
+def set_compiled_decoder(decoder: CompiledLayoutDecoder | None, reason: str = "") -> None:
+    """Install (or, with None and the ``reason`` why, remove) the compiled layout decoder.
+
+    The op library's loader (``native/data_source.py``) installs it when the
+    library loads, unless ``TF_IGNITE_DECODER=python`` forces the NumPy path.
+    """
+    global _compiled, _compiled_missing
+    _compiled = decoder
+    _compiled_missing = reason or "it was turned off"
+
+
+def compiled_decoder_reason() -> str | None:
+    """Why pages are not decoded by the compiled decoder (None when it is installed)."""
+    return None if _compiled is not None else _compiled_missing
+
+
+def _fallback(reason: str) -> None:
+    """Say once per process and reason why a page went the Python way."""
+    if reason not in _told:
+        _told.add(reason)
+        log.info("page decoded in Python, not by the compiled decoder: %s", reason)
 
 
 def cached_layouts() -> tuple[object, ...]:
@@ -222,6 +281,8 @@ class _PageDecoder:
         #: Set by :meth:`_Layout.of`: record value offsets (decoding one row).
         self.trace: list[tuple[str, str, FieldPlan, int, int]] | None = None
         self.traceable = True
+        #: Which decoder produced the columns (:data:`COMPILED` or :data:`PYTHON`).
+        self.path = PYTHON
 
     @property
     def data(self) -> bytes:
@@ -328,8 +389,16 @@ class _PageDecoder:
 
     # ------------------------------------------------------------ decoding
     def run(self) -> dict[str, Column]:
-        if self.n > 1 and self.trace is None and _plan_uniform(self.plan) and self._run_uniform():
-            return self.out
+        if self.n > 1 and self.trace is None:
+            uniform = _plan_uniform(self.plan)
+            if uniform and self._run_uniform():
+                return self.out
+            if _compiled is None:
+                _fallback(_compiled_missing)
+            elif uniform:
+                _fallback("the rows do not repeat one layout (nulls, or values of different lengths)")
+            else:
+                _fallback("the read has fields of no fixed size (strings, ragged arrays, UUIDs, nested values)")
         starts = self.locate()
         valid = np.ones(self.n, dtype=bool)
         for j, plan in enumerate(self.plan.values):
@@ -352,13 +421,27 @@ class _PageDecoder:
         rows = self.page.reshape(n, row_len)
         key = (self.plan, row_len)
         layout = _LAYOUTS.get(key)
-        if layout is None or not layout.matches(rows):
+        if layout is None or not self._apply(layout, rows):
             layout = _Layout.of(buf[:row_len], self.plan, self.resolver, first)
-            if layout is None or not layout.matches(rows):
+            if layout is None or not self._apply(layout, rows):
                 return False
             if len(_LAYOUTS) >= _MAX_LAYOUTS:
                 _LAYOUTS.clear()
             _LAYOUTS[key] = layout
+        return True
+
+    def _apply(self, layout: _Layout, rows: np.ndarray) -> bool:
+        """Decode the page through ``layout`` (compiled when it can); False if a row does not repeat it."""
+        if _compiled is None:
+            _fallback(_compiled_missing)
+        elif layout.compiled_reason is not None:
+            _fallback(layout.compiled_reason)
+        else:
+            return self._apply_compiled(layout, _compiled)
+        if not layout.matches(rows):
+            return False
+        self.path = PYTHON
+        n, row_len = rows.shape
         page = self.page
         present = np.ones(n, dtype=bool)
         for kind, path, plan, off, code in layout.leaves:
@@ -387,6 +470,32 @@ class _PageDecoder:
                 if dtype.kind == "b":
                     out = out != 0
             self.emit(path, plan, out, present)
+        return True
+
+    def _apply_compiled(self, layout: _Layout, decoder: CompiledLayoutDecoder) -> bool:
+        """The compiled decoder checks every row against the layout and gathers the leaves in one pass."""
+        n, row_len = self.n, layout.row_len
+        specs: list[tuple[int, int, int, Any]] = []
+        columns: list[np.ndarray] = []
+        for kind, _, plan, off, code in layout.leaves:
+            if kind == "fixed":
+                size, _ = FIXED_WIRE[code]
+                out = np.empty(n, dtype=bool if code == TypeCode.BOOL else COLUMN_DTYPES[code])
+                specs.append((off, size, 1 if code == TypeCode.BOOL else 0, out))
+            else:
+                dtype = ARRAY_DTYPES[code]
+                assert plan.fixed_length is not None
+                width = plan.fixed_length * dtype.itemsize
+                raw = aligned_empty((n, width), np.uint8, self.pool)
+                out = raw.view(np.bool_ if dtype.kind == "b" else dtype).reshape(n, plan.fixed_length)
+                specs.append((off, width, 1 if dtype.kind == "b" else 0, raw))
+            columns.append(out)
+        if not decoder(self.region, n, row_len, layout.fixed_idx, layout.fixed_ref, specs):
+            return False
+        present = np.ones(n, dtype=bool)
+        for (_, path, plan, _, _), out in zip(layout.leaves, columns):
+            self.emit(path, plan, out, present)
+        self.path = COMPILED
         return True
 
     def _trace_leaf(self, plan: FieldPlan, path: str, code: int, p: np.ndarray, sel: np.ndarray) -> None:
@@ -780,6 +889,7 @@ def decode_page(
     *,
     schema_resolver: SchemaResolver | None = None,
     pool: BufferPool | None = None,
+    paths: MutableMapping[str, int] | None = None,
 ) -> dict[str, Column]:
     """Decode a page region into columns keyed by path (see the module docstring).
 
@@ -790,6 +900,10 @@ def decode_page(
     the server wrote with compact footers); :class:`MissingSchemaError` names
     the type and schema to fetch when it cannot.  Malformed bytes raise
     ``ProtocolError``; data that does not match the plan raises ``SchemaError``.
+
+    ``paths``, when given, counts the page under the decoder that made its
+    columns: :data:`COMPILED` (a page whose rows repeat one layout, through the
+    compiled decoder) or :data:`PYTHON` (everything else).
     """
     view = region if isinstance(region, memoryview) else memoryview(region)
     if view.ndim != 1 or view.itemsize != 1:
@@ -803,7 +917,11 @@ def decode_page(
             f"page claims {row_count} rows of {len(plan.values)} values but holds only {len(view)} bytes"
         )
     try:
-        return _PageDecoder(view, row_count, plan, schema_resolver, pool).run()
+        decoder = _PageDecoder(view, row_count, plan, schema_resolver, pool)
+        columns = decoder.run()
+        if paths is not None:
+            paths[decoder.path] = paths.get(decoder.path, 0) + 1
+        return columns
     except (ProtocolError, SchemaError):
         raise
     except (IndexError, KeyError, ValueError, TypeError, struct.error, OverflowError, RecursionError) as exc:
