@@ -21,10 +21,10 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ..errors import IgniteError, NodeError
 from ..launcher.module import LauncherSecurity
@@ -104,6 +104,39 @@ class NodeInfo:
     def alive(self) -> bool:
         """True while our JVM for this node is running."""
         return _is_our_process(self.pid, self.marker)
+
+
+class _Process(Protocol):
+    pid: int
+
+
+_Node = TypeVar("_Node", bound=_Process)
+
+
+def terminate_nodes(
+    nodes: Sequence[_Node],
+    is_alive: Callable[[_Node], bool],
+    wait_gone: Callable[[_Node, float], object],
+    timeout: float,
+) -> None:
+    """SIGTERM every node of ``nodes`` that runs, wait up to ``timeout`` for them all, then SIGKILL what
+    is left (and wait up to 10 s more for each); both generations' local clusters stop this way."""
+    live = [n for n in nodes if is_alive(n)]
+    for n in live:
+        try:
+            os.kill(n.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    for n in live:
+        wait_gone(n, deadline)
+    for n in live:
+        if is_alive(n):
+            try:
+                os.kill(n.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            wait_gone(n, time.monotonic() + 10)
 
 
 def _is_our_process(pid: int, marker: str) -> bool:
@@ -540,22 +573,7 @@ class LocalCluster:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop every node this cluster started; SIGKILL what ignores SIGTERM."""
-        live = [m for m in self.members if self.is_alive(m)]
-        for m in live:
-            try:
-                os.kill(m.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + timeout
-        for m in live:
-            self._wait_gone(m, deadline)
-        for m in live:
-            if self.is_alive(m):
-                try:
-                    os.kill(m.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self._wait_gone(m, time.monotonic() + 10)
+        terminate_nodes(self.members, self.is_alive, self._wait_gone, timeout)
         self.save_state()
 
     def is_alive(self, m: NodeInfo) -> bool:

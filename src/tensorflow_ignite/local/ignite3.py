@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -32,8 +31,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import IgniteError, NodeError
-from .cluster import STATE_FILE, _is_our_process, _log_tail, _owner_default, _port_free, find_free_port_block
-from .java import java_module_dir, java_runtime
+from .cluster import (
+    STATE_FILE,
+    _is_our_process,
+    _log_tail,
+    _owner_default,
+    _port_free,
+    find_free_port_block,
+    terminate_nodes,
+)
+from .java import find_maven, java_module_dir, java_runtime, run_maven
 from .state import write_json_atomically
 from .tls import TLSMaterial, make_tls_material
 
@@ -93,28 +100,19 @@ def ignite3_home(version: str = IGNITE3_VERSION) -> Path:
     with _build_lock:
         if (home / LAUNCHER_JAR).exists() and (home / "libs" / f"ignite-runner-{version}.jar").exists():
             return home
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise NodeError(
-                f"Maven (`mvn`) is needed to assemble Ignite {version} from Maven Central "
-                "(`apt-get install maven`, or `make setup`)"
-            )
+        mvn = find_maven(f"to assemble Ignite {version} from Maven Central")
         pom_dir = java_module_dir() / "ignite3"
         if not (pom_dir / "pom.xml").is_file():
             raise NodeError(
                 f"local Ignite 3 nodes need the java/ignite3 Maven module of a source checkout "
                 f"(not found at {pom_dir}); point at an Ignite 3 cluster you run instead"
             )
-        proc = subprocess.run(
-            [mvn, "-B", "-q", "package", f"-Dignite3.version={version}"],
-            cwd=pom_dir,
-            capture_output=True,
-            text=True,
-            check=False,
+        run_maven(
+            mvn,
+            ["-B", "-q", "package", f"-Dignite3.version={version}"],
+            pom_dir,
+            f"assembling Ignite {version} from Maven Central failed in ignite3/",
         )
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
-            raise NodeError(f"assembling Ignite {version} from Maven Central failed in ignite3/:\n{tail}")
     return home
 
 
@@ -413,20 +411,7 @@ class Ignite3Cluster:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop every node this cluster started (or its state file records); SIGKILL what ignores SIGTERM."""
-        live = [n for n in self.members if self.is_alive(n)]
-        for n in live:
-            try:
-                os.kill(n.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + timeout
-        for n in live:
-            if not self._wait_gone(n, deadline):
-                try:
-                    os.kill(n.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self._wait_gone(n, time.monotonic() + 10)
+        terminate_nodes(self.members, self.is_alive, self._wait_gone, timeout)
 
     def _wait_gone(self, node: Ignite3Node, deadline: float) -> bool:
         proc = self._procs.get(node.pid)

@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,8 @@ __all__ = [
     "launcher_classpath",
     "java_module_dir",
     "build_java",
+    "find_maven",
+    "run_maven",
     "stage_jars",
     "JVM_OPENS",
 ]
@@ -172,31 +175,37 @@ def _needs_build(module: Path) -> bool:
     return jar.stat().st_mtime < _newest_source_mtime(module)
 
 
+def find_maven(needed_for: str) -> str:
+    """The ``mvn`` executable; a :class:`NodeError` saying what it is ``needed_for`` when there is none."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise NodeError(
+            f"Maven (`mvn`) is needed {needed_for} and was not found: install it (`apt-get install maven`) "
+            "or run `make setup`"
+        )
+    return mvn
+
+
+def run_maven(mvn: str, args: Sequence[str], cwd: Path, failed: str) -> None:
+    """Run ``mvn args`` in ``cwd``; when it fails, a :class:`NodeError` ``failed`` with Maven's last 25 lines."""
+    proc = subprocess.run([mvn, *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
+        raise NodeError(f"{failed}:\n{tail}")
+
+
 def build_java(module: Path | None = None, *, quiet: bool = True) -> None:
     """Build the launcher jar and both runtime classpaths with Maven (idempotent)."""
     module = module or java_module_dir()
     with _build_lock:
         if not _needs_build(module):
             return
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise NodeError(
-                "Maven (`mvn`) was not found but the node launcher in "
-                f"{module.name}/ is not built yet. Install Maven (`apt-get install maven`) "
-                "or run `make setup`."
-            )
+        mvn = find_maven(f"to build the node launcher in {module.name}/")
         flags = ["-B", "-q"] if quiet else ["-B"]
         for sub in (module, module / "sql-runtime"):
-            proc = subprocess.run(
-                [mvn, *flags, "package", "-DskipTests"],
-                cwd=sub,
-                capture_output=True,
-                text=True,
-                check=False,
+            run_maven(
+                mvn, [*flags, "package", "-DskipTests"], sub, f"building the node launcher with Maven failed in {sub}"
             )
-            if proc.returncode != 0:
-                tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
-                raise NodeError(f"building the node launcher with Maven failed in {sub}:\n{tail}")
         # Maven keeps an unchanged jar's mtime; touch it so the check above is stable.
         (module / "target" / MODULE_JAR).touch()
 

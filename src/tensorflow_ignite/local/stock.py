@@ -28,7 +28,6 @@ stops the node when the owner ends (as ``NodeLauncher --exit-with`` does).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -39,7 +38,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import IgniteError, NodeError
 from .cluster import DISCOVERY_SLOTS, LocalCluster, NodeInfo
-from .java import java_module_dir, module_jar
+from .java import find_maven, java_module_dir, module_jar, run_maven
 
 __all__ = ["StockCluster", "IGNITE_VERSIONS", "XML_VERSIONS", "NEWEST_VERSION", "NEWEST_XML_VERSION", "stock_libs"]
 
@@ -68,20 +67,15 @@ def stock_libs(version: str) -> Path:
     with _build_lock:
         if (libs / f"ignite-core-{version}.jar").exists():
             return libs
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise NodeError(
-                f"Maven (`mvn`) is needed to assemble Ignite {version} from Maven Central "
-                "(`apt-get install maven`, or `make setup`)"
-            )
+        mvn = find_maven(f"to assemble Ignite {version} from Maven Central")
         pom_dir = java_module_dir() / "stock"
         flags = [f"-Dignite.version={version}"] + ([] if version in XML_VERSIONS else ["-P-spring"])
-        proc = subprocess.run(
-            [mvn, "-B", "-q", "package", *flags], cwd=pom_dir, capture_output=True, text=True, check=False
+        run_maven(
+            mvn,
+            ["-B", "-q", "package", *flags],
+            pom_dir,
+            f"assembling Ignite {version} from Maven Central failed in {pom_dir.name}/",
         )
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
-            raise NodeError(f"assembling Ignite {version} from Maven Central failed in {pom_dir.name}/:\n{tail}")
     return libs
 
 
