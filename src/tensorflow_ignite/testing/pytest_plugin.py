@@ -33,7 +33,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -186,14 +186,21 @@ def _start(
     tmp_path_factory: pytest.TempPathFactory, label: str, *, kind: type[LocalCluster] = LocalCluster, **kwargs: Any
 ) -> LocalCluster:
     work = tmp_path_factory.mktemp(f"ignite-{label}")
-    cluster = kind(work_dir=Path(work), name=f"tfi-{label}", heap_mb=512, region_mb=512, **kwargs)
+    return _launch(kind(work_dir=Path(work), name=f"tfi-{label}", heap_mb=512, region_mb=512, **kwargs))
+
+
+_Cluster = TypeVar("_Cluster", LocalCluster, Ignite3Cluster)
+
+
+def _launch(cluster: _Cluster) -> _Cluster:
+    """Start ``cluster``, recorded first so that it is stopped with the others at exit and on SIGTERM."""
     with _lock:
         _started.append(cluster)
     cluster.start()
     return cluster
 
 
-def _finish(cluster: LocalCluster) -> None:
+def _finish(cluster: LocalCluster | Ignite3Cluster) -> None:
     cluster.stop()
     with _lock:
         if cluster in _started:
@@ -290,14 +297,8 @@ def ignite3_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ignite3Cl
         password=f"pw-{os.getpid()}-{os.urandom(6).hex()}",
         tls_client_auth=True,
     )
-    with _lock:
-        _started.append(cluster)  # stopped with the others at exit and on SIGTERM
-    cluster.start()
-    yield cluster
-    cluster.stop()
-    with _lock:
-        if cluster in _started:
-            _started.remove(cluster)
+    yield _launch(cluster)
+    _finish(cluster)
 
 
 @pytest.fixture(scope="session")
@@ -307,14 +308,8 @@ def ignite3_plain_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ig
     benchmark's tests) and for what needs two nodes (routing to a key's primary)."""
     # heap_mb: the benchmark's bulk table (test_bench_ignite3) holds rows of 1 MiB.
     cluster = Ignite3Cluster(Path(tmp_path_factory.mktemp("ignite3plain")), nodes=2, name="tfi3p", heap_mb=512)
-    with _lock:
-        _started.append(cluster)
-    cluster.start()
-    yield cluster
-    cluster.stop()
-    with _lock:
-        if cluster in _started:
-            _started.remove(cluster)
+    yield _launch(cluster)
+    _finish(cluster)
 
 
 _cache_serial = itertools.count(1)

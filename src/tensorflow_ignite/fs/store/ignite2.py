@@ -12,6 +12,7 @@ straight into the caller's buffer.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import struct
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -39,7 +40,8 @@ def cache_configurations(prefix: str, backups: int, region: str = "") -> tuple[C
     returns once primary and backups have it, so losing a node loses no
     acknowledged write), READ_WRITE_SAFE on partition loss, in data region
     ``region`` (``""``: the nodes' default region).  Caches that already exist
-    keep the configuration they were created with."""
+    keep the configuration they were created with.  The meta cache is transactional,
+    the data cache atomic; nothing else tells them apart."""
     meta = CacheConfiguration(
         name=f"{prefix}_meta",
         cache_mode=CacheMode.PARTITIONED,
@@ -51,15 +53,7 @@ def cache_configurations(prefix: str, backups: int, region: str = "") -> tuple[C
         partition_loss_policy=PartitionLossPolicy.READ_WRITE_SAFE,
         data_region_name=region or None,
     )
-    data = CacheConfiguration(
-        name=f"{prefix}_data",
-        cache_mode=CacheMode.PARTITIONED,
-        atomicity_mode=AtomicityMode.ATOMIC,
-        backups=backups,
-        write_synchronization_mode=WriteSynchronizationMode.FULL_SYNC,
-        partition_loss_policy=PartitionLossPolicy.READ_WRITE_SAFE,
-        data_region_name=region or None,
-    )
+    data = dataclasses.replace(meta, name=f"{prefix}_data", atomicity_mode=AtomicityMode.ATOMIC)
     return meta, data
 
 
