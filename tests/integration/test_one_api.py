@@ -139,3 +139,16 @@ def test_scoring(where: tuple[str, int], cache_name: str, tmp_path) -> None:  # 
 
     again = ti.predict(str(tmp_path / "flowers.keras"), cache_name, output, host=host, port=port)
     assert again.rows == 0 and again.units_skipped == result.units_scored
+
+
+def test_load_finds_the_generation(where: tuple[str, int], cache_name: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``ignite-tf load`` without ``--ignite``: the file's rows in a cache or a table, whichever the address is."""
+    from tensorflow_ignite.cli.main import main
+
+    host, port = where
+    path = tmp_path / "rows.csv"
+    path.write_text("id,w\n1,0.5\n2,1.5\n3,2.5\n")
+    assert main(["load", cache_name, str(path), "--host", host, "--port", str(port), "--key", "id",
+                 "--no-progress"]) == 0
+    rows = ti.IgniteDataset(cache_name, host, port).as_numpy_iterator()
+    assert sorted(float(next(iter(r["val"].values()))) for r in rows) == [0.5, 1.5, 2.5]

@@ -32,7 +32,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
             f"The password is read from ${PASSWORD_ENV} (or the variable --password-env names), or asked\n"
             f"for on the terminal; it is never a command-line argument (other users could see it in `ps`).\n"
             f"A password for an encrypted client key comes from ${CERT_PASSWORD_ENV}.\n\n"
-            "With --ignite 3, CACHE is an Ignite 3 table, created from the file's columns when missing\n"
+            "On Ignite 3 (found at the handshake, or --ignite 3) CACHE is a table, created from the file's columns when missing\n"
             "(one value per row and column; the primary key is --key, or an added ID column of row\n"
             "numbers); create refuses a table holding rows, overwrite drops the table first."
         ),
@@ -45,9 +45,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "--ignite",
         type=int,
         choices=(2, 3),
-        default=2,
+        default=None,
         metavar="{2,3}",
-        help="the cluster's Ignite generation: 2 (default; a cache) or 3 (a table)",
+        help="the cluster's Ignite generation: 2 (a cache) or 3 (a table); default: found at the handshake",
     )
     data = p.add_argument_group("data")
     data.add_argument("--type-name", help="binary type of the values (default: <CacheName>Row)")
@@ -115,12 +115,14 @@ def _load(args: argparse.Namespace) -> int:
     from ..client import ConnectionOptions
     from ..data.write import write
     from ..data.write.sources import readable_file
+    from ..generation import generation_at
 
     settings = client_settings(args)
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     try:
         readable_file(args.path)  # a missing or unreadable file is named before any connection is tried
-        if args.ignite == 3:
+        generation = args.ignite or generation_at(ConnectionOptions.from_address(args.host, args.port, **settings))
+        if generation == 3:
             from .load3 import load as load3
 
             return load3(args, settings)
