@@ -11,17 +11,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import (
-    AuthenticationError,
     CacheNotFoundError,
     IgniteConnectionError,
     IgniteError,
     ProtocolError,
     ServerError,
-    TLSError,
 )
 from ..protocol import requests, responses
 from ..protocol.cache_config import CacheConfiguration
-from ..protocol.codes import ClientStatus, Op
+from ..protocol.codes import Op
 from ..protocol.columns import value_offsets
 from ..protocol.framing import reusable_frame
 from ..protocol.hashing import cache_id as _cache_id
@@ -29,6 +27,7 @@ from ..protocol.hashing import java_key_hash
 from ..protocol.responses import ScanPage
 from .connection import Connection
 from .cursor import stream_pages
+from .retry import ignite2_server_transient, transient
 
 if TYPE_CHECKING:
     import uuid as _uuid
@@ -661,20 +660,8 @@ class _PartitionScan:
 
 
 def _is_transient(exc: BaseException) -> bool:
-    """True for failures another attempt (perhaps on another node) can cure."""
-    if isinstance(exc, (AuthenticationError, TLSError)):
-        return False  # credentials / TLS settings: the same on every node
-    # A HandshakeError here comes from a node that dies while we connect to it:
-    # the first connection of this client succeeded with the same settings.
-    if isinstance(exc, IgniteConnectionError):
-        return True
-    if isinstance(exc, CacheNotFoundError):
-        return False
-    return isinstance(exc, ServerError) and exc.status in (
-        ClientStatus.FAILED,
-        ClientStatus.RESOURCE_DOES_NOT_EXIST,
-        ClientStatus.TOO_MANY_CURSORS,
-    )
+    """True for failures another attempt (perhaps on another node) can cure: :func:`.retry.transient`."""
+    return transient(exc, ignite2_server_transient)
 
 
 def _gave_up(

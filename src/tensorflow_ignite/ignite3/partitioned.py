@@ -64,12 +64,14 @@ from ..client.described import describe_options, dump_description
 from ..client.env import parse_partition_list
 from ..client.options import ConnectionOptions
 from ..client.progress import ReadProgress, ResumeState, format_ranges, plan_fingerprint
+from ..client.retry import transient
 from ..errors import (
     AuthenticationError,
     ConfigurationError,
     Ignite3ServerError,
     IgniteConnectionError,
     ProtocolError,
+    ServerError,
     TableNotFoundError,
     UnsupportedOperationError,
 )
@@ -112,18 +114,18 @@ _QUEUE_PER_QUERY = 3
 
 
 def retryable(exc: BaseException) -> bool:
-    """True when a failed query may succeed if run again (a lost node, a moved primary)."""
-    if isinstance(exc, AuthenticationError):
-        return False
-    if isinstance(exc, IgniteConnectionError):
-        return True
-    if isinstance(exc, Ignite3ServerError):
-        return (
-            not isinstance(exc, TableNotFoundError)
-            and exc.status not in _PERMANENT
-            and error_group(exc.status) != ErrorGroup.AUTHENTICATION
-        )
-    return False
+    """True when a failed query may succeed if run again (a lost node, a moved primary): :func:`.retry.transient`."""
+    return transient(exc, _server_transient)
+
+
+def _server_transient(exc: ServerError) -> bool:
+    """Ignite 3's rule for a server's error: a missing table, a bad query and refused credentials are final."""
+    return (
+        isinstance(exc, Ignite3ServerError)
+        and not isinstance(exc, TableNotFoundError)
+        and exc.status not in _PERMANENT
+        and error_group(exc.status) != ErrorGroup.AUTHENTICATION
+    )
 
 
 @dataclass(frozen=True)
