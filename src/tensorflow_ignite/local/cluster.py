@@ -106,6 +106,15 @@ class NodeInfo:
         return _is_our_process(self.pid, self.marker)
 
 
+def read_state(work_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The state file a local cluster of either generation wrote into ``work_dir`` (None: none, or unreadable)."""
+    try:
+        state = json.loads((Path(work_dir).resolve() / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
 class _Process(Protocol):
     pid: int
 
@@ -685,10 +694,8 @@ class LocalCluster:
     @classmethod
     def load_state(cls, work_dir: str | os.PathLike[str]) -> "LocalCluster | None":
         """The cluster recorded in ``work_dir`` by a previous ``start`` (or None)."""
-        path = Path(work_dir).resolve() / STATE_FILE
-        try:
-            state = json.loads(path.read_text())
-        except (OSError, ValueError):
+        state = read_state(work_dir)
+        if state is None:
             return None
         cluster = cls(
             work_dir=Path(work_dir),

@@ -20,7 +20,6 @@ when that process ends, however it ends.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -38,6 +37,7 @@ from .cluster import (
     _owner_default,
     _port_free,
     find_free_port_block,
+    read_state,
     terminate_nodes,
 )
 from .java import find_maven, java_module_dir, java_runtime, run_maven
@@ -449,11 +449,8 @@ class Ignite3Cluster:
     @classmethod
     def load_state(cls, work_dir: str | os.PathLike[str]) -> "Ignite3Cluster | None":
         """The Ignite 3 cluster recorded in ``work_dir`` by :meth:`save_state` (None: none, or Ignite 2 nodes)."""
-        try:
-            state = json.loads((Path(work_dir).resolve() / STATE_FILE).read_text())
-        except (OSError, ValueError):
-            return None
-        if state.get("generation") != GENERATION:
+        state = read_state(work_dir)
+        if state is None or state.get("generation") != GENERATION:
             return None
         cluster = cls(
             work_dir=Path(work_dir),
