@@ -25,13 +25,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..errors import (
-    AuthenticationError,
     CacheNotFoundError,
     ConfigurationError,
     HandshakeError,
     IgniteConnectionError,
     ServerError,
-    TLSError,
 )
 from ..protocol import requests, responses
 from ..protocol.binary import BinaryDecoder, BinaryEncoder
@@ -46,6 +44,7 @@ from ..protocol.values import BinaryType
 from .connection import Connection, ConnectionSettings, FrameEncoder
 from .metadata import MetadataCache
 from .options import ConnectionOptions
+from .retry import same_on_every_node
 from .stats import ClientStats, ConnectionStats
 
 if TYPE_CHECKING:
@@ -348,7 +347,7 @@ class IgniteClient:
                 # TLS or credentials: the next node is configured the same way, so
                 # this will not get better.  (A plain HandshakeError may be a node
                 # dying while we connect: try the others.)
-                if isinstance(exc, (AuthenticationError, TLSError)):
+                if same_on_every_node(exc):
                     raise
         if strangers:
             for other in strangers[1:]:
