@@ -108,7 +108,7 @@ def _predict(
     from .api import PredictResult
 
     if is_query(source):
-        ds = IgniteDataset.from_sql(source, list(args), client=client, batch_size=batch_size)  # type: ignore[arg-type]
+        ds = IgniteDataset.from_sql(source, list(args), client=client, batch_size=batch_size)  # type: ignore[arg-type]  # an Ignite3Client here
         columns = {n: _spec(n, s) for n, s in ds.element_spec.items()}
         upper = {n.upper(): n for n in columns}
         key_name = upper.get(key.upper()) if key else next((upper[k] for k in _SQL_KEYS if k in upper), None)
@@ -130,7 +130,7 @@ def _predict(
             raise ConfigurationError(f"key= names a column of an SQL query; rows of table {source!r} keep their keys")
         if args:
             raise ConfigurationError("query arguments (args=) only go with an SQL query source")
-        ds = IgniteDataset(source, client=client, batch_size=batch_size)  # type: ignore[arg-type]
+        ds = IgniteDataset(source, client=client, batch_size=batch_size)  # type: ignore[arg-type]  # an Ignite3Client here
         value = ds.element_spec["val"]
         fields = {n: _spec(n, s) for n, s in value.items()}
         described, source_sql = f"cache {source!r}", f"SELECT * FROM {_identifier(sql_name(source))}"
