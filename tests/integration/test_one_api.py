@@ -111,6 +111,12 @@ def test_options_without_an_ignite3_form_name_themselves(ignite3_plain_nodes, ca
         ti.IgniteDataset(cache_name, host, port, value_type="Row")
     with pytest.raises(UnsupportedOperationError, match="backups=1"):
         ti.write(cache_name, {"v": np.arange(3)}, host=host, port=port, mode="overwrite", backups=1)
+    # An Ignite 3 client given as client= says the generation itself.
+    from tensorflow_ignite.ignite3 import Ignite3Client
+
+    with Ignite3Client(ConnectionOptions(host=host, port=port)) as client:
+        got = sorted(int(e["val"]["v"]) for e in ti.IgniteDataset(cache_name, client=client).as_numpy_iterator())
+    assert got == [0, 1, 2]
 
 
 def test_scoring(where: tuple[str, int], cache_name: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
