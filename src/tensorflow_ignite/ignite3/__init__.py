@@ -8,9 +8,11 @@
 (:mod:`.client`; rows by key through ``client.table(name).kv()``, :mod:`.kv`, and
 ``client.transaction()``, :mod:`.tx`); the wire in :mod:`.protocol`, without I/O.  Needs the
 ``msgpack`` package: ``pip install 'tensorflow-ignite[ignite3]'`` (importing
-this package without it raises an ``ImportError`` saying so).  Ignite 2
-clusters are read with :class:`tensorflow_ignite.IgniteDataset`; a node of the
-other generation is refused at the handshake with a
+this package without it raises an ``ImportError`` saying so).
+:class:`tensorflow_ignite.IgniteDataset`, ``tensorflow_ignite.write`` and ``tensorflow_ignite.predict``
+take an Ignite 3 address too (the generation is found at the handshake) and map onto this package;
+it stays for what only Ignite 3 has (zones, rows by key, transactions) and its own keywords.  An
+:class:`Ignite3Client` pointed at an Ignite 2 node is refused at the handshake with a
 :class:`~tensorflow_ignite.errors.HandshakeError` saying which entry point to use.
 """
 
