@@ -189,3 +189,23 @@ def test_arguments_that_do_not_fit_are_refused(
         assert not fits
     else:
         assert fits and ok
+
+
+def test_the_fuzzers_reach_the_compiled_decoder(compiled: D.CompiledLayoutDecoder) -> None:
+    """The fuzz targets' seeds include a page of one layout: in a process with the op library, the C++ decodes it."""
+    from tensorflow_ignite.protocol.fuzz_targets import SEEDS, run_target
+
+    calls: list[int] = []
+
+    def counting(*args: object) -> bool:
+        calls.append(1)
+        return compiled(*args)  # type: ignore[arg-type]
+
+    D.clear_layout_cache()
+    C.set_compiled_decoder(counting)
+    try:
+        for seed in SEEDS:
+            run_target(seed)
+    finally:
+        C.set_compiled_decoder(compiled)
+    assert calls, "no fuzz seed reached the compiled decoder"

@@ -57,6 +57,17 @@ _PLANS: tuple[PagePlan, ...] = (
             scalar("d", TypeCode.DECIMAL),
         ),
     ),
+    # Fixed-size fields only: pages whose rows repeat one layout, the compiled decoder's (where loaded).
+    PagePlan.scan(
+        scalar("key", TypeCode.LONG),
+        obj(
+            "value",
+            scalar("label", TypeCode.INT),
+            scalar("on", TypeCode.BOOL),
+            scalar("px", TypeCode.BYTE_ARR, fixed_length=4, dtype="uint8"),
+            scalar("m", TypeCode.BOOL_ARR, fixed_length=2),
+        ),
+    ),
     PagePlan.sql([scalar("A", TypeCode.LONG), scalar("B", TypeCode.STRING), scalar("C", TypeCode.DOUBLE)]),
     # Other clients: Java-serialized dates and values widened to the column's type.
     PagePlan.sql([scalar("D", TypeCode.DATE), scalar("TS", TypeCode.TIMESTAMP), scalar("L", TypeCode.LONG)]),
@@ -261,6 +272,22 @@ def _seed_page() -> bytes:
     return bytes(w.buf)
 
 
+def _seed_layout_page() -> bytes:
+    """Three rows of the fixed-size plan, one layout: what the compiled decoder takes."""
+    enc = BinaryEncoder()
+    w = ByteWriter()
+    for i in range(3):
+        enc.write(w, i)
+        fields = {
+            "label": Typed(i, TypeCode.INT),
+            "on": bool(i % 2),
+            "px": Typed(bytes([i, 1, 2, 3]), TypeCode.BYTE_ARR),
+            "m": Typed([True, bool(i % 2)], TypeCode.BOOL_ARR),
+        }
+        enc.write(w, BinaryObject("Fixed", fields))
+    return bytes(w.buf)
+
+
 def _seed_java_dates_page() -> bytes:
     """Two SQL rows (DATE, TIMESTAMP, LONG) as other clients write them (java.sql.Date, java.time, narrower ints)."""
     enc = BinaryEncoder()
@@ -290,6 +317,9 @@ def _seeds() -> list[bytes]:
     # param: the last plan (param % plans), two rows ((param >> 2) % 5)
     param = next(p for p in range(64) if p % len(_PLANS) == len(_PLANS) - 1 and (p >> 2) % 5 == 2)
     out.append(encode_input("page", _seed_java_dates_page(), param))
+    layout = next(i for i, p in enumerate(_PLANS) if p.values[1] is not None and p.values[1].fields[-1].name == "m")
+    param = next(p for p in range(64) if p % len(_PLANS) == layout and (p >> 2) % 5 == 3)
+    out.append(encode_input("page", _seed_layout_page(), param))
     scan = ByteWriter()
     scan.i64(42)
     scan.i32(3)
