@@ -278,7 +278,7 @@ def _seed_layout_page() -> bytes:
     w = ByteWriter()
     for i in range(3):
         enc.write(w, i)
-        fields = {
+        fields: dict[str | int, Any] = {
             "label": Typed(i, TypeCode.INT),
             "on": bool(i % 2),
             "px": Typed(bytes([i, 1, 2, 3]), TypeCode.BYTE_ARR),
