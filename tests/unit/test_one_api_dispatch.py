@@ -16,7 +16,7 @@ from tensorflow_ignite.data import on_ignite3
 from tensorflow_ignite.data.reader import ReadStats
 from tensorflow_ignite.data.tensor_schema import TensorField, TensorSchemaRecord
 from tensorflow_ignite.data.write.ignite3 import _table_columns
-from tensorflow_ignite.errors import IgniteConnectionError, UnsupportedOperationError
+from tensorflow_ignite.errors import HandshakeError, IgniteConnectionError, UnsupportedOperationError
 from tensorflow_ignite.ignite3.partitioned import TableReadStats
 
 
@@ -87,3 +87,36 @@ def test_stats_in_the_ignite2_type() -> None:
     assert isinstance(stats, ReadStats)
     assert (stats.rows, stats.scan_mode, stats.failovers, stats.resumed_skips) == (
         5, "nodes", ((1, "lost"), (2, "lost")), 1)
+
+
+def test_a_remembered_generation_that_no_longer_answers_is_asked_again() -> None:
+    """A cluster replaced on its port: the remembered generation's handshake fails, the address is forgotten
+    and both handshakes are tried (here a peer that closes every connection answers neither)."""
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    stop = threading.Event()
+
+    def refuse_all() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            conn.close()
+
+    thread = threading.Thread(target=refuse_all, daemon=True)
+    thread.start()
+    try:
+        options = ConnectionOptions(host="127.0.0.1", port=port, connect_timeout=2)
+        generation._FOUND[tuple(options.endpoints)] = 3
+        with pytest.raises(HandshakeError, match="neither the Ignite 2 thin-client handshake"):
+            generation.connect_client(options)
+        assert tuple(options.endpoints) not in generation._FOUND
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
