@@ -158,3 +158,18 @@ def test_load_finds_the_generation(where: tuple[str, int], cache_name: str, tmp_
                  "--no-progress"]) == 0
     rows = ti.IgniteDataset(cache_name, host, port).as_numpy_iterator()
     assert sorted(float(next(iter(r["val"].values()))) for r in rows) == [0.5, 1.5, 2.5]
+
+
+def test_a_saved_iterator_resumes_exactly_once(where: tuple[str, int], cache_name: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``tf.train.Checkpoint(iterator=it)`` mid-epoch, restored into a new iterator: every key once, on both."""
+    host, port = where
+    ti.write(cache_name, {"v": np.arange(1000, dtype=np.int64)}, host=host, port=port, mode="overwrite")
+    ds = ti.IgniteDataset(cache_name, host, port, batch_size=50)
+    it = iter(ds)
+    first = [next(it)["key"].numpy() for _ in range(5)]
+    path = tf.train.Checkpoint(iterator=it).save(str(tmp_path / "ckpt"))
+    again = iter(ti.IgniteDataset(cache_name, host, port, batch_size=50))
+    tf.train.Checkpoint(iterator=again).restore(path)
+    rest = [b["key"].numpy() for b in again]
+    keys = np.concatenate(first + rest)
+    assert sorted(keys.tolist()) == list(range(1000))
