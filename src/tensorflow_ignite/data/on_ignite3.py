@@ -176,6 +176,9 @@ def table_dataset(
         credentials=given["credentials"],
     )
     keys = [name for name, _ in table_ds._reader.keys]
+    columns_now = {c.name for c in table_ds._reader.output} - set(keys)
+    if record is not None and not given["fields"] and {sql_name(f.name) for f in record.fields} != columns_now:
+        record = None  # the table was made again otherwise since write recorded it: read it as it is
     return table_ds.map(_structure(keys, record, batched=batch_size is not None)), table_ds
 
 
