@@ -148,6 +148,7 @@ def test_kill_during_epoch_yields_every_row_once(three_nodes: LocalCluster, cach
     assert_exactly_once(_epoch_keys(ds), ROWS, "epoch before any fault")
     assert ds.stats.scan_mode == mode
     assert ds.stats.rescans == ()  # a stable cluster: each node scanned exactly its primaries
+    assert ds.stats.decode_paths.get("compiled", 0) > 0, ds.stats.decode_paths  # fixed-layout rows
 
     rng = random.Random(SEED)
     rerouted = 0
@@ -247,6 +248,7 @@ def test_node_join_and_leave_during_epoch_yield_every_row_once(three_nodes: Loca
           f"{len(ds.stats.failovers)} partition scans repeated; rescans after node scans: "
           f"{[len(r) for r in ds.stats.rescans]}")
     assert ds.stats.scan_mode == mode
+    assert ds.stats.decode_paths.get("compiled", 0) > 0, ds.stats.decode_paths  # fixed-layout rows
     assert len(set(maps)) == len(maps)  # every change really moved the topology
 
 
