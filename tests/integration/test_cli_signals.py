@@ -28,6 +28,19 @@ from tensorflow_ignite.testing.waiting import wait_for
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
 
+def signals_for(command: str, short: signal.Signals) -> list[object]:
+    """The three signals for one command; every run sends ``short``, the other two run under ``--long``.
+
+    All three commands stop through one mechanism (``cli.signals``), so the short form sends each
+    signal to one command (tensorboard SIGINT, node start SIGTERM, demo SIGHUP) and
+    test_attach_detaches_on_every_signal sends all three to one process; ``--long`` sends every signal
+    to every command.
+    """
+    return [sig if sig is short else pytest.param(sig, marks=pytest.mark.long_only(
+        f"test_cli_signals.py: {command} with {short.name}, and test_attach_detaches_on_every_signal "
+        "(one mechanism, cli.signals, for every command)")) for sig in SIGNALS]
+
+
 def _as_from_a_terminal() -> None:
     # A command typed in a terminal starts with SIGINT's default disposition, so Python turns Ctrl+C into
     # KeyboardInterrupt. A test run started in the background by a shell without job control (`cmd &` in a
@@ -116,7 +129,7 @@ def stop_leftover_nodes(tmp_path: Path) -> Iterator[Path]:
         cluster.stop()
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+@pytest.mark.parametrize("sig", signals_for("tensorboard", signal.SIGINT), ids=lambda s: s.name)
 def test_tensorboard_stops_tensorboard(ignite_node: LocalCluster, sig: signal.Signals) -> None:
     host, port = ignite_node.address()
     proc = ignite_tf("tensorboard", "--logdir", f"ignite://{host}:{port}/signals-{sig.name}", "--http-port", "0")
@@ -128,7 +141,7 @@ def test_tensorboard_stops_tensorboard(ignite_node: LocalCluster, sig: signal.Si
     wait_for(lambda: gone(tensorboard[0]), 30, f"TensorBoard (pid {tensorboard[0]}) still runs after {sig.name}")
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+@pytest.mark.parametrize("sig", signals_for("node start", signal.SIGTERM), ids=lambda s: s.name)
 def test_node_start_foreground_stops_its_nodes(stop_leftover_nodes: Path, sig: signal.Signals) -> None:
     proc = ignite_tf("node", "start", "--foreground", "--work-dir", str(stop_leftover_nodes), "--client-port", "0",
                      "--heap-mb", "256", "--region-mb", "64")
@@ -140,7 +153,7 @@ def test_node_start_foreground_stops_its_nodes(stop_leftover_nodes: Path, sig: s
     assert not any(m.alive() for m in cluster.members)
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+@pytest.mark.parametrize("sig", signals_for("demo", signal.SIGHUP), ids=lambda s: s.name)
 def test_demo_stops_its_node(stop_leftover_nodes: Path, tmp_path: Path, sig: signal.Signals) -> None:
     proc = ignite_tf("demo", "--work-dir", str(stop_leftover_nodes), "--client-port", "0", "--epochs", "1",
                      "--no-progress", "--out-dir", str(tmp_path / "out"))
