@@ -143,7 +143,8 @@ def test_cli_load_refuses_a_zone_for_an_ignite_2_cache(tmp_path, capsys) -> None
 
     csv = tmp_path / "rows.csv"
     csv.write_text("x\n1\n")
-    # Refused before any connection is tried (nothing listens on port 1).
-    assert main(["load", "c", str(csv), "--zone", "MEM", "--port", "1"]) == 1
+    # With --ignite 2, refused before any connection is tried (nothing listens on port 1); without
+    # --ignite the generation is found at the handshake first (test_one_api: load on both).
+    assert main(["load", "c", str(csv), "--zone", "MEM", "--ignite", "2", "--port", "1"]) == 1
     err = capsys.readouterr().err
     assert "--zone places an Ignite 3 table" in err and "--backups" in err
