@@ -3,11 +3,13 @@
 # pytest's exit code 5 ("no tests collected") is a failure here: a suite that ran
 # nothing proves nothing.
 #
-# Without test paths among the arguments, the unit tests (tests/unit) run in a second
-# pytest process beside the integration tests: the integration tests spend much of their
-# time waiting on nodes, failure detection and timeouts (about 0.8 of the two cores busy),
-# and the unit tests need no node.  The unit run's output is printed when the integration
-# run ends.  With test paths, one pytest runs exactly what was asked.
+# Without test paths among the arguments, the suite runs as two pytest processes side by
+# side: the integration tests spend much of their time waiting on nodes, failure detection
+# and timeouts (a whole run kept 1.4 of the two cores busy on average).  The side process
+# runs the unit tests (no node) and the integration modules in SIDE below: each starts every
+# node it uses itself (no session fixture), so no node is started twice for the two
+# processes.  The side run's output is printed when the main run ends.  With test paths,
+# one pytest runs exactly what was asked.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 args=(-q -p no:cacheprovider)
@@ -25,6 +27,17 @@ check() {  # exit code of one pytest run, with "collected nothing" made a failur
   return "$1"
 }
 
+# The slowest modules that start all their own nodes (or none): the wheel built and installed in
+# a fresh virtualenv, the launcher's topology changes, Ignite 3 partition reads on three nodes,
+# scoring on a cluster of its own, the soak's short form.
+SIDE=(
+  tests/integration/test_wheel.py
+  tests/integration/test_launcher_faults.py
+  tests/integration/test_ignite3_reads.py
+  tests/integration/test_predict_cluster.py
+  tests/integration/test_soak.py
+)
+
 paths=0
 for a in "$@"; do
   case "$a" in -*) ;; *) paths=1 ;; esac
@@ -36,25 +49,30 @@ if [ $paths -eq 1 ]; then
   exit $?
 fi
 
-unit_log=$(mktemp -t tfi-unit-tests.XXXXXX)
-.venv/bin/python -m pytest "${args[@]}" "$@" tests/unit >"$unit_log" 2>&1 &
-unit_pid=$!
-# Stop the unit run too if this script is stopped (Ctrl+C, a CI runner's timeout).
-trap 'kill -TERM $unit_pid 2>/dev/null; wait $unit_pid 2>/dev/null; rm -f "$unit_log"; exit 130' INT TERM HUP
+ignore=()
+for f in "${SIDE[@]}"; do
+  ignore+=(--ignore "$f")
+done
 
-.venv/bin/python -m pytest "${args[@]}" "$@" tests/integration
+side_log=$(mktemp -t tfi-side-tests.XXXXXX)
+.venv/bin/python -m pytest "${args[@]}" "$@" tests/unit "${SIDE[@]}" >"$side_log" 2>&1 &
+side_pid=$!
+# Stop the side run too if this script is stopped (Ctrl+C, a CI runner's timeout).
+trap 'kill -TERM $side_pid 2>/dev/null; wait $side_pid 2>/dev/null; rm -f "$side_log"; exit 130' INT TERM HUP
+
+.venv/bin/python -m pytest "${args[@]}" "$@" "${ignore[@]}" tests/integration
 integration_rc=$?
-wait $unit_pid
-unit_rc=$?
+wait $side_pid
+side_rc=$?
 trap - INT TERM HUP
 
 echo
-echo "================================ unit tests (run beside the integration tests) ================================"
-cat "$unit_log"
-rm -f "$unit_log"
+echo "======================== side run: unit tests and ${#SIDE[@]} integration modules (beside the main run) ========================"
+cat "$side_log"
+rm -f "$side_log"
 
 rc=0
 check $integration_rc "tests/integration" || rc=1
-check $unit_rc "tests/unit" || rc=1
-echo "run-tests: integration tests exit $integration_rc, unit tests exit $unit_rc"
+check $side_rc "tests/unit and ${SIDE[*]}" || rc=1
+echo "run-tests: main run (integration) exit $integration_rc, side run (unit and ${#SIDE[@]} integration modules) exit $side_rc"
 exit $rc
