@@ -7,9 +7,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..binary import BinaryEncoder
+from ..buffer import I32, ByteWriter
 from ..cache_config import CacheConfiguration, encode_cache_configuration
 from ..codes import V1_7_0, Feature, Op, PeekMode, ProtocolVersion, TypeCode
-from ..framing import DEFAULT_FEATURES, REQUEST_HEADER, finish_request, start_request
+from ..framing import DEFAULT_FEATURES, REQUEST_HEADER, encode_request, finish_request, start_request
 from .common import CacheOptions, _enc, cache_header
 
 
@@ -369,16 +370,12 @@ def cache_put_bytes_head_into(buffer: bytearray, end: int, cache_id: int, key: s
 
 def cache_clear(request_id: int, cache_id: int, *, opts: CacheOptions | None = None) -> bytes:
     """OP_CACHE_CLEAR (1013): empty body after the cache header."""
-    w = start_request(Op.CACHE_CLEAR, request_id)
-    cache_header(w, cache_id, opts)
-    return finish_request(w)
+    return _key_op(Op.CACHE_CLEAR, request_id, cache_id, (), opts, None)
 
 
 def cache_remove_all(request_id: int, cache_id: int, *, opts: CacheOptions | None = None) -> bytes:
     """OP_CACHE_REMOVE_ALL (1019): empty body after the cache header."""
-    w = start_request(Op.CACHE_REMOVE_ALL, request_id)
-    cache_header(w, cache_id, opts)
-    return finish_request(w)
+    return _key_op(Op.CACHE_REMOVE_ALL, request_id, cache_id, (), opts, None)
 
 
 def cache_get_size(
@@ -388,10 +385,15 @@ def cache_get_size(
     modes = [int(m) for m in peek_modes]
     w = start_request(Op.CACHE_GET_SIZE, request_id)
     cache_header(w, cache_id, opts)
+    _peek_modes(w, modes)
+    return finish_request(w)
+
+
+def _peek_modes(w: ByteWriter, modes: Sequence[int]) -> None:
+    """``int count, byte modes``: the peek modes of a size or local-peek request."""
     w.i32(len(modes))
     for m in modes:
         w.u8(m)
-    return finish_request(w)
 
 
 def cache_local_peek(
@@ -405,33 +407,32 @@ def cache_local_peek(
     encoder: BinaryEncoder | None = None,
 ) -> bytes:
     """OP_CACHE_LOCAL_PEEK (1021): key, int count, byte peek modes; answer: value."""
-    enc = _enc(encoder)
     modes = [int(m) for m in peek_modes]
     w = start_request(Op.CACHE_LOCAL_PEEK, request_id)
     cache_header(w, cache_id, opts)
-    enc.write(w, key, key_type)
-    w.i32(len(modes))
-    for m in modes:
-        w.u8(m)
+    _enc(encoder).write(w, key, key_type)
+    _peek_modes(w, modes)
     return finish_request(w)
 
 
 # ------------------------------------------------------------ cache management
 def cache_get_names(request_id: int) -> bytes:
     """OP_CACHE_GET_NAMES (1050): empty body; answer: int count, strings."""
-    return finish_request(start_request(Op.CACHE_GET_NAMES, request_id))
+    return encode_request(Op.CACHE_GET_NAMES, request_id)
 
 
 def cache_create_with_name(request_id: int, name: str) -> bytes:
     """OP_CACHE_CREATE_WITH_NAME (1051): typed string name."""
-    w = start_request(Op.CACHE_CREATE_WITH_NAME, request_id)
-    w.typed_string(name)
-    return finish_request(w)
+    return _named(Op.CACHE_CREATE_WITH_NAME, request_id, name)
 
 
 def cache_get_or_create_with_name(request_id: int, name: str) -> bytes:
     """OP_CACHE_GET_OR_CREATE_WITH_NAME (1052): typed string name."""
-    w = start_request(Op.CACHE_GET_OR_CREATE_WITH_NAME, request_id)
+    return _named(Op.CACHE_GET_OR_CREATE_WITH_NAME, request_id, name)
+
+
+def _named(op: int, request_id: int, name: str) -> bytes:
+    w = start_request(op, request_id)
     w.typed_string(name)
     return finish_request(w)
 
@@ -440,16 +441,18 @@ def cache_create_with_configuration(
     request_id: int, config: CacheConfiguration, version: ProtocolVersion = V1_7_0
 ) -> bytes:
     """OP_CACHE_CREATE_WITH_CONFIGURATION (1053): property list (see ``cache_config``)."""
-    w = start_request(Op.CACHE_CREATE_WITH_CONFIGURATION, request_id)
-    encode_cache_configuration(w, config, version)
-    return finish_request(w)
+    return _configured(Op.CACHE_CREATE_WITH_CONFIGURATION, request_id, config, version)
 
 
 def cache_get_or_create_with_configuration(
     request_id: int, config: CacheConfiguration, version: ProtocolVersion = V1_7_0
 ) -> bytes:
     """OP_CACHE_GET_OR_CREATE_WITH_CONFIGURATION (1054): property list."""
-    w = start_request(Op.CACHE_GET_OR_CREATE_WITH_CONFIGURATION, request_id)
+    return _configured(Op.CACHE_GET_OR_CREATE_WITH_CONFIGURATION, request_id, config, version)
+
+
+def _configured(op: int, request_id: int, config: CacheConfiguration, version: ProtocolVersion) -> bytes:
+    w = start_request(op, request_id)
     encode_cache_configuration(w, config, version)
     return finish_request(w)
 
@@ -463,9 +466,7 @@ def cache_get_configuration(request_id: int, cache_id: int) -> bytes:
 
 def cache_destroy(request_id: int, cache_id: int) -> bytes:
     """OP_CACHE_DESTROY (1056): int cache id only (no flags byte)."""
-    w = start_request(Op.CACHE_DESTROY, request_id)
-    w.i32(cache_id)
-    return finish_request(w)
+    return encode_request(Op.CACHE_DESTROY, request_id, I32.pack(cache_id))
 
 
 def cache_partitions(

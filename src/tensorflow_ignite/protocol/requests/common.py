@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..binary import BinaryEncoder
-from ..buffer import ByteWriter
+from ..buffer import I64, ByteWriter
 from ..cache_config import ExpiryPolicy
 from ..codes import CacheRequestFlag, Op
-from ..framing import finish_request, start_request
+from ..framing import encode_request
 
 
 class CacheOptions:
@@ -63,16 +63,14 @@ def _enc(encoder: BinaryEncoder | None) -> BinaryEncoder:
 # ------------------------------------------------------------------ general
 def resource_close(request_id: int, resource_id: int) -> bytes:
     """Close a cursor, streamer or other server resource (op 0): ``long resource id``."""
-    w = start_request(Op.RESOURCE_CLOSE, request_id)
-    w.i64(resource_id)
-    return finish_request(w)
+    return encode_request(Op.RESOURCE_CLOSE, request_id, I64.pack(resource_id))
 
 
 def heartbeat(request_id: int) -> bytes:
     """Keep the connection alive (op 1, HEARTBEAT feature); empty body."""
-    return finish_request(start_request(Op.HEARTBEAT, request_id))
+    return encode_request(Op.HEARTBEAT, request_id)
 
 
 def get_idle_timeout(request_id: int) -> bytes:
     """Ask the server's idle timeout (op 2); the answer is a long (ms)."""
-    return finish_request(start_request(Op.GET_IDLE_TIMEOUT, request_id))
+    return encode_request(Op.GET_IDLE_TIMEOUT, request_id)

@@ -2,35 +2,34 @@
 
 from __future__ import annotations
 
-from ..buffer import ByteWriter
+import struct
+
+from ..buffer import I32, ByteWriter
 from ..codes import Op, PlatformId
-from ..framing import finish_request, start_request
+from ..framing import encode_request, finish_request, start_request
 from ..values import BinaryType
+
+#: ``byte platform, int type id``: the head of the type-name requests.
+_NAME_HEAD = struct.Struct("<Bi")
 
 
 # ------------------------------------------------------------- binary metadata
 def binary_type_name_get(request_id: int, type_id: int, platform: int = PlatformId.JAVA) -> bytes:
     """OP_BINARY_TYPE_NAME_GET (3000): byte platform, int type id; answer: string."""
-    w = start_request(Op.BINARY_TYPE_NAME_GET, request_id)
-    w.u8(platform)
-    w.i32(type_id)
-    return finish_request(w)
+    return encode_request(Op.BINARY_TYPE_NAME_GET, request_id, _NAME_HEAD.pack(platform, type_id))
 
 
 def binary_type_name_put(request_id: int, type_id: int, type_name: str, platform: int = PlatformId.JAVA) -> bytes:
     """OP_BINARY_TYPE_NAME_PUT (3001): byte platform, int type id, string name; answer: bool."""
     w = start_request(Op.BINARY_TYPE_NAME_PUT, request_id)
-    w.u8(platform)
-    w.i32(type_id)
+    w.raw(_NAME_HEAD.pack(platform, type_id))
     w.typed_string(type_name)
     return finish_request(w)
 
 
 def binary_type_get(request_id: int, type_id: int) -> bytes:
     """OP_BINARY_TYPE_GET (3002): int type id; answer: bool exists + metadata."""
-    w = start_request(Op.BINARY_TYPE_GET, request_id)
-    w.i32(type_id)
-    return finish_request(w)
+    return encode_request(Op.BINARY_TYPE_GET, request_id, I32.pack(type_id))
 
 
 def write_binary_type(w: ByteWriter, t: BinaryType) -> None:

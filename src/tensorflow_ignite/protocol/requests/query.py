@@ -6,8 +6,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..binary import BinaryEncoder
+from ..buffer import I64
 from ..codes import Feature, Op, StatementType
-from ..framing import DEFAULT_FEATURES, finish_request, start_request
+from ..framing import DEFAULT_FEATURES, encode_request, finish_request, start_request
 from .common import CacheOptions, _enc, cache_header
 
 
@@ -47,9 +48,7 @@ def query_scan(
 
 def query_scan_cursor_get_page(request_id: int, cursor_id: int) -> bytes:
     """OP_QUERY_SCAN_CURSOR_GET_PAGE (2001): long cursor id."""
-    w = start_request(Op.QUERY_SCAN_CURSOR_GET_PAGE, request_id)
-    w.i64(cursor_id)
-    return finish_request(w)
+    return encode_request(Op.QUERY_SCAN_CURSOR_GET_PAGE, request_id, I64.pack(cursor_id))
 
 
 def query_sql_fields(
@@ -121,6 +120,4 @@ def query_sql_fields(
 
 def query_sql_fields_cursor_get_page(request_id: int, cursor_id: int) -> bytes:
     """OP_QUERY_SQL_FIELDS_CURSOR_GET_PAGE (2005): long cursor id."""
-    w = start_request(Op.QUERY_SQL_FIELDS_CURSOR_GET_PAGE, request_id)
-    w.i64(cursor_id)
-    return finish_request(w)
+    return encode_request(Op.QUERY_SQL_FIELDS_CURSOR_GET_PAGE, request_id, I64.pack(cursor_id))
