@@ -208,6 +208,14 @@ class Reader:
     def uuid(self) -> uuid.UUID:
         return self._typed(uuid.UUID, "a UUID")
 
+    def count(self, answer: str, items: str) -> int:
+        """The next integer as a count of values that follow, each at least one byte: a
+        ``ProtocolError`` ("``answer``: N ``items``") when negative or beyond the body."""
+        count = self.int()
+        if count < 0 or count > self.remaining:
+            raise ProtocolError(f"{answer}: {count} {items}")
+        return count
+
     def is_nil(self) -> bool:
         """Reads the next value if it is nil (True); leaves it unread otherwise (False)."""
         if self.position < len(self._data) and self._data[self.position] == 0xC0:

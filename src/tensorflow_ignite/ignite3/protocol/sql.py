@@ -123,10 +123,7 @@ def parse_batch(r: Reader) -> list[int]:
     r.skip(4)  # cursor id (nil), has row set, has more pages, was applied
     if r.is_nil():
         return []
-    count = r.int()
-    if count < 0 or count > r.remaining:  # each count takes at least one byte
-        raise ProtocolError(f"SQL batch answer: {count} update counts")
-    return [r.int() for _ in range(count)]
+    return [r.int() for _ in range(r.count("SQL batch answer", "update counts"))]
 
 
 def _columns(r: Reader) -> tuple[ColumnMeta, ...]:

@@ -109,18 +109,14 @@ def schemas_request(table_id: int, versions: Sequence[int] | None = None) -> byt
 
 
 def parse_schemas(r: Reader) -> list[TableSchema]:
-    count = r.int()
-    if count < 0 or count > r.remaining:
-        raise ProtocolError(f"schemas answer: {count} schemas")
+    count = r.count("schemas answer", "schemas")
     out = []
     for _ in range(count):
         version = r.int()
         if r.is_nil():
             out.append(TableSchema(version, ()))
             continue
-        ncols = r.int()
-        if ncols < 0 or ncols > r.remaining:
-            raise ProtocolError(f"schemas answer: {ncols} columns")
+        ncols = r.count("schemas answer", "columns")
         cols = []
         for i in range(ncols):
             props = r.int()

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigurationError, ProtocolError
+from ...errors import ConfigurationError
 from .binary_tuple import decode_value, element_bounds
 from .msgpack_io import Reader, Writer
 from .rows import encode_rows
@@ -162,9 +162,7 @@ def parse_get(r: Reader) -> tuple[int, bytes | None]:
 def parse_get_all(r: Reader) -> tuple[int, list[bytes | None]]:
     """TUPLE_GET_ALL's answer: the rows' schema version and a row per key asked (None: not there)."""
     version = r.int()
-    count = r.int()
-    if count < 0 or count > r.remaining:
-        raise ProtocolError(f"get-all answer: {count} rows")
+    count = r.count("get-all answer", "rows")
     return version, [r.bin() if r.bool() else None for _ in range(count)]
 
 
@@ -181,9 +179,7 @@ def parse_flag(r: Reader) -> tuple[int, bool]:
 def parse_keys(r: Reader) -> tuple[int, list[bytes]]:
     """TUPLE_DELETE_ALL's answer: the schema version and the key tuples that were not there."""
     version = r.int()
-    count = r.int()
-    if count < 0 or count > r.remaining:
-        raise ProtocolError(f"delete-all answer: {count} keys")
+    count = r.count("delete-all answer", "keys")
     return version, [r.bin() for _ in range(count)]
 
 
