@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+import functools
 import struct
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -15,7 +16,7 @@ from tensorflow_ignite.protocol.buffer import F32, F64, I16, I32, I64, U16, UUID
 from tensorflow_ignite.protocol.codes import ObjectFlag, TypeCode
 from tensorflow_ignite.protocol.hashing import type_id
 from tensorflow_ignite.protocol.javatime import decode_java_time
-from tensorflow_ignite.protocol.types import ARRAY_DTYPES
+from tensorflow_ignite.protocol.types import ARRAY_DTYPES, JAVA_TYPE_NAMES, TYPED_ARRAY_ELEMENTS
 from tensorflow_ignite.protocol.values import (
     BinaryObject,
     Char,
@@ -122,6 +123,12 @@ class BinaryDecoder:
         table: list[Callable[[int, int], tuple[Any, int]]] = [self._r_unknown] * 256
         for code, name in _READERS.items():
             table[code & 0xFF] = getattr(self, name)
+        # Arrays come from the type-code registry, as the encoder's writers do.
+        for code in ARRAY_DTYPES:
+            table[code] = functools.partial(self._prim_array, code)
+        for code, element in TYPED_ARRAY_ELEMENTS.items():
+            what = JAVA_TYPE_NAMES[element].rpartition(".")[2] + "[]"
+            table[code] = functools.partial(self._typed_elements, element, what)
         self._readers = table
 
     # ---------------------------------------------------------------- entry points
@@ -263,7 +270,8 @@ class BinaryDecoder:
         return _decimal_from_wire(scale, bytes(self._buf[p : p + n])), p + n
 
     # arrays ----------------------------------------------------------------
-    def _prim_array(self, p: int, code: int) -> tuple[Any, int]:
+    def _prim_array(self, code: int, p: int, start: int) -> tuple[Any, int]:
+        """The reader of the primitive array type ``code`` (bound to it in ``_readers``): a numpy array."""
         dtype = ARRAY_DTYPES[code]
         n = self._count(p, "array length", dtype.itemsize)
         p += 4
@@ -276,31 +284,8 @@ class BinaryDecoder:
                 arr = arr.copy()
         return arr, p + n * dtype.itemsize
 
-    def _r_byte_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._prim_array(p, TypeCode.BYTE_ARR)
-
-    def _r_short_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._prim_array(p, TypeCode.SHORT_ARR)
-
-    def _r_int_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._prim_array(p, TypeCode.INT_ARR)
-
-    def _r_long_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._prim_array(p, TypeCode.LONG_ARR)
-
-    def _r_float_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._prim_array(p, TypeCode.FLOAT_ARR)
-
-    def _r_double_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._prim_array(p, TypeCode.DOUBLE_ARR)
-
-    def _r_char_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._prim_array(p, TypeCode.CHAR_ARR)
-
-    def _r_bool_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._prim_array(p, TypeCode.BOOL_ARR)
-
-    def _typed_elements(self, p: int, elem_code: int, what: str) -> tuple[Any, int]:
+    def _typed_elements(self, elem_code: int, what: str, p: int, start: int) -> tuple[Any, int]:
+        """The reader of an array of typed values (bound to its element code in ``_readers``): a list."""
         n = self._count(p, f"{what} length")
         p += 4
         out: list[Any] = []
@@ -319,24 +304,6 @@ class BinaryDecoder:
             else:
                 raise ProtocolError(f"{what}: element type code {code} at offset {p}, expected {elem_code} or null")
         return out, p
-
-    def _r_string_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._typed_elements(p, TypeCode.STRING, "string[]")
-
-    def _r_uuid_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._typed_elements(p, TypeCode.UUID, "UUID[]")
-
-    def _r_date_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._typed_elements(p, TypeCode.DATE, "Date[]")
-
-    def _r_timestamp_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._typed_elements(p, TypeCode.TIMESTAMP, "Timestamp[]")
-
-    def _r_time_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._typed_elements(p, TypeCode.TIME, "Time[]")
-
-    def _r_decimal_arr(self, p: int, start: int) -> tuple[Any, int]:
-        return self._typed_elements(p, TypeCode.DECIMAL, "BigDecimal[]")
 
     # type id (+ class name when unregistered), as enums/arrays/classes write it
     def _type_ref(self, p: int, what: str) -> tuple[int, str | None, int]:
@@ -605,20 +572,6 @@ _READERS: dict[int, str] = {
     TypeCode.TIMESTAMP: "_r_timestamp",
     TypeCode.TIME: "_r_time",
     TypeCode.DECIMAL: "_r_decimal",
-    TypeCode.BYTE_ARR: "_r_byte_arr",
-    TypeCode.SHORT_ARR: "_r_short_arr",
-    TypeCode.INT_ARR: "_r_int_arr",
-    TypeCode.LONG_ARR: "_r_long_arr",
-    TypeCode.FLOAT_ARR: "_r_float_arr",
-    TypeCode.DOUBLE_ARR: "_r_double_arr",
-    TypeCode.CHAR_ARR: "_r_char_arr",
-    TypeCode.BOOL_ARR: "_r_bool_arr",
-    TypeCode.STRING_ARR: "_r_string_arr",
-    TypeCode.UUID_ARR: "_r_uuid_arr",
-    TypeCode.DATE_ARR: "_r_date_arr",
-    TypeCode.TIMESTAMP_ARR: "_r_timestamp_arr",
-    TypeCode.TIME_ARR: "_r_time_arr",
-    TypeCode.DECIMAL_ARR: "_r_decimal_arr",
     TypeCode.OBJ_ARR: "_r_obj_arr",
     TypeCode.ENUM_ARR: "_r_obj_arr",
     TypeCode.COLLECTION: "_r_collection",
