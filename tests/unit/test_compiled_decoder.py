@@ -1,6 +1,6 @@
 """The op library's compiled layout decoder against the NumPy one, on the same pages.
 
-``decode_layout`` (``native/tf_ignite_data.cc``) decodes pages whose rows repeat
+``decode_layout`` (``native/tf_ignite_data_layout.cc``) decodes pages whose rows repeat
 one layout; every other page, and every page where the op library is not
 loaded, goes through NumPy.  Both must give the same columns for the same
 bytes, and bytes that are not such a page must never reach past the page.
@@ -24,7 +24,8 @@ from tensorflow_ignite.protocol import columns as C  # noqa: E402
 from tensorflow_ignite.protocol.binary import BinaryEncoder  # noqa: E402
 from tensorflow_ignite.protocol.buffer import ByteWriter  # noqa: E402
 from tensorflow_ignite.protocol.codes import TypeCode  # noqa: E402
-from tensorflow_ignite.protocol.columns import decode as D  # noqa: E402
+from tensorflow_ignite.protocol.columns import compiled as D  # noqa: E402
+from tensorflow_ignite.protocol.columns import layout as L  # noqa: E402
 from tensorflow_ignite.protocol.values import BinaryObject, Timestamp, Typed  # noqa: E402
 
 PLAN = C.PagePlan.scan(
@@ -78,7 +79,7 @@ def decode_both(page: bytes, n: int, plan: C.PagePlan, compiled: D.CompiledLayou
     """(columns, path) from the compiled decoder, then from NumPy alone (fresh layouts for each)."""
     out = []
     for decoder, reason in ((compiled, ""), (None, "turned off by the test")):
-        D.clear_layout_cache()
+        L.clear_layout_cache()
         C.set_compiled_decoder(decoder, reason)
         try:
             paths: dict[str, int] = {}
@@ -132,7 +133,7 @@ def test_a_layout_it_does_not_decode_says_why(
             BinaryObject("TsRow", {"label": Typed(i, TypeCode.INT), "t": Timestamp(1_700_000_000_000 + i, 0)}),
         )
     D._told.clear()
-    D.clear_layout_cache()
+    L.clear_layout_cache()
     paths: dict[str, int] = {}
     with caplog.at_level(logging.INFO, logger=D.__name__):
         cols = C.decode_page(bytes(w.buf), 4, TS_PLAN, paths=paths)
@@ -153,7 +154,7 @@ def test_mutated_pages_decode_the_same_both_ways(compiled: D.CompiledLayoutDecod
     region = bytes(page[: len(page) - cut])
     results = []
     for decoder in (compiled, None):
-        D.clear_layout_cache()
+        L.clear_layout_cache()
         C.set_compiled_decoder(decoder, "turned off by the test")
         try:
             results.append(C.decode_page(region, n, PLAN))
@@ -201,7 +202,7 @@ def test_the_fuzzers_reach_the_compiled_decoder(compiled: D.CompiledLayoutDecode
         calls.append(1)
         return compiled(*args)  # type: ignore[arg-type]
 
-    D.clear_layout_cache()
+    L.clear_layout_cache()
     C.set_compiled_decoder(counting)
     try:
         for seed in SEEDS:

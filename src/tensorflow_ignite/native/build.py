@@ -6,9 +6,10 @@ with ``g++`` (or ``$CXX``), TensorFlow's ``tf.sysconfig.get_compile_flags()`` /
 
 * :data:`FS_PLUGIN` -- ``_tf_ignite_fs<EXT_SUFFIX>`` from ``tf_ignite_fs.cc``,
   TensorFlow's ``ignite://`` filesystem plugin (C API only, see ``loader.py``);
-* :data:`DATA_OPS` -- ``_tf_ignite_data<EXT_SUFFIX>`` from ``tf_ignite_data.cc``,
-  the ``IgnitePyDataset`` tf.data source op (TensorFlow's C++ framework API,
-  see ``data_source.py``).
+* :data:`DATA_OPS` -- ``_tf_ignite_data<EXT_SUFFIX>`` from ``tf_ignite_data.cc``
+  and ``tf_ignite_data_layout.cc``, the ``IgnitePyDataset`` tf.data source op
+  (TensorFlow's C++ framework API, see ``data_source.py``) and the compiled
+  page decoder.
 
 Each file is both a TensorFlow library and a Python extension module.
 
@@ -113,13 +114,20 @@ class Library:
     what: str
     #: Extra compiler flags.
     extra_flags: tuple[str, ...] = ()
-    #: Headers of its own next to the source (one translation unit; hashed with it).
+    #: Headers of its own next to the source (hashed with it).
     headers: tuple[Path, ...] = ()
+    #: More C++ sources next to ``source``, compiled and linked into the same library.
+    extra_sources: tuple[Path, ...] = ()
+
+    @property
+    def sources(self) -> tuple[Path, ...]:
+        """Every C++ source of the library, ``source`` first."""
+        return (self.source, *self.extra_sources)
 
     def source_digest(self) -> str:
-        """SHA-256 of the source and its own headers: what a rebuild is decided on."""
+        """SHA-256 of the sources and their own headers: what a rebuild is decided on."""
         h = hashlib.sha256()
-        for path in (self.source, *self.headers):
+        for path in (*self.sources, *self.headers):
             h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
         return h.hexdigest()
 
@@ -146,7 +154,8 @@ FS_PLUGIN = Library(
 DATA_OPS = Library(
     module_name="_tf_ignite_data",
     source=_HERE / "tf_ignite_data.cc",
-    headers=(_HERE / "python_guard.h",),
+    extra_sources=(_HERE / "tf_ignite_data_layout.cc",),
+    headers=(_HERE / "python_guard.h", _HERE / "tf_ignite_data_layout.h"),
     # The op and kernel register themselves from static initializers at dlopen.
     exported_symbols=("PyInit__tf_ignite_data",),
     tf_headers=(
@@ -435,7 +444,7 @@ def _command(output: Path, version_script: Path, library: Library = FS_PLUGIN, r
         *library.extra_flags,
         "-o",
         str(output),
-        str(library.source),
+        *(str(source) for source in library.sources),
         *ldflags,
         "-Wl,-rpath,$ORIGIN/../../tensorflow",
         *([] if relocatable else [f"-Wl,-rpath,{tf_dir}"]),

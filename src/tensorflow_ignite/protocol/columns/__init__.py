@@ -10,9 +10,9 @@ names...).
 Speed comes from never building Python objects per row where numpy can do the
 work.  Pages whose rows repeat one layout (every row as long as row 0 and
 equal to it except in its value bytes and object hash codes; see
-:class:`_Layout`) cost one comparison and one strided read per column; where
+:class:`~.layout.Layout`) cost one comparison and one strided read per column; where
 the op library is loaded, its compiled decoder (``decode_layout`` in
-``native/tf_ignite_data.cc``, installed with :func:`set_compiled_decoder`)
+``native/tf_ignite_data_layout.cc``, installed with :func:`set_compiled_decoder`)
 checks and gathers such a page in one pass without the GIL.
 Otherwise rows are located with one cheap hop per value (object total
 lengths) or, when every row has the same length, with no per-row Python at
@@ -40,20 +40,21 @@ column, Java-serialized ``java.sql.Date``/``Time``/``Timestamp`` and ``java.time
 values that other clients and Ignite's SQL engine write); any other type raises
 :class:`FieldTypeError` with the row and both types.
 
-The package holds :mod:`.plan` (what to extract: plans, columns, widenings)
-and :mod:`.decode` (the decoder).
+The package holds :mod:`.plan` (what to extract: plans, columns, widenings),
+:mod:`.rows` (where rows and values begin), :mod:`.layout` (pages whose rows
+repeat one layout, and the strided gather :func:`take`), :mod:`.compiled`
+(which compiled decoder is installed, and why not) and :mod:`.decode` (the
+page decoder).
 """
 
-from tensorflow_ignite.protocol.columns.decode import (
+from tensorflow_ignite.protocol.columns.compiled import (
     COMPILED,
     PYTHON,
     compiled_decoder_reason,
-    decode_page,
     set_compiled_decoder,
-    take,
-    value_end,
-    value_offsets,
 )
+from tensorflow_ignite.protocol.columns.decode import decode_page
+from tensorflow_ignite.protocol.columns.layout import take
 from tensorflow_ignite.protocol.columns.plan import (
     Column,
     FieldPlan,
@@ -62,6 +63,7 @@ from tensorflow_ignite.protocol.columns.plan import (
     obj,
     scalar,
 )
+from tensorflow_ignite.protocol.columns.rows import value_end, value_offsets
 from tensorflow_ignite.protocol.types import WIDENING
 
 __all__ = [

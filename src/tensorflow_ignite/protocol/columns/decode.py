@@ -1,15 +1,15 @@
-"""The page decoder: rows located, layouts recognised, values gathered into NumPy columns."""
+"""The page decoder: values gathered into NumPy columns, one column at a time.
+
+Rows are located by :mod:`.rows`; pages whose rows repeat one layout go through :mod:`.layout` (strided reads,
+or the compiled decoder of :mod:`.compiled`); all others are decoded here.
+"""
 
 from __future__ import annotations
 
-import functools
-import logging
 import struct
-import sys
 import uuid as _uuid
-from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import MutableMapping
+from dataclasses import replace
 
 import numpy as np
 
@@ -17,6 +17,21 @@ from tensorflow_ignite.errors import ArrayLengthError, ProtocolError, SchemaErro
 from tensorflow_ignite.protocol.binary import BinaryDecoder, MissingSchemaError, SchemaResolver
 from tensorflow_ignite.protocol.buffer import I32
 from tensorflow_ignite.protocol.codes import ObjectFlag, TypeCode
+from tensorflow_ignite.protocol.columns import compiled
+from tensorflow_ignite.protocol.columns.compiled import COMPILED, PYTHON
+from tensorflow_ignite.protocol.columns.layout import (
+    Layout,
+    Trace,
+    cached_layouts,
+    clear_layout_cache,
+    keep_layout,
+    kept_layout,
+    ns_out_of_range,
+    plan_uniform,
+    step_of,
+    take,
+    timestamp_range_error,
+)
 from tensorflow_ignite.protocol.columns.plan import (
     Column,
     FieldPlan,
@@ -25,6 +40,7 @@ from tensorflow_ignite.protocol.columns.plan import (
     type_label,
     widen,
 )
+from tensorflow_ignite.protocol.columns.rows import locate_values, skip_value, value_end, value_offsets
 from tensorflow_ignite.protocol.javatime import (
     KIND_DATE,
     KIND_TIME,
@@ -44,218 +60,19 @@ _STRING = int(TypeCode.STRING)
 _TIMESTAMP = int(TypeCode.TIMESTAMP)
 _UUID = int(TypeCode.UUID)
 
-#: Total encoded size (type code included) of values whose size is fixed.
-_VALUE_SIZE = {code: 1 + size for code, (size, _) in FIXED_WIRE.items()}
-_VALUE_SIZE[_NULL] = 1
-
-
-log = logging.getLogger(__name__)
+__all__ = [
+    "COMPILED",
+    "PYTHON",
+    "decode_page",
+    "value_offsets",
+    "value_end",
+    "take",
+    "cached_layouts",
+    "clear_layout_cache",
+]
 
 _OPT = int(TypeCode.OPTIMIZED)
 _OPT_BYTE = _OPT & 0xFF  # as it appears in a page: optimized-marshaller bytes (int length + data)
-
-#: The int64 nanoseconds of a timestamp column as (epoch ms, sub-ms nanos): 1677-09-21 .. 2262-04-11.
-_NS_MIN = divmod(-(2**63), 1_000_000)
-_NS_MAX = divmod(2**63 - 1, 1_000_000)
-
-
-def _ns_out_of_range(ms: np.ndarray, sub_ms: np.ndarray | int = 0) -> np.ndarray:
-    """Where ``ms * 1e6 + sub_ms`` (``sub_ms`` in [0, 1e6)) does not fit an int64: raise, never wrap."""
-    return (
-        (ms < _NS_MIN[0])
-        | (ms > _NS_MAX[0])
-        | ((ms == _NS_MIN[0]) & (sub_ms < _NS_MIN[1]))
-        | ((ms == _NS_MAX[0]) & (sub_ms > _NS_MAX[1]))
-    )
-
-
-def _timestamp_range_error(path: str, row: int, ms: int, code: int) -> FieldTypeError:
-    import datetime as _dt
-
-    try:
-        when = (_dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=ms)).isoformat(timespec="milliseconds")
-    except OverflowError:
-        when = f"{ms} ms after the epoch"
-    return FieldTypeError(
-        path,
-        row,
-        f"{type_label(code)} {when}, outside the int64 nanoseconds of a timestamp tensor (1677-09-21..2262-04-11)",
-        type_label(TypeCode.TIMESTAMP),
-    )
-
-
-def _step(idx: np.ndarray) -> int | None:
-    """The stride of ``idx`` if its positions are evenly spaced and increasing, else None."""
-    n = len(idx)
-    if n < 2:
-        return 1 if n else None
-    first = int(idx[0])
-    step = int(idx[1]) - first
-    if step <= 0 or int(idx[-1]) - first != step * (n - 1):
-        return None
-    if n > 2 and not bool(np.all(idx[2:] - idx[1:-1] == step)):
-        return None
-    return step
-
-
-_UNKNOWN = -1
-
-
-def take(page: np.ndarray, idx: np.ndarray, dtype: Any, step: int | None = _UNKNOWN) -> np.ndarray:
-    """The ``dtype`` values at byte positions ``idx`` of ``page`` (a new array).
-
-    The caller has bounds-checked ``idx``.  Evenly spaced positions -- every
-    row of a page that repeats one layout -- are read through one strided
-    (possibly unaligned) view; others by fancy indexing.  ``step`` is
-    ``_step(idx)`` when the caller already knows it.
-    """
-    dt = np.dtype(dtype)
-    if step == _UNKNOWN:
-        step = _step(idx)
-    if step is not None:
-        return np.ndarray((len(idx),), dt, buffer=page, offset=int(idx[0]), strides=(step,)).copy()
-    if dt.itemsize == 1:
-        return page[idx].view(dt)
-    return page[idx[:, None] + np.arange(dt.itemsize, dtype=np.int64)].view(dt).reshape(len(idx))
-
-
-def _leaf_uniform(plan: FieldPlan) -> bool:
-    """True if ``plan`` wants only values of a fixed encoded size (see :class:`_Layout`)."""
-    if plan.type_code == _OBJ:
-        return all(_leaf_uniform(f) for f in plan.fields)
-    if plan.type_code in FIXED_WIRE:
-        return plan.type_code != _UUID
-    return plan.type_code in ARRAY_DTYPES and plan.fixed_length is not None and not plan.as_bytes
-
-
-@functools.lru_cache(maxsize=64)
-def _plan_uniform(plan: PagePlan) -> bool:
-    return all(v is None or _leaf_uniform(v) for v in plan.values)
-
-
-@dataclass
-class _Layout:
-    """Where every wanted value sits in a row, for pages whose rows repeat one layout.
-
-    Made by decoding one row with the general decoder while it records the
-    byte offset of each leaf value and of each object's hash code.  A page
-    uses the layout if all its rows have the layout's length and repeat row
-    0's bytes everywhere except at those offsets (type codes, lengths, object
-    headers, footers, unwanted fields...): then every row decodes exactly like
-    row 0, and each column is one strided read of the page.  Layouts are kept
-    per (plan, row length) and checked against every page.
-    """
-
-    row_len: int
-    #: Offsets (within a row) that every row must repeat, and row 0's bytes there.
-    fixed_idx: np.ndarray
-    fixed_ref: np.ndarray
-    #: (kind, path, plan, offset of the value bytes, type code) in decoding order.
-    leaves: list[tuple[str, str, FieldPlan, int, int]]
-
-    def matches(self, rows: np.ndarray) -> bool:
-        return bool((rows[:, self.fixed_idx] == self.fixed_ref).all())
-
-    @functools.cached_property
-    def compiled_reason(self) -> str | None:
-        """Why the compiled decoder cannot decode this layout (None: it can).
-
-        It copies each leaf's bytes as they are (booleans as 0/1): a leaf whose
-        column is not its wire bytes (timestamps, widened types) stays NumPy's.
-        """
-        if sys.byteorder != "little":
-            return "this machine is big-endian"
-        for kind, path, _, _, code in self.leaves:
-            if kind == "ts":
-                return f"field {path!r} is a timestamp (its column is computed, not copied)"
-            if kind == "fixed" and code != TypeCode.BOOL:
-                wire = np.dtype(FIXED_WIRE[code][1]).newbyteorder("<")
-                if wire != np.dtype(COLUMN_DTYPES[code]).newbyteorder("<"):
-                    return f"field {path!r} ({type_label(code)}) is widened from its wire type"
-        return None
-
-    @classmethod
-    def of(cls, row: memoryview, plan: PagePlan, resolver: SchemaResolver | None, starts: list[int]) -> _Layout | None:
-        """The layout of one row (``row`` is exactly one row), or None if it has nulls."""
-        dec = _PageDecoder(row, 1, plan, resolver)
-        dec.trace = []
-        dec.run()
-        if not dec.traceable:
-            return None
-        varying = np.zeros(len(row), dtype=bool)
-        for kind, _, fplan, off, code in dec.trace:
-            if kind == "hash":
-                size = 4
-            elif kind == "array":
-                assert fplan.fixed_length is not None
-                size = fplan.fixed_length * ARRAY_DTYPES[code].itemsize
-            else:
-                size = FIXED_WIRE[code][0]
-            varying[off : off + size] = True
-        # Values the plan skips (e.g. keys of a value-only read) may differ per row too.
-        for start, vplan in zip(starts, plan.values):
-            code = row[start]
-            if vplan is None and code in _VALUE_SIZE:
-                varying[start + 1 : start + _VALUE_SIZE[code]] = True
-        fixed_idx = np.flatnonzero(~varying)
-        page = np.frombuffer(row, dtype=np.uint8)
-        leaves = [t for t in dec.trace if t[0] != "hash"]
-        return cls(len(row), fixed_idx, page[fixed_idx].copy(), leaves)
-
-
-#: Layouts by (plan, row length); bounded (cleared when full).
-_LAYOUTS: dict[tuple[PagePlan, int], _Layout] = {}
-_MAX_LAYOUTS = 64
-
-
-#: ``decode_layout(page, n, row_len, fixed_idx, fixed_ref, leaves) -> bool``: the compiled layout
-#: decoder (``native/tf_ignite_data.cc``), installed by the op library's loader; None: NumPy only.
-CompiledLayoutDecoder = Callable[[Any, int, int, np.ndarray, np.ndarray, list[tuple[int, int, int, Any]]], bool]
-_compiled: CompiledLayoutDecoder | None = None
-#: Why the compiled decoder is not installed (one log line per reason and process names it).
-_compiled_missing = "the op library is not loaded (TensorFlow is not imported in this process)"
-_told: set[str] = set()
-
-#: The paths a page can be decoded by, as :func:`decode_page` counts them in its ``paths``.
-COMPILED = "compiled"
-PYTHON = "python"
-
-
-def set_compiled_decoder(decoder: CompiledLayoutDecoder | None, reason: str = "") -> None:
-    """Install (or, with None and the ``reason`` why, remove) the compiled layout decoder.
-
-    The op library's loader (``native/data_source.py``) installs it when the
-    library loads, unless ``TF_IGNITE_DECODER=python`` forces the NumPy path.
-    """
-    global _compiled, _compiled_missing
-    _compiled = decoder
-    _compiled_missing = reason or "it was turned off"
-
-
-def compiled_decoder_reason() -> str | None:
-    """Why pages are not decoded by the compiled decoder (None when it is installed)."""
-    return None if _compiled is not None else _compiled_missing
-
-
-def _fallback(reason: str) -> None:
-    """Say once per process and reason why a page went the Python way."""
-    if reason not in _told:
-        _told.add(reason)
-        log.info("page decoded in Python, not by the compiled decoder: %s", reason)
-
-
-def cached_layouts() -> tuple[object, ...]:
-    """The row layouts kept for the strided decode path (one per plan and row length), oldest first.
-
-    For tests and diagnostics: a page whose rows repeat one layout is decoded
-    by strides, and its layout is kept here for the next page of the same shape.
-    """
-    return tuple(_LAYOUTS.values())
-
-
-def clear_layout_cache() -> None:
-    """Forget the kept layouts (the next page of each shape builds its own again)."""
-    _LAYOUTS.clear()
 
 
 class _PageDecoder:
@@ -278,8 +95,8 @@ class _PageDecoder:
         self.resolver = schema_resolver
         self._bytes: bytes | None = None
         self.out: dict[str, Column] = {}
-        #: Set by :meth:`_Layout.of`: record value offsets (decoding one row).
-        self.trace: list[tuple[str, str, FieldPlan, int, int]] | None = None
+        #: Set by :meth:`_trace_layout`: record value offsets (decoding one row).
+        self.trace: list[Trace] | None = None
         self.traceable = True
         #: Which decoder produced the columns (:data:`COMPILED` or :data:`PYTHON`).
         self.path = PYTHON
@@ -304,101 +121,27 @@ class _PageDecoder:
     def i32(self, idx: np.ndarray, what: str) -> np.ndarray:
         return self.gather(idx, 4, "<i4", what).astype(np.int64)
 
-    # ------------------------------------------------------------ row location
-    def locate(self) -> np.ndarray:
-        """Start offset of every value: int64 array ``[rows, values per row]``."""
-        n, k = self.n, len(self.plan.values)
-        if n == 0 or k == 0:
-            if self.size:
-                raise ProtocolError(f"page: {self.size} bytes for {n} rows")
-            return np.zeros((n, k), dtype=np.int64)
-        buf = self.region
-        pos = 0
-        first = []
-        for _ in range(k):
-            first.append(pos)
-            pos = self.skip(buf, pos)
-        row_len = pos
-        if row_len * n == self.size and self._uniform(first, row_len):
-            base = np.arange(n, dtype=np.int64) * row_len
-            return base[:, None] + np.asarray(first, dtype=np.int64)[None, :]
-        starts = np.empty((n, k), dtype=np.int64)
-        pos = 0
-        skip = self.skip
-        for i in range(n):
-            row = starts[i]
-            for j in range(k):
-                row[j] = pos
-                pos = skip(buf, pos)
-        if pos != self.size:
-            raise ProtocolError(f"page: {self.size - pos} bytes left after {n} rows")
-        return starts
-
-    def _uniform(self, first: list[int], row_len: int) -> bool:
-        """True if every row repeats row 0's layout (same codes and lengths)."""
-        n = self.n
-        if n == 1:
-            return True
-        rows = self.page[: n * row_len].reshape(n, row_len)
-        for start in first:
-            code = int(rows[0, start])
-            if not np.all(rows[:, start] == code):
-                return False
-            if code in _VALUE_SIZE:
-                continue
-            if code == _OBJ:
-                at = start + 12
-            elif code == _STRING or code == _WRAPPED or code == _OPT_BYTE or code in ARRAY_DTYPES:
-                at = start + 1
-            else:
-                return False
-            lens = np.ndarray((n,), "<i4", buffer=self.page, offset=at, strides=(row_len,))
-            if not np.all(lens == lens[0]):
-                return False
-        return True
-
     def skip(self, buf: memoryview, pos: int) -> int:
         """Offset just past the value at ``pos`` (bounds-checked)."""
-        if pos >= self.size:
-            raise ProtocolError(f"page: value expected at offset {pos}, page is {self.size} bytes")
-        code = buf[pos]
-        size = _VALUE_SIZE.get(code)
-        if size is not None:
-            end = pos + size
-        elif code == _OBJ:
-            if pos + 24 > self.size:
-                raise ProtocolError(f"page: object header at {pos} truncated")
-            length = I32.unpack_from(buf, pos + 12)[0]
-            if length < 24:
-                raise ProtocolError(f"page: object at {pos} has length {length}")
-            end = pos + length
-        elif code == _STRING or code in ARRAY_DTYPES or code == _WRAPPED or code == _OPT_BYTE:
-            if pos + 5 > self.size:
-                raise ProtocolError(f"page: length at {pos} truncated")
-            length = I32.unpack_from(buf, pos + 1)[0]
-            if length < 0:
-                raise ProtocolError(f"page: negative length at {pos}")
-            item = ARRAY_DTYPES[code].itemsize if code in ARRAY_DTYPES else 1
-            end = pos + 5 + length * item + (4 if code == _WRAPPED else 0)
-        else:
-            # Anything else (collections, decimals, enums...): let the general decoder walk it.
-            end = BinaryDecoder().decode_at(buf, pos, self.size)[1]
-        if end > self.size:
-            raise ProtocolError(f"page: value at {pos} ends at {end}, past the {self.size}-byte page")
-        return end
+        return skip_value(buf, pos, self.size)
+
+    def locate(self) -> np.ndarray:
+        """Start offset of every value: int64 array ``[rows, values per row]``."""
+        return locate_values(self.region, self.page, self.n, len(self.plan.values))
 
     # ------------------------------------------------------------ decoding
     def run(self) -> dict[str, Column]:
         if self.n > 1 and self.trace is None:
-            uniform = _plan_uniform(self.plan)
+            uniform = plan_uniform(self.plan)
             if uniform and self._run_uniform():
                 return self.out
-            if _compiled is None:
-                _fallback(_compiled_missing)
+            reason = compiled.compiled_decoder_reason()
+            if reason is not None:
+                compiled.fallback(reason)
             elif uniform:
-                _fallback("the rows do not repeat one layout (nulls, or values of different lengths)")
+                compiled.fallback("the rows do not repeat one layout (nulls, or values of different lengths)")
             else:
-                _fallback("the read has fields of no fixed size (strings, ragged arrays, UUIDs, nested values)")
+                compiled.fallback("the read has fields of no fixed size (strings, ragged arrays, UUIDs, nested values)")
         starts = self.locate()
         valid = np.ones(self.n, dtype=bool)
         for j, plan in enumerate(self.plan.values):
@@ -407,7 +150,7 @@ class _PageDecoder:
         return self.out
 
     def _run_uniform(self) -> bool:
-        """Decode through a :class:`_Layout` if every row repeats one; False if not."""
+        """Decode through a :class:`~.layout.Layout` if every row repeats one; False if not."""
         buf = self.region
         pos = 0
         first = []
@@ -415,91 +158,45 @@ class _PageDecoder:
             first.append(pos)
             pos = self.skip(buf, pos)
         row_len = pos
-        n = self.n
-        if row_len * n != self.size:
+        if row_len * self.n != self.size:
             return False
-        rows = self.page.reshape(n, row_len)
-        key = (self.plan, row_len)
-        layout = _LAYOUTS.get(key)
-        if layout is None or not self._apply(layout, rows):
-            layout = _Layout.of(buf[:row_len], self.plan, self.resolver, first)
-            if layout is None or not self._apply(layout, rows):
+        layout = kept_layout(self.plan, row_len)
+        if layout is None or not self._apply(layout):
+            layout = self._trace_layout(buf[:row_len], first)
+            if layout is None or not self._apply(layout):
                 return False
-            if len(_LAYOUTS) >= _MAX_LAYOUTS:
-                _LAYOUTS.clear()
-            _LAYOUTS[key] = layout
+            keep_layout(self.plan, layout)
         return True
 
-    def _apply(self, layout: _Layout, rows: np.ndarray) -> bool:
+    def _trace_layout(self, row: memoryview, starts: list[int]) -> Layout | None:
+        """The layout of one row (``row`` is exactly one row), or None if it has nulls."""
+        dec = _PageDecoder(row, 1, self.plan, self.resolver)
+        trace: list[Trace] = []
+        dec.trace = trace
+        dec.run()
+        return Layout.from_trace(row, self.plan, trace, starts) if dec.traceable else None
+
+    def _apply(self, layout: Layout) -> bool:
         """Decode the page through ``layout`` (compiled when it can); False if a row does not repeat it."""
-        if _compiled is None:
-            _fallback(_compiled_missing)
-        elif layout.compiled_reason is not None:
-            _fallback(layout.compiled_reason)
+        decoder = compiled.installed()
+        reason = compiled.compiled_decoder_reason() if decoder is None else layout.compiled_reason
+        if decoder is not None and reason is None:
+            leaves = layout.gather_compiled(self.region, self.n, decoder, self.pool)
+            path = COMPILED
         else:
-            return self._apply_compiled(layout, _compiled)
-        if not layout.matches(rows):
+            compiled.fallback(reason or "")
+            leaves = layout.gather(self.page, self.n, self.pool)
+            path = PYTHON
+        if leaves is None:
             return False
-        self.path = PYTHON
-        n, row_len = rows.shape
-        page = self.page
-        present = np.ones(n, dtype=bool)
-        for kind, path, plan, off, code in layout.leaves:
-            if kind == "fixed":
-                _, dt = FIXED_WIRE[code]
-                vals = np.ndarray((n,), dt, buffer=page, offset=off, strides=(row_len,))
-                out = vals != 0 if code == TypeCode.BOOL else vals.astype(COLUMN_DTYPES[code])
-            elif kind == "ts":
-                ms = np.ndarray((n,), "<i8", buffer=page, offset=off, strides=(row_len,))
-                ns = np.ndarray((n,), "<i4", buffer=page, offset=off + 8, strides=(row_len,))
-                far = np.flatnonzero(_ns_out_of_range(ms, ns))
-                if far.size:
-                    raise _timestamp_range_error(path, int(far[0]), int(ms[far[0]]), code)
-                out = ms * 1_000_000 + ns.astype(np.int64)
-            else:
-                dtype = ARRAY_DTYPES[code]
-                k = plan.fixed_length
-                assert k is not None
-                width = k * dtype.itemsize
-                view = np.lib.stride_tricks.as_strided(
-                    page[off:], shape=(n, width), strides=(row_len, 1), writeable=False
-                )
-                raw = aligned_empty((n, width), np.uint8, self.pool)
-                np.copyto(raw, view)
-                out = raw.view(dtype if dtype.kind != "b" else np.uint8).reshape(n, k)
-                if dtype.kind == "b":
-                    out = out != 0
-            self.emit(path, plan, out, present)
-        return True
-
-    def _apply_compiled(self, layout: _Layout, decoder: CompiledLayoutDecoder) -> bool:
-        """The compiled decoder checks every row against the layout and gathers the leaves in one pass."""
-        n, row_len = self.n, layout.row_len
-        specs: list[tuple[int, int, int, Any]] = []
-        columns: list[np.ndarray] = []
-        for kind, _, plan, off, code in layout.leaves:
-            if kind == "fixed":
-                size, _ = FIXED_WIRE[code]
-                out = np.empty(n, dtype=bool if code == TypeCode.BOOL else COLUMN_DTYPES[code])
-                specs.append((off, size, 1 if code == TypeCode.BOOL else 0, out))
-            else:
-                dtype = ARRAY_DTYPES[code]
-                assert plan.fixed_length is not None
-                width = plan.fixed_length * dtype.itemsize
-                raw = aligned_empty((n, width), np.uint8, self.pool)
-                out = raw.view(np.bool_ if dtype.kind == "b" else dtype).reshape(n, plan.fixed_length)
-                specs.append((off, width, 1 if dtype.kind == "b" else 0, raw))
-            columns.append(out)
-        if not decoder(self.region, n, row_len, layout.fixed_idx, layout.fixed_ref, specs):
-            return False
-        present = np.ones(n, dtype=bool)
-        for (_, path, plan, _, _), out in zip(layout.leaves, columns):
-            self.emit(path, plan, out, present)
-        self.path = COMPILED
+        present = np.ones(self.n, dtype=bool)
+        for leaf_path, plan, values in leaves:
+            self.emit(leaf_path, plan, values, present)
+        self.path = path
         return True
 
     def _trace_leaf(self, plan: FieldPlan, path: str, code: int, p: np.ndarray, sel: np.ndarray) -> None:
-        """Record where the (one) row's leaf value sits (:meth:`_Layout.of`)."""
+        """Record where the (one) row's leaf value sits (:meth:`_trace_layout`)."""
         assert self.trace is not None
         if sel.size != self.n:
             self.traceable = False  # a null: other rows may differ in length
@@ -622,7 +319,7 @@ class _PageDecoder:
             ok = kind == KIND_TIME
         else:
             # A date beyond the int64 nanoseconds goes the slow way, to its error.
-            ok = (kind == KIND_TIMESTAMP) | ((kind == KIND_DATE) & ~_ns_out_of_range(value))
+            ok = (kind == KIND_TIMESTAMP) | ((kind == KIND_DATE) & ~ns_out_of_range(value))
             value = np.where(ok & (kind == KIND_DATE), value * 1_000_000, value)
         return opt[ok], value[ok]
 
@@ -660,9 +357,9 @@ class _PageDecoder:
             out = np.zeros(n, dtype=np.int64)
             ms = self.gather(p + 1, 8, "<i8", path)
             ns = self.gather(p + 9, 4, "<i4", path).astype(np.int64)
-            far = np.flatnonzero(_ns_out_of_range(ms, ns))
+            far = np.flatnonzero(ns_out_of_range(ms, ns))
             if far.size:
-                raise _timestamp_range_error(path, int(sel[far[0]]), int(ms[far[0]]), code)
+                raise timestamp_range_error(path, int(sel[far[0]]), int(ms[far[0]]), code)
             out[sel] = ms * 1_000_000 + ns
             self.emit(path, plan, out, present)
         elif code == _UUID:
@@ -796,7 +493,7 @@ class _PageDecoder:
         if sel.size:
             p = pos[sel]
             self.check(p, 24, f"{path}: object header")
-            page, step = self.page, _step(p)
+            page, step = self.page, step_of(p)
             if np.any(take(page, p + 1, np.uint8, step) != 1):
                 raise ProtocolError(f"{path}: unsupported binary object version")
             flags = take(page, p + 2, "<u2", step).astype(np.int64)
@@ -863,7 +560,7 @@ class _PageDecoder:
             ids = tuple(I32.unpack_from(self.region, first + i * entry)[0] for i in range(count))
             if len(rows) > 1 and count:
                 self.check(footer, count * entry, f"{path}: footer")
-                step = _step(footer)
+                step = step_of(footer)
                 got = np.stack([take(self.page, footer + i * entry, "<i4", step) for i in range(count)], axis=1)
                 if np.any(got != np.asarray(ids, dtype=np.int32)[None, :]):
                     raise ProtocolError(f"{path}: objects with schema id {sid} have different field ids")
@@ -926,38 +623,3 @@ def decode_page(
         raise
     except (IndexError, KeyError, ValueError, TypeError, struct.error, OverflowError, RecursionError) as exc:
         raise ProtocolError(f"malformed page: {exc.__class__.__name__}: {exc}") from exc
-
-
-def value_offsets(region: bytes | bytearray | memoryview, row_count: int, values_per_row: int) -> np.ndarray:
-    """Start offset of every value of a page: int64 array ``[row_count, values_per_row]``.
-
-    Scan pages hold two values per row (key, value).  The client uses this to
-    find row boundaries without decoding (e.g. to drop rows already delivered
-    when a scan is repeated on another node).  Bounds-checked like
-    :func:`decode_page`.
-    """
-    view = region if isinstance(region, memoryview) else memoryview(region)
-    if view.ndim != 1 or view.itemsize != 1:
-        view = view.cast("B")
-    if row_count < 0 or row_count * values_per_row > len(view):
-        raise ProtocolError(f"page claims {row_count} rows of {values_per_row} values but holds only {len(view)} bytes")
-    try:
-        return _PageDecoder(view, row_count, PagePlan((None,) * values_per_row), None).locate()
-    except (IndexError, ValueError, struct.error, OverflowError) as exc:
-        raise ProtocolError(f"malformed page: {exc}") from exc
-
-
-def value_end(region: bytes | bytearray | memoryview, pos: int) -> int:
-    """Offset just past the one binary value starting at ``pos`` of ``region`` (bounds-checked).
-
-    For layouts that interleave values with other fields (continuous-query
-    event notifications: key, old value, value, event type byte), where
-    :func:`value_offsets`' rows of values only do not apply.
-    """
-    view = region if isinstance(region, memoryview) else memoryview(region)
-    if view.ndim != 1 or view.itemsize != 1:
-        view = view.cast("B")
-    try:
-        return int(_PageDecoder(view, 0, PagePlan(()), None).skip(view, pos))
-    except (IndexError, ValueError, struct.error, OverflowError) as exc:
-        raise ProtocolError(f"malformed value at offset {pos}: {exc}") from exc
