@@ -348,39 +348,34 @@ class BinaryDecoder:
         tid, name, p = self._type_ref(p, "object array")
         n = self._count(p, "object array length")
         p += 4
-        arr = ObjectArray((), tid, name, code)
-        self._handles[start] = arr
-        self._enter(start)
-        try:
-            for _ in range(n):
-                value, p = self._read(p)
-                arr.append(value)
-        finally:
-            self._depth -= 1
-        return arr, p
+        return self._items(ObjectArray((), tid, name, code), n, p, start)
 
     def _r_collection(self, p: int, start: int) -> tuple[Any, int]:
         n = self._count(p, "collection size")
-        self._need(p + 4, 1, "collection kind")
-        kind = self._buf[p + 4]
-        kind = kind - 256 if kind > 127 else kind
-        p += 5
-        col = Collection((), kind)
-        self._handles[start] = col
+        return self._items(Collection((), self._kind(p + 4, "collection kind")), n, p + 5, start)
+
+    def _items(self, container: list[Any], n: int, p: int, start: int) -> tuple[Any, int]:
+        """Read ``n`` values at ``p`` into ``container`` (an object array or a collection), which is
+        the value at ``start``: registered as its handle first, since its items may refer back to it."""
+        self._handles[start] = container
         self._enter(start)
         try:
             for _ in range(n):
                 value, p = self._read(p)
-                col.append(value)
+                container.append(value)
         finally:
             self._depth -= 1
-        return col, p
+        return container, p
+
+    def _kind(self, p: int, what: str) -> int:
+        """The signed ``byte`` kind of a collection or map (``CollectionKind``, ``MapKind``) at ``p``."""
+        self._need(p, 1, what)
+        kind = self._buf[p]
+        return kind - 256 if kind > 127 else kind
 
     def _r_map(self, p: int, start: int) -> tuple[Any, int]:
         n = self._count(p, "map size", 2)
-        self._need(p + 4, 1, "map kind")
-        kind = self._buf[p + 4]
-        kind = kind - 256 if kind > 127 else kind
+        kind = self._kind(p + 4, "map kind")
         p += 5
         result = Map((), kind)
         self._handles[start] = result
