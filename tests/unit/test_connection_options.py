@@ -78,3 +78,17 @@ def test_the_partitions_variable_is_read_in_one_place() -> None:
     assert WorkerContext.from_env({}).partitions == ()
     with pytest.raises(ConfigurationError, match=PARTS_VARIABLE):
         env_partitions({PARTS_VARIABLE: "x"})
+
+
+def test_settings_in_hands_on_what_a_function_was_given() -> None:
+    def connect(host: str = "h", port: int = 1, *, username: str | None = None, password: str | None = None,
+                timeout: float | None = None, batch_size: int = 8) -> dict[str, object]:
+        return ConnectionOptions.settings_in(locals())
+
+    # The endpoint stays with the caller, other keywords are not settings, None takes the field's default.
+    assert connect(username="u", password="p") == {"username": "u", "password": "p"}
+    assert connect(timeout=2.5) == {"timeout": 2.5}
+    full = ConnectionOptions(host="a", port=2, username="u", password="p", cafile="ca.pem", timeout=3.0,
+                             fallbacks=("b:3",))
+    # Round trip of every setting (IgniteClient.from_options builds its client this way).
+    assert ConnectionOptions.from_address(full.endpoints, **ConnectionOptions.settings_in(vars(full))) == full

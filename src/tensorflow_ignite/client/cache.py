@@ -163,29 +163,25 @@ class Cache:
         return responses.decode_bool(body)
 
     def remove_if_equals(self, key: Any, expected: Any) -> bool:
-        body = self._call(
+        return self._ask_key(
+            key,
             lambda rid: requests.cache_remove_if_equals(rid, self.cache_id, key, expected),
             Op.CACHE_REMOVE_IF_EQUALS,
-            retry=False,
-            node_id=self._key_node(key),
         )
-        return responses.decode_bool(body)
 
     def contains_key(self, key: Any) -> bool:
-        body = self._call(
-            lambda rid: requests.cache_contains_key(rid, self.cache_id, key),
-            Op.CACHE_CONTAINS_KEY,
-            node_id=self._key_node(key),
+        return self._ask_key(
+            key, lambda rid: requests.cache_contains_key(rid, self.cache_id, key), Op.CACHE_CONTAINS_KEY, retry=True
         )
-        return responses.decode_bool(body)
 
     def remove_key(self, key: Any) -> bool:
-        body = self._call(
-            lambda rid: requests.cache_remove_key(rid, self.cache_id, key),
-            Op.CACHE_REMOVE_KEY,
-            node_id=self._key_node(key),
+        return self._ask_key(
+            key, lambda rid: requests.cache_remove_key(rid, self.cache_id, key), Op.CACHE_REMOVE_KEY, retry=True
         )
-        return responses.decode_bool(body)
+
+    def _ask_key(self, key: Any, encode: Any, op: int, *, retry: bool = False) -> bool:
+        """A request about ``key`` (no value to encode), sent to its primary node; its boolean answer."""
+        return responses.decode_bool(self._call(encode, op, retry=retry, node_id=self._key_node(key)))
 
     def remove_keys(self, keys: Iterable[Any], *, key_type: int | None = None) -> None:
         """Remove the entries of ``keys`` (absent ones are no error); ``key_type`` as for :meth:`get`."""

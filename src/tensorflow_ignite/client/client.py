@@ -36,11 +36,12 @@ from ..protocol.binary import BinaryDecoder, BinaryEncoder
 from ..protocol.buffer import ByteReader
 from ..protocol.cache_config import CacheConfiguration
 from ..protocol.codes import Feature, Op
-from ..protocol.endpoint import DEFAULT_ENDPOINT, DEFAULT_PORT, format_endpoint
+from ..protocol.endpoint import DEFAULT_ENDPOINT, DEFAULT_PORT
 from ..protocol.framing import finish_request, start_request
 from ..protocol.hashing import affinity_partition, affinity_partitions
 from ..protocol.hashing import cache_id as _cache_id
 from ..protocol.values import BinaryType
+from .closeable import Closeable
 from .connection import Connection, ConnectionSettings, FrameEncoder
 from .metadata import MetadataCache
 from .options import ConnectionOptions
@@ -176,7 +177,7 @@ def partition_awareness_from_env() -> bool:
     return value not in ("0", "false", "no", "off")
 
 
-class IgniteClient:
+class IgniteClient(Closeable):
     """A thin client for an Ignite cluster.
 
     ``addresses`` -- one or more ``host:port`` seeds (a string with commas, a
@@ -227,26 +228,8 @@ class IgniteClient:
         if (username is None) != (password is None):
             raise ConfigurationError("username and password go together: give both or neither")
         self.seeds = parse_addresses(addresses)
-        (host, port), rest = self.seeds[0], self.seeds[1:]
         #: How this client reaches its cluster (the first seed as host/port, the others as fallbacks).
-        self.options = ConnectionOptions(
-            host=host,
-            port=port,
-            fallbacks=tuple(format_endpoint(h, p) for h, p in rest),
-            username=username,
-            password=password,
-            cafile=cafile,
-            certfile=certfile,
-            keyfile=keyfile,
-            cert_password=cert_password,
-            insecure_skip_verify=insecure_skip_verify,
-            server_hostname=server_hostname,
-            insecure_skip_hostname_verification=insecure_skip_hostname_verification,
-            timeout=timeout,
-            **{
-                k: v for k, v in (("connect_timeout", connect_timeout), ("idle_timeout", idle_timeout)) if v is not None
-            },
-        )
+        self.options = ConnectionOptions.from_address(self.seeds, **ConnectionOptions.settings_in(locals()))
         self.settings = ConnectionSettings(self.options)
         self.partition_awareness = (
             partition_awareness if partition_awareness is not None else partition_awareness_from_env()
@@ -270,20 +253,7 @@ class IgniteClient:
     def from_options(cls, options: ConnectionOptions, *, partition_awareness: bool | None = None) -> "IgniteClient":
         """A new client for ``options`` (the caller closes it)."""
         return cls(
-            options.endpoints,
-            username=options.username,
-            password=options.password,
-            cafile=options.cafile,
-            certfile=options.certfile,
-            keyfile=options.keyfile,
-            cert_password=options.cert_password,
-            insecure_skip_verify=options.insecure_skip_verify,
-            server_hostname=options.server_hostname,
-            insecure_skip_hostname_verification=options.insecure_skip_hostname_verification,
-            timeout=options.timeout,
-            connect_timeout=options.connect_timeout,
-            idle_timeout=options.idle_timeout,
-            partition_awareness=partition_awareness,
+            options.endpoints, **ConnectionOptions.settings_in(vars(options)), partition_awareness=partition_awareness
         )
 
     # ------------------------------------------------------------- connections
@@ -717,12 +687,6 @@ class IgniteClient:
             self._closed = True
         for c in conns:
             c.close()
-
-    def __enter__(self) -> "IgniteClient":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         seeds = ",".join(f"{h}:{p}" for h, p in self.seeds)

@@ -30,8 +30,9 @@ import ssl
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import (
     AuthenticationError,
@@ -430,16 +431,11 @@ class Connection(SocketConnection, DirectAnswers, Notifications):
     # ----------------------------------------------------------------- requests
     def send(self, encode: FrameEncoder) -> int:
         """Send one request built by ``encode(request_id)``; returns the id for :meth:`receive`."""
-        with self._id_lock:
-            self._next_id += 1
-            rid = self._next_id
+        rid = self._take_ids(1)
         frame = encode(rid)
-        op = _OP.unpack_from(frame, 4)[0]
         with self._send_lock:
             self._sendall(frame)
-            self.requests_sent += 1
-            self.bytes_sent += len(frame)
-            self.op_counts[op] += 1
+            self._count_sent((frame,), len(frame))
         return rid
 
     def send_parts(self, encode_head: FrameEncoder, payload: memoryview) -> int:
@@ -451,16 +447,11 @@ class Connection(SocketConnection, DirectAnswers, Notifications):
         (which must count ``payload``).  Every byte has been handed to the
         socket when this returns; the answer is awaited with :meth:`receive`.
         """
-        with self._id_lock:
-            self._next_id += 1
-            rid = self._next_id
+        rid = self._take_ids(1)
         head = encode_head(rid)
-        op = _OP.unpack_from(head, 4)[0]
         with self._send_lock:
             self._sendall_parts(head, payload)
-            self.requests_sent += 1
-            self.bytes_sent += len(head) + payload.nbytes
-            self.op_counts[op] += 1
+            self._count_sent((head,), len(head) + payload.nbytes)
         return rid
 
     def send_many(self, encoders: "list[FrameEncoder]") -> list[int]:
@@ -472,18 +463,27 @@ class Connection(SocketConnection, DirectAnswers, Notifications):
         """
         if not encoders:
             return []
-        with self._id_lock:
-            first = self._next_id + 1
-            self._next_id += len(encoders)
+        first = self._take_ids(len(encoders))
         ids = list(range(first, first + len(encoders)))
         frames = [encode(rid) for encode, rid in zip(encoders, ids)]
         with self._send_lock:
             self._sendall(b"".join(frames))
-            self.requests_sent += len(frames)
-            self.bytes_sent += sum(len(f) for f in frames)
-            for frame in frames:
-                self.op_counts[_OP.unpack_from(frame, 4)[0]] += 1
+            self._count_sent(frames, sum(len(f) for f in frames))
         return ids
+
+    def _take_ids(self, n: int) -> int:
+        """Reserve ``n`` consecutive request ids; returns the first."""
+        with self._id_lock:
+            first = self._next_id + 1
+            self._next_id += n
+        return first
+
+    def _count_sent(self, frames: Sequence[bytes], nbytes: int) -> None:
+        """Count requests just sent (send lock held): how many, their bytes, and each one's op."""
+        self.requests_sent += len(frames)
+        self.bytes_sent += nbytes
+        for frame in frames:
+            self.op_counts[_OP.unpack_from(frame, 4)[0]] += 1
 
     def receive(self, request_id: int, op: int | None = None) -> memoryview:
         """Wait for the answer to ``request_id``; returns the body after the header.
@@ -589,40 +589,14 @@ class Connection(SocketConnection, DirectAnswers, Notifications):
         return f"<Connection {self.address}{' closed' if self.closed else ''}>"
 
 
-def probe(
-    host: str,
-    port: int,
-    *,
-    timeout: float = 5.0,
-    # The fields of ConnectionOptions, grouped: credentials; TLS files; TLS checks.
-    username: str | None = None,
-    password: str | None = None,
-    cafile: str | None = None,
-    certfile: str | None = None,
-    keyfile: str | None = None,
-    cert_password: str | None = None,
-    insecure_skip_verify: bool = False,
-    server_hostname: str | None = None,
-    insecure_skip_hostname_verification: bool = False,
-) -> framing.HandshakeResponse:
+def probe(host: str, port: int, *, timeout: float = 5.0, **settings: Any) -> framing.HandshakeResponse:
     """Connect, handshake and disconnect: raises a typed error when that fails.
 
-    TLS is on by the rule of :class:`~.options.ConnectionOptions` (any TLS option set).
+    ``settings`` are the other fields of :class:`~.options.ConnectionOptions` (credentials,
+    TLS); TLS is on by its rule (any TLS option set).  ``timeout`` bounds the dialling and
+    the handshake's answer.
     """
-    options = ConnectionOptions(
-        host=host,
-        port=port,
-        username=username,
-        password=password,
-        cafile=cafile,
-        certfile=certfile,
-        keyfile=keyfile,
-        cert_password=cert_password,
-        server_hostname=server_hostname,
-        insecure_skip_verify=insecure_skip_verify,
-        insecure_skip_hostname_verification=insecure_skip_hostname_verification,
-        timeout=timeout,
-    )
+    options = ConnectionOptions(host=host, port=port, timeout=timeout, **settings)
     with Connection(host, port, ConnectionSettings(options, connect_timeout=timeout)) as conn:
         assert conn.handshake is not None
         return conn.handshake

@@ -24,10 +24,10 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Self
 
 from ..errors import ConnectionTimeoutError, IgniteConnectionError
 from ..protocol.receive import FrameReader
+from .closeable import Closeable
 from .options import ConnectionOptions
 from .tls import tls_error
 
@@ -132,7 +132,7 @@ def send_all(sock: socket.socket | ssl.SSLSocket, data: bytes | bytearray | memo
         view, stalled = view[n:], 0.0
 
 
-class SocketConnection:
+class SocketConnection(Closeable):
     """What a connection of either generation does with its socket once dialled: it is closed
     (idempotently; the frame reader's pooled buffers dropped) and a context manager closes it."""
 
@@ -153,12 +153,6 @@ class SocketConnection:
                 sock.close()
             except OSError:
                 pass
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def request_timeout_message(peer: str, timeout: float) -> str:

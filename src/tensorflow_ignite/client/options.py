@@ -52,9 +52,12 @@ from .env import DATASET_PREFIX, connection_env
 if TYPE_CHECKING:
     import ssl
 
-    from .client import IgniteClient
+    from .client import Address, IgniteClient
 
 __all__ = ["ConnectionOptions"]
+
+#: The fields that say where the cluster is, rather than how to talk to it.
+_ENDPOINT = ("host", "port", "fallbacks")
 
 
 @dataclass(frozen=True)
@@ -96,9 +99,10 @@ class ConnectionOptions:
 
     @classmethod
     def from_address(
-        cls, address: str | Sequence[str], port: int = DEFAULT_PORT, **options: Any
+        cls, address: "str | Address | Sequence[str | Address]", port: int = DEFAULT_PORT, **options: Any
     ) -> "ConnectionOptions":
-        """Options for ``"host"``, ``"host:port"`` or ``"h1:p1,h2:p2"`` (the first is dialled first)."""
+        """Options for ``"host"``, ``"host:port"`` or ``"h1:p1,h2:p2"`` (the first is dialled first; also
+        ``(host, port)`` tuples or a list, as :class:`~.client.IgniteClient` takes them)."""
         from .client import parse_addresses
 
         endpoints = parse_addresses(address, default_port=port)
@@ -133,6 +137,22 @@ class ConnectionOptions:
     def field_names(cls) -> tuple[str, ...]:
         """The names of the fields (what ``fs.configure`` accepts, but ``fallbacks``)."""
         return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def settings_in(cls, keywords: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields of this type but the endpoint (``host``, ``port``, ``fallbacks``) among ``keywords``.
+
+        ``keywords`` is what a function that takes the connection settings as keyword
+        arguments was given (its ``locals()``, called before it binds other names); a
+        setting given as None is left out, so it takes the field's default.  The public
+        functions spell the settings out in their signatures (typed, documented); this is
+        how each of them hands them on, the one list being this type's fields.
+        """
+        return {
+            name: keywords[name]
+            for name in cls.field_names()
+            if name not in _ENDPOINT and keywords.get(name) is not None
+        }
 
     @property
     def uses_tls(self) -> bool:

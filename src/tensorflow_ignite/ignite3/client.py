@@ -18,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from ..client.client import parse_addresses
+from ..client.closeable import Closeable
 from ..client.options import ConnectionOptions
 from ..errors import AuthenticationError, HandshakeError, IgniteConnectionError, ResourceNotFoundError, TLSError
 from .connection import Ignite3Connection
@@ -32,7 +33,7 @@ from .tx import Transaction
 __all__ = ["Ignite3Client", "SqlCursor"]
 
 
-class Ignite3Client:
+class Ignite3Client(Closeable):
     """A client of one Ignite 3 cluster (one connection, opened on first use; thread-safe)."""
 
     #: The Ignite generation whose handshake this client speaks (:mod:`tensorflow_ignite.generation`).
@@ -197,17 +198,11 @@ class Ignite3Client:
             if c is not None:
                 c.close()
 
-    def __enter__(self) -> "Ignite3Client":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"Ignite3Client({self.options!r})"
 
 
-class SqlCursor:
+class SqlCursor(Closeable):
     """The pages of one query's result; iterating yields each page's rows (binary tuples)."""
 
     def __init__(self, client: Ignite3Client, first: sql.ExecResult) -> None:
@@ -266,9 +261,3 @@ class SqlCursor:
         if self._more and self._cursor_id is not None:
             self._more = False
             self.client._close_cursor(self._cursor_id)
-
-    def __enter__(self) -> "SqlCursor":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

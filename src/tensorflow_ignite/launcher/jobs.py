@@ -20,11 +20,12 @@ import time
 import warnings
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..client import ConnectionOptions, IgniteClient
+from ..client.closeable import Closeable
 from ..client.services import invoke_service, plain
 from ..errors import (
     ConfigurationError,
@@ -203,7 +204,7 @@ def pack_directory(job_dir: str | os.PathLike[str], *, limit: int = MAX_JOB_BYTE
     return buf.getvalue()
 
 
-class JobClient:
+class JobClient(Closeable):
     """Talks to the launcher of one cluster.  ``JobClient.connect("host", port)`` or wrap a client."""
 
     def __init__(self, client: IgniteClient, *, owns_client: bool = False) -> None:
@@ -222,12 +223,6 @@ class JobClient:
     def close(self) -> None:
         if self._owns:
             self.client.close()
-
-    def __enter__(self) -> "JobClient":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ------------------------------------------------------------- service calls
     def check_module(self) -> list[NodeModule]:
@@ -477,20 +472,20 @@ class JobClient:
             time.sleep(poll)  # polling the output caches while the job runs
 
 
+@dataclass(eq=False)
 class _OutputCursor:
-    """Which chunks of which workers and which launcher events were already yielded."""
+    """Which chunks of which workers and which launcher events were already yielded (of the attempts and
+    workers asked for: None, all; launcher events only with ``launcher``)."""
 
-    def __init__(
-        self, jobs: JobClient, job_id: str, *, launcher: bool, attempts: set[int] | None, workers: set[int] | None
-    ) -> None:
-        self.jobs = jobs
-        self.job_id = job_id
-        self.launcher = launcher
-        self.attempts = attempts
-        self.workers = workers
-        self.next_chunk: dict[tuple[int, int], int] = {}
-        self.finished_attempts: set[int] = set()
-        self.events_seen: set[tuple[int, str]] = set()
+    jobs: JobClient
+    job_id: str
+    _: KW_ONLY
+    launcher: bool
+    attempts: set[int] | None
+    workers: set[int] | None
+    next_chunk: dict[tuple[int, int], int] = field(default_factory=dict)
+    finished_attempts: set[int] = field(default_factory=set)
+    events_seen: set[tuple[int, str]] = field(default_factory=set)
 
     def poll(self, rec: Mapping[str, Any]) -> list[OutputLine]:
         out: list[OutputLine] = []

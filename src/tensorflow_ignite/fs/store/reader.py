@@ -8,6 +8,7 @@ import threading
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
+from ...client.closeable import Closeable
 from ...errors import IgniteError, StaleFileError
 from ..layout import FileEntry
 from .common import READ_CACHE_BLOCKS
@@ -36,7 +37,7 @@ class _Slot:
         self.task: Future[None] | None = None
 
 
-class FileReader:
+class FileReader(Closeable):
     """A read handle pinned to the content the file had when it was opened.
 
     Blocks are fetched whole and kept (a few at a time).  A sequential reader
@@ -350,9 +351,3 @@ class FileReader:
             for index in list(self._cache):  # read-ahead not started is cancelled
                 self._drop(index)
         self.store._unpin(self._cids)
-
-    def __enter__(self) -> "FileReader":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
