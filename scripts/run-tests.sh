@@ -8,8 +8,10 @@
 # and timeouts (a whole run kept 1.4 of the two cores busy on average).  The side process
 # runs the unit tests (no node) and the integration modules in SIDE below: each starts every
 # node it uses itself (no session fixture), so no node is started twice for the two
-# processes.  The side run's output is printed when the main run ends.  With test paths,
-# one pytest runs exactly what was asked.
+# processes.  Each process picks its nodes' ports from a range of its own
+# ($TF_IGNITE_LOCAL_PORTS), so neither can take a port block the other has promised to nodes
+# still starting.  The side run's output is printed when the main run ends.  With test
+# paths, one pytest runs exactly what was asked.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 args=(-q -p no:cacheprovider)
@@ -27,15 +29,27 @@ check() {  # exit code of one pytest run, with "collected nothing" made a failur
   return "$1"
 }
 
-# The slowest modules that start all their own nodes (or none): the wheel built and installed in
-# a fresh virtualenv, the launcher's topology changes, Ignite 3 partition reads on three nodes,
-# scoring on a cluster of its own, the soak's short form.
+# Modules that start all their own nodes (or none), chosen so that both runs take about as
+# long (per-module times in CI's "time by test file"): the wheel built and installed in a
+# fresh virtualenv, the launcher's topology changes, Ignite 3 partition reads on three nodes,
+# scoring on a cluster of its own, the soak's short form, the follow log's node kills, the
+# README and docs session, the stock nodes with authentication the hostile-client tests
+# start, the file store's node kills, a follow resumed in its first snapshot.
 SIDE=(
   tests/integration/test_wheel.py
   tests/integration/test_launcher_faults.py
   tests/integration/test_ignite3_reads.py
   tests/integration/test_predict_cluster.py
   tests/integration/test_soak.py
+  tests/integration/test_dataset_follow_log.py
+  tests/integration/test_readme.py
+  tests/integration/test_follow_log_stock.py
+  tests/integration/test_launcher_hostile.py
+  tests/integration/test_launcher_security.py
+  tests/integration/test_fs_faults.py
+  tests/integration/test_follow_snapshot_resume.py
+  tests/integration/test_bench_smoke.py
+  tests/integration/test_follow_hostile.py
 )
 
 paths=0
@@ -54,13 +68,22 @@ for f in "${SIDE[@]}"; do
   ignore+=(--ignore "$f")
 done
 
+# Two halves of $TF_IGNITE_LOCAL_PORTS, by default of 20000-32700 (below the kernel's
+# ephemeral ports, 32768 and up on Linux by default).
+range=${TF_IGNITE_LOCAL_PORTS:-20000-32700}
+low=${range%-*}
+high=${range#*-}
+middle=$(( (low + high) / 2 ))
+main_ports="$low-$middle"
+side_ports="$middle-$high"
+
 side_log=$(mktemp -t tfi-side-tests.XXXXXX)
-.venv/bin/python -m pytest "${args[@]}" "$@" tests/unit "${SIDE[@]}" >"$side_log" 2>&1 &
+TF_IGNITE_LOCAL_PORTS=$side_ports .venv/bin/python -m pytest "${args[@]}" "$@" tests/unit "${SIDE[@]}" >"$side_log" 2>&1 &
 side_pid=$!
 # Stop the side run too if this script is stopped (Ctrl+C, a CI runner's timeout).
 trap 'kill -TERM $side_pid 2>/dev/null; wait $side_pid 2>/dev/null; rm -f "$side_log"; exit 130' INT TERM HUP
 
-.venv/bin/python -m pytest "${args[@]}" "$@" "${ignore[@]}" tests/integration
+TF_IGNITE_LOCAL_PORTS=$main_ports .venv/bin/python -m pytest "${args[@]}" "$@" "${ignore[@]}" tests/integration
 integration_rc=$?
 wait $side_pid
 side_rc=$?

@@ -21,12 +21,12 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ..errors import IgniteError, NodeError
+from ..errors import ConfigurationError, IgniteError, NodeError
 from ..launcher.module import LauncherSecurity
 from .java import JVM_OPENS, LAUNCHER_CLASS, java_runtime, launcher_classpath
 from .state import write_json_atomically
@@ -39,6 +39,8 @@ __all__ = [
     "DEFAULT_PASSWORD",
     "DISCOVERY_SLOTS",
     "find_free_port_block",
+    "local_port_range",
+    "PORT_RANGE_VARIABLE",
     "ephemeral_port_floor",
     "stop_nodes_with_process",
 ]
@@ -198,17 +200,50 @@ def ephemeral_port_floor(default: int = 60000) -> int:
     return low
 
 
+#: ``LOW-HIGH``: the ports local nodes of this process pick from (see :func:`find_free_port_block`).
+PORT_RANGE_VARIABLE = "TF_IGNITE_LOCAL_PORTS"
+
+
+def local_port_range(environ: Mapping[str, str] | None = None) -> tuple[int, int] | None:
+    """``(low, high)`` from ``$TF_IGNITE_LOCAL_PORTS`` (``"LOW-HIGH"``, ``HIGH`` excluded), or None when unset.
+
+    Processes that start local nodes side by side (two test runs, a test run and
+    a benchmark) give each a range of its own: a block one process has found free
+    and promised to nodes still starting cannot then be picked by the other.
+    """
+    text = (os.environ if environ is None else environ).get(PORT_RANGE_VARIABLE, "").strip()
+    if not text:
+        return None
+    low, sep, high = text.partition("-")
+    try:
+        bounds = (int(low), int(high))
+    except ValueError:
+        bounds = (0, 0)
+    if not sep or not 1024 <= bounds[0] < bounds[1] <= 65536:
+        raise ConfigurationError(
+            f"${PORT_RANGE_VARIABLE}={text!r}: give two ports LOW-HIGH with 1024 <= LOW < HIGH <= 65536, "
+            "e.g. 20000-26000"
+        )
+    return bounds
+
+
 def find_free_port_block(
-    host: str, size: int, *, start: int = 20000, stop: int | None = None, avoid: Collection[int] = ()
+    host: str, size: int, *, start: int | None = None, stop: int | None = None, avoid: Collection[int] = ()
 ) -> int:
     """First port ``p`` (from a per-process random start) with ``p .. p+size-1`` all free.
 
-    By default the search stays below the kernel's ephemeral range: a port
-    found free there can be taken by any outgoing connection before the node
-    binds it.  ``avoid`` lists ports already promised to nodes that have not
-    bound them yet (a cluster's client, discovery and communication blocks
-    must not overlap).
+    By default the search runs over ``$TF_IGNITE_LOCAL_PORTS`` when set
+    (:func:`local_port_range`), else from 20000 up to the kernel's ephemeral
+    range: a port found free there can be taken by any outgoing connection
+    before the node binds it.  ``avoid`` lists ports already promised to nodes
+    that have not bound them yet (a cluster's client, discovery and
+    communication blocks must not overlap).
     """
+    configured = local_port_range() if start is None and stop is None else None
+    if configured is not None:
+        start, stop = configured
+    if start is None:
+        start = 20000
     if stop is None:
         floor = ephemeral_port_floor()
         stop = floor if floor - start >= 2000 else 60000

@@ -20,6 +20,16 @@ the run ends with a table of every such test's outcome per version.
 
 ``three_hosts`` spreads three stock nodes over three network namespaces (one
 address each, on a bridge) for network-fault tests (:mod:`.hosts`).
+
+A session cluster stops after the last test that uses it, not at the session's
+end: an idle node still costs CPU (an Ignite 3 node about a tenth of a core, an
+Ignite 2 node a few percent), which the tests still running on a small machine
+need.  To make those lifetimes short, the run orders test modules by the session
+clusters they use (:data:`CLUSTER_FIXTURES`: modules using the rarest, costliest
+first, modules using none last); the order of tests inside a module, and
+pytest's grouping of tests by Ignite version, stay as they were.  A module uses a
+cluster when one of its tests asks for the fixture, directly or through another
+fixture, or when its source names the fixture (``request.getfixturevalue``).
 """
 
 from __future__ import annotations
@@ -44,6 +54,25 @@ from .hosts import HostCluster, HostNetwork, netns_unavailable
 
 _started: list[LocalCluster | Ignite3Cluster] = []
 _lock = threading.Lock()
+
+#: The session fixtures that start clusters, in the order their users run: modules using the
+#: first run first (the rarest and costliest to keep idle), modules using none of them last.
+CLUSTER_FIXTURES = (
+    "ignite3_plain_nodes",
+    "ignite3_node",
+    "stock_cluster",
+    "ignite_secure_node",
+    "ignite_sql_node",
+    "ignite_cluster",
+    "ignite_node",
+)
+
+#: The cluster each of :data:`CLUSTER_FIXTURES` has started (while it runs).
+_by_fixture: dict[str, LocalCluster | Ignite3Cluster] = {}
+#: Test node id -> the cluster fixtures whose last user it is (set when collection ends).
+_last_users: dict[str, list[str]] = {}
+#: (fixture, the test after which its cluster stopped), for the run's summary.
+_released: list[tuple[str, str]] = []
 
 
 def _stop_all() -> None:
@@ -118,20 +147,73 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("long", False):
-        return
-    keep, dropped = [], []
+def _order_by_clusters(items: list[pytest.Item]) -> None:
+    """Order ``items`` by the session clusters their modules use (see the module's docstring)."""
+    # A stable sort by module rank: each module's own order, and pytest's grouping of the tests
+    # on one Ignite version (one stock cluster at a time), are kept.
+    used_by_module: dict[str, frozenset[str]] = {}
     for item in items:
-        (dropped if item.get_closest_marker("long_only") is not None else keep).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
+        key = str(item.path)
+        used_by_module[key] = used_by_module.get(key, frozenset()) | _clusters_used(item)
+    items.sort(key=lambda item: _module_rank(item, used_by_module))
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering (tests grouped by session parameters)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("long", False):
+        keep, dropped = [], []
+        for item in items:
+            (dropped if item.get_closest_marker("long_only") is not None else keep).append(item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+    _order_by_clusters(items)
     # Every node a test starts (fixtures or LocalCluster in a test) stops with this
     # process, also when a timeout or CI kills it before any teardown runs.
     stop_nodes_with_process(os.getpid())
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+_mentions: dict[str, frozenset[str]] = {}
+
+
+def _clusters_used(item: pytest.Item) -> frozenset[str]:
+    """The cluster fixtures ``item`` uses: asked for (directly or through other fixtures), or named
+    in its module's source (a fixture fetched by name with ``request.getfixturevalue``)."""
+    path = str(item.path)
+    if path not in _mentions:
+        try:
+            text = item.path.read_text(errors="replace")
+        except OSError:
+            text = ""
+        _mentions[path] = frozenset(f for f in CLUSTER_FIXTURES if re.search(rf"\b{f}\b", text))
+    return _mentions[path] | frozenset(f for f in getattr(item, "fixturenames", ()) if f in CLUSTER_FIXTURES)
+
+
+def _module_rank(item: pytest.Item, used_by_module: dict[str, frozenset[str]]) -> tuple[int, ...]:
+    used = used_by_module[str(item.path)]
+    return tuple(0 if f in used else 1 for f in CLUSTER_FIXTURES)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _last_users.clear()
+    last: dict[str, str] = {}
+    for item in session.items:
+        for fixture in _clusters_used(item):
+            last[fixture] = item.nodeid
+    for fixture, nodeid in last.items():
+        _last_users.setdefault(nodeid, []).append(fixture)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # Runs after pytest's own teardown of the test: no later test uses these clusters.
+    for fixture in _last_users.pop(item.nodeid, ()):
+        cluster = _by_fixture.pop(fixture, None)
+        if cluster is not None:
+            _finish(cluster)
+            _released.append((fixture, item.nodeid))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -170,6 +252,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if _released:
+        terminalreporter.section("session clusters, stopped after their last test")
+        for fixture, nodeid in _released:
+            terminalreporter.write_line(f"{fixture:<20}  after {nodeid}")
     if not _version_outcomes:
         return
     versions = [v for v in IGNITE_VERSIONS if any(v == k[1] for k in _version_outcomes)]
@@ -183,10 +269,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 def _start(
-    tmp_path_factory: pytest.TempPathFactory, label: str, *, kind: type[LocalCluster] = LocalCluster, **kwargs: Any
+    tmp_path_factory: pytest.TempPathFactory,
+    label: str,
+    *,
+    kind: type[LocalCluster] = LocalCluster,
+    fixture: str | None = None,
+    **kwargs: Any,
 ) -> LocalCluster:
     work = tmp_path_factory.mktemp(f"ignite-{label}")
-    return _launch(kind(work_dir=Path(work), name=f"tfi-{label}", heap_mb=512, region_mb=512, **kwargs))
+    cluster = kind(work_dir=Path(work), name=f"tfi-{label}", heap_mb=512, region_mb=512, **kwargs)
+    return _launch(cluster) if fixture is None else _session_cluster(fixture, cluster)
 
 
 _Cluster = TypeVar("_Cluster", LocalCluster, Ignite3Cluster)
@@ -200,17 +292,25 @@ def _launch(cluster: _Cluster) -> _Cluster:
     return cluster
 
 
+def _session_cluster(fixture: str, cluster: _Cluster) -> _Cluster:
+    """Start ``cluster`` for session fixture ``fixture``; it stops after the fixture's last user."""
+    _by_fixture[fixture] = cluster
+    return _launch(cluster)
+
+
 def _finish(cluster: LocalCluster | Ignite3Cluster) -> None:
-    cluster.stop()
+    """Stop ``cluster`` once: after its last user, or when its fixture ends, whichever is first."""
     with _lock:
-        if cluster in _started:
-            _started.remove(cluster)
+        if cluster not in _started:
+            return
+        _started.remove(cluster)
+    cluster.stop()
 
 
 @pytest.fixture(scope="session")
 def ignite_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """One Ignite 2.18 server node (in-memory)."""
-    cluster = _start(tmp_path_factory, "single", nodes=1)
+    cluster = _start(tmp_path_factory, "single", fixture="ignite_node", nodes=1)
     yield cluster
     _finish(cluster)
 
@@ -218,7 +318,7 @@ def ignite_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClust
 @pytest.fixture(scope="session")
 def ignite_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """Three Ignite 2.18 server nodes on loopback forming one cluster."""
-    cluster = _start(tmp_path_factory, "three", nodes=3)
+    cluster = _start(tmp_path_factory, "three", fixture="ignite_cluster", nodes=3)
     yield cluster
     _finish(cluster)
 
@@ -226,7 +326,7 @@ def ignite_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
 @pytest.fixture(scope="session")
 def ignite_sql_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """One node with the H2 SQL engine (Ignite 2.17.0; see ARCHITECTURE.md)."""
-    cluster = _start(tmp_path_factory, "sql", nodes=1, sql=True)
+    cluster = _start(tmp_path_factory, "sql", fixture="ignite_sql_node", nodes=1, sql=True)
     yield cluster
     _finish(cluster)
 
@@ -234,7 +334,9 @@ def ignite_sql_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalC
 @pytest.fixture(scope="session")
 def ignite_secure_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """One node with TLS (private CA made here), client certificates and authentication."""
-    cluster = _start(tmp_path_factory, "secure", nodes=1, tls=True, tls_client_auth=True, auth=True)
+    cluster = _start(
+        tmp_path_factory, "secure", fixture="ignite_secure_node", nodes=1, tls=True, tls_client_auth=True, auth=True
+    )
     yield cluster
     _finish(cluster)
 
@@ -244,7 +346,12 @@ def stock_cluster(tmp_path_factory: pytest.TempPathFactory, ignite_version: str)
     """Three stock Apache Ignite ``ignite_version`` server nodes with the tensorflow-ignite module:
     ``CommandLineStartup`` and Spring XML (2.16, 2.17) or configured in Java (2.18)."""
     cluster = _start(
-        tmp_path_factory, f"stock-{ignite_version}", kind=StockCluster, nodes=3, ignite_version=ignite_version
+        tmp_path_factory,
+        f"stock-{ignite_version}",
+        kind=StockCluster,
+        fixture="stock_cluster",
+        nodes=3,
+        ignite_version=ignite_version,
     )
     assert isinstance(cluster, StockCluster)
     yield cluster
@@ -297,7 +404,7 @@ def ignite3_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ignite3Cl
         password=f"pw-{os.getpid()}-{os.urandom(6).hex()}",
         tls_client_auth=True,
     )
-    yield _launch(cluster)
+    yield _session_cluster("ignite3_node", cluster)
     _finish(cluster)
 
 
@@ -308,7 +415,7 @@ def ignite3_plain_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ig
     benchmark's tests) and for what needs two nodes (routing to a key's primary)."""
     # heap_mb: the benchmark's bulk table (test_bench_ignite3) holds rows of 1 MiB.
     cluster = Ignite3Cluster(Path(tmp_path_factory.mktemp("ignite3plain")), nodes=2, name="tfi3p", heap_mb=512)
-    yield _launch(cluster)
+    yield _session_cluster("ignite3_plain_nodes", cluster)
     _finish(cluster)
 
 
