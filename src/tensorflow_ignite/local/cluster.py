@@ -117,6 +117,47 @@ def read_state(work_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     return state if isinstance(state, dict) else None
 
 
+class _Recorded(Protocol):
+    """What the state file records of a local cluster of either generation."""
+
+    work_dir: Path
+    name: str
+    host: str
+    nodes: int
+    tls: bool
+    tls_client_auth: bool
+
+    @property
+    def members(self) -> Sequence[Any]: ...
+
+
+def write_state(cluster: _Recorded, **fields: Any) -> None:
+    """Record ``cluster`` in its work directory (no secrets), for :func:`read_state`: its name,
+    host, node count, TLS and members, and the generation's own ``fields``."""
+    state = {
+        "name": cluster.name,
+        "host": cluster.host,
+        "nodes": cluster.nodes,
+        "tls": cluster.tls,
+        "tls_client_auth": cluster.tls_client_auth,
+        **fields,
+        "members": [asdict(m) for m in cluster.members],
+    }
+    write_json_atomically(cluster.work_dir / STATE_FILE, state)
+
+
+def recorded_settings(work_dir: str | os.PathLike[str], state: dict[str, Any]) -> dict[str, Any]:
+    """The constructor arguments :func:`write_state` recorded for every generation, from ``state``."""
+    return {
+        "work_dir": Path(work_dir),
+        "name": state["name"],
+        "host": state["host"],
+        "nodes": state["nodes"],
+        "tls": bool(state.get("tls")),
+        "tls_client_auth": bool(state.get("tls_client_auth")),
+    }
+
+
 class _Process(Protocol):
     pid: int
 
@@ -712,19 +753,13 @@ class LocalCluster:
     # ---------------------------------------------------------------- state file
     def save_state(self) -> None:
         """Record the members (no secrets) so another process can find and stop them."""
-        state = {
-            "name": self.name,
-            "host": self.host,
-            "nodes": self.nodes,
-            "persistence": self.persistence,
-            "auth": self.auth,
-            "tls": self.tls,
-            "tls_client_auth": self.tls_client_auth,
-            "sql": self.sql,
-            "tls_dir": str(self.tls_material.directory) if self.tls_material else None,
-            "members": [asdict(m) for m in self.members],
-        }
-        write_json_atomically(self.work_dir / STATE_FILE, state)
+        write_state(
+            self,
+            persistence=self.persistence,
+            auth=self.auth,
+            sql=self.sql,
+            tls_dir=str(self.tls_material.directory) if self.tls_material else None,
+        )
 
     @classmethod
     def load_state(cls, work_dir: str | os.PathLike[str]) -> "LocalCluster | None":
@@ -733,15 +768,10 @@ class LocalCluster:
         if state is None:
             return None
         cluster = cls(
-            work_dir=Path(work_dir),
-            nodes=state["nodes"],
-            host=state["host"],
+            **recorded_settings(work_dir, state),
             persistence=state["persistence"],
             auth=state["auth"],
-            tls=state["tls"],
-            tls_client_auth=state.get("tls_client_auth", False),
             sql=state.get("sql", False),
-            name=state["name"],
         )
         cluster.members = [NodeInfo(**m) for m in state["members"]]
         if cluster.members:

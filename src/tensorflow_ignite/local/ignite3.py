@@ -25,23 +25,23 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import IgniteError, NodeError
 from .cluster import (
-    STATE_FILE,
     _is_our_process,
     _log_tail,
     _owner_default,
     _port_free,
     find_free_port_block,
     read_state,
+    recorded_settings,
     terminate_nodes,
+    write_state,
 )
 from .java import find_maven, java_module_dir, java_runtime, run_maven
-from .state import write_json_atomically
 from .tls import TLSMaterial, make_tls_material
 
 if TYPE_CHECKING:
@@ -432,19 +432,13 @@ class Ignite3Cluster:
     # ------------------------------------------------------------------ state file
     def save_state(self) -> None:
         """Record the members (no secrets) in ``work_dir``, so another process can find and stop them."""
-        state = {
-            "generation": GENERATION,
-            "name": self.name,
-            "host": self.host,
-            "nodes": self.nodes,
-            "version": self.version,
-            "username": self.username,
-            "tls": self.tls,
-            "tls_client_auth": self.tls_client_auth,
-            "ca_cert": str(self.tls_material.ca_cert) if self.tls_material is not None else None,
-            "members": [asdict(m) for m in self.members],
-        }
-        write_json_atomically(self.work_dir / STATE_FILE, state)
+        write_state(
+            self,
+            generation=GENERATION,
+            version=self.version,
+            username=self.username,
+            ca_cert=str(self.tls_material.ca_cert) if self.tls_material is not None else None,
+        )
 
     @classmethod
     def load_state(cls, work_dir: str | os.PathLike[str]) -> "Ignite3Cluster | None":
@@ -453,14 +447,9 @@ class Ignite3Cluster:
         if state is None or state.get("generation") != GENERATION:
             return None
         cluster = cls(
-            work_dir=Path(work_dir),
-            nodes=state["nodes"],
-            host=state["host"],
-            name=state["name"],
+            **recorded_settings(work_dir, state),
             version=state["version"],
             username=state.get("username"),
-            tls=bool(state.get("tls")),
-            tls_client_auth=bool(state.get("tls_client_auth")),
             owner_pid=None,
         )
         cluster.members = [Ignite3Node(**m) for m in state["members"]]
