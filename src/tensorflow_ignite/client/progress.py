@@ -49,6 +49,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -57,7 +58,7 @@ from ..protocol import columns as C
 from ..protocol.codes import TypeCode
 from .env import parse_partition_list
 
-__all__ = ["ResumeState", "ReadProgress", "row_identities", "plan_fingerprint", "format_ranges"]
+__all__ = ["ResumeState", "ReadProgress", "row_identities", "plan_fingerprint", "format_ranges", "resume_from"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,35 @@ def plan_fingerprint(cache_name: str, partitions: Sequence[int]) -> str:
     """A short digest of what a plan reads: a state only resumes the plan it was taken from."""
     text = f"{cache_name}\x00{format_ranges(partitions)}"
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+class _Planned(Protocol):
+    @property
+    def plan(self) -> str: ...  # the fingerprint of the plan a state was saved by
+
+
+_State = TypeVar("_State", bound=_Planned)
+
+
+def resume_from(
+    state: bytes | None, decode: Callable[..., _State], plan: str, *, read: str, same: str
+) -> _State | None:
+    """What a run starts from: None without a saved ``state`` (the beginning), else the state
+    ``decode(state, what=...)`` reads (:meth:`ResumeState.decode`, a follower's state).
+
+    A state saved by another read -- its plan fingerprint (:func:`plan_fingerprint`) is not
+    ``plan`` -- is refused with a :class:`~tensorflow_ignite.errors.ConfigurationError` naming
+    this ``read`` and the dataset to restore it into (built the ``same`` way).
+    """
+    if state is None:
+        return None
+    resume = decode(state, what=f"the saved iterator of this {read}")
+    if resume.plan != plan:
+        raise ConfigurationError(
+            f"the saved iterator belongs to another dataset, not this {read}; restore it into an "
+            f"iterator of the dataset that saved it ({same})"
+        )
+    return resume
 
 
 def row_identities(rows: memoryview, row_count: int) -> np.ndarray:

@@ -59,7 +59,7 @@ import numpy as np
 
 from ..client import IgniteClient
 from ..client.connection import Connection
-from ..client.progress import plan_fingerprint
+from ..client.progress import plan_fingerprint, resume_from
 from ..errors import (
     CacheNotFoundError,
     ConfigurationError,
@@ -294,15 +294,8 @@ class Follower:
                 "dispatcher (processing_mode='distributed_epoch'): give each worker its partitions with "
                 "parts=... or per_worker=True instead"
             )
-        resume = None
-        if state is not None:
-            resume = FollowState.decode(state, f"the saved iterator of a follower of cache {self.cache_name!r}")
-            if resume.plan != self.fingerprint:
-                raise ConfigurationError(
-                    f"the saved iterator belongs to another dataset, not this follower of cache "
-                    f"{self.cache_name!r} with its partitions; restore it into an iterator of a follower "
-                    "built the same way (same cache, same parts=...)"
-                )
+        read = f"follower of cache {self.cache_name!r} with its partitions"
+        resume = resume_from(state, FollowState.decode, self.fingerprint, read=read, same="same cache, same parts=...")
         if self.log:
             from .follow_log import LogRun  # the exactly-once run over the module's log
 

@@ -63,7 +63,7 @@ from ..client.client import parse_addresses
 from ..client.described import describe_options, dump_description
 from ..client.env import parse_partition_list
 from ..client.options import ConnectionOptions
-from ..client.progress import ReadProgress, ResumeState, format_ranges, plan_fingerprint
+from ..client.progress import ReadProgress, ResumeState, format_ranges, plan_fingerprint, resume_from
 from ..client.retry import transient
 from ..errors import (
     AuthenticationError,
@@ -355,15 +355,10 @@ class TableReader:
                 f"the Ignite 3 read of table {self.table}: the tf.data service's dynamic sharding "
                 "(processing_mode='distributed_epoch') is not supported; read with 'parallel_epochs'"
             )
-        resume = None
-        if state is not None:
-            resume = ResumeState.decode(state, what=f"the saved iterator of a dataset over Ignite 3 table {self.table}")
-            if resume.plan != self.fingerprint:
-                raise ConfigurationError(
-                    f"the saved iterator belongs to another dataset, not this read of Ignite 3 table {self.table} "
-                    f"({len(self.partitions)} partitions); restore it into an iterator of the dataset that saved "
-                    "it (same table, where=, args= and parts=)"
-                )
+        read = f"read of Ignite 3 table {self.table} ({len(self.partitions)} partitions)"
+        resume = resume_from(
+            state, ResumeState.decode, self.fingerprint, read=read, same="same table, where=, args= and parts="
+        )
         return TableRun(self, resume)
 
 
