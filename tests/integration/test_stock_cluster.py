@@ -184,6 +184,8 @@ def test_node_kill_mid_epoch_loses_and_repeats_nothing(stock_cluster: StockClust
         assert_exactly_once(keys, rows, f"node {victim.name} killed after {received} rows")
         assert received < rows, "the kill landed mid-epoch"
         assert ds.stats.scan_mode == mode
+        if mode == "nodes":  # the node scans' later pages came through the compiled scan pump
+            assert ds.stats.fetch_paths.get("compiled", 0) > 0, ds.stats.fetch_paths
     finally:
         close_shared_clients()
         if not cluster.is_alive(victim):

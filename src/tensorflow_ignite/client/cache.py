@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -324,6 +324,7 @@ class Cache:
         on_rescan: Callable[[list[int]], None] | None = None,
         progress: "NodeScanProgress | None" = None,
         read_ahead: int = 0,
+        fetch_paths: MutableMapping[str, int] | None = None,
     ) -> Iterator[tuple[Any, Any, ScanPage]]:
         """Scan the whole cache with one scan per node, every row exactly once despite failures.
 
@@ -348,7 +349,8 @@ class Cache:
         far (which partitions will be scanned again, which were), for a reader
         that must tell at any moment which partitions it has read completely.
         ``read_ahead`` > 0: each node's pages are fetched by a thread while the
-        caller works, up to about that many bytes (:func:`~.cursor.stream_pages`).
+        caller works, up to about that many bytes (:func:`~.cursor.stream_pages`);
+        ``fetch_paths`` counts those pages per fetcher (the compiled scan pump or Python).
         """
         watch = progress if progress is not None else NodeScanProgress()
         size = page_size if callable(page_size) else (lambda: page_size)
@@ -384,7 +386,7 @@ class Cache:
         try:
             for i, scan in enumerate(scans):
                 mine = owner_index == i
-                pages = self._stream(scan, read_ahead)
+                pages = self._stream(scan, read_ahead, fetch_paths)
                 try:
                     for page in pages:
                         if not page.row_count:
@@ -511,12 +513,14 @@ class Cache:
         cid = self.cache_id
         return lambda rid: requests.query_scan(rid, cid, page_size=page_size, partition=partition, local=local)
 
-    def _stream(self, scan: "_PartitionScan", ahead_bytes: int = 0) -> Iterator[ScanPage]:
+    def _stream(
+        self, scan: "_PartitionScan", ahead_bytes: int = 0, paths: MutableMapping[str, int] | None = None
+    ) -> Iterator[ScanPage]:
         if scan.error is not None:
             raise scan.error
         assert scan.conn is not None and scan.request_id is not None
         conn, rid = scan.conn, scan.request_id
-        yield from _scan_pages(conn, self.name, lambda: conn.receive(rid, Op.QUERY_SCAN), ahead_bytes)
+        yield from _scan_pages(conn, self.name, lambda: conn.receive(rid, Op.QUERY_SCAN), ahead_bytes, paths)
 
     def _drain(
         self,
@@ -722,7 +726,11 @@ def _scan(
 
 
 def _scan_pages(
-    conn: Connection, cache_name: str, first_answer: Callable[[], memoryview], ahead_bytes: int = 0
+    conn: Connection,
+    cache_name: str,
+    first_answer: Callable[[], memoryview],
+    ahead_bytes: int = 0,
+    paths: MutableMapping[str, int] | None = None,
 ) -> Iterator[ScanPage]:
     """The pages of one scan whose first answer ``first_answer`` waits for, later pages fetched on ``conn``
     (read ahead by a thread up to ``ahead_bytes``: :func:`~.cursor.stream_pages`)."""
@@ -742,4 +750,5 @@ def _scan_pages(
         Op.QUERY_SCAN_CURSOR_GET_PAGE,
         lambda b: responses.decode_scan_page(b, first=False),
         ahead_bytes=ahead_bytes,
+        paths=paths,
     )

@@ -11,8 +11,10 @@ as the caller spends longer on a page than the node does -- a reader that
 decodes several pages at once and hands them to TensorFlow.  With
 ``ahead_bytes`` a thread keeps asking for the next page while the caller
 works, holding up to that many bytes of received pages: the node serves
-pages back to back while the caller decodes (the thread needs the GIL only
-to send a request and file an answer; the socket calls release it).
+pages back to back while the caller decodes -- the op library's compiled
+scan pump (:mod:`.pump`: it needs the GIL only to send each request) where
+it can run, else a Python thread (the socket calls release the GIL, but
+framing and filing each answer take it).
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, Protocol, TypeVar
 
 from ..errors import IgniteConnectionError, ServerError
 from ..protocol import requests
 from ..protocol.codes import Op
+from . import pump
 from .connection import Connection
 
 __all__ = ["Page", "stream_pages"]
@@ -51,20 +54,32 @@ def stream_pages(
     decode_next: Callable[[memoryview], P],
     *,
     ahead_bytes: int = 0,
+    paths: MutableMapping[str, int] | None = None,
 ) -> Iterator[P]:
     """Yield the first page (from ``first_body``) and every following one.
 
     ``next_page(request_id, cursor_id)`` encodes the "get next page" request.
-    ``ahead_bytes`` > 0: a thread reads the following pages ahead of the
-    caller, holding at most about that many bytes of them (plus the page in
-    flight); errors reach the caller where the failed page would have.
+    ``ahead_bytes`` > 0: the compiled scan pump or a thread reads the following
+    pages ahead of the caller, holding at most about that many bytes of them
+    (plus the page in flight); errors reach the caller where the failed page
+    would have.  ``paths``, when given, counts those pages per fetcher
+    (:data:`.pump.COMPILED`, :data:`.pump.PYTHON`).
     """
     page = decode_first(first_body)
     if ahead_bytes > 0 and page.has_more and cursor_id is not None:
-        ahead = _ReadAhead(conn, cursor_id, next_page, next_op, decode_next, ahead_bytes)
+        # The op library's compiled pump where it can run (client/pump.py), else a Python thread.
+        ahead: _ReadAhead | pump.PumpedPages | None = pump.lease(
+            conn, cursor_id, next_page, next_op, decode_next, ahead_bytes
+        )
+        path = pump.COMPILED
+        if ahead is None:
+            ahead = _ReadAhead(conn, cursor_id, next_page, next_op, decode_next, ahead_bytes)
+            path = pump.PYTHON
         try:
             yield page
-            yield from ahead.pages()
+            for later in ahead.pages():
+                pump.count(path, paths)
+                yield later
         finally:
             ahead.stop()
         return

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..client import IgniteClient
 from ..client.cache import NodeScanProgress, select_rows
-from ..client.progress import ReadProgress, ResumeState, plan_fingerprint, resume_from, row_identities
+from ..client.progress import ReadProgress, ResumeState, plan_fingerprint, row_identities
 from ..errors import ArrayLengthError, ConfigurationError, SchemaError, UnsupportedOperationError
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode
@@ -128,6 +128,10 @@ class ReadStats:
     #: layout, through the op library's compiled decoder) and ``"python"`` (the rest, or every
     #: batch where the op library is not loaded or ``TF_IGNITE_DECODER=python``; a log line says why).
     decode_paths: Mapping[str, int] = field(default_factory=dict)
+    #: Pages after each node scan's first, all epochs so far, per fetcher: ``"compiled"`` (the op
+    #: library's scan pump, on the connection leased to it) and ``"python"`` (the Python read-ahead:
+    #: where the pump cannot run -- TLS, no op library, ``TF_IGNITE_SCAN=python`` -- a log line says why).
+    fetch_paths: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -232,6 +236,8 @@ class ScanReader:
         self.resumed_skips = 0
         #: Batches decoded per decoder (``ReadStats.decode_paths``).
         self.decode_paths: dict[str, int] = {}
+        #: Read-ahead pages fetched per fetcher (``ReadStats.fetch_paths``).
+        self.fetch_paths: dict[str, int] = {}
         self._partition_rows = 0
         self._partitions_done = 0
         #: Read the partitions in an order drawn from this seed and the epoch (``shuffle=True``).
@@ -254,6 +260,7 @@ class ScanReader:
                 pooled_bytes=self.pool.nbytes,
                 resumed_skips=self.resumed_skips,
                 decode_paths=dict(self.decode_paths),
+                fetch_paths=dict(self.fetch_paths),
             )
 
     def start_epoch(self, resumed: int | None) -> int:
@@ -271,8 +278,15 @@ class ScanReader:
 
     def run(self, state: bytes | None = None, next_split: NextSplit | None = None) -> ScanRun:
         """A read from the beginning, from a saved ``state``, or of the partitions ``next_split`` hands out."""
-        read = f"read of cache {self.cache_name!r} ({len(self.tasks)} partitions)"
-        resume = resume_from(state, ResumeState.decode, self.fingerprint, read=read, same="same cache, same parts=...")
+        resume = None
+        if state is not None:
+            resume = ResumeState.decode(state, what=f"the saved iterator of a dataset over cache {self.cache_name!r}")
+            if resume.plan != self.fingerprint:
+                raise ConfigurationError(
+                    f"the saved iterator belongs to another dataset: not this one's partition plan of cache "
+                    f"{self.cache_name!r} ({len(self.tasks)} partitions); restore it into an iterator of the "
+                    "dataset that saved it (same cache, same parts=...)"
+                )
         return ScanRun(self, resume, next_split)
 
     def _measure(self) -> None:
@@ -403,6 +417,7 @@ class ScanReader:
             progress.trust = lambda partitions: watch.trusted(partitions, cache)
         for partitions, ids, page in cache.scan_nodes(
             self._row_ids,
+            fetch_paths=self.fetch_paths,
             self.partitions,
             page_size=self.sizer.rows,
             window=self._window,

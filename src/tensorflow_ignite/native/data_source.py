@@ -110,9 +110,11 @@ log = logging.getLogger(__name__)
 #: ``TF_IGNITE_DATASET_SOURCE=generator`` makes datasets use ``tf.data.Dataset.from_generator``
 #: instead of the native source op (``native``, the default when it can be built).
 SOURCE_ENV = "TF_IGNITE_DATASET_SOURCE"
-#: ``TF_IGNITE_DECODER=python`` keeps pages out of the op library's compiled layout decoder
-#: (``compiled``, the default, uses it once the library is loaded).
+#: ``TF_IGNITE_DECODER=python`` keeps pages out of the op library's compiled layout decoder and scans out of
+#: its scan pump (``compiled``, the default, uses both once the library is loaded).
 DECODER_ENV = "TF_IGNITE_DECODER"
+#: ``TF_IGNITE_SCAN=python`` keeps scans out of the scan pump alone (the compiled decoder stays).
+SCAN_ENV = "TF_IGNITE_SCAN"
 
 _EXTENSION_NAME = "tensorflow_ignite.native._tf_ignite_data"
 
@@ -162,25 +164,36 @@ def _load() -> tuple[Any, ModuleType]:
             raise  # not remembered: this process's own build finishes, then the library loads
         except Exception as err:  # remembered and re-raised to every caller
             _load_error = err
+            from tensorflow_ignite.client.pump import set_scan_pump
             from tensorflow_ignite.protocol.columns import set_compiled_decoder
 
-            set_compiled_decoder(None, f"the op library did not load ({type(err).__name__}: {err})")
+            why = f"the op library did not load ({type(err).__name__}: {err})"
+            set_compiled_decoder(None, why)
+            set_scan_pump(None, why)
             raise
         _loaded = (ops, module)
         return _loaded
 
 
 def _install_decoder(module: ModuleType) -> None:
-    """Hand the page decoder the library's compiled layout decoder, unless ``$TF_IGNITE_DECODER`` says python."""
+    """Hand the page decoder the library's compiled layout decoder, and the scan read-ahead its scan pump
+    (``client/pump.py``), unless ``$TF_IGNITE_DECODER`` says python."""
+    from tensorflow_ignite.client.pump import set_scan_pump
     from tensorflow_ignite.protocol.columns import set_compiled_decoder
 
     choice = os.environ.get(DECODER_ENV, "compiled").strip().lower()
     if choice == "python":
         set_compiled_decoder(None, f"{DECODER_ENV}=python")
+        set_scan_pump(None, f"{DECODER_ENV}=python")
     else:
         if choice != "compiled":
             log.warning("%s=%r is neither 'compiled' nor 'python'; using the compiled decoder", DECODER_ENV, choice)
         set_compiled_decoder(module.decode_layout)
+        scan_pump = getattr(module, "ScanPump", None)
+        if os.environ.get(SCAN_ENV, "compiled").strip().lower() == "python":
+            set_scan_pump(None, f"{SCAN_ENV}=python")
+        else:
+            set_scan_pump(scan_pump, "the loaded op library has no ScanPump (built from older sources)")
 
 
 def ensure_loaded() -> None:

@@ -15,7 +15,8 @@
 //   * the Python extension module _tf_ignite_data, through which Python
 //     installs the dispatcher (set_dispatcher) and the shutdown hook, and
 //     which carries the compiled page decoder (decode_layout, in
-//     tf_ignite_data_layout.cc: the library is built from both sources).
+//     tf_ignite_data_layout.cc) and scan pump (ScanPump, in
+//     tf_ignite_data_scan.cc): the library is built from all three sources.
 //
 // Contract with Python (native/data_source.py):
 //   dispatcher(source, description, state, next_split, arguments) -> iterator.
@@ -62,6 +63,7 @@
 
 #include "python_guard.h"
 #include "tf_ignite_data_layout.h"
+#include "tf_ignite_data_scan.h"
 
 namespace tfi {
 namespace {
@@ -848,7 +850,7 @@ PyModuleDef kModuleDef = {
 extern "C" PyMODINIT_FUNC PyInit__tf_ignite_data(void) {
   PyObject* m = PyModule_Create(&tfi::kModuleDef);
   if (m == nullptr) return nullptr;
-  if (PyModule_AddStringConstant(m, "OP_NAME", tfi::kOpName) < 0) {
+  if (PyModule_AddStringConstant(m, "OP_NAME", tfi::kOpName) < 0 || tfi::AddScanPump(m) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -1,0 +1,423 @@
+// tf_ignite_data_scan.cc -- the compiled scan pump of the op library
+// (_tf_ignite_data.ScanPump): a scan cursor's pages fetched by a native thread
+// on the socket of a connection Python dialled, handshook and leased to it.
+//
+// ScanPump(fd, send_next, file_frame, limit, timeout, max_frame, peer)
+//   fd: the connection's socket (Python keeps it open, and keeps every other
+//     reader off it, for the pump's lifetime: client/pump.py leases it);
+//   send_next() -> int: sends the cursor's next page request on the
+//     connection (Python's Connection.send, under its send lock, so requests
+//     of other threads never interleave with it) and returns its request id;
+//   file_frame(bytes): files a frame that answers another request (or is a
+//     notification) for whoever waits for it (Connection.file_frame);
+//   limit: bytes of received frames the pump holds before it waits for the
+//     reader; timeout: seconds one page may take; max_frame: the largest frame
+//     accepted; peer: the node's address, for messages.
+// The thread asks for one page at a time (a node serves one page of a cursor
+// at a time) and receives frames with the GIL released, taking the GIL only to
+// send a request and to file another request's answer.  Frames are received
+// exactly (length prefix, then the frame): nothing past the last frame is
+// consumed, so the connection goes back to Python at a frame boundary.
+//
+//   next() -> bytes | None: the next answer frame of the cursor (without its
+//     length prefix; Python reads its header and page), None after the last
+//     page; raises the error that ended the fetch after the frames before it
+//     (ConnectionError: the socket failed or stayed silent; ValueError: a frame
+//     that cannot be an answer; or what send_next/file_frame raised).
+//   stop() -> (cursor_open, position_known): stops fetching (the request in
+//     flight is answered first), drops held frames and waits for the thread.
+//     cursor_open: the server still holds the cursor (Python closes it);
+//     position_known: False when the stream broke off mid-frame (Python closes
+//     the connection).
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "python_guard.h"
+#include "tf_ignite_data_scan.h"
+
+namespace tfi {
+namespace {
+
+// Response flags of protocol 1.4+ (ClientFlag).
+constexpr int kFlagError = 1;
+constexpr int kFlagTopology = 2;
+constexpr int kFlagNotification = 4;
+
+enum class Failure { kNone, kIo, kProtocol, kPython };
+
+struct Frame {
+  std::unique_ptr<char[]> data;
+  size_t size = 0;
+};
+
+struct PumpState {
+  int fd = -1;
+  PyObject* send_next = nullptr;   // strong references, released with the GIL
+  PyObject* file_frame = nullptr;
+  int64_t limit = 0;
+  int timeout_ms = 0;
+  int64_t max_frame = 0;
+  std::string peer;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Frame> frames;
+  int64_t queued = 0;
+  bool stopping = false;
+  bool done = false;
+  bool cursor_open = true;
+  bool position_known = true;
+  Failure failure = Failure::kNone;
+  std::string message;
+  PyObject* error = nullptr;  // the Python exception send_next/file_frame raised (strong)
+  std::thread thread;
+};
+
+struct PyScanPump {
+  PyObject_HEAD
+  PumpState* state;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Receives exactly n bytes before `deadline` (GIL released).  Returns "" or why not.
+std::string ReadExact(int fd, char* dst, size_t n, Clock::time_point deadline) {
+  while (n > 0) {
+    const ssize_t got = ::recv(fd, dst, n, MSG_DONTWAIT);
+    if (got > 0) {
+      dst += got;
+      n -= static_cast<size_t>(got);
+      continue;
+    }
+    if (got == 0) return "the node closed the connection";
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return std::string("receive failed: ") + std::strerror(errno);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return "no answer within the timeout";
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left));
+    if (ready < 0 && errno != EINTR) return std::string("poll failed: ") + std::strerror(errno);
+  }
+  return "";
+}
+
+int64_t LoadLE(const char* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  if (bytes < 8 && (v >> (bytes * 8 - 1)) != 0) v |= ~uint64_t{0} << (bytes * 8);  // sign
+  return static_cast<int64_t>(v);
+}
+
+void Fail(PumpState* s, Failure kind, std::string message, bool position_lost) {
+  std::lock_guard<std::mutex> lock(s->mu);
+  if (s->failure == Failure::kNone) {
+    s->failure = kind;
+    s->message = std::move(message);
+  }
+  if (position_lost) s->position_known = false;
+  s->cursor_open = false;
+}
+
+// With the GIL: keep the pending Python exception for next() (or note why none could be kept).
+void KeepPythonError(PumpState* s, const char* what) {
+  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (value != nullptr && tb != nullptr) PyException_SetTraceback(value, tb);
+  Py_XDECREF(type);
+  Py_XDECREF(tb);
+  std::lock_guard<std::mutex> lock(s->mu);
+  if (s->failure == Failure::kNone) {
+    s->failure = Failure::kPython;
+    s->message = what;
+    s->error = value;  // owned
+  } else {
+    Py_XDECREF(value);
+  }
+  s->cursor_open = false;
+}
+
+// Sends the next page request through Python; -1 when it failed (the error is kept).
+int64_t SendNext(PumpState* s) {
+  tf_ignite_python::GilScope gil(true);
+  if (!gil.ok()) {
+    Fail(s, Failure::kIo, "the Python interpreter is shutting down", false);
+    return -1;
+  }
+  PyObject* r = PyObject_CallNoArgs(s->send_next);
+  const long long rid = r != nullptr ? PyLong_AsLongLong(r) : -1;
+  Py_XDECREF(r);
+  if (PyErr_Occurred()) {
+    KeepPythonError(s, "sending a page request");
+    return -1;
+  }
+  return rid;
+}
+
+bool FileFrame(PumpState* s, Frame& frame) {
+  tf_ignite_python::GilScope gil(true);
+  if (!gil.ok()) {
+    Fail(s, Failure::kIo, "the Python interpreter is shutting down", false);
+    return false;
+  }
+  PyObject* bytes = PyBytes_FromStringAndSize(frame.data.get(), static_cast<Py_ssize_t>(frame.size));
+  PyObject* r = bytes != nullptr ? PyObject_CallOneArg(s->file_frame, bytes) : nullptr;
+  Py_XDECREF(bytes);
+  Py_XDECREF(r);
+  if (PyErr_Occurred()) {
+    KeepPythonError(s, "filing another request's answer");
+    return false;
+  }
+  return true;
+}
+
+// One answer frame of request `rid` (other requests' frames filed on the way).
+// Returns false when the fetch must end (the failure is recorded).
+bool ReceiveAnswer(PumpState* s, int64_t rid, Frame* out) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(s->timeout_ms);
+  while (true) {
+    char prefix[4];
+    std::string why = ReadExact(s->fd, prefix, 4, deadline);
+    if (!why.empty()) {
+      Fail(s, Failure::kIo, why, true);
+      return false;
+    }
+    const int64_t length = LoadLE(prefix, 4);
+    if (length < 10 || length > s->max_frame) {
+      Fail(s, Failure::kProtocol,
+           "a frame header claiming " + std::to_string(length) + " bytes (limit " + std::to_string(s->max_frame) +
+               "): not an answer of the thin-client protocol 1.4+",
+           true);
+      return false;
+    }
+    Frame frame;
+    frame.data.reset(new char[static_cast<size_t>(length)]);
+    frame.size = static_cast<size_t>(length);
+    why = ReadExact(s->fd, frame.data.get(), frame.size, deadline);
+    if (!why.empty()) {
+      Fail(s, Failure::kIo, why, true);
+      return false;
+    }
+    const int64_t id = LoadLE(frame.data.get(), 8);
+    const int flags = static_cast<int>(LoadLE(frame.data.get() + 8, 2)) & 0xFFFF;
+    if (id != rid || (flags & kFlagNotification) != 0) {
+      if (!FileFrame(s, frame)) return false;
+      continue;
+    }
+    *out = std::move(frame);
+    return true;
+  }
+}
+
+// Whether the answer says more pages follow; false for an error answer (Python raises it).
+bool HasMore(const Frame& frame) {
+  const int flags = static_cast<int>(LoadLE(frame.data.get() + 8, 2)) & 0xFFFF;
+  if ((flags & kFlagError) != 0) return false;
+  const size_t body = 10 + ((flags & kFlagTopology) != 0 ? 12 : 0);
+  // The page: int row count, rows, bool has-more (Python checks the rest).
+  if (frame.size < body + 5) return false;
+  return frame.data[frame.size - 1] == 1;
+}
+
+void Run(PumpState* s) {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(s->mu);
+      s->cv.wait(lock, [s] { return s->stopping || s->queued < s->limit; });
+      if (s->stopping) break;
+    }
+    const int64_t rid = SendNext(s);
+    if (rid < 0) break;
+    Frame frame;
+    if (!ReceiveAnswer(s, rid, &frame)) break;
+    const bool more = HasMore(frame);
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->cursor_open = more;
+    if (!s->stopping) {
+      s->queued += static_cast<int64_t>(frame.size);
+      s->frames.push_back(std::move(frame));
+    }
+    s->cv.notify_all();
+    if (!more) break;
+  }
+  std::lock_guard<std::mutex> lock(s->mu);
+  s->done = true;
+  s->cv.notify_all();
+}
+
+// Stops the thread and waits for it (GIL held on entry; released while waiting).
+void StopAndJoin(PumpState* s) {
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->stopping = true;
+    s->frames.clear();
+    s->queued = 0;
+    s->cv.notify_all();
+  }
+  if (s->thread.joinable()) {
+    Py_BEGIN_ALLOW_THREADS
+    s->thread.join();
+    Py_END_ALLOW_THREADS
+  }
+}
+
+PyObject* PumpNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  static const char* kwlist[] = {"fd", "send_next", "file_frame", "limit", "timeout", "max_frame", "peer", nullptr};
+  int fd = -1;
+  PyObject *send_next = nullptr, *file_frame = nullptr;
+  long long limit = 0, max_frame = 0;
+  double timeout = 0;
+  const char* peer = "";
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOOLdLs:ScanPump", const_cast<char**>(kwlist), &fd, &send_next,
+                                   &file_frame, &limit, &timeout, &max_frame, &peer)) {
+    return nullptr;
+  }
+  if (fd < 0 || !PyCallable_Check(send_next) || !PyCallable_Check(file_frame) || limit <= 0 || timeout <= 0 ||
+      max_frame < 16) {
+    PyErr_SetString(PyExc_ValueError,
+                    "ScanPump: needs an open fd, two callables, limit > 0, timeout > 0 and max_frame >= 16");
+    return nullptr;
+  }
+  auto* self = reinterpret_cast<PyScanPump*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  auto* s = new PumpState;
+  s->fd = fd;
+  Py_INCREF(send_next);
+  Py_INCREF(file_frame);
+  s->send_next = send_next;
+  s->file_frame = file_frame;
+  s->limit = limit;
+  s->timeout_ms = static_cast<int>(std::min(timeout * 1000.0, 2.0e9));
+  s->max_frame = max_frame;
+  s->peer = peer;
+  self->state = s;
+  try {
+    s->thread = std::thread(Run, s);
+  } catch (const std::exception& e) {
+    Py_DECREF(self);
+    PyErr_Format(PyExc_RuntimeError, "ScanPump: cannot start its thread: %s", e.what());
+    return nullptr;
+  }
+  return reinterpret_cast<PyObject*>(self);
+}
+
+void PumpDealloc(PyObject* obj) {
+  auto* self = reinterpret_cast<PyScanPump*>(obj);
+  PumpState* s = self->state;
+  if (s != nullptr) {
+    StopAndJoin(s);
+    Py_XDECREF(s->send_next);
+    Py_XDECREF(s->file_frame);
+    Py_XDECREF(s->error);
+    delete s;
+    self->state = nullptr;
+  }
+  PyTypeObject* type = Py_TYPE(obj);
+  type->tp_free(obj);
+  Py_DECREF(type);  // instances of a heap type hold a reference to it
+}
+
+PyObject* PumpNext(PyObject* obj, PyObject*) {
+  PumpState* s = reinterpret_cast<PyScanPump*>(obj)->state;
+  Frame frame;
+  bool got = false;
+  Py_BEGIN_ALLOW_THREADS
+  std::unique_lock<std::mutex> lock(s->mu);
+  s->cv.wait(lock, [s] { return !s->frames.empty() || s->done || s->stopping; });
+  if (!s->frames.empty()) {
+    frame = std::move(s->frames.front());
+    s->frames.pop_front();
+    s->queued -= static_cast<int64_t>(frame.size);
+    got = true;
+    s->cv.notify_all();
+  }
+  lock.unlock();
+  Py_END_ALLOW_THREADS
+  if (got) return PyBytes_FromStringAndSize(frame.data.get(), static_cast<Py_ssize_t>(frame.size));
+  std::lock_guard<std::mutex> lock(s->mu);
+  switch (s->failure) {
+    case Failure::kNone:
+      Py_RETURN_NONE;
+    case Failure::kPython:
+      if (s->error != nullptr) {
+        PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(s->error)), s->error);
+      } else {
+        PyErr_Format(PyExc_RuntimeError, "%s failed", s->message.c_str());
+      }
+      return nullptr;
+    case Failure::kIo:
+      PyErr_Format(PyExc_ConnectionError, "%s: %s", s->peer.c_str(), s->message.c_str());
+      return nullptr;
+    case Failure::kProtocol:
+      PyErr_Format(PyExc_ValueError, "%s sent %s", s->peer.c_str(), s->message.c_str());
+      return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* PumpStop(PyObject* obj, PyObject*) {
+  PumpState* s = reinterpret_cast<PyScanPump*>(obj)->state;
+  StopAndJoin(s);
+  std::lock_guard<std::mutex> lock(s->mu);
+  return Py_BuildValue("(OO)", s->cursor_open ? Py_True : Py_False, s->position_known ? Py_True : Py_False);
+}
+
+PyObject* PumpHeld(PyObject* obj, PyObject*) {
+  PumpState* s = reinterpret_cast<PyScanPump*>(obj)->state;
+  std::lock_guard<std::mutex> lock(s->mu);
+  return PyLong_FromLongLong(s->queued);
+}
+
+PyMethodDef kPumpMethods[] = {
+    {"next", PumpNext, METH_NOARGS,
+     "next() -> bytes | None: the cursor's next answer frame (None after the last page); raises what ended the "
+     "fetch"},
+    {"stop", PumpStop, METH_NOARGS,
+     "stop() -> (cursor_open, position_known): stop fetching, drop held frames, wait for the thread"},
+    {"held", PumpHeld, METH_NOARGS, "held() -> int: bytes of received frames not yet taken"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyType_Slot kPumpSlots[] = {
+    {Py_tp_doc, const_cast<char*>(
+                    "A scan cursor's pages fetched by a native thread on a leased connection (see client/pump.py).")},
+    {Py_tp_new, reinterpret_cast<void*>(PumpNew)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(PumpDealloc)},
+    {Py_tp_methods, kPumpMethods},
+    {0, nullptr},
+};
+
+PyType_Spec kPumpSpec = {
+    "_tf_ignite_data.ScanPump", sizeof(PyScanPump), 0, Py_TPFLAGS_DEFAULT, kPumpSlots,
+};
+
+}  // namespace
+
+int AddScanPump(PyObject* module) {
+  PyObject* type = PyType_FromSpec(&kPumpSpec);
+  if (type == nullptr) return -1;
+  if (PyModule_AddObject(module, "ScanPump", type) < 0) {
+    Py_DECREF(type);
+    return -1;
+  }
+  return 0;
+}
+
+}  // namespace tfi
