@@ -30,7 +30,7 @@ import numpy as np
 
 from ..client import IgniteClient
 from ..client.cache import NodeScanProgress, select_rows
-from ..client.progress import ReadProgress, ResumeState, plan_fingerprint, row_identities
+from ..client.progress import ReadProgress, ResumeState, plan_fingerprint, resume_from, row_identities
 from ..errors import ArrayLengthError, ConfigurationError, SchemaError, UnsupportedOperationError
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode
@@ -278,15 +278,8 @@ class ScanReader:
 
     def run(self, state: bytes | None = None, next_split: NextSplit | None = None) -> ScanRun:
         """A read from the beginning, from a saved ``state``, or of the partitions ``next_split`` hands out."""
-        resume = None
-        if state is not None:
-            resume = ResumeState.decode(state, what=f"the saved iterator of a dataset over cache {self.cache_name!r}")
-            if resume.plan != self.fingerprint:
-                raise ConfigurationError(
-                    f"the saved iterator belongs to another dataset: not this one's partition plan of cache "
-                    f"{self.cache_name!r} ({len(self.tasks)} partitions); restore it into an iterator of the "
-                    "dataset that saved it (same cache, same parts=...)"
-                )
+        read = f"read of cache {self.cache_name!r} ({len(self.tasks)} partitions)"
+        resume = resume_from(state, ResumeState.decode, self.fingerprint, read=read, same="same cache, same parts=...")
         return ScanRun(self, resume, next_split)
 
     def _measure(self) -> None:
@@ -417,7 +410,6 @@ class ScanReader:
             progress.trust = lambda partitions: watch.trusted(partitions, cache)
         for partitions, ids, page in cache.scan_nodes(
             self._row_ids,
-            fetch_paths=self.fetch_paths,
             self.partitions,
             page_size=self.sizer.rows,
             window=self._window,
@@ -425,6 +417,7 @@ class ScanReader:
             on_rescan=self.rescans.append,
             progress=watch,
             read_ahead=self._read_ahead(),
+            fetch_paths=self.fetch_paths,
         ):
             counts = np.bincount(partitions)
             for p in np.flatnonzero(counts).tolist():
