@@ -33,7 +33,15 @@ if TYPE_CHECKING:
     from .client.options import ConnectionOptions
     from .ignite3.client import Ignite3Client
 
-__all__ = ["GENERATIONS", "connect_client", "forget_generations", "generation_at", "generation_of", "parse_generation"]
+__all__ = [
+    "GENERATIONS",
+    "connect_client",
+    "forget_generations",
+    "generation_at",
+    "generation_of",
+    "on_ignite3",
+    "parse_generation",
+]
 
 #: What a ``generation`` setting accepts.
 GENERATIONS = ("auto", "2", "3")
@@ -96,6 +104,16 @@ def generation_at(options: "ConnectionOptions") -> int:
     if found == 3:
         client.close()
     return found
+
+
+def on_ignite3(client: Any, options: "ConnectionOptions | None") -> bool:
+    """Whether a feature's call given ``client`` (an ``IgniteClient`` or ``Ignite3Client``), or without
+    one the connection ``options``, reaches an Ignite 3 cluster: the one test each feature makes
+    before taking its Ignite 3 form."""
+    if client is not None:
+        return getattr(client, "generation", 2) == 3
+    assert options is not None
+    return generation_at(options) == 3
 
 
 def _ignite3_client(options: "ConnectionOptions") -> "Ignite3Client":

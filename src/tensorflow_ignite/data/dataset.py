@@ -38,14 +38,15 @@ import tensorflow as tf
 
 from ..client import ConnectionOptions, IgniteClient, close_shared_clients
 from ..errors import CacheNotFoundError, ConfigurationError, SchemaError
-from ..generation import generation_at
+from ..generation import on_ignite3
 from ..native import data_source
+from ..native.source_dataset import SourceDataset
 from ..protocol.codes import TypeCode
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..protocol.pool import aligned_empty
 from ..protocol.responses import decode_scan_rows
 from . import arguments, portable
-from .env import apply_env_overrides, connection_options
+from .env import apply_env_overrides
 from .plan import PartitionPlan, ScanTask
 from .reader import DEFAULT_PAGE_BYTES, PageSizer, ReadStats, ScanReader, SqlReader
 from .schema import DatasetSchema, FieldSchema, apply_shapes, leaf_from_type_code, resolve_schema, uniform_array_lengths
@@ -62,7 +63,7 @@ _DEFAULT_READERS = 1
 log = logging.getLogger(__name__)
 
 
-class IgniteDataset(tf.data.Dataset):
+class IgniteDataset(SourceDataset):
     """A ``tf.data.Dataset`` over an Apache Ignite cache.
 
     Elements look like ``{'key': 1, 'val': {'NAME': b'WARM KITTY'}}``: ``key`` and
@@ -204,20 +205,10 @@ class IgniteDataset(tf.data.Dataset):
         seed: int | None = None,
         per_worker: bool = False,
     ) -> None:
+        settings = ConnectionOptions.settings_in(locals())  # credentials, TLS, timeout as given
         cache_name = arguments.static_string("cache_name", cache_name)
         given, tensors = arguments.split(dict(host=host, port=port, local=local, part=part, page_size=page_size))
-        params = apply_env_overrides(
-            dict(
-                given,
-                username=username,
-                password=password,
-                certfile=certfile,
-                keyfile=keyfile,
-                cert_password=cert_password,
-                cafile=cafile,
-                parts=parts,
-            )
-        )
+        params = apply_env_overrides(dict(given, parts=parts))
         # An IGNITE_DATASET_* variable wins over a tensor as over a Python value.
         tensors = {name: t for name, t in tensors.items() if params[name] is None}
         described = _tensor_arguments(cache_name, tensors, given, params, client)
@@ -229,22 +220,18 @@ class IgniteDataset(tf.data.Dataset):
         if decimal_as not in ("float64", "string"):
             raise ConfigurationError("decimal_as is 'float64' or 'string'")
         self.cache_name = cache_name
-        self.connection = connection_options(
-            {**params, "host": params["host"] or DEFAULT_HOST, "port": params["port"] or DEFAULT_PORT},
-            insecure_skip_verify=insecure_skip_verify,
-            server_hostname=server_hostname,
-            insecure_skip_hostname_verification=insecure_skip_hostname_verification,
-            timeout=timeout,
+        self.connection = ConnectionOptions.from_env(
+            **settings, host=params["host"] or DEFAULT_HOST, port=params["port"] or DEFAULT_PORT
         )
         self.client: IgniteClient
         self._table: Any = None  # the Ignite 3 table read under this dataset (on_ignite3), else None
-        if getattr(client, "generation", 2) == 3 or (client is None and generation_at(self.connection) == 3):
+        if on_ignite3(client, self.connection):
             from .on_ignite3 import table_dataset  # the same read of the table cache_name
 
             self.client = client  # type: ignore[assignment]  # on Ignite 3: the Ignite3Client given, or None
             self.batch_size = batch_size
             self._dataset, self._table = table_dataset(cache_name, self.connection, params, tensors, locals())
-            super().__init__(self._dataset._variant_tensor)
+            super().__init__(self._dataset)
             return
         self.client = client if client is not None else self.connection.connect()
 
@@ -358,7 +345,7 @@ class IgniteDataset(tf.data.Dataset):
                 tf.data.experimental.assert_cardinality(self._cardinality(share, batch_size, drop_remainder))
             )
         self._dataset = self._dataset.with_options(_shard_options(share))
-        super().__init__(self._dataset._variant_tensor)
+        super().__init__(self._dataset)
 
     def _cardinality(self, share: bool, batch_size: int | None, drop_remainder: bool) -> int:
         if share:
@@ -372,13 +359,6 @@ class IgniteDataset(tf.data.Dataset):
         return rows // batch_size if drop_remainder else -(-rows // batch_size)
 
     # ---------------------------------------------------------------- tf.data
-    def _inputs(self) -> list[tf.data.Dataset]:
-        return []
-
-    @property
-    def element_spec(self) -> Any:
-        return self._dataset.element_spec
-
     @property
     def stats(self) -> ReadStats:
         """A snapshot of what this dataset's reads have done (rows, scan mode, failovers, rescans)."""
@@ -459,11 +439,12 @@ class IgniteDataset(tf.data.Dataset):
         (``stats.resyncs``).  The dataset runs in the process that built it
         (not on the tf.data service).
         """
+        keywords = dict(locals())  # as given: the connection settings among them (ConnectionOptions.settings_in)
         from .follow import FollowOptions
         from .follow_dataset import FollowDataset
         from .on_ignite3 import refuse_follow
 
-        refuse_follow(cache_name, client, host, port, locals())
+        refuse_follow(cache_name, client, host, port, keywords)
         options = FollowOptions(
             start=start,
             batch_size=batch_size,
@@ -477,15 +458,8 @@ class IgniteDataset(tf.data.Dataset):
             cache_name,
             host,
             port,
+            **ConnectionOptions.settings_in(keywords),
             page_size=page_size,
-            username=username,
-            password=password,
-            certfile=certfile,
-            keyfile=keyfile,
-            cert_password=cert_password,
-            cafile=cafile,
-            insecure_skip_verify=insecure_skip_verify,
-            server_hostname=server_hostname,
             parts=parts,
             value_type=value_type,
             key_type=key_type,
@@ -494,7 +468,6 @@ class IgniteDataset(tf.data.Dataset):
             null_masks=null_masks,
             decimal_as=decimal_as,
             client=client,
-            timeout=timeout,
             per_worker=per_worker,
             shapes=shapes,
         )
@@ -536,25 +509,8 @@ class IgniteDataset(tf.data.Dataset):
         :class:`IgniteDataset`), but has no partitions: tf.data service workers
         read it whole (``"parallel_epochs"``) and its iterators cannot be saved.
         """
-        params = apply_env_overrides(
-            dict(
-                host=host,
-                port=port,
-                username=username,
-                password=password,
-                cafile=cafile,
-                certfile=certfile,
-                keyfile=keyfile,
-                cert_password=cert_password,
-            )
-        )
-        options = connection_options(
-            params,
-            insecure_skip_verify=insecure_skip_verify,
-            server_hostname=server_hostname,
-            insecure_skip_hostname_verification=insecure_skip_hostname_verification,
-        )
-        if getattr(client, "generation", 2) == 3 or (client is None and generation_at(options) == 3):
+        options = ConnectionOptions.from_env(**ConnectionOptions.settings_in(locals()), host=host, port=port)
+        if on_ignite3(client, options):
             from .on_ignite3 import sql_dataset
 
             return sql_dataset(query, args, options, client, locals())  # ignite3.from_sql

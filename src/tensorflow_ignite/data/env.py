@@ -29,7 +29,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..client.env import (
-    CONNECTION_VARIABLES,
     DATASET_PREFIX,
     connection_env,
     env_partitions,
@@ -37,9 +36,8 @@ from ..client.env import (
     parse_int,
     parse_partition_list,
 )
-from ..client.options import ConnectionOptions
 
-__all__ = ["apply_env_overrides", "connection_options", "parse_partition_list", "PREFIX"]
+__all__ = ["apply_env_overrides", "parse_partition_list", "PREFIX"]
 
 PREFIX = DATASET_PREFIX
 
@@ -59,11 +57,3 @@ def apply_env_overrides(params: dict[str, Any], environ: Mapping[str, str] | Non
     if parts is not None:
         out["parts"] = parts
     return out
-
-
-def connection_options(params: Mapping[str, Any], **options: Any) -> ConnectionOptions:
-    """The :class:`~tensorflow_ignite.client.ConnectionOptions` of ``params`` (the connection fields
-    among them) and ``options`` (the others), with the variables applied over both
-    (:meth:`ConnectionOptions.from_env`)."""
-    given = {key: params[key] for key in CONNECTION_VARIABLES if key in params}
-    return ConnectionOptions.from_env(**{**given, **options})

@@ -16,13 +16,15 @@ import tensorflow as tf
 
 from ..errors import ConfigurationError, UnsupportedOperationError
 from ..native import data_source
+from ..native.source_dataset import SourceDataset
+from .dataset import _shard_options
 from .follow import Follower, FollowOptions, FollowStats
 from .follow_log import has_follow_log
 
 __all__ = ["FollowDataset"]
 
 
-class FollowDataset(tf.data.Dataset):
+class FollowDataset(SourceDataset):
     """What ``IgniteDataset.follow`` returns: see there.  ``stats`` tells what its runs did."""
 
     def __init__(self, base: Any, options: FollowOptions) -> None:
@@ -58,19 +60,9 @@ class FollowDataset(tf.data.Dataset):
                 f"this dataset cannot use ({data_source.unavailable_reason() or 'ragged or nested fields'}, or "
                 f"{data_source.SOURCE_ENV}=generator); pick dense fields with fields=[...]"
             )
-        self._dataset = data_source.python_source(self.follower.run, signature, resumable=True)
-        options_ = tf.data.Options()
-        options_.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-        options_.experimental_optimization.inject_prefetch = False
-        self._dataset = self._dataset.with_options(options_)
-        super().__init__(self._dataset._variant_tensor)
-
-    def _inputs(self) -> list[tf.data.Dataset]:
-        return []
-
-    @property
-    def element_spec(self) -> Any:
-        return self._dataset.element_spec
+        # Every worker follows its own partitions (never sharded again), no prefetch injected: as a scan of a share.
+        source = data_source.python_source(self.follower.run, signature, resumable=True)
+        super().__init__(source.with_options(_shard_options(share=True)))
 
     @property
     def stats(self) -> FollowStats:

@@ -18,7 +18,8 @@ What has no Ignite 3 form (binary types, node-local scans, continuous queries) r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -67,6 +68,26 @@ def refuse(what: str, given: Mapping[str, Any], defaults: Mapping[str, tuple[Any
             raise UnsupportedOperationError(
                 f"{what}: {name}={value!r} has no Ignite 3 form ({why}); leave it out for an Ignite 3 cluster"
             )
+
+
+@contextmanager
+def ignite3_call(
+    what: str,
+    given: Mapping[str, Any],
+    defaults: Mapping[str, tuple[Any, str]],
+    options: "ConnectionOptions | None",
+    client: "Ignite3Client | None",
+) -> "Iterator[Ignite3Client]":
+    """The client the Ignite 3 form of a call (``what``) runs with: ``client``, or one of its own for
+    ``options``, closed when the call ends; first the call's keywords without an Ignite 3 form are
+    refused (:func:`refuse`)."""
+    refuse(what, given, defaults)
+    if client is not None:
+        yield client
+        return
+    assert options is not None
+    with _client(options) as own:
+        yield own
 
 
 def _client(options: "ConnectionOptions") -> "Ignite3Client":
@@ -185,19 +206,13 @@ def table_dataset(
 def refuse_follow(cache_name: str, client: Any, host: Any, port: Any, given: Mapping[str, Any]) -> None:
     """:class:`UnsupportedOperationError` when ``IgniteDataset.follow`` is pointed at an Ignite 3 cluster
     (``given``: the keywords of the call)."""
+    from ..client import ConnectionOptions
     from ..generation import generation_at
-    from .env import apply_env_overrides, connection_options
 
     if client is not None:
         generation, where = getattr(client, "generation", 2), client.options
     elif isinstance(host, str) and isinstance(port, int):
-        names = ("username", "password", "cafile", "certfile", "keyfile", "cert_password")
-        where = connection_options(
-            apply_env_overrides({"host": host, "port": port, **{n: given[n] for n in names}}),
-            insecure_skip_verify=given["insecure_skip_verify"],
-            server_hostname=given["server_hostname"],
-            timeout=given["timeout"],
-        )
+        where = ConnectionOptions.from_env(**ConnectionOptions.settings_in(given), host=host, port=port)
         generation = generation_at(where)
     else:
         return  # tensors: IgniteDataset says what it says of them

@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import tensorflow as tf
 
+from ..native.source_dataset import SourceDataset
 from .partitioned import TableReader, TableReadStats
 
 __all__ = ["Ignite3TableDataset"]
 
 
-class Ignite3TableDataset(tf.data.Dataset):
+class Ignite3TableDataset(SourceDataset):
     """A dataset over an Ignite 3 table (see :func:`~.dataset.from_table`); :meth:`stats` tells what its
     reads did."""
 
     def __init__(self, dataset: tf.data.Dataset, reader: TableReader) -> None:
-        self._dataset = dataset
         self._reader = reader
-        super().__init__(dataset._variant_tensor)
-
-    def _inputs(self) -> list[tf.data.Dataset]:
-        return []
-
-    @property
-    def element_spec(self) -> Any:
-        return self._dataset.element_spec
+        super().__init__(dataset)
 
     @property
     def partitions(self) -> tuple[int, ...]:

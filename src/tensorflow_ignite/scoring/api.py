@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import ConfigurationError, PredictError
-from ..generation import generation_at
+from ..generation import on_ignite3
 from ..protocol.codes import TypeCode
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from .ledger import Ledger
@@ -173,6 +173,7 @@ def predict(
     (:mod:`.ignite3`): one unit, skipped by ``skip-existing`` when the output already holds this
     model's prediction for every row; ``parts`` and ``backups`` have no Ignite 3 form.
     """
+    keywords = dict(locals())  # as given: the connection settings among them (ConnectionOptions.settings_in)
     if mode not in _MODES:
         raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
     if batch_size < 1 or record_every < 1:
@@ -191,34 +192,14 @@ def predict(
     if client is None:
         from ..client import ConnectionOptions
 
-        options = ConnectionOptions.from_address(
-            host,
-            port,
-            username=username,
-            password=password,
-            cafile=cafile,
-            certfile=certfile,
-            keyfile=keyfile,
-            cert_password=cert_password,
-            server_hostname=server_hostname,
-        )
-    if getattr(client, "generation", 2) == 3 or (options is not None and generation_at(options) == 3):
-        from .ignite3 import predict_table  # the same scoring of the table or query, into a table
+        options = ConnectionOptions.from_address(host, port, **ConnectionOptions.settings_in(keywords))
+    if on_ignite3(client, options):
+        from ..data.on_ignite3 import ignite3_call
+        from .ignite3 import REFUSED, predict_table  # the same scoring of the table or query, into a table
 
-        return predict_table(
-            scoring_model,
-            source,
-            output,
-            options=options,
-            client=client,  # an Ignite3Client here
-            inputs=inputs,
-            key=key,
-            args=args,
-            mode=mode,
-            batch_size=batch_size,
-            given=dict(parts=parts, backups=backups),
-            started=started,
-        )
+        what = f"predict {source[:60]!r} into {output!r} on an Ignite 3 cluster"
+        with ignite3_call(what, dict(parts=parts, backups=backups), REFUSED, options, client) as on:
+            return predict_table(scoring_model, source, output, on, inputs, key, args, mode, batch_size, started)
     if client is None:
         assert options is not None
         client = options.connect()

@@ -27,14 +27,13 @@ from .signature import bind_inputs
 from .source import _SQL_KEYS, _keys, _spec, is_query
 
 if TYPE_CHECKING:
-    from ..client.options import ConnectionOptions
     from ..ignite3.client import Ignite3Client
     from .api import PredictResult
 
 __all__ = ["predict_table"]
 
 #: predict's options without an Ignite 3 form: name -> (default, why).
-_REFUSED: dict[str, tuple[Any, str]] = {
+REFUSED: dict[str, tuple[Any, str]] = {
     "parts": (None, "an Ignite 3 source is scored as one unit; the launcher does not run on Ignite 3 yet"),
     "backups": (0, "replicas are a distribution zone's: create the output table in one first"),
 }
@@ -64,34 +63,6 @@ def predict_table(
     scoring_model: ScoringModel,
     source: str,
     output: str,
-    *,
-    options: "ConnectionOptions | None",
-    client: "Ignite3Client | None",
-    inputs: Mapping[str, str] | None,
-    key: str | None,
-    args: Sequence[Any],
-    mode: str,
-    batch_size: int,
-    given: Mapping[str, Any],
-    started: float,
-) -> "PredictResult":
-    """``predict(model, source, output, ...)`` on the Ignite 3 cluster at ``options`` (or of ``client``)."""
-    from ..data.on_ignite3 import refuse
-
-    refuse(f"predict {source[:60]!r} into {output!r} on an Ignite 3 cluster", given, _REFUSED)
-    if client is None:
-        from ..ignite3.client import Ignite3Client
-
-        assert options is not None
-        with Ignite3Client(options) as own:
-            return _predict(scoring_model, source, output, own, inputs, key, args, mode, batch_size, started)
-    return _predict(scoring_model, source, output, client, inputs, key, args, mode, batch_size, started)
-
-
-def _predict(
-    scoring_model: ScoringModel,
-    source: str,
-    output: str,
     client: "Ignite3Client",
     inputs: Mapping[str, str] | None,
     key: str | None,
@@ -100,6 +71,8 @@ def _predict(
     batch_size: int,
     started: float,
 ) -> "PredictResult":
+    """``predict(model, source, output, ...)`` on the Ignite 3 cluster of ``client`` (the call's keywords
+    without an Ignite 3 form, :data:`REFUSED`, were refused already: :func:`~..data.on_ignite3.ignite3_call`)."""
     from ..data.dataset import IgniteDataset
     from ..data.on_ignite3 import sql_name
     from ..data.write.ignite3 import table_exists, write_table
@@ -179,12 +152,10 @@ def _predict(
     written = write_table(
         output,
         Source(list(first), None, chunks, first, False),
-        options=None,
-        client=client,
+        client,
         key=_KEY,
         key_offset=None,
         mode="append" if kept else "overwrite",
-        given={},
         started=started,
     )
     return PredictResult(

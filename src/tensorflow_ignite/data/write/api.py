@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...capacity import CapacityGuard
 from ...errors import CapacityError, ConfigurationError, IgniteError, ServerError, WriteError
-from ...generation import generation_at
+from ...generation import on_ignite3
 from ...protocol.codes import AtomicityMode, WriteSynchronizationMode
 from ...protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from ..tensor_schema import SCHEMA_CACHE, load_schema, save_schema
@@ -178,6 +178,7 @@ def write(
     same call fills the table ``cache_name`` instead (:mod:`.ignite3`): the same modes, keys and
     result; per-row arrays become VARBINARY columns that ``IgniteDataset`` reads back in their shapes.
     """
+    keywords = dict(locals())  # as given: the connection settings among them (ConnectionOptions.settings_in)
     if mode not in _MODES:
         raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
     if not cache_name or cache_name == SCHEMA_CACHE:
@@ -197,32 +198,15 @@ def write(
 
         # The process's shared client for these options (the one its datasets and ignite:// use),
         # the IGNITE_DATASET_* variables applied as for every feature.
-        options = ConnectionOptions.from_address(
-            host,
-            port,
-            username=username,
-            password=password,
-            cafile=cafile,
-            certfile=certfile,
-            keyfile=keyfile,
-            cert_password=cert_password,
-            server_hostname=server_hostname,
-        ).with_env()
-    if getattr(client, "generation", 2) == 3 or (options is not None and generation_at(options) == 3):
-        from .ignite3 import write_table  # the same write into the table cache_name
+        options = ConnectionOptions.from_address(host, port, **ConnectionOptions.settings_in(keywords)).with_env()
+    if on_ignite3(client, options):
+        from ..on_ignite3 import ignite3_call
+        from .ignite3 import REFUSED, write_table  # the same write into the table cache_name
 
         given = dict(type_name=type_name, backups=backups, write_sync=write_sync)
-        return write_table(
-            cache_name,
-            source,
-            options=options,
-            client=client,  # type: ignore[arg-type]  # an Ignite3Client here
-            key=key,
-            key_offset=key_offset,
-            mode=mode,
-            given=given,
-            started=started,
-        )
+        what = f"write to {cache_name!r} on an Ignite 3 cluster"
+        with ignite3_call(what, given, REFUSED, options, client) as on:  # type: ignore[arg-type]  # an Ignite3Client
+            return write_table(cache_name, source, on, key=key, key_offset=key_offset, mode=mode, started=started)
     if client is None:
         assert options is not None
         client = options.connect()

@@ -22,20 +22,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import ConfigurationError, TableNotFoundError, WriteError
-from ..on_ignite3 import delete_record, load_record, refuse, save_record, sql_name
+from ..on_ignite3 import delete_record, load_record, save_record, sql_name
 from .cache import default_type_name
 from .plan import ROW_KEY, check_append_schema, check_unique_keys, make_plan
 from .sources import Source
 
 if TYPE_CHECKING:
-    from ...client.options import ConnectionOptions
     from ...ignite3.client import Ignite3Client
     from .api import WriteResult
 
 __all__ = ["table_exists", "write_table"]
 
 #: write's options without an Ignite 3 form: name -> (default, why).
-_REFUSED: dict[str, tuple[Any, str]] = {
+REFUSED: dict[str, tuple[Any, str]] = {
     "type_name": (None, "Ignite 3 tables have columns, not binary types"),
     "backups": (0, "replicas are a distribution zone's: create the table with tensorflow_ignite.ignite3.write(zone=)"),
     "write_sync": ("primary_sync", "Ignite 3 writes are transactional, acknowledged by the partition's replicas"),
@@ -85,33 +84,15 @@ def _count(client: "Ignite3Client", table: str) -> int:
 def write_table(
     cache_name: str,
     source: Source,
+    client: "Ignite3Client",
     *,
-    options: "ConnectionOptions | None",
-    client: "Ignite3Client | None",
     key: str | None,
     key_offset: int | None,
     mode: str,
-    given: Mapping[str, Any],
     started: float,
 ) -> "WriteResult":
-    """``write(cache_name, ...)`` into the Ignite 3 table ``cache_name`` (``given``: write's other keywords)."""
-    from ...ignite3.client import Ignite3Client
-
-    refuse(f"write to {cache_name!r} on an Ignite 3 cluster", given, _REFUSED)
-    if client is None:
-        assert options is not None
-        with Ignite3Client(options) as own:
-            return write_table(
-                cache_name,
-                source,
-                options=None,
-                client=own,
-                key=key,
-                key_offset=key_offset,
-                mode=mode,
-                given=given,
-                started=started,
-            )
+    """``write(cache_name, ...)`` into the Ignite 3 table ``cache_name`` through ``client`` (the call's
+    keywords without an Ignite 3 form, :data:`REFUSED`, were refused already: :func:`.on_ignite3.ignite3_call`)."""
     from ...ignite3.dataset import _identifier
     from ...ignite3.write import write as write3
     from .api import WriteResult
