@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigurationError
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import validate
+from .grammar import add_hook_option
 
 if TYPE_CHECKING:
     from ..client import ConnectionOptions
@@ -99,8 +100,8 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, without_host: str | 
         f"without it, asked for on the terminal)",
     )
     # Hidden: without it argparse would take `--password SECRET` as an abbreviation of --password-env.
-    conn.add_argument(
-        "--password", nargs="?", action=_RefusePassword, default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    add_hook_option(
+        conn, "--password", hook=_refuse_password, nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
     conn.add_argument("--cafile", help="CA certificate (PEM) to verify the nodes' TLS certificates; enables TLS")
     conn.add_argument("--certfile", help="client certificate (PEM), for nodes that require one; enables TLS")
@@ -113,21 +114,13 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, without_host: str | 
     return conn
 
 
-class _RefusePassword(argparse.Action):
+def _refuse_password(parser: argparse.ArgumentParser, _ns: argparse.Namespace, _value: Any, _used: str | None) -> None:
     """``--password``: refused, without repeating its value (it would end up in logs)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: object,
-        option_string: str | None = None,
-    ) -> None:
-        parser.error(
-            f"--password: a password is never a command-line argument (other users could read it in "
-            f"`ps`): set ${PASSWORD_ENV} (or the variable --password-env names), or let it be asked for "
-            f"on the terminal"
-        )
+    parser.error(
+        f"--password: a password is never a command-line argument (other users could read it in "
+        f"`ps`): set ${PASSWORD_ENV} (or the variable --password-env names), or let it be asked for "
+        f"on the terminal"
+    )
 
 
 def read_password(username: str | None, env: str = PASSWORD_ENV) -> str | None:

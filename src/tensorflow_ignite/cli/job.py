@@ -20,9 +20,9 @@ from ..launcher import layout
 from ..launcher.jobs import JobClient, OutputLine
 from . import validate
 from .credentials import add_connection_arguments, connection_options
-from .grammar import add_json_argument, print_json
+from .grammar import add_json_argument, options_of, print_json, print_result, print_table
 
-__all__ = ["register"]
+__all__ = ["register", "add_worker_arguments", "report_submitted"]
 
 _EPILOG_ENV = (
     "Each worker gets TF_CONFIG, IGNITE_DATASET_HOST/PORT (its own node), IGNITE_DATASET_PARTS "
@@ -84,18 +84,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         metavar="N",
         help="ps tasks of a parameter_server job (default 1), placed on the data nodes",
     )
-    start.add_argument(
-        "--python",
-        metavar="PATH",
-        help="Python interpreter on the nodes (default: this one); first on the workers' PATH",
-    )
-    start.add_argument(
-        "--max-restarts",
-        type=validate.int_between(0, 1000),
-        default=3,
-        metavar="N",
-        help="restarts after failures before the job fails (default 3)",
-    )
+    add_worker_arguments(start, "Python interpreter on the nodes (default: this one); first on the workers' PATH")
     start.add_argument(
         "--backoff",
         type=validate.positive_float,
@@ -192,6 +181,28 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     rm.set_defaults(handler=_rm)
 
 
+def add_worker_arguments(p: argparse.ArgumentParser | Any, python_help: str) -> None:
+    """``--python`` and ``--max-restarts``: how the launcher runs and restarts a job's workers
+    (``start``, ``predict --on-cluster``)."""
+    p.add_argument("--python", metavar="PATH", help=python_help)
+    p.add_argument(
+        "--max-restarts",
+        type=validate.int_between(0, 1000),
+        default=3,
+        metavar="N",
+        help="restarts after failures before the job fails (default 3)",
+    )
+
+
+def report_submitted(jobs: JobClient, args: argparse.Namespace, record: dict[str, Any], following: str) -> int:
+    """After a submit: with ``--detach`` the job's name (``record`` with ``--json``) and exit code 0;
+    else ``following`` on stderr and the job's output until it ends (:func:`_follow`: its exit code)."""
+    if args.detach:
+        return print_result(args.json, record, [record["job"]])
+    print(following, file=sys.stderr)
+    return _follow(jobs, record["job"])
+
+
 def _job_command(
     sub: "argparse._SubParsersAction[argparse.ArgumentParser]", name: str, help: str, description: str
 ) -> argparse.ArgumentParser:
@@ -237,30 +248,28 @@ def _start(args: argparse.Namespace) -> int:
             args.cache,
             args.job_dir,
             command,
-            name=args.name,
             env=env,
-            python=args.python,
-            checkpoint_dir=args.checkpoint_dir,
-            max_restarts=args.max_restarts,
-            strategy=args.strategy,
-            num_ps=args.num_ps,
-            backoff=args.backoff,
-            settle=args.settle,
-            grace=args.grace,
+            **options_of(
+                args,
+                "name",
+                "python",
+                "checkpoint_dir",
+                "max_restarts",
+                "strategy",
+                "num_ps",
+                "backoff",
+                "settle",
+                "grace",
+            ),
         )
         job_id = rec["id"]
-        if args.detach:
-            if args.json:
-                print_json({"job": job_id, "cache": args.cache, "state": rec.get("state")})
-            else:
-                print(job_id)
-            return 0
-        print(
+        return report_submitted(
+            jobs,
+            args,
+            {"job": job_id, "cache": args.cache, "state": rec.get("state")},
             f"ignite-tf: job {job_id} submitted (cache {args.cache}); following its output "
             f"(Ctrl+C detaches, `ignite-tf stop {job_id}` stops it)",
-            file=sys.stderr,
         )
-        return _follow(jobs, job_id)
 
 
 def _follow(jobs: JobClient, job_id: str, out: TextIO | None = None) -> int:
@@ -315,7 +324,7 @@ def _ps(args: argparse.Namespace) -> int:
                 shlex.join(str(c) for c in r.get("command") or ()),
             )
         )
-    _table(rows, sys.stdout)
+    print_table(rows)
     return 0
 
 
@@ -383,7 +392,7 @@ def _describe(args: argparse.Namespace) -> int:
                     "" if st.get("exit_code") is None else str(st.get("exit_code")),
                 )
             )
-        _table(rows, out, indent="  ")
+        print_table(rows, out, indent="  ")
     failures = rec.get("failures") or []
     out.write(f"\nRestarts ({len(failures)} failure(s)):\n" if failures else "\nRestarts: none\n")
     for f in failures:
@@ -424,11 +433,11 @@ def _attach(args: argparse.Namespace) -> int:
 def _stop(args: argparse.Namespace) -> int:
     with _connect(args) as jobs:
         rec = jobs.stop(args.job, wait=not args.no_wait, timeout=args.timeout)
-    if args.json:
-        print_json({"job": args.job, "state": rec.get("state"), "message": rec.get("message")})
-        return 0
-    print(f"job {args.job}: {rec.get('state')}" + (f" ({rec.get('message')})" if rec.get("message") else ""))
-    return 0
+    return print_result(
+        args.json,
+        {"job": args.job, "state": rec.get("state"), "message": rec.get("message")},
+        [f"job {args.job}: {rec.get('state')}" + (f" ({rec.get('message')})" if rec.get("message") else "")],
+    )
 
 
 def _rm(args: argparse.Namespace) -> int:
@@ -446,18 +455,10 @@ def _rm(args: argparse.Namespace) -> int:
             report += [{"job": job_id, "state": "finished"} for job_id in removed]
             if not args.json:
                 print(f"removed {len(removed)} finished job(s)" + (": " + ", ".join(removed) if removed else ""))
-    if args.json:
-        print_json({"removed": report})
-    return 0
+    return print_result(args.json, {"removed": report}, ())
 
 
 # --------------------------------------------------------------------- format
-def _table(rows: list[tuple[str, ...]], out: TextIO, indent: str = "") -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        out.write(indent + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")
-
-
 def _age(ms: float) -> str:
     s = max(0, int(ms / 1000))
     if s < 120:

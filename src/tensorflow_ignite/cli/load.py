@@ -7,7 +7,15 @@ import argparse
 from ..errors import ConfigurationError, IgniteError
 from . import validate
 from .credentials import CERT_PASSWORD_ENV, PASSWORD_ENV, add_connection_arguments, client_settings
-from .grammar import add_deprecated_alias, add_json_argument, add_progress_argument, print_error, print_json
+from .grammar import (
+    add_backups_argument,
+    add_deprecated_alias,
+    add_json_argument,
+    add_progress_argument,
+    options_of,
+    print_error,
+    print_result,
+)
 
 __all__ = ["register"]
 
@@ -81,9 +89,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         convert=lambda mb: max(1, int(mb * (1 << 20))),
     )
     cache = p.add_argument_group("cache configuration (when the cache is created)")
-    cache.add_argument(
-        "--backups", type=validate.int_between(0), default=0, help="backup copies of each partition (default 0)"
-    )
+    add_backups_argument(cache, "backup copies of each partition (default 0)")
     cache.add_argument(
         "--atomicity",
         choices=("atomic", "transactional"),
@@ -139,42 +145,41 @@ def _load(args: argparse.Namespace) -> int:
             args.cache,
             args.path,
             client=client,
-            type_name=args.type_name,
-            key=args.key,
-            key_offset=args.key_offset,
             columns=columns,
-            mode=args.mode,
-            backups=args.backups,
-            atomicity=args.atomicity,
-            write_sync=args.write_sync,
             sql=not args.no_sql,
-            batch_bytes=args.batch_bytes,
-            progress=args.progress,
+            **options_of(
+                args,
+                "type_name",
+                "key",
+                "key_offset",
+                "mode",
+                "backups",
+                "atomicity",
+                "write_sync",
+                "batch_bytes",
+                "progress",
+            ),
         )
     except (IgniteError, OSError) as exc:
         # Unreadable files are OSErrors.
         return print_error(exc)
-    if args.json:
-        print_json(
-            {
-                "rows": result.rows,
-                "bytes": result.bytes_sent,
-                "seconds": result.seconds,
-                "rows_per_second": result.rows_per_second,
-                "cache": result.cache_name,
-                "type_name": result.type_name,
-                "key": result.key,
-                "sql_table": result.sql_table,
-                "notes": list(result.notes),
-            }
-        )
-        return 0
-    print(
-        f"{result.rows} rows, {result.megabytes:.1f} MB, {result.seconds:.2f} s "
-        f"({result.rows_per_second:,.0f} rows/s) -> cache {result.cache_name!r} (type {result.type_name})"
+    return print_result(
+        args.json,
+        {
+            "rows": result.rows,
+            "bytes": result.bytes_sent,
+            "seconds": result.seconds,
+            "rows_per_second": result.rows_per_second,
+            "cache": result.cache_name,
+            "type_name": result.type_name,
+            "key": result.key,
+            "sql_table": result.sql_table,
+            "notes": list(result.notes),
+        },
+        [
+            f"{result.rows} rows, {result.megabytes:.1f} MB, {result.seconds:.2f} s "
+            f"({result.rows_per_second:,.0f} rows/s) -> cache {result.cache_name!r} (type {result.type_name})",
+            *([f"SQL table: {result.sql_table}"] if result.sql_table else []),
+            *(f"note: {note}" for note in result.notes),
+        ],
     )
-    if result.sql_table:
-        print(f"SQL table: {result.sql_table}")
-    for note in result.notes:
-        print(f"note: {note}")
-    return 0

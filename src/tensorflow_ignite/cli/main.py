@@ -12,11 +12,13 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .. import demo
 from ..errors import IgniteError
 from ..native.quiet import quiet_tensorflow_import
 from . import job, load, module, node, predict, tensorboard
+from .grammar import add_hook_option
 from .signals import Terminated, terminate_as_interrupt
 
 __all__ = ["main", "build_parser", "version_text"]
@@ -75,27 +77,10 @@ def version_text() -> str:
     return "\n".join(lines)
 
 
-class _VersionAction(argparse.Action):
+def _print_version(parser: argparse.ArgumentParser, _ns: argparse.Namespace, _value: Any, _used: str | None) -> None:
     """``--version``: print :func:`version_text` and exit (computed only when asked)."""
-
-    def __init__(
-        self,
-        option_strings: Sequence[str],
-        dest: str = argparse.SUPPRESS,
-        default: str = argparse.SUPPRESS,
-        help: str | None = None,
-    ) -> None:
-        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: object,
-        option_string: str | None = None,
-    ) -> None:
-        print(version_text())
-        parser.exit()
+    print(version_text())
+    parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,9 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="log debug details, and let TensorFlow's native start-up messages through",
     )
-    parser.add_argument(
+    add_hook_option(
+        parser,
         "--version",
-        action=_VersionAction,
+        hook=_print_version,
+        nargs=0,
+        default=argparse.SUPPRESS,
         help="show the versions of tensorflow-ignite, TensorFlow, the thin-client "
         "protocol and the bundled Apache Ignite, then exit",
     )

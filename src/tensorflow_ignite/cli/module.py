@@ -7,9 +7,9 @@ import sys
 
 from ..errors import IgniteError
 from .credentials import add_connection_arguments, connection_options
-from .grammar import add_json_argument, print_json
+from .grammar import add_json_argument, print_json, print_table
 
-__all__ = ["register", "duration"]
+__all__ = ["register", "duration", "add_follow_log_arguments", "follow_log_retention_refused"]
 
 _DESCRIPTION = """\
 `ignite-tf start` runs its training workers through a small Ignite module: one jar in every
@@ -52,22 +52,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "launcher service) that go inside a node's IgniteConfiguration bean. The launcher's "
         "security settings are in it, commented out: with none set it refuses every job.",
     )
-    config.add_argument(
-        "--follow-log",
-        action="append",
-        default=[],
-        metavar="CACHE[,CACHE]",
-        help="also keep the follow log of these caches: every update, so that IgniteDataset.follow "
-        "resumes exactly once (README, 'Following a cache'); repeatable",
-    )
-    config.add_argument(
-        "--follow-log-retention",
-        type=duration,
-        default=None,
-        metavar="DURATION",
-        help="how long the follow log keeps an update: seconds, or a number with s, m, h or d "
-        "(default 1h); a follower stopped longer than this cannot resume exactly once",
-    )
+    add_follow_log_arguments(config, "also keep the follow log of these caches", "")
     config.set_defaults(handler=_config)
     check = msub.add_parser(
         "check",
@@ -79,6 +64,36 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_connection_arguments(check)
     add_json_argument(check, "the server nodes with their module versions")
     check.set_defaults(handler=_check)
+
+
+def add_follow_log_arguments(p: argparse.ArgumentParser, keep: str, scope: str) -> None:
+    """``--follow-log`` (its help starting with ``keep``, ending with ``scope``) and ``--follow-log-retention``:
+    the follow log of ``node start`` and ``module config``."""
+    p.add_argument(
+        "--follow-log",
+        action="append",
+        default=[],
+        metavar="CACHE[,CACHE]",
+        help=f"{keep}: every update, so that IgniteDataset.follow "
+        f"resumes exactly once (README, 'Following a cache'); repeatable{scope}",
+    )
+    p.add_argument(
+        "--follow-log-retention",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="how long the follow log keeps an update: seconds, or a number with s, m, h or d "
+        "(default 1h); a follower stopped longer than this cannot resume exactly once",
+    )
+
+
+def follow_log_retention_refused(args: argparse.Namespace, caches: object) -> bool:
+    """True, having said why on stderr, when ``--follow-log-retention`` comes without caches to log
+    (the command then exits with 2)."""
+    if args.follow_log_retention is not None and not caches:
+        print("ignite-tf: --follow-log-retention needs --follow-log CACHE (which caches to log)", file=sys.stderr)
+        return True
+    return False
 
 
 def _path(args: argparse.Namespace) -> int:
@@ -109,8 +124,7 @@ def duration(text: str) -> int:
 def _config(args: argparse.Namespace) -> int:
     from ..launcher.module import xml_fragment
 
-    if args.follow_log_retention is not None and not args.follow_log:
-        print("ignite-tf: --follow-log-retention needs --follow-log CACHE (which caches to log)", file=sys.stderr)
+    if follow_log_retention_refused(args, args.follow_log):
         return 2
     sys.stdout.write(xml_fragment(follow_log=args.follow_log, follow_log_retention_s=args.follow_log_retention))
     return 0
@@ -142,9 +156,7 @@ def _check(args: argparse.Namespace) -> int:
     else:
         rows = [("NODE", "ADDRESSES", "IGNITE", "MODULE")]
         rows += [(n.name, ", ".join(n.addresses[:3]), n.ignite_version, n.version or "-") for n in nodes]
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        for r in rows:
-            print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        print_table(rows)
     try:
         require_module(nodes)
     except IgniteError as exc:

@@ -15,10 +15,17 @@ from ..local.state import state_dir
 from ..local.tls import describe_tls
 from ..protocol.endpoint import DEFAULT_HOST
 from . import validate
-from .grammar import add_deprecated_alias, add_json_argument, print_json
-from .module import duration
+from .grammar import (
+    add_deprecated_alias,
+    add_json_argument,
+    add_listen_port_argument,
+    print_json,
+    print_result,
+    print_table,
+)
+from .module import add_follow_log_arguments, follow_log_retention_refused
 
-__all__ = ["register", "default_work_dir", "node_states"]
+__all__ = ["register", "default_work_dir", "node_states", "cluster_settings"]
 
 
 def default_work_dir() -> Path:
@@ -63,12 +70,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         metavar="N",
         help="number of server nodes (default 1)",
     )
-    start.add_argument(
+    add_listen_port_argument(
+        start,
         "--client-port",
-        type=validate.int_between(0, 65535),
-        default=10800,
-        metavar="PORT",
-        help="thin-client port of the first node; node i uses PORT+i (default 10800; 0 picks free ports)",
+        10800,
+        "thin-client port of the first node; node i uses PORT+i (default 10800; 0 picks free ports)",
     )
     start.add_argument(
         "--bind",
@@ -108,22 +114,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         metavar="PATH",
         help="extra classpath entry for the nodes (repeatable)",
     )
-    start.add_argument(
-        "--follow-log",
-        action="append",
-        default=[],
-        metavar="CACHE[,CACHE]",
-        help="keep the follow log of these caches: every update, so that IgniteDataset.follow "
-        "resumes exactly once (README, 'Following a cache'); repeatable; Ignite 2 only",
-    )
-    start.add_argument(
-        "--follow-log-retention",
-        type=duration,
-        default=None,
-        metavar="DURATION",
-        help="how long the follow log keeps an update: seconds, or a number with s, m, h or d "
-        "(default 1h); a follower stopped longer than this cannot resume exactly once",
-    )
+    add_follow_log_arguments(start, "keep the follow log of these caches", "; Ignite 2 only")
     start.add_argument(
         "--timeout", type=validate.positive_float, default=180, help="seconds to wait for readiness (default 180)"
     )
@@ -167,8 +158,7 @@ def _work_dir_arg(p: argparse.ArgumentParser) -> None:
 def _start(args: argparse.Namespace) -> int:
     work_dir = args.work_dir or default_work_dir()
     follow_log = follow_log_caches(args.follow_log)
-    if args.follow_log_retention is not None and not follow_log:
-        print("ignite-tf: --follow-log-retention needs --follow-log CACHE (which caches to log)", file=sys.stderr)
+    if follow_log_retention_refused(args, follow_log):
         return 2
     if args.ignite == 3:
         if follow_log:
@@ -181,17 +171,11 @@ def _start(args: argparse.Namespace) -> int:
 
         return node3.start(args, work_dir)
     cluster = LocalCluster(
-        work_dir=work_dir,
-        nodes=args.nodes,
-        host=args.bind,
-        client_port=args.client_port or None,
+        **cluster_settings(args, work_dir),
         persistence=args.persistence,
         auth=args.auth,
-        tls=args.tls or args.tls_client_auth,
-        tls_client_auth=args.tls_client_auth,
         sql=args.sql,
         region_mb=args.region_mb,
-        heap_mb=args.heap_mb,
         extra_classpath=tuple(args.classpath),
         follow_log=tuple(follow_log),
         follow_log_retention_s=args.follow_log_retention,
@@ -219,6 +203,19 @@ def _start(args: argparse.Namespace) -> int:
         cluster.stop()
         print("nodes stopped", file=human, flush=True)
     return 0
+
+
+def cluster_settings(args: argparse.Namespace, work_dir: Path) -> dict[str, Any]:
+    """The ``node start`` options an Ignite 2 cluster and an Ignite 3 one (:mod:`.node3`) take alike."""
+    return {
+        "work_dir": work_dir,
+        "nodes": args.nodes,
+        "host": args.bind,
+        "client_port": args.client_port or None,
+        "heap_mb": args.heap_mb,
+        "tls": args.tls or args.tls_client_auth,
+        "tls_client_auth": args.tls_client_auth,
+    }
 
 
 def _print_started(cluster: LocalCluster, as_json: bool = False) -> None:
@@ -301,11 +298,11 @@ def _stop(args: argparse.Namespace) -> int:
     left = cluster.java_pids()
     if left:
         raise NodeError(f"processes still running after stop: {left}")
-    if args.json:
-        print_json({"stopped": len(running), "work_dir": str(cluster.work_dir)})
-        return 0
-    print(f"stopped {len(running)} node(s) from {cluster.work_dir}")
-    return 0
+    return print_result(
+        args.json,
+        {"stopped": len(running), "work_dir": str(cluster.work_dir)},
+        [f"stopped {len(running)} node(s) from {cluster.work_dir}"],
+    )
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -365,9 +362,7 @@ def _print_status(cluster: LocalCluster) -> bool:
                 st.get("cluster_state", "-") if alive else "-",
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    print_table(rows)
     up = [m for m in cluster.members if m.alive()]
     topo = max((len(m.status().get("servers", [])) for m in up), default=0)
     print(f"topology: {topo} server node(s); {len(up)}/{len(cluster.members)} recorded node(s) running")

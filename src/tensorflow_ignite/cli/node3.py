@@ -17,7 +17,7 @@ from ..errors import ConfigurationError, NodeError
 from ..local.cluster import DEFAULT_PASSWORD, DEFAULT_USER
 from ..local.ignite3 import MEMORY_PROFILE, Ignite3Cluster
 from ..local.tls import describe_tls
-from .grammar import print_json
+from .grammar import print_json, print_result, print_table
 
 __all__ = ["start", "stop", "states", "print_status", "UNSUPPORTED"]
 
@@ -33,18 +33,14 @@ def start(args: argparse.Namespace, work_dir: Path) -> int:
     given = [(flag, why) for attr, flag, why in UNSUPPORTED if getattr(args, attr)]
     if given:
         raise ConfigurationError("; ".join(f"{flag} does not apply to --ignite 3 ({why})" for flag, why in given))
+    from .node import cluster_settings
+
     cluster = Ignite3Cluster(
-        work_dir=work_dir,
-        nodes=args.nodes,
-        host=args.bind,
-        client_port=args.client_port or None,
-        heap_mb=args.heap_mb,
+        **cluster_settings(args, work_dir),
         storage_mb=args.region_mb,
         owner_pid=None,
         username=DEFAULT_USER if args.auth else None,
         password=DEFAULT_PASSWORD if args.auth else None,
-        tls=args.tls or args.tls_client_auth,
-        tls_client_auth=args.tls_client_auth,
     )
     human = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the one JSON document
     print(f"Starting {args.nodes} Ignite 3 node(s) in {work_dir} ...", file=human, flush=True)
@@ -102,11 +98,11 @@ def stop(cluster: Ignite3Cluster, *, as_json: bool = False) -> int:
     left = [n.pid for n in cluster.members if cluster.is_alive(n)]
     if left:
         raise NodeError(f"Ignite 3 node processes still running after stop: {left}")
-    if as_json:
-        print_json({"stopped": len(running), "work_dir": str(cluster.work_dir), "ignite": 3})
-        return 0
-    print(f"stopped {len(running)} Ignite 3 node(s) from {cluster.work_dir}")
-    return 0
+    return print_result(
+        as_json,
+        {"stopped": len(running), "work_dir": str(cluster.work_dir), "ignite": 3},
+        [f"stopped {len(running)} Ignite 3 node(s) from {cluster.work_dir}"],
+    )
 
 
 def states(cluster: Ignite3Cluster) -> list[dict[str, object]]:
@@ -143,9 +139,7 @@ def print_status(cluster: Ignite3Cluster) -> bool:
                 (n.status() or "-") if st["state"] == "running" else "-",
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    print_table(rows)
     ready = sum(1 for st in states(cluster) if st["ready"])
     print(f"Ignite 3 cluster {cluster.name!r}: {ready}/{len(cluster.members)} recorded node(s) running and ready")
     return bool(cluster.members) and ready == len(cluster.members)

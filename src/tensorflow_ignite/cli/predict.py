@@ -4,12 +4,20 @@ or with ``--on-cluster`` as a launcher job, one worker per server node (:mod:`te
 from __future__ import annotations
 
 import argparse
-import sys
+from typing import Any
 
 from ..errors import ConfigurationError, IgniteError
 from . import validate
 from .credentials import add_connection_arguments, client_settings, connection_options
-from .grammar import add_json_argument, add_progress_argument, print_error, print_json
+from .grammar import (
+    add_backups_argument,
+    add_json_argument,
+    add_progress_argument,
+    options_of,
+    print_error,
+    print_result,
+)
+from .job import add_worker_arguments, report_submitted
 
 __all__ = ["register"]
 
@@ -71,12 +79,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         metavar="N",
         help="record complete partitions every N batches (default 16)",
     )
-    p.add_argument(
-        "--backups",
-        type=validate.int_between(0),
-        default=0,
-        help="backup copies of the output cache when it is created (default 0)",
-    )
+    add_backups_argument(p, "backup copies of the output cache when it is created (default 0)")
     p.add_argument("--no-sql", action="store_true", help="do not make the output cache an SQL table")
     add_progress_argument(p)
     add_json_argument(
@@ -91,14 +94,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         help="score on the server nodes through the launcher: one worker per node, its partitions",
     )
     cluster.add_argument("--name", help="job name (default predict-OUTPUT plus a random suffix)")
-    cluster.add_argument("--python", metavar="PATH", help="Python interpreter on the nodes (default: this one)")
-    cluster.add_argument(
-        "--max-restarts",
-        type=validate.int_between(0, 1000),
-        default=3,
-        metavar="N",
-        help="restarts after failures before the job fails (default 3)",
-    )
+    add_worker_arguments(cluster, "Python interpreter on the nodes (default: this one)")
     cluster.add_argument("-d", "--detach", action="store_true", help="print the job name and return at once")
     add_connection_arguments(p)
     p.set_defaults(handler=_predict)
@@ -116,10 +112,18 @@ def _mapping(text: str | None) -> dict[str, str] | None:
     return out
 
 
+def _scoring_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What to score and how, the same in this process and on the cluster."""
+    return {
+        "inputs": _mapping(args.inputs),
+        "sql": not args.no_sql,
+        **options_of(args, "mode", "batch_size", "record_every", "backups"),
+    }
+
+
 def _on_cluster(args: argparse.Namespace) -> int:
     from ..launcher.jobs import JobClient
     from ..scoring.cluster import submit_predict
-    from .job import _follow
 
     if args.key:
         raise ConfigurationError("--key names the key column of an SQL query; --on-cluster scores a cache")
@@ -135,31 +139,19 @@ def _on_cluster(args: argparse.Namespace) -> int:
                 args.model,
                 args.source,
                 args.out,
-                inputs=_mapping(args.inputs),
-                mode=args.mode,
-                batch_size=args.batch_size,
-                record_every=args.record_every,
-                backups=args.backups,
-                sql=not args.no_sql,
-                name=args.name,
-                python=args.python,
-                max_restarts=args.max_restarts,
+                **_scoring_options(args),
+                **options_of(args, "name", "python", "max_restarts"),
             )
         except (IgniteError, OSError) as exc:
             return print_error(exc)
         job_id = rec["id"]
-        if args.detach:
-            if args.json:
-                print_json({"job": job_id, "source": args.source, "output": args.out})
-            else:
-                print(job_id)
-            return 0
-        print(
+        return report_submitted(
+            jobs,
+            args,
+            {"job": job_id, "source": args.source, "output": args.out},
             f"ignite-tf: job {job_id} scores cache {args.source} into {args.out!r} on the nodes; following its "
             f"output (Ctrl+C detaches, `ignite-tf describe {job_id}` shows each node's progress)",
-            file=sys.stderr,
         )
-        return _follow(jobs, job_id)
 
 
 def _predict(args: argparse.Namespace) -> int:
@@ -187,47 +179,35 @@ def _predict(args: argparse.Namespace) -> int:
             args.model,
             args.source,
             args.out,
-            inputs=_mapping(args.inputs),
-            key=args.key,
-            mode=args.mode,
-            host=args.host,
-            port=args.port,
+            **_scoring_options(args),
+            **options_of(args, "key", "host", "port", "progress"),
             **client_settings(args),
-            batch_size=args.batch_size,
-            record_every=args.record_every,
-            backups=args.backups,
-            sql=not args.no_sql,
-            progress=args.progress,
         )
     except (IgniteError, OSError) as exc:
         return print_error(exc)
-    if args.json:
-        print_json(
-            {
-                "rows": result.rows,
-                "seconds": result.seconds,
-                "rows_per_second": result.rows_per_second,
-                "output": result.output,
-                "source": result.source,
-                "output_action": result.output_action,
-                "units_scored": result.units_scored,
-                "units_skipped": result.units_skipped,
-                "model_uri": result.model_uri,
-                "model_sha256": result.model_sha256,
-                "model_hash": result.model_hash,
-                "rows_per_node": dict(result.rows_per_node),
-                "stale_removed": result.stale_removed,
-                "sql_table": result.sql_table,
-            }
-        )
-        return 0
-    print(
-        f"{result.rows} rows, {result.seconds:.2f} s ({result.rows_per_second:,.0f} rows/s) -> cache "
-        f"{result.output!r}; {result.units_scored} unit(s) scored, {result.units_skipped} already complete"
+    return print_result(
+        args.json,
+        {
+            "rows": result.rows,
+            "seconds": result.seconds,
+            "rows_per_second": result.rows_per_second,
+            "output": result.output,
+            "source": result.source,
+            "output_action": result.output_action,
+            "units_scored": result.units_scored,
+            "units_skipped": result.units_skipped,
+            "model_uri": result.model_uri,
+            "model_sha256": result.model_sha256,
+            "model_hash": result.model_hash,
+            "rows_per_node": dict(result.rows_per_node),
+            "stale_removed": result.stale_removed,
+            "sql_table": result.sql_table,
+        },
+        [
+            f"{result.rows} rows, {result.seconds:.2f} s ({result.rows_per_second:,.0f} rows/s) -> cache "
+            f"{result.output!r}; {result.units_scored} unit(s) scored, {result.units_skipped} already complete",
+            f"model: {result.model_uri} (sha256 {result.model_sha256}, model_hash {result.model_hash})",
+            *(f"  node {node}: {rows} rows" for node, rows in sorted(result.rows_per_node.items())),
+            *([f"SQL table: {result.sql_table}"] if result.sql_table else []),
+        ],
     )
-    print(f"model: {result.model_uri} (sha256 {result.model_sha256}, model_hash {result.model_hash})")
-    for node, rows in sorted(result.rows_per_node.items()):
-        print(f"  node {node}: {rows} rows")
-    if result.sql_table:
-        print(f"SQL table: {result.sql_table}")
-    return 0

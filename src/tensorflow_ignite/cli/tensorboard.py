@@ -23,6 +23,7 @@ import time
 from ..errors import ConfigurationError
 from . import validate
 from .credentials import add_connection_arguments, client_settings
+from .grammar import add_listen_port_argument
 
 __all__ = ["register", "run", "child_main"]
 
@@ -66,13 +67,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         metavar="ADDRESS",
         help="address TensorBoard listens on (default 127.0.0.1; 0.0.0.0 for all interfaces)",
     )
-    http.add_argument(
-        "--http-port",
-        type=validate.int_between(0, 65535),
-        default=6006,
-        metavar="PORT",
-        help="HTTP port for TensorBoard (default 6006; 0 picks a free one)",
-    )
+    add_listen_port_argument(http, "--http-port", 6006, "HTTP port for TensorBoard (default 6006; 0 picks a free one)")
     add_connection_arguments(p, without_host="LOGDIR's endpoint, or the $IGNITE_FS_* variables")
     p.add_argument(
         "--timeout",

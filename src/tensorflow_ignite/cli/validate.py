@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-__all__ = ["int_between", "positive_float", "port", "size", "logdir"]
+__all__ = ["int_between", "positive_float", "port", "listen_port", "size", "logdir"]
 
 
 def int_between(low: int, high: int | None = None) -> Callable[[str], int]:
@@ -65,6 +65,8 @@ def size(text: str) -> int:
 
 #: A TCP port a client connects to.
 port = int_between(1, 65535)
+#: A port to listen on: 0 picks a free one.
+listen_port = int_between(0, 65535)
 
 
 def logdir(text: str) -> str:
