@@ -79,6 +79,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -361,6 +362,7 @@ class _Run:
         self._out.close()
 
 
+@dataclass(eq=False)
 class Source:
     """How this process starts reads of one dataset: the factory and the element layout.
 
@@ -370,26 +372,21 @@ class Source:
     :attr:`flatten` turns a run's elements into the op's flat tuples.
     """
 
-    def __init__(
-        self,
-        factory: Callable[..., Iterable[Any]],
-        element_spec: Any,
-        *,
-        batch_size: int | None = None,
-        drop_remainder: bool = False,
-        allocate: "Allocator | None" = None,
-        resumable: bool = False,
-    ) -> None:
-        self.factory = factory
-        self.element_spec = element_spec
-        self.batch_size = batch_size
-        self.drop_remainder = drop_remainder
-        self.resumable = resumable
-        #: ``flatten(elements)`` -> the flat tuples the op receives (one per element: a NumPy
-        #: array per leaf of the spec, strings as ``(shape, list of bytes)``), converted to the
-        #: spec's dtypes and re-cut to ``batch_size``.  Replaceable, for instance by a test
-        #: that hands the op elements as they are, to reach the op's own checks.
-        self.flatten = _flattener(element_spec, batch_size, drop_remainder, allocate)
+    factory: Callable[..., Iterable[Any]]
+    element_spec: Any
+    _: KW_ONLY
+    batch_size: int | None = None
+    drop_remainder: bool = False
+    allocate: InitVar["Allocator | None"] = None
+    resumable: bool = False
+    #: ``flatten(elements)`` -> the flat tuples the op receives (one per element: a NumPy
+    #: array per leaf of the spec, strings as ``(shape, list of bytes)``), converted to the
+    #: spec's dtypes and re-cut to ``batch_size``.  Replaceable, for instance by a test
+    #: that hands the op elements as they are, to reach the op's own checks.
+    flatten: Callable[[Any], Any] = field(init=False, repr=False)
+
+    def __post_init__(self, allocate: "Allocator | None") -> None:
+        self.flatten = _flattener(self.element_spec, self.batch_size, self.drop_remainder, allocate)
 
     def run(self, state: bytes | None = None, next_split: Any = None) -> _Run:
         """The elements of one iterator: from the beginning, or from a saved ``state``."""
