@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 pytest.importorskip("tensorflow")
 
-from tensorflow_ignite.native import data_source  # noqa: E402
+from tensorflow_ignite.native import data_source
 
 
 @pytest.fixture(scope="module")
-def ScanPump() -> type:  # noqa: N802 - the type under test
+def ScanPump() -> type:
     assert data_source.unavailable_reason() is None, data_source.unavailable_reason()
     data_source.ensure_loaded()
     module = data_source._load()[1]

@@ -1,0 +1,110 @@
+"""``python -m bench.pump_ab``: the compiled scan pump against the Python read-ahead, paired, in one process.
+
+Issue 48's scan pump (``client/pump.py``) changes only who fetches a node
+scan's later pages.  On a loaded machine single reads of the small-rows
+scenario vary by 2-5x from one repetition to the next, so the two fetchers
+are compared in *rounds*: each round reads the same MNIST-shaped rows with
+the pump, with the Python read-ahead and as raw scan pages (the node's own
+rate, nothing decoded), back to back and in a rotating order; each read is
+reported against the raw pages of its own round, and the medians over the
+rounds are printed.  ``--rows``/``--rounds`` size it; one node is started
+(and stopped) for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .contenders import drain
+from .scenarios import MNIST_ROW_BYTES, _write, mnist_arrays
+
+CACHE = "bench_pump_ab"
+
+
+def _raw(client: Any, page_size: int) -> float:
+    t0 = time.perf_counter()
+    rows = sum(page.row_count for page in client.cache(CACHE).scan_pages(page_size=page_size))
+    assert rows > 0
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.pump_ab", description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=60_000)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--page-size", type=int, default=1024)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--fetch-only", action="store_true",
+                        help="compare the fetchers alone: Cache.scan_pages(read_ahead=...), pages counted, not decoded")
+    args = parser.parse_args(argv)
+
+    from tensorflow_ignite import IgniteDataset
+    from tensorflow_ignite.client import ConnectionOptions, pump
+    from tensorflow_ignite.local.cluster import LocalCluster
+    from tensorflow_ignite.native import data_source
+
+    data_source.ensure_loaded()
+    compiled = pump._pump
+    if compiled is None:
+        print(f"the scan pump is not installed: {pump.scan_pump_reason()}")
+        return 1
+    with tempfile.TemporaryDirectory(prefix="pump_ab_") as work:
+        cluster = LocalCluster(Path(work) / "one", nodes=1, region_mb=1024, heap_mb=1024, name="bench-pump-ab")
+        cluster.start()
+        try:
+            host, port = cluster.address()
+            _write(host, port, CACHE, mnist_arrays(args.rows, 10))
+            ds = IgniteDataset(CACHE, host, port, page_size=args.page_size, batch_size=args.batch_size)
+            client = ConnectionOptions(host=host, port=port).connect()
+            ratios: dict[str, list[float]] = {"compiled": [], "python": []}
+            seconds: dict[str, list[float]] = {"compiled": [], "python": [], "raw": []}
+
+            def read(which: str) -> float:
+                pump.set_scan_pump(compiled if which == "compiled" else None, "turned off by bench.pump_ab")
+                if args.fetch_only:
+                    t0 = time.perf_counter()
+                    pages = client.cache(CACHE).scan_pages(page_size=args.page_size, read_ahead=8 << 20)
+                    assert sum(page.row_count for page in pages) == args.rows
+                    return time.perf_counter() - t0
+                return drain(ds, unit_bytes=MNIST_ROW_BYTES).seconds
+
+            for which in ("compiled", "python"):  # warm-up: layouts, schemas, TensorFlow's first-run costs
+                read(which)
+            _raw(client, args.page_size)
+            orders = [("compiled", "python", "raw"), ("python", "raw", "compiled"), ("raw", "compiled", "python")]
+            for r in range(args.rounds):
+                took = {}
+                for which in orders[r % len(orders)]:
+                    took[which] = _raw(client, args.page_size) if which == "raw" else read(which)
+                for which, s in took.items():
+                    seconds[which].append(s)
+                for which in ratios:
+                    ratios[which].append(took["raw"] / took[which])
+                print(f"round {r + 1}: " + ", ".join(f"{w} {took[w]:.3f} s" for w in ("compiled", "python", "raw"))
+                      + f"; vs raw: compiled {ratios['compiled'][-1]:.2f}x, python {ratios['python'][-1]:.2f}x",
+                      flush=True)
+            pump.set_scan_pump(compiled)
+            print(f"\n{args.rows:,} MNIST rows, page_size={args.page_size}, batch_size={args.batch_size}, "
+                  f"{args.rounds} rounds (medians):")
+            for which in ("compiled", "python", "raw"):
+                med = statistics.median(seconds[which])
+                line = f"  {which:8s} {med:.3f} s  {args.rows / med:>10,.0f} rows/s"
+                if which in ratios:
+                    line += f"  {statistics.median(ratios[which]):.2f}x the raw pages of its round"
+                print(line)
+            paired = [p / c for p, c in zip(seconds["python"], seconds["compiled"])]
+            print(f"  python/compiled time per round: median {statistics.median(paired):.2f}x "
+                  f"(min {min(paired):.2f}, max {max(paired):.2f}); fetch paths {ds.stats.fetch_paths}")
+            client.close()
+        finally:
+            cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
