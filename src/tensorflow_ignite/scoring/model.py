@@ -49,34 +49,27 @@ class TensorSpec:
         return f"{self.dtype}[{dims}]"
 
 
+@dataclass(eq=False, repr=False)
 class ScoringModel:
     """A loaded model: :attr:`inputs`, :attr:`outputs`, :meth:`predict`, :attr:`uri`, :attr:`sha256`.
 
-    ``sha256`` may be given as a future: a Keras object's weights are hashed on a thread while
+    ``digest`` may be given as a future: a Keras object's weights are hashed on a thread while
     the run opens its source and output (tens of megabytes take tens of milliseconds);
-    :attr:`sha256` waits for it.
+    :attr:`sha256` waits for it.  ``function`` maps a batch of inputs to the model's outputs.
     """
 
-    def __init__(
-        self,
-        uri: str,
-        sha256: "str | Future[str]",
-        inputs: tuple[TensorSpec, ...],
-        outputs: tuple[TensorSpec, ...],
-        call: Any,
-    ) -> None:
-        self.uri = uri
-        self._sha256 = sha256
-        self.inputs = inputs
-        self.outputs = outputs
-        self._call = call
+    uri: str
+    digest: "str | Future[str]"
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    function: Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
 
     @property
     def sha256(self) -> str:
         """The model's SHA-256 (hex): of its file(s), or of an object's architecture and weights."""
-        if isinstance(self._sha256, Future):
-            self._sha256 = self._sha256.result()
-        return self._sha256
+        if isinstance(self.digest, Future):
+            self.digest = self.digest.result()
+        return self.digest
 
     @property
     def hash64(self) -> int:
@@ -85,7 +78,7 @@ class ScoringModel:
 
     def predict(self, features: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The model's outputs (name -> array, first axis = rows) for a batch of inputs (name -> array)."""
-        return self._call(features)
+        return self.function(features)
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{s.name}: {s.describe()}" for s in self.inputs)
