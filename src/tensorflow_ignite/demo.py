@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cli import validate
 from .cli.credentials import add_connection_arguments
-from .cli.grammar import add_deprecated_alias, add_progress_argument
+from .cli.grammar import add_deprecated_alias, add_listen_port_argument, add_progress_argument
 from .errors import ConfigurationError, DemoError, NodeError
 from .local.cluster import LocalCluster, _port_free
 from .local.state import state_dir
@@ -216,15 +216,17 @@ def run_demo(
             result = _train_distributed(host, port, epochs=epochs, run=run, progress=progress, started=started)
         else:
             result = _train(
-                host,
-                port,
-                epochs=epochs,
-                batch_size=batch_size,
-                out_dir=Path(out_dir) if out_dir is not None else demo_output_dir(run),
-                progress=progress,
-                settings=settings,
-                run=run,
-                started=started,
+                _LocalRun(
+                    host,
+                    port,
+                    epochs=epochs,
+                    batch_size=batch_size,
+                    out_dir=Path(out_dir) if out_dir is not None else demo_output_dir(run),
+                    progress=progress,
+                    settings=settings,
+                    run=run,
+                    started=started,
+                )
             )
         node_running = cluster is not None and keep_node
     finally:
@@ -287,64 +289,44 @@ def demo_dataset(
     return ds.map(as_xy).prefetch(tf.data.AUTOTUNE)
 
 
-def _train(
-    host: str,
-    port: int,
-    *,
-    epochs: int,
-    batch_size: int,
-    out_dir: Path,
-    progress: bool,
-    settings: dict[str, Any],
-    run: str,
-    started: float,
-) -> DemoResult:
+@dataclass(frozen=True)
+class _LocalRun:
+    """One in-process training run of the demo: the cluster, the training settings and where output goes."""
+
+    host: str
+    port: int
+    epochs: int
+    batch_size: int
+    out_dir: Path
+    progress: bool
+    settings: dict[str, Any]
+    run: str
+    started: float
+
+
+def _train(r: _LocalRun) -> DemoResult:
     from . import fs
     from .fs import config as fs_config
 
     logging.getLogger("absl").setLevel(logging.WARNING)  # TF's per-epoch INFO lines drown the progress bar
-    train, test = _load(host, port, settings, progress)
+    train, test = _load(r.host, r.port, r.settings, r.progress)
     # ignite:// paths name the cluster; TLS and credentials come from configure(),
     # which is process-wide: the caller's own settings come back afterwards.
     previous = fs_config.overrides()  # the configure() values in force now
-    fs.configure(**settings)
+    fs.configure(**r.settings)
     try:
-        return _fit(
-            host,
-            port,
-            epochs=epochs,
-            batch_size=batch_size,
-            out_dir=out_dir,
-            progress=progress,
-            settings=settings,
-            run=run,
-            started=started,
-            train=train,
-            test=test,
-        )
+        return _fit(r, train, test)
     finally:
         _close_filesystem()
-        fs.configure(**{k: previous.get(k) for k in settings})
+        fs.configure(**{k: previous.get(k) for k in r.settings})
 
 
-def _fit(
-    host: str,
-    port: int,
-    *,
-    epochs: int,
-    batch_size: int,
-    out_dir: Path,
-    progress: bool,
-    settings: dict[str, Any],
-    run: str,
-    started: float,
-    train: dict[str, Any],
-    test: dict[str, Any],
-) -> DemoResult:
+def _fit(r: _LocalRun, train: dict[str, Any], test: dict[str, Any]) -> DemoResult:
     import keras
     import tensorflow as tf
 
-    base = f"ignite://{host}:{port}/demo/{run}"
+    host, port, epochs, batch_size, progress, settings = r.host, r.port, r.epochs, r.batch_size, r.progress, r.settings
+    base = f"ignite://{host}:{port}/demo/{r.run}"
     ckpt_dir, log_dir = f"{base}/checkpoints", f"{base}/logs"
 
     keras.utils.set_random_seed(0)
@@ -382,15 +364,15 @@ def _fit(
     model_uri = f"{base}/model.keras"
     model.save(model_uri)
     scored = _score_in_place(model_uri, host, port, settings, progress)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    png = (out_dir / "training_curves.png").resolve()
+    r.out_dir.mkdir(parents=True, exist_ok=True)
+    png = (r.out_dir / "training_curves.png").resolve()
     _plot(history.history, png)
     return DemoResult(
         train_rows=len(train["label"]),
         test_rows=len(test["label"]),
         epochs=epochs,
         accuracy=float(accuracy),
-        seconds=time.monotonic() - started,
+        seconds=time.monotonic() - r.started,
         checkpoint_dir=ckpt_dir,
         log_dir=log_dir,
         curves_png=png,
@@ -624,17 +606,14 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         help="where the demo's own nodes keep their data (default: demo/ next to "
         "`ignite-tf node`'s default work directory)",
     )
-    p.add_argument(
+    add_listen_port_argument(
+        p,
         "--client-port",
-        type=validate.int_between(0, 65535),
-        default=DEFAULT_PORT,
-        metavar="PORT",
-        help=f"thin-client port of the demo's own node when free (default {DEFAULT_PORT}; 0 = any free "
+        DEFAULT_PORT,
+        f"thin-client port of the demo's own node when free (default {DEFAULT_PORT}; 0 = any free "
         "port); node i of --distributed uses PORT+i",
     )
-    add_deprecated_alias(
-        p, "--node-port", "--client-port", "client_port", type=validate.int_between(0, 65535), metavar="PORT"
-    )
+    add_deprecated_alias(p, "--node-port", "--client-port", "client_port", type=validate.listen_port, metavar="PORT")
     p.add_argument(
         "--keep-node",
         action="store_true",
