@@ -216,7 +216,9 @@ def lease(
                 lambda: conn.send(lambda rid: next_page(rid, cid)),
                 lambda frame: _file_frame(conn, memoryview(frame)),
                 limit,
-                conn.settings.timeout,
+                # The pump sends no heartbeats: a page must come within idle_timeout (a frozen or
+                # cut-off node is abandoned as soon as by the Python reader; a slow one sooner).
+                min(conn.settings.timeout, conn.settings.idle_timeout),
                 conn.settings.max_frame,
                 conn.address,
             )
