@@ -244,12 +244,7 @@ class IgniteFileStore(Transactions, Namespace, Blocks, Garbage):
     def open_read(self, path: str) -> "FileReader":
         path = normalize_path(path)
         with self._open_guard():
-            e = self.lookup(path)
-            if e is None:
-                raise os_error(FileNotFoundError, errno.ENOENT, self.uri(path))
-            if not isinstance(e, FileEntry):
-                raise os_error(IsADirectoryError, errno.EISDIR, self.uri(path))
-            return FileReader(self, path, e)
+            return FileReader(self, path, self._entry_as(FileEntry, self.lookup(path), path))
 
     @recreates_caches
     def open_write(self, path: str, append: bool = False, exclusive: bool = False) -> "FileWriter":

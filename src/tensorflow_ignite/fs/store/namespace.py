@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import errno
 from collections.abc import Iterator, Sequence
+from typing import TypeVar
 
 from ..layout import (
     ROOT_ENTRY,
@@ -33,9 +34,22 @@ from ..layout import (
 from .common import FILES_PER_TX, StoreState, now_ns, os_error, recreates_caches
 from .tx import TxView
 
+_E = TypeVar("_E", DirEntry, FileEntry)
+
 
 class Namespace(StoreState):
     """Part of :class:`~.core.IgniteFileStore`: the tree of names and entries."""
+
+    def _entry_as(self, kind: type[_E], e: Entry | None, path: str) -> _E:
+        """``e``, the entry at ``path``, when it is a ``kind`` (:class:`DirEntry` or :class:`FileEntry`);
+        else the error a file system raises (missing; not a directory; a directory)."""
+        if e is None:
+            raise os_error(FileNotFoundError, errno.ENOENT, self.uri(path))
+        if not isinstance(e, kind):
+            if kind is DirEntry:
+                raise os_error(NotADirectoryError, errno.ENOTDIR, self.uri(path))
+            raise os_error(IsADirectoryError, errno.EISDIR, self.uri(path))
+        return e
 
     def _add_name(self, v: TxView, dir_path: str, name: str) -> None:
         d = v.entry(dir_path)
@@ -143,22 +157,16 @@ class Namespace(StoreState):
         path = normalize_path(path)
         got = self.meta.get_all([entry_key(path), bucket_key(path, 0)])
         raw = got.get(entry_key(path))
-        d = decode_entry(raw, path) if raw is not None else (ROOT_ENTRY if path == "/" else None)
-        if d is None:
-            raise os_error(FileNotFoundError, errno.ENOENT, self.uri(path))
-        if not isinstance(d, DirEntry):
-            raise os_error(NotADirectoryError, errno.ENOTDIR, self.uri(path))
+        d = self._entry_as(
+            DirEntry, decode_entry(raw, path) if raw is not None else (ROOT_ENTRY if path == "/" else None), path
+        )
         if d.nb == 1:
             nb, names = decode_bucket(got.get(bucket_key(path, 0)))
             if nb <= 1:
                 return sorted(names)
 
         def body(v: TxView) -> list[str]:
-            e = v.entry(path)
-            if e is None:
-                raise os_error(FileNotFoundError, errno.ENOENT, self.uri(path))
-            if not isinstance(e, DirEntry):
-                raise os_error(NotADirectoryError, errno.ENOTDIR, self.uri(path))
+            e = self._entry_as(DirEntry, v.entry(path), path)
             return sorted(self._names(v, path, e))
 
         return self._transact(body, f"listdir {path}", read_only=True)
@@ -228,11 +236,7 @@ class Namespace(StoreState):
             raise os_error(OSError, errno.EBUSY, self.uri(path), "the root directory cannot be removed")
 
         def body(v: TxView) -> None:
-            e = v.entry(path)
-            if e is None:
-                raise os_error(FileNotFoundError, errno.ENOENT, self.uri(path))
-            if not isinstance(e, DirEntry):
-                raise os_error(NotADirectoryError, errno.ENOTDIR, self.uri(path))
+            e = self._entry_as(DirEntry, v.entry(path), path)
             if self._names(v, path, e):
                 raise os_error(OSError, errno.ENOTEMPTY, self.uri(path))
             self._drop_listing(v, path, e)
@@ -301,11 +305,7 @@ class Namespace(StoreState):
         path = normalize_path(path)
 
         def body(v: TxView) -> None:
-            e = v.entry(path)
-            if e is None:
-                raise os_error(FileNotFoundError, errno.ENOENT, self.uri(path))
-            if not isinstance(e, FileEntry):
-                raise os_error(IsADirectoryError, errno.EISDIR, self.uri(path))
+            e = self._entry_as(FileEntry, v.entry(path), path)
             v.remove_entry(path)
             self._remove_name(v, parent_of(path), name_of(path))
             v.add_garbage(e.ranges())
