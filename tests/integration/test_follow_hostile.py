@@ -33,7 +33,7 @@ from tensorflow_ignite import IgniteDataset
 from tensorflow_ignite.client import IgniteClient
 from tensorflow_ignite.data.dataset import close_shared_clients
 from tensorflow_ignite.data.follow_log import SERVICE_NAME, LogEntry, log_cache_name, log_head, read_log_partition
-from tensorflow_ignite.errors import ServerError
+from tensorflow_ignite.errors import AuthenticationError, ServerError
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.local.java import module_jar
 from tensorflow_ignite.local.stock import StockCluster
@@ -93,7 +93,13 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
         with IgniteClient(cluster.addresses(), **cluster.client_settings()) as admin:
             for user, password in passwords.items():
                 admin.sql(f"CREATE USER \"{user}\" WITH PASSWORD '{password}'").fetchall()
-        yield {"cluster": cluster, "passwords": passwords}
+        env = {"cluster": cluster, "passwords": passwords}
+        # A user created through one node reaches the others' security processor a moment later
+        # (seen: node 1 refused mallory right after CREATE USER returned on a loaded machine).
+        for node in range(cluster.nodes):
+            for user in passwords:
+                wait_for(lambda u=user, n=node: _accepted(env, u, n), 60, f"node {node} to accept user {user}")
+        yield env
     finally:
         close_shared_clients()
         cluster.stop()
@@ -103,6 +109,15 @@ def _as(env: dict[str, Any], user: str, node: int | None = None) -> IgniteClient
     cluster: LocalCluster = env["cluster"]
     addresses = cluster.addresses() if node is None else [cluster.address(node)]
     return IgniteClient(addresses, timeout=20, username=user, password=env["passwords"][user])
+
+
+def _accepted(env: dict[str, Any], user: str, node: int) -> bool:
+    try:
+        with _as(env, user, node) as client:
+            client.cache_names()
+    except AuthenticationError:
+        return False
+    return True
 
 
 def _invoke(client: IgniteClient, method: str, args: tuple[Any, ...]) -> Any:
