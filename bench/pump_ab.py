@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     from tensorflow_ignite.native import data_source
 
     data_source.ensure_loaded()
-    compiled = pump._pump
+    compiled = pump.installed_scan_pump()
     if compiled is None:
         print(f"the scan pump is not installed: {pump.scan_pump_reason()}")
         return 1

@@ -78,7 +78,7 @@ def test_the_pump_fetches_what_the_python_read_ahead_does(
     assert python == 0, (compiled, python)
     assert ds.stats.fetch_paths == {pump.COMPILED: compiled}, ds.stats.fetch_paths
 
-    saved = pump._pump
+    saved = pump.installed_scan_pump()
     pump.set_scan_pump(None, "turned off by the test")
     try:
         with caplog.at_level(logging.INFO, logger=pump.__name__):

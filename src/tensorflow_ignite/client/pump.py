@@ -34,16 +34,27 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, MutableMapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..errors import IgniteConnectionError, ProtocolError, ServerError
 from ..protocol import requests
 from ..protocol.codes import Op, ResponseFlag
+from ..protocol.columns.compiled import ScanPumpType, installed_scan_pump, scan_pump_reason, set_scan_pump
 
 if TYPE_CHECKING:
     from .connection import Connection
 
-__all__ = ["COMPILED", "PYTHON", "PumpedPages", "lease", "set_scan_pump", "scan_pump_reason", "fetch_counts"]
+__all__ = [
+    "COMPILED",
+    "PYTHON",
+    "PumpedPages",
+    "ScanPumpType",
+    "lease",
+    "set_scan_pump",
+    "installed_scan_pump",
+    "scan_pump_reason",
+    "fetch_counts",
+]
 
 log = logging.getLogger(__name__)
 
@@ -52,42 +63,9 @@ COMPILED = "compiled"
 PYTHON = "python"
 
 
-class ScanPumpType(Protocol):
-    """``_tf_ignite_data.ScanPump`` (see ``native/tf_ignite_data_scan.cc``)."""
-
-    def __call__(
-        self,
-        fd: int,
-        send_next: Callable[[], int],
-        file_frame: Callable[[bytes], None],
-        limit: int,
-        timeout: float,
-        max_frame: int,
-        peer: str,
-    ) -> Any: ...
-
-
-_pump: ScanPumpType | None = None
-_missing = "the op library is not loaded (TensorFlow is not imported in this process)"
 _told: set[str] = set()
 _counts: dict[str, int] = {}
 _counts_lock = threading.Lock()
-
-
-def set_scan_pump(pump: ScanPumpType | None, reason: str = "") -> None:
-    """Install (or, with None and the ``reason`` why, remove) the compiled scan pump.
-
-    The op library's loader (``native/data_source.py``) installs it when the
-    library loads, unless ``TF_IGNITE_DECODER=python`` forces the Python paths.
-    """
-    global _pump, _missing
-    _pump = pump
-    _missing = reason or "it was turned off"
-
-
-def scan_pump_reason() -> str | None:
-    """Why scans are not fetched by the compiled pump (None when it is installed)."""
-    return None if _pump is not None else _missing
 
 
 def fetch_counts() -> dict[str, int]:
@@ -179,9 +157,9 @@ def lease(
     limit: int,
 ) -> PumpedPages | None:
     """Hand the cursor's later pages to the compiled pump on ``conn``; None (and a log line) where it cannot run."""
-    pump = _pump
+    pump = installed_scan_pump()
     if pump is None:
-        _fallback(_missing)
+        _fallback(scan_pump_reason() or "it was turned off")
         return None
     if conn.settings.tls:
         _fallback("the connection uses TLS (the pump reads plain sockets only)")

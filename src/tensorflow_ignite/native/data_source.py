@@ -165,8 +165,8 @@ def _load() -> tuple[Any, ModuleType]:
             raise  # not remembered: this process's own build finishes, then the library loads
         except Exception as err:  # remembered and re-raised to every caller
             _load_error = err
-            from tensorflow_ignite.client.pump import set_scan_pump
             from tensorflow_ignite.protocol.columns import set_compiled_decoder
+            from tensorflow_ignite.protocol.columns.compiled import set_scan_pump
 
             why = f"the op library did not load ({type(err).__name__}: {err})"
             set_compiled_decoder(None, why)
@@ -179,8 +179,8 @@ def _load() -> tuple[Any, ModuleType]:
 def _install_decoder(module: ModuleType) -> None:
     """Hand the page decoder the library's compiled layout decoder, and the scan read-ahead its scan pump
     (``client/pump.py``), unless ``$TF_IGNITE_DECODER`` says python."""
-    from tensorflow_ignite.client.pump import set_scan_pump
     from tensorflow_ignite.protocol.columns import set_compiled_decoder
+    from tensorflow_ignite.protocol.columns.compiled import set_scan_pump
 
     choice = os.environ.get(DECODER_ENV, "compiled").strip().lower()
     if choice == "python":
