@@ -1,22 +1,37 @@
 """Scan pages read ahead by a thread (``client/cursor.py``), against a real node: it really reads
-ahead, yields every row once, closes what it opened when abandoned, and hands errors on."""
+ahead, yields every row once, closes what it opened when abandoned, and hands errors on.
+
+This is the Python read-ahead, the path a scan takes where the compiled scan pump cannot run (a TLS
+connection, the op library not loaded, ``TF_IGNITE_SCAN=python``): every test here turns the pump
+off.  ``test_compiled_scan.py`` covers the pump."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 from tensorflow_ignite import IgniteDataset, write
-from tensorflow_ignite.client import ConnectionOptions
+from tensorflow_ignite.client import ConnectionOptions, pump
 from tensorflow_ignite.errors import IgniteConnectionError
 from tensorflow_ignite.local.cluster import LocalCluster
+from tensorflow_ignite.native import data_source
 
 ROWS = 3000
 ROW_BYTES = 1024
 PAGE = 50
+
+
+@pytest.fixture(autouse=True)
+def python_read_ahead() -> Iterator[None]:
+    data_source.ensure_loaded()  # the loader installs the pump: load first, then turn it off
+    saved, reason = pump.installed_scan_pump(), pump.scan_pump_reason()
+    pump.set_scan_pump(None, "turned off by test_scan_read_ahead")
+    yield
+    pump.set_scan_pump(saved, reason or "")
 
 
 def _fill(cluster: LocalCluster, cache_name: str) -> None:
@@ -109,4 +124,5 @@ def test_the_dataset_reads_node_scans_ahead_and_every_row_once(ignite_node: Loca
     assert ds.stats.scan_mode == "nodes"
     assert sorted(seen) == list(range(ROWS))
     assert threads_seen == 1  # the one node's scan, read ahead
+    assert set(ds.stats.fetch_paths) == {pump.PYTHON}, ds.stats.fetch_paths
     _wait_for(lambda: not _ahead_threads(), "no read-ahead thread outlives the epoch")
