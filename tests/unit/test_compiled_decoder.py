@@ -71,8 +71,8 @@ def rows(n: int, seed: int = 0) -> bytes:
 def compiled() -> Iterator[D.CompiledLayoutDecoder]:
     reason = data_source.unavailable_reason()
     assert reason is None, f"the op library must load here: {reason}"
-    assert D._compiled is not None, C.compiled_decoder_reason()
-    yield D._compiled
+    assert D.installed() is not None, C.compiled_decoder_reason()
+    yield D.installed()
 
 
 def decode_both(page: bytes, n: int, plan: C.PagePlan, compiled: D.CompiledLayoutDecoder):  # type: ignore[no-untyped-def]

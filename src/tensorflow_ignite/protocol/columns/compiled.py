@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -43,9 +43,25 @@ CompiledLayoutDecoder = Callable[[Any, int, int, np.ndarray, np.ndarray, list[tu
 COMPILED = "compiled"
 PYTHON = "python"
 
-_compiled: CompiledLayoutDecoder | None = None
-#: Why the compiled decoder is not installed (one log line per reason and process names it).
-_compiled_missing = "the op library is not loaded (TensorFlow is not imported in this process)"
+_T = TypeVar("_T")
+
+
+class _Slot(Generic[_T]):
+    """One compiled piece the op library's loader installs, or why it is missing."""
+
+    def __init__(self) -> None:
+        self.value: _T | None = None
+        self.missing = "the op library is not loaded (TensorFlow is not imported in this process)"
+
+    def set(self, value: _T | None, reason: str) -> None:
+        self.value = value
+        self.missing = reason or "it was turned off"
+
+    def reason(self) -> str | None:
+        return None if self.value is not None else self.missing
+
+
+_decoder: _Slot[CompiledLayoutDecoder] = _Slot()
 _told: set[str] = set()
 
 
@@ -55,19 +71,17 @@ def set_compiled_decoder(decoder: CompiledLayoutDecoder | None, reason: str = ""
     The op library's loader (``native/data_source.py``) installs it when the
     library loads, unless ``TF_IGNITE_DECODER=python`` forces the NumPy path.
     """
-    global _compiled, _compiled_missing
-    _compiled = decoder
-    _compiled_missing = reason or "it was turned off"
+    _decoder.set(decoder, reason)
 
 
 def compiled_decoder_reason() -> str | None:
     """Why pages are not decoded by the compiled decoder (None when it is installed)."""
-    return None if _compiled is not None else _compiled_missing
+    return _decoder.reason()
 
 
 def installed() -> CompiledLayoutDecoder | None:
     """The compiled layout decoder, or None (then :func:`compiled_decoder_reason` says why)."""
-    return _compiled
+    return _decoder.value
 
 
 def fallback(reason: str, what: str = "page decoded in Python, not by the compiled decoder") -> None:
@@ -93,8 +107,7 @@ class ScanPumpType(Protocol):
     ) -> Any: ...
 
 
-_pump: ScanPumpType | None = None
-_pump_missing = "the op library is not loaded (TensorFlow is not imported in this process)"
+_pump: _Slot[ScanPumpType] = _Slot()
 
 
 def set_scan_pump(pump: ScanPumpType | None, reason: str = "") -> None:
@@ -104,16 +117,14 @@ def set_scan_pump(pump: ScanPumpType | None, reason: str = "") -> None:
     library loads, unless ``TF_IGNITE_DECODER=python`` or ``TF_IGNITE_SCAN=python``
     forces the Python read-ahead.
     """
-    global _pump, _pump_missing
-    _pump = pump
-    _pump_missing = reason or "it was turned off"
+    _pump.set(pump, reason)
 
 
 def scan_pump_reason() -> str | None:
     """Why scans are not fetched by the compiled pump (None when it is installed)."""
-    return None if _pump is not None else _pump_missing
+    return _pump.reason()
 
 
 def installed_scan_pump() -> ScanPumpType | None:
     """The compiled scan pump, or None (then :func:`scan_pump_reason` says why)."""
-    return _pump
+    return _pump.value
