@@ -77,6 +77,19 @@ def test_ps_job_trains_with_per_worker_datasets(ignite_cluster: LocalCluster, ca
                 jobs.stop(job)
 
 
+def _tf_server(jobs: JobClient, job: str, shim: int) -> int:
+    """The TF server the worker task's shim ``shim`` runs (waits for it; fails naming the job's state)."""
+    try:
+        return wait_for(lambda: next(iter(children(shim)), 0), timeout=60, what=f"the child of worker shim {shim}")
+    except AssertionError as exc:
+        record = jobs.job(job)
+        tail = [line.text for line in jobs.output(job)][-30:]
+        raise AssertionError(
+            f"{exc}; shim alive: {os.path.exists(f'/proc/{shim}')}; job state {record.get('state')}, "
+            f"attempt {record.get('attempt')}, failures {record.get('failures')}; last output lines: {tail}"
+        ) from None
+
+
 def test_ps_job_replaces_killed_worker_and_resumes(ignite_cluster: LocalCluster, cache_name: str) -> None:
     """A worker task killed after the epoch-1 checkpoint: the launcher restarts every task
     (attempt 2), the chief resumes after epoch 1 and the job finishes."""
@@ -94,7 +107,10 @@ def test_ps_job_replaces_killed_worker_and_resumes(ignite_cluster: LocalCluster,
             assert any("checkpoint saved (epoch 1)" in l.text for l in seen)
             planned = jobs.job(job)["workers"]  # the plan has task_index (the workers cache only the index)
             victim = next(w for w in planned if (w["task_type"], w["task_index"]) == ("worker", 1))
-            os.kill(children(int(victim["pid"]))[0], signal.SIGKILL)  # the shim's child: the TF server
+            # The shim's child: the TF server.  Once, in CI, the shim had no child at this point: the
+            # wait, and the job's state and last lines if it never comes, say why the next time.
+            server = _tf_server(jobs, job, int(victim["pid"]))
+            os.kill(server, signal.SIGKILL)
 
             final = jobs.wait(job, timeout=300)
             assert (final["state"], final["exit_code"]) == ("SUCCEEDED", 0), final["message"]
