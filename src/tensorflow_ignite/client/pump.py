@@ -39,7 +39,13 @@ from typing import TYPE_CHECKING, Any
 from ..errors import IgniteConnectionError, ProtocolError, ServerError
 from ..protocol import requests
 from ..protocol.codes import Op, ResponseFlag
-from ..protocol.columns.compiled import ScanPumpType, installed_scan_pump, scan_pump_reason, set_scan_pump
+from ..protocol.columns.compiled import (
+    ScanPumpType,
+    fallback,
+    installed_scan_pump,
+    scan_pump_reason,
+    set_scan_pump,
+)
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -63,7 +69,6 @@ COMPILED = "compiled"
 PYTHON = "python"
 
 
-_told: set[str] = set()
 _counts: dict[str, int] = {}
 _counts_lock = threading.Lock()
 
@@ -84,9 +89,7 @@ def count(path: str, paths: MutableMapping[str, int] | None = None) -> None:
 
 
 def _fallback(reason: str) -> None:
-    if reason not in _told:
-        _told.add(reason)
-        log.info("scan pages fetched in Python, not by the compiled scan pump: %s", reason)
+    fallback(reason, "scan pages fetched in Python, not by the compiled scan pump")
 
 
 class PumpedPages:
