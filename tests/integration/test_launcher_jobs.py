@@ -462,6 +462,9 @@ def test_parameter_server_job_plans_chief_ps_and_workers(
     assert {k: len(v) for k, v in cluster.items()} == {"chief": 1, "ps": 2, "worker": 3}
     addresses = [a for v in cluster.values() for a in v]
     assert len(set(addresses)) == 6  # a port of its own for every task
+    ephemeral_high = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[1])
+    if 65535 - ephemeral_high >= 100:  # above the kernel's ephemeral range: no outgoing connection takes one
+        assert all(ephemeral_high < int(a.rsplit(":", 1)[1]) <= 65535 for a in addresses), addresses
     for idx, r in results.items():
         assert r["tf_config"]["cluster"] == cluster
         assert r["tf_config"]["task"] == {"type": r["task_type"], "index": r["task_index"]}

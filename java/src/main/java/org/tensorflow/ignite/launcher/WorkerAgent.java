@@ -81,10 +81,37 @@ public final class WorkerAgent {
         }, FLUSH_MS, FLUSH_MS, TimeUnit.MILLISECONDS);
     }
 
-    /** A free TCP port on {@code host} for a TF server, not handed out in the last minute. */
+    /** Node environment variable: the port range {@code LOW-HIGH} the workers' TF servers listen on. */
+    static final String PORTS_ENV = "TF_IGNITE_WORKER_PORTS";
+
+    /**
+     * A free TCP port on {@code host} for a TF server, not handed out in the last minute.
+     *
+     * <p>The server binds it seconds later, after the worker has imported TensorFlow. A port
+     * the kernel picks for {@code bind(0)} lies in its ephemeral range, which it also hands to
+     * outgoing connections, so one of those could take it meanwhile and the worker would fail
+     * to start. So the port comes from {@link #PORTS_ENV} of the node's environment if set, else
+     * from above the kernel's ephemeral range (never given to outgoing connections), and only
+     * when that has no free port from the kernel.
+     */
     static synchronized int freePort(String host) throws IOException {
         long now = System.currentTimeMillis();
         RESERVED.values().removeIf(t -> now - t > 60_000);
+        int[] range = portRange(System.getenv(PORTS_ENV), ephemeralRange());
+        if (range != null) {
+            java.util.concurrent.ThreadLocalRandom rnd = java.util.concurrent.ThreadLocalRandom.current();
+            int span = range[1] - range[0] + 1;
+            for (int attempt = 0; attempt < Math.min(200, 4 * span); attempt++) {
+                int port = range[0] + rnd.nextInt(span);
+                if (!RESERVED.containsKey(port) && bindable(host, port)) {
+                    RESERVED.put(port, now);
+                    return port;
+                }
+            }
+            if (System.getenv(PORTS_ENV) != null)
+                throw new IOException("no free port on " + host + " in " + PORTS_ENV + "=" + range[0] + "-"
+                    + range[1] + "; widen the range or stop what listens there");
+        }
         for (int attempt = 0; attempt < 50; attempt++) {
             try (ServerSocket s = new ServerSocket()) {
                 s.setReuseAddress(false);
@@ -95,6 +122,59 @@ public final class WorkerAgent {
             }
         }
         throw new IOException("no free port found on " + host);
+    }
+
+    /**
+     * The ports to pick TF servers' ports from: {@code setting} ({@code LOW-HIGH}) if given,
+     * else the ports above the kernel's ephemeral range {@code ephemeral} when there are at
+     * least 100 of them; null for "let the kernel pick".
+     *
+     * @throws IOException if {@code setting} is not a range of ports.
+     */
+    static int[] portRange(String setting, int[] ephemeral) throws IOException {
+        if (setting != null && !setting.isBlank()) {
+            String[] parts = setting.trim().split("-");
+            try {
+                int low = Integer.parseInt(parts[0].trim());
+                int high = parts.length == 2 ? Integer.parseInt(parts[1].trim()) : -1;
+                if (parts.length == 2 && 1024 <= low && low <= high && high <= 65535)
+                    return new int[] {low, high};
+            }
+            catch (NumberFormatException e) {
+                // reported below
+            }
+            throw new IOException(PORTS_ENV + "=" + setting + " is not a port range LOW-HIGH within 1024-65535");
+        }
+        if (ephemeral != null && 65535 - ephemeral[1] >= 100)
+            return new int[] {ephemeral[1] + 1, 65535};
+        return null;
+    }
+
+    /** The kernel's ephemeral port range (Linux), or null where it cannot be read. */
+    static int[] ephemeralRange() {
+        try {
+            // Read as a stream: procfs reports a size of 0, and Files.readString then returns a stub.
+            String line;
+            try (BufferedReader r = Files.newBufferedReader(Paths.get("/proc/sys/net/ipv4/ip_local_port_range"))) {
+                line = r.readLine();
+            }
+            String[] f = line.trim().split("\\s+");
+            return new int[] {Integer.parseInt(f[0]), Integer.parseInt(f[1])};
+        }
+        catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static boolean bindable(String host, int port) {
+        try (ServerSocket s = new ServerSocket()) {
+            s.setReuseAddress(false);
+            s.bind(new InetSocketAddress(host, port));
+            return true;
+        }
+        catch (IOException e) {
+            return false;
+        }
     }
 
     /** Environment variables of the node process that hold its own secrets; never passed to workers. */
