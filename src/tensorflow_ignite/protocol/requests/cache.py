@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from ..binary import BinaryEncoder
 from ..buffer import I32, ByteWriter
@@ -12,6 +12,8 @@ from ..cache_config import CacheConfiguration, encode_cache_configuration
 from ..codes import V1_7_0, Feature, Op, PeekMode, ProtocolVersion, TypeCode
 from ..framing import DEFAULT_FEATURES, REQUEST_HEADER, encode_request, finish_request, start_request
 from .common import CacheOptions, _enc, cache_header
+
+_F = TypeVar("_F", bound=Callable[..., bytes])
 
 
 # ------------------------------------------------------------------ key-value
@@ -50,111 +52,126 @@ def _keys_op(
     return finish_request(w)
 
 
-def cache_get(
-    request_id: int,
-    cache_id: int,
-    key: Any,
-    *,
-    key_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_GET (1000): key; answer: value or null."""
-    return _key_op(Op.CACHE_GET, request_id, cache_id, [(key, key_type)], opts, encoder)
+class KeyRequest(Protocol):
+    """Encoder of a request about one key: ``(request_id, cache_id, key, *, key_type, opts, encoder)``."""
+
+    def __call__(
+        self,
+        request_id: int,
+        cache_id: int,
+        key: Any,
+        *,
+        key_type: int | None = None,
+        opts: CacheOptions | None = None,
+        encoder: BinaryEncoder | None = None,
+    ) -> bytes: ...
 
 
-def cache_put(
-    request_id: int,
-    cache_id: int,
-    key: Any,
-    value: Any,
-    *,
-    key_type: int | None = None,
-    value_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_PUT (1001): key, value; empty answer."""
-    return _key_op(Op.CACHE_PUT, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder)
+class KeyValueRequest(Protocol):
+    """Encoder of a request about a key and a value: ``(request_id, cache_id, key, value, *, ...)``."""
+
+    def __call__(
+        self,
+        request_id: int,
+        cache_id: int,
+        key: Any,
+        value: Any,
+        *,
+        key_type: int | None = None,
+        value_type: int | None = None,
+        opts: CacheOptions | None = None,
+        encoder: BinaryEncoder | None = None,
+    ) -> bytes: ...
 
 
-def cache_put_if_absent(
-    request_id: int,
-    cache_id: int,
-    key: Any,
-    value: Any,
-    *,
-    key_type: int | None = None,
-    value_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_PUT_IF_ABSENT (1002): key, value; answer: bool."""
-    return _key_op(Op.CACHE_PUT_IF_ABSENT, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder)
+class KeysRequest(Protocol):
+    """Encoder of a request about a set of keys: ``(request_id, cache_id, keys, *, key_type, opts, encoder)``."""
+
+    def __call__(
+        self,
+        request_id: int,
+        cache_id: int,
+        keys: Iterable[Any],
+        *,
+        key_type: int | None = None,
+        opts: CacheOptions | None = None,
+        encoder: BinaryEncoder | None = None,
+    ) -> bytes: ...
 
 
-def cache_get_and_put(
-    request_id: int,
-    cache_id: int,
-    key: Any,
-    value: Any,
-    *,
-    key_type: int | None = None,
-    value_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_GET_AND_PUT (1005): key, value; answer: previous value."""
-    return _key_op(Op.CACHE_GET_AND_PUT, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder)
+def _named_encoder(fn: _F, op: Op, body: str) -> _F:
+    """``fn`` named after ``op`` (``cache_get`` for CACHE_GET) and documented with its ``body``."""
+    fn.__name__ = fn.__qualname__ = op.name.lower()
+    fn.__doc__ = f"OP_{op.name} ({int(op)}): {body}."
+    return fn
 
 
-def cache_get_and_replace(
-    request_id: int,
-    cache_id: int,
-    key: Any,
-    value: Any,
-    *,
-    key_type: int | None = None,
-    value_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_GET_AND_REPLACE (1006): key, value; answer: previous value."""
-    return _key_op(
-        Op.CACHE_GET_AND_REPLACE, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder
-    )
+def _key_request(op: Op, answer: str) -> KeyRequest:
+    def encode(
+        request_id: int,
+        cache_id: int,
+        key: Any,
+        *,
+        key_type: int | None = None,
+        opts: CacheOptions | None = None,
+        encoder: BinaryEncoder | None = None,
+    ) -> bytes:
+        return _key_op(op, request_id, cache_id, [(key, key_type)], opts, encoder)
+
+    return _named_encoder(encode, op, f"key; {answer}")
 
 
-def cache_get_and_put_if_absent(
-    request_id: int,
-    cache_id: int,
-    key: Any,
-    value: Any,
-    *,
-    key_type: int | None = None,
-    value_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_GET_AND_PUT_IF_ABSENT (1008): key, value; answer: previous value."""
-    return _key_op(
-        Op.CACHE_GET_AND_PUT_IF_ABSENT, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder
-    )
+def _key_value_request(op: Op, answer: str) -> KeyValueRequest:
+    def encode(
+        request_id: int,
+        cache_id: int,
+        key: Any,
+        value: Any,
+        *,
+        key_type: int | None = None,
+        value_type: int | None = None,
+        opts: CacheOptions | None = None,
+        encoder: BinaryEncoder | None = None,
+    ) -> bytes:
+        return _key_op(op, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder)
+
+    return _named_encoder(encode, op, f"key, value; {answer}")
 
 
-def cache_replace(
-    request_id: int,
-    cache_id: int,
-    key: Any,
-    value: Any,
-    *,
-    key_type: int | None = None,
-    value_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_REPLACE (1009): key, value; answer: bool."""
-    return _key_op(Op.CACHE_REPLACE, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder)
+def _keys_request(op: Op, answer: str) -> KeysRequest:
+    def encode(
+        request_id: int,
+        cache_id: int,
+        keys: Iterable[Any],
+        *,
+        key_type: int | None = None,
+        opts: CacheOptions | None = None,
+        encoder: BinaryEncoder | None = None,
+    ) -> bytes:
+        return _keys_op(op, request_id, cache_id, keys, key_type, opts, encoder)
+
+    return _named_encoder(encode, op, f"int count, keys; {answer}")
+
+
+# The requests of one shape differ only in their op code and the answer the server sends.
+cache_get = _key_request(Op.CACHE_GET, "answer: value or null")
+cache_get_and_remove = _key_request(Op.CACHE_GET_AND_REMOVE, "answer: previous value")
+cache_contains_key = _key_request(Op.CACHE_CONTAINS_KEY, "answer: bool")
+cache_clear_key = _key_request(Op.CACHE_CLEAR_KEY, "empty answer")
+cache_remove_key = _key_request(Op.CACHE_REMOVE_KEY, "answer: bool")
+
+cache_put = _key_value_request(Op.CACHE_PUT, "empty answer")
+cache_put_if_absent = _key_value_request(Op.CACHE_PUT_IF_ABSENT, "answer: bool")
+cache_get_and_put = _key_value_request(Op.CACHE_GET_AND_PUT, "answer: previous value")
+cache_get_and_replace = _key_value_request(Op.CACHE_GET_AND_REPLACE, "answer: previous value")
+cache_get_and_put_if_absent = _key_value_request(Op.CACHE_GET_AND_PUT_IF_ABSENT, "answer: previous value")
+cache_replace = _key_value_request(Op.CACHE_REPLACE, "answer: bool")
+cache_remove_if_equals = _key_value_request(Op.CACHE_REMOVE_IF_EQUALS, "answer: bool")
+
+cache_get_all = _keys_request(Op.CACHE_GET_ALL, "answer: int count, (key, value) pairs")
+cache_contains_keys = _keys_request(Op.CACHE_CONTAINS_KEYS, "answer: bool")
+cache_clear_keys = _keys_request(Op.CACHE_CLEAR_KEYS, "empty answer")
+cache_remove_keys = _keys_request(Op.CACHE_REMOVE_KEYS, "empty answer")
 
 
 def cache_replace_if_equals(
@@ -178,127 +195,6 @@ def cache_replace_if_equals(
         opts,
         encoder,
     )
-
-
-def cache_get_and_remove(
-    request_id: int,
-    cache_id: int,
-    key: Any,
-    *,
-    key_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_GET_AND_REMOVE (1007): key; answer: previous value."""
-    return _key_op(Op.CACHE_GET_AND_REMOVE, request_id, cache_id, [(key, key_type)], opts, encoder)
-
-
-def cache_contains_key(
-    request_id: int,
-    cache_id: int,
-    key: Any,
-    *,
-    key_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_CONTAINS_KEY (1011): key; answer: bool."""
-    return _key_op(Op.CACHE_CONTAINS_KEY, request_id, cache_id, [(key, key_type)], opts, encoder)
-
-
-def cache_clear_key(
-    request_id: int,
-    cache_id: int,
-    key: Any,
-    *,
-    key_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_CLEAR_KEY (1014): key; empty answer."""
-    return _key_op(Op.CACHE_CLEAR_KEY, request_id, cache_id, [(key, key_type)], opts, encoder)
-
-
-def cache_remove_key(
-    request_id: int,
-    cache_id: int,
-    key: Any,
-    *,
-    key_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_REMOVE_KEY (1016): key; answer: bool."""
-    return _key_op(Op.CACHE_REMOVE_KEY, request_id, cache_id, [(key, key_type)], opts, encoder)
-
-
-def cache_remove_if_equals(
-    request_id: int,
-    cache_id: int,
-    key: Any,
-    value: Any,
-    *,
-    key_type: int | None = None,
-    value_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_REMOVE_IF_EQUALS (1017): key, value; answer: bool."""
-    return _key_op(
-        Op.CACHE_REMOVE_IF_EQUALS, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder
-    )
-
-
-def cache_get_all(
-    request_id: int,
-    cache_id: int,
-    keys: Iterable[Any],
-    *,
-    key_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_GET_ALL (1003): int count, keys; answer: int count, (key, value) pairs."""
-    return _keys_op(Op.CACHE_GET_ALL, request_id, cache_id, keys, key_type, opts, encoder)
-
-
-def cache_contains_keys(
-    request_id: int,
-    cache_id: int,
-    keys: Iterable[Any],
-    *,
-    key_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_CONTAINS_KEYS (1012): int count, keys; answer: bool."""
-    return _keys_op(Op.CACHE_CONTAINS_KEYS, request_id, cache_id, keys, key_type, opts, encoder)
-
-
-def cache_clear_keys(
-    request_id: int,
-    cache_id: int,
-    keys: Iterable[Any],
-    *,
-    key_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_CLEAR_KEYS (1015): int count, keys; empty answer."""
-    return _keys_op(Op.CACHE_CLEAR_KEYS, request_id, cache_id, keys, key_type, opts, encoder)
-
-
-def cache_remove_keys(
-    request_id: int,
-    cache_id: int,
-    keys: Iterable[Any],
-    *,
-    key_type: int | None = None,
-    opts: CacheOptions | None = None,
-    encoder: BinaryEncoder | None = None,
-) -> bytes:
-    """OP_CACHE_REMOVE_KEYS (1018): int count, keys; empty answer."""
-    return _keys_op(Op.CACHE_REMOVE_KEYS, request_id, cache_id, keys, key_type, opts, encoder)
 
 
 def cache_put_all(
