@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ..binary import BinaryEncoder
 from ..buffer import I32, ByteWriter
@@ -12,8 +12,6 @@ from ..cache_config import CacheConfiguration, encode_cache_configuration
 from ..codes import V1_7_0, Feature, Op, PeekMode, ProtocolVersion, TypeCode
 from ..framing import DEFAULT_FEATURES, REQUEST_HEADER, encode_request, finish_request, start_request
 from .common import CacheOptions, _enc, cache_header
-
-_F = TypeVar("_F", bound=Callable[..., bytes])
 
 
 # ------------------------------------------------------------------ key-value
@@ -52,8 +50,20 @@ def _keys_op(
     return finish_request(w)
 
 
-class KeyRequest(Protocol):
-    """Encoder of a request about one key: ``(request_id, cache_id, key, *, key_type, opts, encoder)``."""
+class _CacheRequest:
+    """Encoder of one cache operation whose requests differ from their kin only in the op code."""
+
+    def __init__(self, op: Op, body: str) -> None:
+        self.op = op
+        self.__name__ = self.__qualname__ = op.name.lower()
+        self.__doc__ = f"OP_{op.name} ({int(op)}): {body}."
+
+    def __repr__(self) -> str:
+        return f"<request encoder {self.__name__}>"
+
+
+class KeyRequest(_CacheRequest):
+    """A request about one key; called as ``(request_id, cache_id, key, *, key_type, opts, encoder)``."""
 
     def __call__(
         self,
@@ -64,11 +74,12 @@ class KeyRequest(Protocol):
         key_type: int | None = None,
         opts: CacheOptions | None = None,
         encoder: BinaryEncoder | None = None,
-    ) -> bytes: ...
+    ) -> bytes:
+        return _key_op(self.op, request_id, cache_id, [(key, key_type)], opts, encoder)
 
 
-class KeyValueRequest(Protocol):
-    """Encoder of a request about a key and a value: ``(request_id, cache_id, key, value, *, ...)``."""
+class KeyValueRequest(_CacheRequest):
+    """A request about a key and a value; called as ``(request_id, cache_id, key, value, *, ...)``."""
 
     def __call__(
         self,
@@ -81,11 +92,12 @@ class KeyValueRequest(Protocol):
         value_type: int | None = None,
         opts: CacheOptions | None = None,
         encoder: BinaryEncoder | None = None,
-    ) -> bytes: ...
+    ) -> bytes:
+        return _key_op(self.op, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder)
 
 
-class KeysRequest(Protocol):
-    """Encoder of a request about a set of keys: ``(request_id, cache_id, keys, *, key_type, opts, encoder)``."""
+class KeysRequest(_CacheRequest):
+    """A request about a set of keys; called as ``(request_id, cache_id, keys, *, key_type, opts, encoder)``."""
 
     def __call__(
         self,
@@ -96,82 +108,29 @@ class KeysRequest(Protocol):
         key_type: int | None = None,
         opts: CacheOptions | None = None,
         encoder: BinaryEncoder | None = None,
-    ) -> bytes: ...
-
-
-def _named_encoder(fn: _F, op: Op, body: str) -> _F:
-    """``fn`` named after ``op`` (``cache_get`` for CACHE_GET) and documented with its ``body``."""
-    fn.__name__ = fn.__qualname__ = op.name.lower()
-    fn.__doc__ = f"OP_{op.name} ({int(op)}): {body}."
-    return fn
-
-
-def _key_request(op: Op, answer: str) -> KeyRequest:
-    def encode(
-        request_id: int,
-        cache_id: int,
-        key: Any,
-        *,
-        key_type: int | None = None,
-        opts: CacheOptions | None = None,
-        encoder: BinaryEncoder | None = None,
     ) -> bytes:
-        return _key_op(op, request_id, cache_id, [(key, key_type)], opts, encoder)
-
-    return _named_encoder(encode, op, f"key; {answer}")
-
-
-def _key_value_request(op: Op, answer: str) -> KeyValueRequest:
-    def encode(
-        request_id: int,
-        cache_id: int,
-        key: Any,
-        value: Any,
-        *,
-        key_type: int | None = None,
-        value_type: int | None = None,
-        opts: CacheOptions | None = None,
-        encoder: BinaryEncoder | None = None,
-    ) -> bytes:
-        return _key_op(op, request_id, cache_id, [(key, key_type), (value, value_type)], opts, encoder)
-
-    return _named_encoder(encode, op, f"key, value; {answer}")
-
-
-def _keys_request(op: Op, answer: str) -> KeysRequest:
-    def encode(
-        request_id: int,
-        cache_id: int,
-        keys: Iterable[Any],
-        *,
-        key_type: int | None = None,
-        opts: CacheOptions | None = None,
-        encoder: BinaryEncoder | None = None,
-    ) -> bytes:
-        return _keys_op(op, request_id, cache_id, keys, key_type, opts, encoder)
-
-    return _named_encoder(encode, op, f"int count, keys; {answer}")
+        return _keys_op(self.op, request_id, cache_id, keys, key_type, opts, encoder)
 
 
 # The requests of one shape differ only in their op code and the answer the server sends.
-cache_get = _key_request(Op.CACHE_GET, "answer: value or null")
-cache_get_and_remove = _key_request(Op.CACHE_GET_AND_REMOVE, "answer: previous value")
-cache_contains_key = _key_request(Op.CACHE_CONTAINS_KEY, "answer: bool")
-cache_clear_key = _key_request(Op.CACHE_CLEAR_KEY, "empty answer")
-cache_remove_key = _key_request(Op.CACHE_REMOVE_KEY, "answer: bool")
+cache_get = KeyRequest(Op.CACHE_GET, "key; answer: value or null")
+cache_get_and_remove = KeyRequest(Op.CACHE_GET_AND_REMOVE, "key; answer: previous value")
+cache_contains_key = KeyRequest(Op.CACHE_CONTAINS_KEY, "key; answer: bool")
+cache_clear_key = KeyRequest(Op.CACHE_CLEAR_KEY, "key; empty answer")
+cache_remove_key = KeyRequest(Op.CACHE_REMOVE_KEY, "key; answer: bool")
 
-cache_put = _key_value_request(Op.CACHE_PUT, "empty answer")
-cache_put_if_absent = _key_value_request(Op.CACHE_PUT_IF_ABSENT, "answer: bool")
-cache_get_and_put = _key_value_request(Op.CACHE_GET_AND_PUT, "answer: previous value")
-cache_get_and_replace = _key_value_request(Op.CACHE_GET_AND_REPLACE, "answer: previous value")
-cache_get_and_put_if_absent = _key_value_request(Op.CACHE_GET_AND_PUT_IF_ABSENT, "answer: previous value")
-cache_replace = _key_value_request(Op.CACHE_REPLACE, "answer: bool")
-cache_remove_if_equals = _key_value_request(Op.CACHE_REMOVE_IF_EQUALS, "answer: bool")
+cache_put = KeyValueRequest(Op.CACHE_PUT, "key, value; empty answer")
+cache_put_if_absent = KeyValueRequest(Op.CACHE_PUT_IF_ABSENT, "key, value; answer: bool")
+cache_get_and_put = KeyValueRequest(Op.CACHE_GET_AND_PUT, "key, value; answer: previous value")
+cache_get_and_replace = KeyValueRequest(Op.CACHE_GET_AND_REPLACE, "key, value; answer: previous value")
+cache_get_and_put_if_absent = KeyValueRequest(Op.CACHE_GET_AND_PUT_IF_ABSENT, "key, value; answer: previous value")
+cache_replace = KeyValueRequest(Op.CACHE_REPLACE, "key, value; answer: bool")
+cache_remove_if_equals = KeyValueRequest(Op.CACHE_REMOVE_IF_EQUALS, "key, value; answer: bool")
 
-cache_get_all = _keys_request(Op.CACHE_GET_ALL, "answer: int count, (key, value) pairs")
-cache_contains_keys = _keys_request(Op.CACHE_CONTAINS_KEYS, "answer: bool")
-cache_clear_keys = _keys_request(Op.CACHE_CLEAR_KEYS, "empty answer")
-cache_remove_keys = _keys_request(Op.CACHE_REMOVE_KEYS, "empty answer")
+cache_get_all = KeysRequest(Op.CACHE_GET_ALL, "int count, keys; answer: int count, (key, value) pairs")
+cache_contains_keys = KeysRequest(Op.CACHE_CONTAINS_KEYS, "int count, keys; answer: bool")
+cache_clear_keys = KeysRequest(Op.CACHE_CLEAR_KEYS, "int count, keys; empty answer")
+cache_remove_keys = KeysRequest(Op.CACHE_REMOVE_KEYS, "int count, keys; empty answer")
 
 
 def cache_replace_if_equals(
