@@ -22,10 +22,10 @@ if TYPE_CHECKING:
     # What _EXPORTS imports on first use, for type checkers and editors (test_public_api checks
     # that the two agree); at run time these stay lazy.
     # (`X as X`: an explicit re-export.)
-    from .client import IgniteClient as IgniteClient
     from .data.dataset import IgniteDataset as IgniteDataset
     from .data.write import WriteResult as WriteResult
     from .data.write import write as write
+    from .either import IgniteClient as IgniteClient
     from .local.cluster import LocalCluster as LocalCluster
     from .scoring import PredictResult as PredictResult
     from .scoring import predict as predict
@@ -78,7 +78,7 @@ def _after_import(name: str) -> None:
 #: The package's public names imported on first use: name -> the module that defines it.
 _EXPORTS = {
     "IgniteDataset": ".data.dataset",
-    "IgniteClient": ".client",
+    "IgniteClient": ".either",
     "LocalCluster": ".local.cluster",
     "write": ".data.write",
     "WriteResult": ".data.write",

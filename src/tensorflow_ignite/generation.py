@@ -24,6 +24,7 @@ is 2, :attr:`Ignite3Client.generation <tensorflow_ignite.ignite3.client.Ignite3C
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import AuthenticationError, ConfigurationError, HandshakeError, IgniteConnectionError, TLSError
@@ -39,6 +40,7 @@ __all__ = [
     "forget_generations",
     "generation_at",
     "generation_of",
+    "ignite3_of",
     "on_ignite3",
     "parse_generation",
 ]
@@ -116,6 +118,13 @@ def on_ignite3(client: Any, options: "ConnectionOptions | None") -> bool:
     return generation_at(options) == 3
 
 
+def ignite3_of(client: Any) -> Any:
+    """The :class:`~tensorflow_ignite.ignite3.client.Ignite3Client` a feature's Ignite 3 form runs with when
+    given ``client``: ``client`` itself, or the one an ``IgniteClient`` of an Ignite 3 node works through
+    (:class:`~tensorflow_ignite.either.ignite3_form.IgniteClient3`); None stays None."""
+    return getattr(client, "ignite3", client)
+
+
 def _ignite3_client(options: "ConnectionOptions") -> "Ignite3Client":
     from .ignite3 import Ignite3Client  # needs msgpack: the ignite3 extra
 
@@ -124,19 +133,27 @@ def _ignite3_client(options: "ConnectionOptions") -> "Ignite3Client":
     return client
 
 
-def connect_client(options: "ConnectionOptions", generation: str = "auto") -> "IgniteClient | Ignite3Client":
+def connect_client(
+    options: "ConnectionOptions",
+    generation: str = "auto",
+    *,
+    ignite2: "Callable[[], IgniteClient] | None" = None,
+) -> "IgniteClient | Ignite3Client":
     """A client of the cluster at ``options``: the process's shared ``IgniteClient`` on Ignite 2
     (do not close it), a new ``Ignite3Client`` on Ignite 3 (the caller closes it).
 
     ``generation``: ``"2"``, ``"3"``, or ``"auto"`` -- the one whose handshake the endpoint answers.
+    ``ignite2`` makes the Ignite 2 client instead of taking the shared one (``IgniteClient(address)``
+    makes a client of its own this way); its handshake is the Ignite 2 attempt.
     """
     generation = parse_generation(generation)
+    connect2: "Callable[[], IgniteClient]" = ignite2 if ignite2 is not None else options.connect
     if generation == "auto":
         with _FOUND_LOCK:
             known = _FOUND.get(_address(options))
         if known is not None:  # found before: no Ignite 2 attempt at an Ignite 3 node again
             try:
-                return connect_client(options, str(known))
+                return connect_client(options, str(known), ignite2=ignite2)
             except AuthenticationError:
                 raise
             except (HandshakeError, TLSError):
@@ -144,11 +161,11 @@ def connect_client(options: "ConnectionOptions", generation: str = "auto") -> "I
                 with _FOUND_LOCK:
                     _FOUND.pop(_address(options), None)
     if generation == "2":
-        return options.connect()
+        return connect2()
     if generation == "3":
         return _ignite3_client(options)
     try:
-        client: IgniteClient | Ignite3Client = options.connect()
+        client: IgniteClient | Ignite3Client = connect2()
         _remember(options, client)
         return client
     except AuthenticationError:
@@ -167,7 +184,7 @@ def connect_client(options: "ConnectionOptions", generation: str = "auto") -> "I
             raise HandshakeError(
                 f"{options.endpoints[0]} answered neither the Ignite 2 thin-client handshake ({exc2}) nor the "
                 f"Ignite 3 one ({exc3}); check the port and the TLS settings, or name the generation "
-                "(IGNITE_FS_GENERATION=2 or 3)",
+                '(generation="2" or "3"; for ignite:// paths IGNITE_FS_GENERATION=2 or 3)',
                 address=options.endpoints[0],
             ) from None
         except IgniteConnectionError:

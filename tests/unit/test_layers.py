@@ -40,7 +40,7 @@ FLOORS: list[tuple[str, ...]] = [
     # Which generation an address speaks, found at the handshake (a client of either stack).
     ("generation",),
     # Features: datasets and writes (both generations), the ignite:// filesystem, the job launcher.
-    ("data", "fs", "launcher"),
+    ("data", "fs", "launcher", "either"),
     # Features built on those: scoring (on the launcher for cluster runs), local nodes.
     ("scoring", "local"),
     # The package's namespace (lazy exports of the features).

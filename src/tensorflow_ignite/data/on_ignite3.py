@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import SchemaError, UnsupportedOperationError
+from ..generation import ignite3_of
 from .reader import ReadStats
 from .tensor_schema import TensorField, TensorSchemaRecord
 
@@ -83,7 +84,7 @@ def ignite3_call(
     refused (:func:`refuse`)."""
     refuse(what, given, defaults)
     if client is not None:
-        yield client
+        yield ignite3_of(client)  # an Ignite3Client, or an IgniteClient of an Ignite 3 node: its Ignite3Client
         return
     assert options is not None
     with _client(options) as own:
@@ -173,7 +174,7 @@ def table_dataset(
     if given["num_parallel_reads"] == 1:
         refused["num_parallel_reads"] = None
     refuse(what, refused, _READ_REFUSED)
-    client = given["client"]
+    client = ignite3_of(given["client"])
     table = sql_name(cache_name)
     own = client if client is not None else _client(options)
     try:
@@ -322,7 +323,7 @@ def sql_dataset(
         query,
         args,
         options=options if client is None else None,
-        client=client,
+        client=ignite3_of(client),
         batch_size=given["batch_size"],
         page_size=given["page_size"],
         null_masks=given["null_masks"],

@@ -208,6 +208,10 @@ class SqlCursor(Closeable):
     def __init__(self, client: Ignite3Client, first: sql.ExecResult) -> None:
         self.client = client
         self.columns: tuple[sql.ColumnMeta, ...] = first.columns
+        #: Whether the statement returns rows (a query), else ``affected_rows`` says what it did.
+        self.has_row_set = first.has_row_set
+        #: The rows a DML statement changed (-1 for DDL and queries).
+        self.affected_rows = first.affected_rows
         self._first: RowPage | None = first.rows
         self._cursor_id = first.cursor_id
         self._more = first.has_more
