@@ -97,6 +97,13 @@ def add_listen_port_argument(p: argparse.ArgumentParser | Any, flag: str, defaul
     p.add_argument(flag, type=validate.listen_port, default=default, metavar="PORT", help=help)
 
 
+def add_seconds_argument(p: argparse.ArgumentParser | Any, flag: str, default: float, help: str) -> None:
+    """``flag SECONDS``: a duration in seconds (positive), its default appended to ``help``."""
+    p.add_argument(
+        flag, type=validate.positive_float, default=default, metavar="SECONDS", help=f"{help} (default {default:g})"
+    )
+
+
 def add_progress_argument(p: argparse.ArgumentParser | Any) -> None:
     """``--progress/--no-progress``: progress bars on stderr; default: only when stderr is a terminal."""
     p.add_argument(

@@ -20,7 +20,7 @@ from ..launcher import layout
 from ..launcher.jobs import JobClient, OutputLine
 from . import validate
 from .credentials import add_connection_arguments, connection_options
-from .grammar import add_json_argument, options_of, print_json, print_result, print_table
+from .grammar import add_json_argument, add_seconds_argument, options_of, print_json, print_result, print_table
 
 __all__ = ["register", "add_worker_arguments", "report_submitted"]
 
@@ -85,27 +85,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         help="ps tasks of a parameter_server job (default 1), placed on the data nodes",
     )
     add_worker_arguments(start, "Python interpreter on the nodes (default: this one); first on the workers' PATH")
-    start.add_argument(
-        "--backoff",
-        type=validate.positive_float,
-        default=1.0,
-        metavar="SECONDS",
-        help="delay before the first restart, doubled each time up to 30 s (default 1)",
-    )
-    start.add_argument(
-        "--settle",
-        type=validate.positive_float,
-        default=1.0,
-        metavar="SECONDS",
-        help="how long the partition map must hold still before workers start (default 1)",
-    )
-    start.add_argument(
-        "--grace",
-        type=validate.positive_float,
-        default=10.0,
-        metavar="SECONDS",
-        help="time workers get after SIGTERM before SIGKILL when stopped (default 10)",
-    )
+    add_seconds_argument(start, "--backoff", 1.0, "delay before the first restart, doubled each time up to 30 s")
+    add_seconds_argument(start, "--settle", 1.0, "how long the partition map must hold still before workers start")
+    add_seconds_argument(start, "--grace", 10.0, "time workers get after SIGTERM before SIGKILL when stopped")
     start.add_argument("-d", "--detach", action="store_true", help="print the job name and return at once")
     add_json_argument(start, "the submitted job's name and cache (with --detach)")
     start.set_defaults(handler=_start, start_parser=start)
@@ -156,13 +138,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "group, SIGKILL after the grace period) and wait until the job is STOPPED.",
     )
     stop.add_argument("--no-wait", action="store_true", help="return once the stop is requested")
-    stop.add_argument(
-        "--timeout",
-        type=validate.positive_float,
-        default=120.0,
-        metavar="SECONDS",
-        help="how long to wait for the job to stop (default 120)",
-    )
+    add_seconds_argument(stop, "--timeout", 120.0, "how long to wait for the job to stop")
     add_json_argument(stop, "the job's state and message")
     stop.set_defaults(handler=_stop)
 

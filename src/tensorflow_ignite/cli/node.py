@@ -19,6 +19,7 @@ from .grammar import (
     add_deprecated_alias,
     add_json_argument,
     add_listen_port_argument,
+    add_seconds_argument,
     print_json,
     print_result,
     print_table,
@@ -115,9 +116,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         help="extra classpath entry for the nodes (repeatable)",
     )
     add_follow_log_arguments(start, "keep the follow log of these caches", "; Ignite 2 only")
-    start.add_argument(
-        "--timeout", type=validate.positive_float, default=180, help="seconds to wait for readiness (default 180)"
-    )
+    add_seconds_argument(start, "--timeout", 180.0, "how long to wait for the nodes to be ready")
     start.add_argument("--foreground", action="store_true", help="stay attached; stop the nodes on Ctrl+C or SIGTERM")
     add_json_argument(
         start,

@@ -23,7 +23,7 @@ import time
 from ..errors import ConfigurationError
 from . import validate
 from .credentials import add_connection_arguments, client_settings
-from .grammar import add_listen_port_argument
+from .grammar import add_listen_port_argument, add_seconds_argument
 
 __all__ = ["register", "run", "child_main"]
 
@@ -69,12 +69,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     )
     add_listen_port_argument(http, "--http-port", 6006, "HTTP port for TensorBoard (default 6006; 0 picks a free one)")
     add_connection_arguments(p, without_host="LOGDIR's endpoint, or the $IGNITE_FS_* variables")
-    p.add_argument(
-        "--timeout",
-        type=validate.positive_float,
-        default=_STARTUP_TIMEOUT,
-        help=f"seconds to wait for TensorBoard to start (default {_STARTUP_TIMEOUT:.0f})",
-    )
+    add_seconds_argument(p, "--timeout", _STARTUP_TIMEOUT, "how long to wait for TensorBoard to start")
     p.add_argument("extra", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.set_defaults(handler=run)
 
