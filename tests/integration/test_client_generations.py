@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 import tensorflow_ignite as ti
@@ -111,11 +112,31 @@ def test_ignite2_only_methods_say_so_on_ignite3(ignite3_node, cache_name: str) -
         ]:
             with pytest.raises(UnsupportedOperationError, match=says):
                 call()
-        # The features take it as client= and use the Ignite 3 client it works through.
-        client.sql(_table_ddl(3, cache_name)).execute()
-        client.cache(cache_name).put_all({1: "a", 2: "b"})
-        rows = list(ti.IgniteDataset.from_sql(f"SELECT ID, NAME FROM {cache_name}", [], client=client))
-        assert sorted(int(r["ID"]) for r in rows) == [1, 2]
+        # The features take it as client= and use the Ignite 3 client it works through (write: no TensorFlow).
+        result = ti.write(cache_name, {"v": np.array([1.5, 2.5])}, client=client)
+        assert result.rows == 2
+        assert client.sql(f"SELECT V FROM {cache_name} ORDER BY V").fetchall() == [[1.5], [2.5]]
         client.destroy_cache(cache_name)
     with pytest.raises(IgniteConnectionError):  # the Ignite 2 handshake, refused (over TLS: the TLS connection closed)
         IgniteClient(address, generation="2", **keywords)
+
+
+def test_a_table_of_several_key_and_value_columns_on_ignite3(ignite3_node, cache_name: str) -> None:  # type: ignore[no-untyped-def]
+    """Keys of several columns are tuples (in key order) or dicts; values of several columns are dicts."""
+    options = ignite3_node.client_options()
+    with IgniteClient(f"{options.host}:{options.port}", **ConnectionOptions.settings_in(vars(options))) as client:
+        client.sql(f"CREATE TABLE {cache_name} (A INT, B VARCHAR, W DOUBLE, NOTE VARCHAR, PRIMARY KEY (A, B))").execute()
+        try:
+            cache = client.cache(cache_name)
+            cache.put((1, "x"), {"W": 1.5, "NOTE": "one"})
+            cache.put({"A": 2, "B": "y"}, {"W": 2.5, "NOTE": None})
+            assert cache.get((1, "x")) == {"W": 1.5, "NOTE": "one"}
+            assert cache.get_all([(1, "x"), (2, "y"), (3, "z")]) == {(1, "x"): {"W": 1.5, "NOTE": "one"},
+                                                                    (2, "y"): {"W": 2.5, "NOTE": None}}
+            assert sorted(k for k, _ in cache.scan()) == [(1, "x"), (2, "y")]
+            with pytest.raises(ti.ConfigurationError, match=r"key of 2 columns \(A, B\)"):
+                cache.get(1)
+            with pytest.raises(ti.ConfigurationError, match=r"2 value columns \(W, NOTE\)"):
+                cache.put((3, "z"), 3.5)
+        finally:
+            client.destroy_cache(cache_name)
