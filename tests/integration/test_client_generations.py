@@ -14,7 +14,7 @@ import tensorflow_ignite as ti
 from tensorflow_ignite import IgniteClient
 from tensorflow_ignite.client import IgniteClient as Ignite2Client
 from tensorflow_ignite.client.options import ConnectionOptions
-from tensorflow_ignite.errors import IgniteConnectionError, UnsupportedOperationError
+from tensorflow_ignite.errors import HandshakeError, IgniteConnectionError, UnsupportedOperationError
 
 
 @pytest.fixture(params=[2, 3], ids=["ignite2", "ignite3"])
@@ -119,6 +119,9 @@ def test_ignite2_only_methods_say_so_on_ignite3(ignite3_node, cache_name: str) -
         client.destroy_cache(cache_name)
     with pytest.raises(IgniteConnectionError):  # the Ignite 2 handshake, refused (over TLS: the TLS connection closed)
         IgniteClient(address, generation="2", **keywords)
+    # The Ignite 2 client alone says where to go (the node drops a handshake it cannot read).
+    with pytest.raises(HandshakeError, match="tensorflow_ignite.IgniteClient takes either generation"):
+        Ignite2Client(address, timeout=10)
 
 
 def test_a_table_of_several_key_and_value_columns_on_ignite3(ignite3_node, cache_name: str) -> None:  # type: ignore[no-untyped-def]

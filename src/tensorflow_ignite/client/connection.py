@@ -239,7 +239,8 @@ class Connection(SocketConnection, DirectAnswers, Notifications):
                 hint = (
                     _STOPPED_HINT
                     if self._answered_before()
-                    else "If the node's client connector uses TLS, pass cafile=... (or certfile) to enable TLS."
+                    else "If the node's client connector uses TLS, pass cafile=... (or certfile) to enable TLS. "
+                    "An Ignite 3 node closes it too: tensorflow_ignite.IgniteClient takes either generation."
                 )
                 raise HandshakeError(
                     f"{self.address} closed the connection during the thin-client handshake ({exc}). {hint}",
