@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     # What _EXPORTS imports on first use, for type checkers and editors (test_public_api checks
     # that the two agree); at run time these stay lazy.
     # (`X as X`: an explicit re-export.)
+    from .client.options import ConnectionKeywords as ConnectionKeywords
+    from .client.options import ConnectionOptions as ConnectionOptions
     from .data.dataset import IgniteDataset as IgniteDataset
     from .data.write import WriteResult as WriteResult
     from .data.write import write as write
@@ -79,6 +81,8 @@ def _after_import(name: str) -> None:
 _EXPORTS = {
     "IgniteDataset": ".data.dataset",
     "IgniteClient": ".either",
+    "ConnectionOptions": ".client.options",
+    "ConnectionKeywords": ".client.options",
     "LocalCluster": ".local.cluster",
     "write": ".data.write",
     "WriteResult": ".data.write",

@@ -3,7 +3,7 @@
 from .cache import Cache
 from .client import IgniteClient, PartitionMap, parse_addresses
 from .connection import Connection, ConnectionSettings, probe
-from .options import ConnectionOptions
+from .options import ConnectionKeywords, ConnectionOptions
 from .pool import close_shared_clients, pooled_options, shared_client
 from .sql import SqlCursor
 from .stats import ClientStats, ConnectionStats
@@ -13,6 +13,7 @@ __all__ = [
     "Cache",
     "ClientStats",
     "Connection",
+    "ConnectionKeywords",
     "ConnectionOptions",
     "ConnectionSettings",
     "ConnectionStats",

@@ -20,7 +20,7 @@ import time
 import uuid as _uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Unpack
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from ..protocol.values import BinaryType
 from .closeable import Closeable
 from .connection import Connection, ConnectionSettings, FrameEncoder
 from .metadata import MetadataCache
-from .options import ConnectionOptions
+from .options import ConnectionKeywords, ConnectionOptions
 from .retry import same_on_every_node
 from .stats import ClientStats, ConnectionStats
 
@@ -200,7 +200,8 @@ class IgniteClient(Closeable):
 
     ``timeout``, ``connect_timeout`` and ``idle_timeout`` bound every wait on a
     node (:class:`~.options.ConnectionOptions` documents them and their
-    defaults; None takes the default).
+    defaults; None takes the default).  The connection keywords are
+    :class:`~.options.ConnectionKeywords`, the same for every entry point.
     """
 
     #: The Ignite generation whose handshake this client speaks (:mod:`tensorflow_ignite.generation`).
@@ -210,26 +211,13 @@ class IgniteClient(Closeable):
         self,
         addresses: str | Address | Sequence[str | Address] = DEFAULT_ENDPOINT,
         *,
-        # The fields of ConnectionOptions, grouped: credentials; TLS files; TLS checks.
-        username: str | None = None,
-        password: str | None = None,
-        cafile: str | None = None,
-        certfile: str | None = None,
-        keyfile: str | None = None,
-        cert_password: str | None = None,
-        insecure_skip_verify: bool = False,
-        server_hostname: str | None = None,
-        insecure_skip_hostname_verification: bool = False,
-        timeout: float = 30.0,
-        connect_timeout: float | None = None,
-        idle_timeout: float | None = None,
         partition_awareness: bool | None = None,
+        **connection: Unpack[ConnectionKeywords],
     ) -> None:
-        if (username is None) != (password is None):
-            raise ConfigurationError("username and password go together: give both or neither")
+        settings = ConnectionOptions.settings_given(type(self).__name__, connection)
         self.seeds = parse_addresses(addresses)
         #: How this client reaches its cluster (the first seed as host/port, the others as fallbacks).
-        self.options = ConnectionOptions.from_address(self.seeds, **ConnectionOptions.settings_in(locals()))
+        self.options = ConnectionOptions.from_address(self.seeds, **settings)
         self.settings = ConnectionSettings(self.options)
         self.partition_awareness = (
             partition_awareness if partition_awareness is not None else partition_awareness_from_env()

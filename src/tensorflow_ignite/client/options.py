@@ -41,9 +41,10 @@ change; a much shorter ``idle_timeout`` only adds heartbeats.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import ConfigurationError
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT, format_endpoint
@@ -54,10 +55,35 @@ if TYPE_CHECKING:
 
     from .client import Address, IgniteClient
 
-__all__ = ["ConnectionOptions"]
+__all__ = ["ConnectionKeywords", "ConnectionOptions"]
 
 #: The fields that say where the cluster is, rather than how to talk to it.
 _ENDPOINT = ("host", "port", "fallbacks")
+
+
+class ConnectionKeywords(TypedDict, total=False):
+    """How to talk to the cluster, as keywords: what every entry point takes besides where the
+    cluster is (``IgniteClient``, ``IgniteDataset`` and ``from_sql``, ``write``, ``predict``).
+
+    They are :class:`ConnectionOptions`' fields but its endpoint, with the same names and
+    defaults (None: the default).  Credentials: ``username`` and ``password``, both or
+    neither.  TLS: ``cafile``, ``certfile``, ``keyfile``, ``cert_password``,
+    ``server_hostname`` and the two ``insecure_*`` opt-outs (any of them turns TLS on).
+    Deadlines in seconds: ``timeout`` (30), ``connect_timeout`` (5), ``idle_timeout`` (8).
+    """
+
+    username: str | None
+    password: str | None
+    cafile: str | None
+    certfile: str | None
+    keyfile: str | None
+    cert_password: str | None
+    insecure_skip_verify: bool
+    server_hostname: str | None
+    insecure_skip_hostname_verification: bool
+    timeout: float | None
+    connect_timeout: float | None
+    idle_timeout: float | None
 
 
 @dataclass(frozen=True)
@@ -153,6 +179,25 @@ class ConnectionOptions:
             for name in cls.field_names()
             if name not in _ENDPOINT and keywords.get(name) is not None
         }
+
+    @classmethod
+    def settings_given(cls, what: str, connection: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings among ``connection`` (the :class:`ConnectionKeywords` an entry point named
+        ``what`` was given), None left out so that it takes the default.
+
+        Raises TypeError for a keyword that is not a setting, as Python does for a
+        function's unknown keyword (naming the closest setting), and ConfigurationError for
+        a username without a password or the other way round.
+        """
+        known = ConnectionKeywords.__annotations__
+        for name in connection:
+            if name not in known:
+                close = difflib.get_close_matches(name, list(known), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else f"; the connection keywords are {', '.join(known)}"
+                raise TypeError(f"{what}() got an unexpected keyword argument {name!r}{hint}")
+        if (connection.get("username") is None) != (connection.get("password") is None):
+            raise ConfigurationError(f"{what}: username and password go together: give both or neither")
+        return {name: value for name, value in connection.items() if value is not None}
 
     @property
     def uses_tls(self) -> bool:

@@ -17,11 +17,10 @@ checkers see one client type; ``generation`` (2 or 3) tells them apart.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Unpack
 
 from ..client import client as ignite2
-from ..client.options import ConnectionOptions
-from ..errors import ConfigurationError
+from ..client.options import ConnectionKeywords, ConnectionOptions
 from ..generation import connect_client, parse_generation
 from ..protocol.endpoint import DEFAULT_ENDPOINT
 
@@ -63,20 +62,22 @@ class IgniteClient(ignite2.IgniteClient):
     _ready: bool = False
 
     def __new__(
-        cls, addresses: "str | Address | Sequence[str | Address]" = DEFAULT_ENDPOINT, **keywords: Any
+        cls,
+        addresses: "str | Address | Sequence[str | Address]" = DEFAULT_ENDPOINT,
+        *,
+        partition_awareness: bool | None = None,
+        generation: str | int = "auto",
+        **connection: Unpack[ConnectionKeywords],
     ) -> "IgniteClient":
-        generation = parse_generation(keywords.pop("generation", "auto"))
+        generation = parse_generation(generation)
         if cls is not IgniteClient or generation == "2":
             return super().__new__(cls)  # __init__ connects: the Ignite 2 client, as it always was
-        if (keywords.get("username") is None) != (keywords.get("password") is None):
-            raise ConfigurationError("username and password go together: give both or neither")
-        options = ConnectionOptions.from_address(
-            ignite2.parse_addresses(addresses), **ConnectionOptions.settings_in(keywords)
-        )
+        settings = ConnectionOptions.settings_given("IgniteClient", connection)
+        options = ConnectionOptions.from_address(ignite2.parse_addresses(addresses), **settings)
 
         def connect2() -> "IgniteClient":
             client = super(IgniteClient, cls).__new__(cls)
-            ignite2.IgniteClient.__init__(client, addresses, **keywords)
+            ignite2.IgniteClient.__init__(client, addresses, partition_awareness=partition_awareness, **connection)
             client._ready = True
             return client
 
@@ -87,45 +88,19 @@ class IgniteClient(ignite2.IgniteClient):
         from .ignite3_form import IgniteClient3
 
         ignite3: Ignite3Client = found  # type: ignore[assignment]  # generation 3: connect_client's Ignite3Client
-        return IgniteClient3.wrap(ignite3, keywords.get("partition_awareness"))
+        return IgniteClient3.wrap(ignite3, partition_awareness)
 
     def __init__(
         self,
         addresses: "str | Address | Sequence[str | Address]" = DEFAULT_ENDPOINT,
         *,
-        username: str | None = None,
-        password: str | None = None,
-        cafile: str | None = None,
-        certfile: str | None = None,
-        keyfile: str | None = None,
-        cert_password: str | None = None,
-        insecure_skip_verify: bool = False,
-        server_hostname: str | None = None,
-        insecure_skip_hostname_verification: bool = False,
-        timeout: float = 30.0,
-        connect_timeout: float | None = None,
-        idle_timeout: float | None = None,
         partition_awareness: bool | None = None,
         generation: str | int = "auto",
+        **connection: Unpack[ConnectionKeywords],
     ) -> None:
         if self._ready:
             return  # made whole by __new__
-        super().__init__(
-            addresses,
-            username=username,
-            password=password,
-            cafile=cafile,
-            certfile=certfile,
-            keyfile=keyfile,
-            cert_password=cert_password,
-            insecure_skip_verify=insecure_skip_verify,
-            server_hostname=server_hostname,
-            insecure_skip_hostname_verification=insecure_skip_hostname_verification,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            idle_timeout=idle_timeout,
-            partition_awareness=partition_awareness,
-        )
+        super().__init__(addresses, partition_awareness=partition_awareness, **connection)
         self._ready = True
 
     @classmethod

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from .source import WHOLE, is_query, open_scoring_source
 
 if TYPE_CHECKING:
     from ..client import IgniteClient
+    from ..client.options import ConnectionKeywords
 
 __all__ = ["predict", "PredictResult", "Mode"]
 
@@ -96,16 +97,9 @@ def predict(
     args: Sequence[Any] = (),
     mode: Mode = "skip-existing",
     client: "IgniteClient | None" = None,
-    # The fields of ConnectionOptions, grouped as write() has them: endpoint; credentials; TLS.
+    # Where the cluster is; how to talk to it: **connection (ConnectionKeywords).
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
-    username: str | None = None,
-    password: str | None = None,
-    cafile: str | None = None,
-    certfile: str | None = None,
-    keyfile: str | None = None,
-    cert_password: str | None = None,
-    server_hostname: str | None = None,
     batch_size: int = 1024,
     record_every: int = 16,
     backups: int = 0,
@@ -113,6 +107,7 @@ def predict(
     progress: bool | None = None,
     parts: Sequence[int] | None = None,
     on_record: Callable[[int, int, int], None] | None = None,
+    **connection: Unpack[ConnectionKeywords],
 ) -> PredictResult:
     """Score every row of ``source`` with ``model`` and write one prediction per key into ``output``.
 
@@ -159,8 +154,8 @@ def predict(
     (:class:`~tensorflow_ignite.errors.OutputLayoutError`).
 
     ``progress`` shows a tqdm bar on stderr (default: when stderr is a
-    terminal).  Either pass a connected ``client`` or the connection settings (the fields of
-    :class:`~tensorflow_ignite.client.ConnectionOptions`, as for :func:`~tensorflow_ignite.write`;
+    terminal).  Either pass a connected ``client`` or ``host``, ``port`` and the connection keywords
+    (:class:`~tensorflow_ignite.client.ConnectionKeywords`, as for :func:`~tensorflow_ignite.write`;
     ``server_hostname`` is the name the nodes' TLS certificates are checked against).
 
     ``parts`` scores only these partitions of a cache source (a launcher
@@ -173,7 +168,9 @@ def predict(
     (:mod:`.ignite3`): one unit, skipped by ``skip-existing`` when the output already holds this
     model's prediction for every row; ``parts`` and ``backups`` have no Ignite 3 form.
     """
-    keywords = dict(locals())  # as given: the connection settings among them (ConnectionOptions.settings_in)
+    from ..client.options import ConnectionOptions
+
+    settings = ConnectionOptions.settings_given("predict", connection)
     if mode not in _MODES:
         raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
     if batch_size < 1 or record_every < 1:
@@ -190,9 +187,7 @@ def predict(
     scoring_model = load_model(model)
     options = None
     if client is None:
-        from ..client import ConnectionOptions
-
-        options = ConnectionOptions.from_address(host, port, **ConnectionOptions.settings_in(keywords))
+        options = ConnectionOptions.from_address(host, port, **settings)
     if on_ignite3(client, options):
         from ..data.on_ignite3 import ignite3_call
         from .ignite3 import REFUSED, predict_table  # the same scoring of the table or query, into a table

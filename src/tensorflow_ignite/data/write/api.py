@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from ...capacity import CapacityGuard
 from ...errors import CapacityError, ConfigurationError, IgniteError, ServerError, WriteError
@@ -21,6 +21,7 @@ from .sources import Source, open_source
 
 if TYPE_CHECKING:
     from ...client import IgniteClient
+    from ...client.options import ConnectionKeywords
 
 log = logging.getLogger(__name__)
 
@@ -93,16 +94,9 @@ def write(
     data: Any,
     *,
     client: "IgniteClient | None" = None,
-    # The fields of ConnectionOptions, grouped: endpoint; credentials; TLS.
+    # Where the cluster is; how to talk to it: **connection (ConnectionKeywords).
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
-    username: str | None = None,
-    password: str | None = None,
-    cafile: str | None = None,
-    certfile: str | None = None,
-    keyfile: str | None = None,
-    cert_password: str | None = None,
-    server_hostname: str | None = None,
     type_name: str | None = None,
     key: str | None = None,
     key_offset: int | None = None,
@@ -114,6 +108,7 @@ def write(
     sql: bool = True,
     batch_bytes: int = 4 << 20,
     progress: bool | None = None,
+    **connection: Unpack[ConnectionKeywords],
 ) -> WriteResult:
     """Write columns of tensors into the Ignite cache ``cache_name``, one entry per row.
 
@@ -167,8 +162,8 @@ def write(
 
     Rows are sent in put-all requests of about ``batch_bytes``.  ``progress``
     shows a tqdm bar on stderr (default: when stderr is a terminal).  Either
-    pass a connected ``client`` or the connection settings (the fields of
-    :class:`~tensorflow_ignite.client.ConnectionOptions`; ``host`` may be
+    pass a connected ``client`` or ``host``, ``port`` and the connection keywords
+    (:class:`~tensorflow_ignite.client.ConnectionKeywords`; ``host`` may be
     ``"h1:p1,h2:p2"``; ``server_hostname`` is the name the nodes' TLS
     certificates are checked against, and turns TLS on); the
     ``IGNITE_DATASET_*`` connection variables (:mod:`tensorflow_ignite.client.env`)
@@ -178,7 +173,9 @@ def write(
     same call fills the table ``cache_name`` instead (:mod:`.ignite3`): the same modes, keys and
     result; per-row arrays become VARBINARY columns that ``IgniteDataset`` reads back in their shapes.
     """
-    keywords = dict(locals())  # as given: the connection settings among them (ConnectionOptions.settings_in)
+    from ...client.options import ConnectionOptions
+
+    settings = ConnectionOptions.settings_given("write", connection)
     if mode not in _MODES:
         raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
     if not cache_name or cache_name == SCHEMA_CACHE:
@@ -194,11 +191,9 @@ def write(
     source = open_source(data, columns, key)
     options = None
     if client is None:
-        from ...client import ConnectionOptions
-
         # The process's shared client for these options (the one its datasets and ignite:// use),
         # the IGNITE_DATASET_* variables applied as for every feature.
-        options = ConnectionOptions.from_address(host, port, **ConnectionOptions.settings_in(keywords)).with_env()
+        options = ConnectionOptions.from_address(host, port, **settings).with_env()
     if on_ignite3(client, options):
         from ..on_ignite3 import ignite3_call
         from .ignite3 import REFUSED, write_table  # the same write into the table cache_name
