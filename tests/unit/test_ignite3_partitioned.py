@@ -108,6 +108,29 @@ def test_description_rebuilds_the_same_reader() -> None:
         TableReader.rebuild(ConnectionOptions(host="h1", port=10800), d["read"])
 
 
+def test_a_shuffled_read_carries_its_seed_and_a_restored_run_its_epoch() -> None:
+    import json
+
+    def shuffled(seed: int | None) -> TableReader:
+        return TableReader(ConnectionOptions(host="h1", port=10800), "T", ["X"], (), [("ID", T.INT64)], range(16), 16,
+                           colocation=[(0, 0, 0)], shuffle_seed=seed)
+
+    r = shuffled(7)
+    d = json.loads(r.description(batch_size=8, drop_remainder=True, credentials=None))["read"]
+    assert (d["shuffle_seed"], d["batch_size"], d["drop_remainder"]) == (7, 8, True)
+    again = TableReader.rebuild(ConnectionOptions(host="h1", port=10800), d)
+    first, second = r.run(), r.run()  # no connection before iterating
+    assert sorted(first._todo) == sorted(second._todo) == list(range(16))
+    assert first._todo != second._todo and (first.epoch, second.epoch) == (0, 1)  # each run the next epoch
+    assert shuffled(7).run()._todo == first._todo and shuffled(8).run()._todo != first._todo
+    resumed = again.run(second.save())  # the rebuilt reader, from epoch 1's state: epoch 1's order
+    assert (resumed.epoch, resumed._todo) == (1, second._todo)
+    assert again.run().epoch == 2
+    assert shuffled(None).run().epoch is None and shuffled(None).describe()["shuffle_seed"] is None
+    for run in (first, second, resumed):
+        run.close()
+
+
 def test_row_partitions_are_the_colocation_hash_of_the_key_columns() -> None:
     # Ignite 3.1.0's own SQL test (system_columns.test): BIGINT keys 101, 102, 103 of 25 partitions.
     r = TableReader(ConnectionOptions(port=1), "T", ["*"], (), [("ID", T.INT64)], range(25), 25,

@@ -33,6 +33,11 @@ complete *tentatively* when the stream moves on to another one; the reader's
 failure touched them and the partition map has not changed since the epoch
 began), otherwise their rows count as handed out in part, by identity.
 
+A shuffled read (``shuffle=True``) walks its partitions in an order drawn from
+its seed and its *epoch* (:class:`ShuffledEpochs`: each new iterator is the
+next epoch); the state carries the epoch, so a restored iterator -- in any
+process -- draws the same order and reads the partitions not done in it.
+
 Encoded size: a header (JSON: plan fingerprint, done partitions as ranges,
 partly read partitions with their row counts) plus the identities, sorted,
 delta-encoded and zlib-compressed -- a few hundred bytes for a plan of 1024
@@ -44,7 +49,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
 import struct
+import threading
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -58,7 +65,15 @@ from ..protocol import columns as C
 from ..protocol.codes import TypeCode
 from .env import parse_partition_list
 
-__all__ = ["ResumeState", "ReadProgress", "row_identities", "plan_fingerprint", "format_ranges", "resume_from"]
+__all__ = [
+    "ResumeState",
+    "ReadProgress",
+    "ShuffledEpochs",
+    "row_identities",
+    "plan_fingerprint",
+    "format_ranges",
+    "resume_from",
+]
 
 log = logging.getLogger(__name__)
 
@@ -345,3 +360,39 @@ class ReadProgress:
             if p < 0 or end is None or end > emitted or p in self._tentative:
                 return
             pages.popleft()
+
+
+class ShuffledEpochs:
+    """The partition order of the shuffled runs of one dataset, both generations' readers.
+
+    Each new run reads the next epoch, a restored one the epoch its state saved; an epoch's order
+    is drawn from ``seed`` and the epoch alone, so it is the same in every run and every process.
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        #: The seed the orders are drawn from (kept in the dataset's description); drawn at random when None.
+        self.seed = int(seed) if seed is not None else secrets.randbits(63)
+        self._next = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, shuffle: bool, seed: int | None) -> "ShuffledEpochs | None":
+        """The order of a read given ``shuffle=`` and ``seed=`` (as the datasets take them): None unshuffled;
+        a :class:`~tensorflow_ignite.errors.ConfigurationError` for a seed without ``shuffle``."""
+        if not shuffle:
+            if seed is not None:
+                raise ConfigurationError("seed=... orders partitions only with shuffle=True")
+            return None
+        return cls(seed)
+
+    def start(self, resumed: int | None) -> int:
+        """The epoch a new run reads: ``resumed`` (a saved state's), else the one after the last started."""
+        with self._lock:
+            epoch = self._next if resumed is None else int(resumed)
+            self._next = max(self._next, epoch + 1)
+            return epoch
+
+    def order(self, epoch: int, n: int) -> list[int]:
+        """The indices ``0..n-1`` in the order ``epoch`` reads them."""
+        rng = np.random.default_rng([self.seed & (2**63 - 1), int(epoch)])
+        return [int(i) for i in rng.permutation(n)]

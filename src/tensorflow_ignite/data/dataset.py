@@ -28,8 +28,7 @@ Shape of the pipeline ("describe ranges, read a chunk"):
 from __future__ import annotations
 
 import logging
-import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +36,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..client import ConnectionOptions, IgniteClient, close_shared_clients
+from ..client.progress import ShuffledEpochs
 from ..errors import CacheNotFoundError, ConfigurationError, SchemaError
 from ..generation import on_ignite3
 from ..native import data_source
@@ -98,6 +98,8 @@ class IgniteDataset(SourceDataset):
       insecure_skip_hostname_verification: verify the certificate chain but not
         the host name (logged as a warning).
       batch_size: yield batches of this many rows instead of single elements.
+      drop_remainder: drop the short last batch, so that every batch has exactly
+        ``batch_size`` rows (a static batch dimension); needs ``batch_size``.
       parts: scan exactly these partitions (``IGNITE_DATASET_PARTS``).
       num_parallel_reads: readers walking the partitions concurrently (default 1: one reader
         already keeps up to 16 partition scans on the wire).
@@ -135,8 +137,10 @@ class IgniteDataset(SourceDataset):
         :func:`~.portable.register_credentials`, else ``IGNITE_DATASET_<NAME>_*``
         variables.  By default they read ``IGNITE_DATASET_PASSWORD`` etc.
       known_cardinality: count the cache's entries when the dataset is built
-        (one size request) and give the dataset that cardinality (rows, or
-        batches of ``batch_size``), so Keras knows the steps per epoch.  An
+        (one size request; on Ignite 3 the table's ``SELECT COUNT(*)``) and
+        give the dataset that cardinality (rows, or batches of ``batch_size``:
+        the short last one not counted with ``drop_remainder``), so Keras
+        knows the steps per epoch.  An
         epoch that yields another number of rows -- the cache changed since --
         fails with TensorFlow's cardinality error rather than training on a
         silently different epoch.  Whole-cache reads only.  Otherwise the
@@ -148,6 +152,11 @@ class IgniteDataset(SourceDataset):
         partition, so this is a global shuffle of partitions, not of rows:
         add a small ``.shuffle(buffer)`` behind it to mix rows too (see the
         README).  Without ``seed`` one is drawn at random.  One reader only.
+        On Ignite 3 the partitions are read one after the other, a query
+        each: Ignite 3.1 does not narrow a query to its partitions, so each
+        scans the table at its node (a shuffled read of a large table costs
+        the node that many scans), and waits to be mapped (up to ~250 ms on
+        an idle 3.1 cluster: about a quarter second per partition).
       per_worker: every process that *runs* the read takes its partitions
         from its own ``IGNITE_DATASET_PARTS`` (and its node from
         ``IGNITE_DATASET_HOST``/``_PORT``), which ``ignite-tf start`` sets for
@@ -219,6 +228,8 @@ class IgniteDataset(SourceDataset):
             raise ConfigurationError(f"batch_size must be positive, got {batch_size}")
         if decimal_as not in ("float64", "string"):
             raise ConfigurationError("decimal_as is 'float64' or 'string'")
+        _check_remainder(f"IgniteDataset over {cache_name!r}", batch_size, drop_remainder)
+        shuffled = _shuffled(cache_name, shuffle, seed, num_parallel_reads)
         self.cache_name = cache_name
         self.connection = ConnectionOptions.from_env(
             **settings, host=params["host"] or DEFAULT_HOST, port=params["port"] or DEFAULT_PORT
@@ -231,6 +242,15 @@ class IgniteDataset(SourceDataset):
             self.client = client  # type: ignore[assignment]  # on Ignite 3: the Ignite3Client given, or None
             self.batch_size = batch_size
             self._dataset, self._table = table_dataset(cache_name, self.connection, params, tensors, locals())
+            if known_cardinality:
+                from .on_ignite3 import table_rows
+
+                share = params.get("parts") is not None or params["part"] >= 0
+                read = self._table._reader  # its client: the Ignite3Client the table is read with, or None
+                rows = self._cardinality(
+                    share, lambda: table_rows(cache_name, self.connection, read.client), batch_size, drop_remainder
+                )
+                self._dataset = self._dataset.apply(tf.data.experimental.assert_cardinality(rows))
             super().__init__(self._dataset)
             return
         self.client = client if client is not None else self.connection.connect()
@@ -271,15 +291,7 @@ class IgniteDataset(SourceDataset):
         self._reader = ScanReader(
             self.client, cache_name, self.schema, self.plan.tasks, PageSizer(params["page_size"], page_bytes)
         )
-        if shuffle:
-            if num_parallel_reads is not None and num_parallel_reads > 1:
-                raise ConfigurationError(
-                    f"IgniteDataset over cache {cache_name!r}: shuffle=True reads with one "
-                    "reader; leave num_parallel_reads unset"
-                )
-            self._reader.shuffle_seed = int(seed) if seed is not None else secrets.randbits(63)
-        elif seed is not None:
-            raise ConfigurationError("seed=... orders partitions only with shuffle=True")
+        self._reader.shuffle = shuffled
         key = self.schema.key
         if (
             not shuffle
@@ -315,7 +327,7 @@ class IgniteDataset(SourceDataset):
             batch_size=batch_size,
             drop_remainder=drop_remainder,
             credentials=credentials,
-            shuffle_seed=self._reader.shuffle_seed,
+            shuffle_seed=shuffled.seed if shuffled is not None else None,
             per_worker=per_worker,
             arguments=described,
         )
@@ -341,19 +353,23 @@ class IgniteDataset(SourceDataset):
             or "local" in tensors
         )
         if known_cardinality:
+            size = self.client.cache(cache_name).size
             self._dataset = self._dataset.apply(
-                tf.data.experimental.assert_cardinality(self._cardinality(share, batch_size, drop_remainder))
+                tf.data.experimental.assert_cardinality(self._cardinality(share, size, batch_size, drop_remainder))
             )
         self._dataset = self._dataset.with_options(_shard_options(share))
         super().__init__(self._dataset)
 
-    def _cardinality(self, share: bool, batch_size: int | None, drop_remainder: bool) -> int:
+    def _cardinality(self, share: bool, count: Callable[[], int], batch_size: int | None, drop_remainder: bool) -> int:
+        """``known_cardinality``'s figure, both generations: ``count()`` rows (the cache's size, the table's
+        ``COUNT(*)``), or the batches of ``batch_size`` they make (the short last one dropped with
+        ``drop_remainder``)."""
         if share:
             raise ConfigurationError(
                 f"known_cardinality=True counts the whole cache {self.cache_name!r}; Ignite cannot count the "
                 "entries of some partitions without reading them (this dataset reads parts/part/local/per_worker)"
             )
-        rows = self.client.cache(self.cache_name).size()
+        rows = int(count())
         if batch_size is None:
             return rows
         return rows // batch_size if drop_remainder else -(-rows // batch_size)
@@ -500,7 +516,8 @@ class IgniteDataset(SourceDataset):
         lazy: bool = True,
         credentials: str | None = None,
     ) -> tf.data.Dataset:
-        """A dataset of the rows of an SQL query: ``{COLUMN: tensor}`` per row (or batch).
+        """A dataset of the rows of an SQL query: ``{COLUMN: tensor}`` per row (or batch of ``batch_size``;
+        ``drop_remainder`` drops the short last one).
 
         Projection and filtering run in Ignite.  Column types come from one
         sampled row; for a query that may return nothing pass ``column_types``
@@ -510,6 +527,7 @@ class IgniteDataset(SourceDataset):
         read it whole (``"parallel_epochs"``) and its iterators cannot be saved.
         """
         options = ConnectionOptions.from_env(**ConnectionOptions.settings_in(locals()), host=host, port=port)
+        _check_remainder(f"IgniteDataset.from_sql({query[:60]!r})", batch_size, drop_remainder)
         if on_ignite3(client, options):
             from .on_ignite3 import sql_dataset
 
@@ -538,6 +556,28 @@ class IgniteDataset(SourceDataset):
             drop_remainder,
             description=description,
         ).with_options(_shard_options(False))
+
+
+def _check_remainder(what: str, batch_size: int | None, drop_remainder: bool) -> None:
+    """``drop_remainder`` drops the short last batch: without ``batch_size`` there is none to drop."""
+    if drop_remainder and batch_size is None:
+        raise ConfigurationError(
+            f"{what}: drop_remainder=True drops the short last batch of batch_size rows, but no batch_size "
+            "was given (single rows); give batch_size too, or leave drop_remainder out"
+        )
+
+
+def _shuffled(
+    cache_name: str, shuffle: bool, seed: int | None, num_parallel_reads: int | None
+) -> ShuffledEpochs | None:
+    """The partition order of ``shuffle=True`` (``seed``, else one drawn at random), both generations; None
+    when not shuffled."""
+    shuffled = ShuffledEpochs.of(shuffle, seed)
+    if shuffled is not None and num_parallel_reads is not None and num_parallel_reads > 1:
+        raise ConfigurationError(
+            f"IgniteDataset over cache {cache_name!r}: shuffle=True reads with one reader; leave num_parallel_reads unset"
+        )
+    return shuffled
 
 
 def _tensor_arguments(

@@ -140,10 +140,6 @@ _READ_REFUSED: dict[str, tuple[Any, str]] = {
     "schema": (None, "a DatasetSchema describes Ignite 2 binary objects; the table's columns are read"),
     "shapes": (None, "Ignite 3 has no array columns; arrays written by write come back in their written shapes"),
     "num_parallel_reads": (None, "the Ignite 3 read already asks every primary node in parallel"),
-    "drop_remainder": (False, "not implemented for Ignite 3 tables yet; drop the short batch with .filter"),
-    "known_cardinality": (False, "not implemented for Ignite 3 tables yet"),
-    "shuffle": (False, "not implemented for Ignite 3 tables yet"),
-    "seed": (None, "not implemented for Ignite 3 tables yet"),
     "per_worker": (False, "the launcher does not run on Ignite 3 yet"),
 }
 
@@ -159,7 +155,8 @@ def table_dataset(
     and the table read under it (its stats).
 
     ``params``: the dataset's arguments with the ``IGNITE_DATASET_*`` variables applied; ``tensors``:
-    those given as tensors; ``given``: every keyword of the call.
+    those given as tensors; ``given``: every keyword of the call, and ``shuffled`` (the
+    :class:`~tensorflow_ignite.client.progress.ShuffledEpochs` of ``shuffle=True``, or None).
     """
     from ..ignite3.dataset import from_table
 
@@ -192,6 +189,9 @@ def table_dataset(
         options=options if client is None else None,
         client=client,
         batch_size=batch_size,
+        drop_remainder=given["drop_remainder"],
+        shuffle=given["shuffled"] is not None,
+        seed=given["shuffled"].seed if given["shuffled"] is not None else None,
         page_size=params["page_size"] or 4096,
         null_masks=given["null_masks"],
         decimal_as=given["decimal_as"],
@@ -202,6 +202,19 @@ def table_dataset(
     if record is not None and not given["fields"] and {sql_name(f.name) for f in record.fields} != columns_now:
         record = None  # the table was made again otherwise since write recorded it: read it as it is
     return table_ds.map(_structure(keys, record, batched=batch_size is not None)), table_ds
+
+
+def table_rows(cache_name: str, options: "ConnectionOptions", client: Any) -> int:
+    """The rows of the table named like ``cache_name`` (``SELECT COUNT(*)``): ``known_cardinality``'s count
+    (``client``: the ``Ignite3Client`` the dataset was given, or None: one of its own for ``options``)."""
+    from ..ignite3.dataset import count_rows
+
+    own = client if client is not None else _client(options)
+    try:
+        return count_rows(own, sql_name(cache_name))
+    finally:
+        if own is not client:
+            own.close()
 
 
 def refuse_follow(cache_name: str, client: Any, host: Any, port: Any, given: Mapping[str, Any]) -> None:
@@ -305,12 +318,6 @@ def read_stats(table_ds: "Ignite3TableDataset", page_rows: int) -> ReadStats:
     )
 
 
-#: IgniteDataset.from_sql's options without an Ignite 3 form: name -> (default, why).
-_SQL_REFUSED: dict[str, tuple[Any, str]] = {
-    "drop_remainder": (False, "not implemented for Ignite 3 queries yet; drop the short batch with .filter"),
-}
-
-
 def sql_dataset(
     query: str, args: Sequence[Any], options: "ConnectionOptions", client: Any, given: Mapping[str, Any]
 ) -> "tf.data.Dataset":
@@ -318,13 +325,13 @@ def sql_dataset(
     :func:`tensorflow_ignite.ignite3.from_sql`."""
     from ..ignite3.dataset import from_sql
 
-    refuse(f"IgniteDataset.from_sql({query[:60]!r}) on an Ignite 3 cluster", given, _SQL_REFUSED)
     return from_sql(
         query,
         args,
         options=options if client is None else None,
         client=ignite3_of(client),
         batch_size=given["batch_size"],
+        drop_remainder=given["drop_remainder"],
         page_size=given["page_size"],
         null_masks=given["null_masks"],
         schema=given["schema"],

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from ..client import described
 from ..client.described import DESCRIPTION_VERSION
 from ..client.env import PARTS_VARIABLE, env_partitions
+from ..client.progress import ShuffledEpochs
 from ..errors import ConfigurationError, UnsupportedOperationError
 from .env import parse_partition_list
 from .schema import DatasetSchema, FieldSchema
@@ -269,7 +270,13 @@ def _build(description: str, arguments: tuple[Any, ...] = ()) -> "Source":
         reader = TableReader.rebuild(
             described.described_options(d["connection"], f"the read of Ignite 3 table {read['table']!r}"), read
         )
-        return Source(reader.run, reader.element_spec(), batch_size=read["batch_size"], resumable=True)
+        return Source(
+            reader.run,
+            reader.element_spec(),
+            batch_size=read["batch_size"],
+            drop_remainder=bool(read.get("drop_remainder", False)),
+            resumable=True,
+        )
     schema = schema_from_json(d["schema"])
     spec = schema.element_spec(batched=True)
     if d["kind"] == "sql":
@@ -289,7 +296,8 @@ def _build(description: str, arguments: tuple[Any, ...] = ()) -> "Source":
         parts = partitions if isinstance(partitions, list) else parse_partition_list(partitions, name="plan")
     tasks = [ScanTask(int(p), local=bool(plan["local"])) for p in parts]
     reader = ScanReader(client, cache, schema, tasks, PageSizer(d["page_size"], int(d["page_bytes"])))
-    reader.shuffle_seed = plan.get("shuffle_seed")
+    if plan.get("shuffle_seed") is not None:
+        reader.shuffle = ShuffledEpochs(int(plan["shuffle_seed"]))
     if plan["node_scans"] and not plan.get("per_worker") and client.partition_awareness:
         reader.node_scans = True
         reader.partitions = int(plan["count"])

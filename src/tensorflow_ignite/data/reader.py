@@ -30,7 +30,14 @@ import numpy as np
 
 from ..client import IgniteClient
 from ..client.cache import NodeScanProgress, select_rows
-from ..client.progress import ReadProgress, ResumeState, plan_fingerprint, resume_from, row_identities
+from ..client.progress import (
+    ReadProgress,
+    ResumeState,
+    ShuffledEpochs,
+    plan_fingerprint,
+    resume_from,
+    row_identities,
+)
 from ..errors import ArrayLengthError, ConfigurationError, SchemaError, UnsupportedOperationError
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode
@@ -153,9 +160,9 @@ class ScanRun:
         order: Sequence[int] = range(n)
         #: The shuffled epoch this run reads (None: plan order, or the order a dispatcher hands out).
         self.epoch: int | None = None
-        if reader.shuffle_seed is not None and next_split is None:
-            self.epoch = reader.start_epoch(resume.epoch if resume is not None else None)
-            order = reader.order(self.epoch)
+        if reader.shuffle is not None and next_split is None:
+            self.epoch = reader.shuffle.start(resume.epoch if resume is not None else None)
+            order = reader.shuffle.order(self.epoch, n)
         self.progress = ReadProgress(reader.fingerprint, resume, epoch=self.epoch)
         #: ``emitted(rows)``: ``rows`` more rows were handed to TensorFlow.
         self.emitted = self.progress.emitted
@@ -240,9 +247,8 @@ class ScanReader:
         self.fetch_paths: dict[str, int] = {}
         self._partition_rows = 0
         self._partitions_done = 0
-        #: Read the partitions in an order drawn from this seed and the epoch (``shuffle=True``).
-        self.shuffle_seed: int | None = None
-        self._next_epoch = 0
+        #: Read the partitions in an order drawn from a seed and the epoch (``shuffle=True``).
+        self.shuffle: ShuffledEpochs | None = None
 
     @property
     def splittable(self) -> bool:
@@ -262,19 +268,6 @@ class ScanReader:
                 decode_paths=dict(self.decode_paths),
                 fetch_paths=dict(self.fetch_paths),
             )
-
-    def start_epoch(self, resumed: int | None) -> int:
-        """The epoch a new shuffled run reads: the saved one when resuming, else the next one."""
-        with self._stats_lock:
-            epoch = self._next_epoch if resumed is None else resumed
-            self._next_epoch = max(self._next_epoch, epoch + 1)
-            return epoch
-
-    def order(self, epoch: int) -> list[int]:
-        """The plan indices in the order a shuffled ``epoch`` reads them (the same in every process)."""
-        assert self.shuffle_seed is not None
-        rng = np.random.default_rng([self.shuffle_seed & (2**63 - 1), epoch])
-        return rng.permutation(len(self.tasks)).tolist()
 
     def run(self, state: bytes | None = None, next_split: NextSplit | None = None) -> ScanRun:
         """A read from the beginning, from a saved ``state``, or of the partitions ``next_split`` hands out."""

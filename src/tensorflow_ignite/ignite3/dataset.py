@@ -29,6 +29,7 @@ import numpy as np
 
 from ..client.env import env_partitions
 from ..client.options import ConnectionOptions
+from ..client.progress import ShuffledEpochs
 from ..errors import ConfigurationError, SchemaError, UnsupportedOperationError
 from .client import Ignite3Client
 from .protocol.columns import SUPPORTED_TYPES, TF_DTYPES
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
     from .table_dataset import Ignite3TableDataset
 
-__all__ = ["from_sql", "from_table", "element_dtypes"]
+__all__ = ["count_rows", "from_sql", "from_table", "element_dtypes"]
 
 _DEFAULT_PORT = 10800
 _DECIMAL_AS = ("float64", "string")
@@ -73,7 +74,9 @@ def _options(options: ConnectionOptions | None, host: str, port: int, fields: di
     return ConnectionOptions.from_address(host, port=port, **fields)
 
 
-def _check(decimal_as: str, page_size: int, batch_size: int | None) -> None:
+def _check(decimal_as: str, page_size: int, batch_size: int | None, drop_remainder: bool) -> None:
+    if drop_remainder and batch_size is None:
+        raise ConfigurationError("drop_remainder=True drops the short last batch: give batch_size too")
     if decimal_as not in _DECIMAL_AS:
         raise ConfigurationError(f"decimal_as={decimal_as!r}: use one of {', '.join(_DECIMAL_AS)}")
     if page_size < 1:
@@ -90,6 +93,7 @@ def from_sql(
     port: int = _DEFAULT_PORT,
     options: ConnectionOptions | None = None,
     batch_size: int | None = None,
+    drop_remainder: bool = False,
     page_size: int = 4096,
     null_masks: bool = False,
     decimal_as: str = "float64",
@@ -104,12 +108,13 @@ def from_sql(
     :class:`~tensorflow_ignite.client.options.ConnectionOptions` fields
     (``username``, ``password``, ``cafile``, ``certfile``, ``keyfile``,
     ``timeout``...).  ``batch_size``: elements are batches of that many rows
-    (the last may be short) instead of single rows.  ``page_size``: rows per
-    page the node sends.  ``args``: the query's ``?`` parameters.
+    (the last may be short, unless ``drop_remainder``: then it is dropped)
+    instead of single rows.  ``page_size``: rows per page the node sends.
+    ``args``: the query's ``?`` parameters.
     """
     import tensorflow as tf
 
-    _check(decimal_as, page_size, batch_size)
+    _check(decimal_as, page_size, batch_size, drop_remainder)
     opts = _options(options, host, port, connection) if client is None else client.options
     if client is None:
         with Ignite3Client(opts) as probe:
@@ -150,7 +155,7 @@ def from_sql(
 
     signature = {name: tf.TensorSpec([None], tf.as_dtype(dtype)) for name, dtype in dtypes.items()}
     ds = tf.data.Dataset.from_generator(pages, output_signature=signature)
-    return ds.unbatch() if batch_size is None else ds.rebatch(batch_size)
+    return ds.unbatch() if batch_size is None else ds.rebatch(batch_size, drop_remainder=drop_remainder)
 
 
 def _with_objects(batches: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -170,6 +175,12 @@ def _identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def count_rows(client: Ignite3Client, table: str) -> int:
+    """The rows of ``table`` (``schema.table`` or ``table``, named as :func:`from_table` takes it): ``SELECT COUNT(*)``."""
+    with client.query(f"SELECT COUNT(*) FROM {_identifier(table)}") as cursor:
+        return sum(int(np.asarray(page.values[0]).sum()) for page in cursor.column_pages())
+
+
 def from_table(
     table: str,
     columns: Sequence[str] | None = None,
@@ -181,11 +192,14 @@ def from_table(
     port: int = _DEFAULT_PORT,
     options: ConnectionOptions | None = None,
     batch_size: int | None = None,
+    drop_remainder: bool = False,
     page_size: int = 4096,
     null_masks: bool = False,
     decimal_as: str = "float64",
     client: Ignite3Client | None = None,
     failover_timeout: float = 120.0,
+    shuffle: bool = False,
+    seed: int | None = None,
     credentials: str | None = None,
     per_node: bool = True,
     **connection: Any,
@@ -203,6 +217,12 @@ def from_table(
     ``per_node=False``: one query over all of them, through one node, instead of one per primary
     (each of those scans the whole table, since Ignite 3.1 does not prune on the partition: on a
     loaded machine one query can be faster); still checkpointable and exactly once.
+    ``shuffle=True``: read the partitions one after the other, one query each, in an order drawn from
+    ``seed`` (at random when None) and the epoch, as ``IgniteDataset(shuffle=True)`` does on Ignite 2:
+    the same seed gives the same order in every process, and a restored iterator goes on in its order
+    (each of those queries scans the table at its node and waits up to ~250 ms to be mapped on an idle
+    3.1 cluster: a shuffled read costs the nodes more, and about a quarter second per partition).
+    ``drop_remainder``: with ``batch_size``, drop the short last batch.
     The dataset leaves its process as ``IgniteDataset`` does (a description without secrets: a process
     restoring a saved iterator, tf.data service workers in ``parallel_epochs`` mode rebuild it; their
     credentials from ``credentials=``'s source or ``IGNITE_DATASET_*`` variables, see
@@ -217,7 +237,8 @@ def from_table(
 
     if not table:
         raise ConfigurationError("from_table needs a table name")
-    _check(decimal_as, page_size, batch_size)
+    _check(decimal_as, page_size, batch_size, drop_remainder)
+    shuffled = ShuffledEpochs.of(shuffle, seed)
     if failover_timeout <= 0:
         raise ConfigurationError(f"failover_timeout={failover_timeout}: give a positive number of seconds")
     opts = _options(options, host, port, connection) if client is None else client.options
@@ -280,21 +301,29 @@ def from_table(
         client=client,
         table_sql=_identifier(table),
         per_node=per_node,
+        shuffle_seed=shuffled.seed if shuffled is not None else None,
     )
     signature = reader.element_spec()
     if data_source.use_native(signature):
         try:
-            description = reader.description(batch_size=batch_size, credentials=credentials)
+            description = reader.description(
+                batch_size=batch_size, drop_remainder=drop_remainder, credentials=credentials
+            )
         except UnsupportedOperationError:
             description = ""  # a where-argument JSON cannot carry: the dataset stays in this process
         ds = data_source.python_source(
-            reader.run, signature, batch_size=batch_size, resumable=True, description=description
+            reader.run,
+            signature,
+            batch_size=batch_size,
+            drop_remainder=drop_remainder,
+            resumable=True,
+            description=description,
         )
         if batch_size is None:
             ds = ds.unbatch()
     else:  # process-local and not checkpointable: the op library is not available here
         ds = tf.data.Dataset.from_generator(lambda: _with_objects(reader.run()), output_signature=signature)
-        ds = ds.unbatch() if batch_size is None else ds.rebatch(batch_size)
+        ds = ds.unbatch() if batch_size is None else ds.rebatch(batch_size, drop_remainder=drop_remainder)
     # As IgniteDataset's: a read of some partitions is a worker's share, not to be sharded again; no
     # prefetch injected behind the reader (a pipeline that wants one ends in .prefetch()).
     shard = tf.data.Options()

@@ -36,6 +36,11 @@ rows it already handed out.  Identities rather than positions: a query over
 several partitions interleaves them as the engine likes, and a partition's
 own order on another replica is not something this relies on.
 
+A shuffled read (``shuffle=True``) reads its partitions one after the other, one query each, in
+the order :class:`~tensorflow_ignite.client.progress.ShuffledEpochs` draws from its seed and the
+run's epoch; the saved state carries the epoch, so a restored iterator goes on in the same order.
+Each of those queries scans the table at its node (no pruning), the price of the order.
+
 A query that fails midway -- its node died, or (no pruning: every query
 touches every node) a node it needed did -- is not the end: the consumer has
 by then handed on every page that query produced (one FIFO queue), so the
@@ -63,7 +68,14 @@ from ..client.client import parse_addresses
 from ..client.described import describe_options, dump_description
 from ..client.env import parse_partition_list
 from ..client.options import ConnectionOptions
-from ..client.progress import ReadProgress, ResumeState, format_ranges, plan_fingerprint, resume_from
+from ..client.progress import (
+    ReadProgress,
+    ResumeState,
+    ShuffledEpochs,
+    format_ranges,
+    plan_fingerprint,
+    resume_from,
+)
 from ..client.retry import transient
 from ..errors import (
     AuthenticationError,
@@ -182,6 +194,7 @@ class TableReader:
         client: Ignite3Client | None = None,
         table_sql: str | None = None,
         per_node: bool = True,
+        shuffle_seed: int | None = None,
     ) -> None:
         if not keys:
             raise ConfigurationError(f"table {table}: no primary key columns reported; cannot read it resumably")
@@ -208,6 +221,8 @@ class TableReader:
         self.failover_timeout = float(failover_timeout)
         #: One query per primary node (True), or one query over every partition of the plan.
         self.per_node = bool(per_node)
+        #: Read the partitions one at a time in an order drawn from a seed and the epoch (``shuffle=True``).
+        self.shuffle = ShuffledEpochs(shuffle_seed) if shuffle_seed is not None else None
         #: The client the dataset was built with: runs read no earlier than its observable time.
         self.client = client
         # A key column among the output columns is read from there (a DECIMAL one as text, selected again):
@@ -263,17 +278,18 @@ class TableReader:
             "null_masks": self.null_masks,
             "failover_timeout": self.failover_timeout,
             "per_node": self.per_node,
+            "shuffle_seed": self.shuffle.seed if self.shuffle is not None else None,
         }
 
-    def description(self, *, batch_size: int | None, credentials: str | None) -> str:
+    def description(self, *, batch_size: int | None, credentials: str | None, drop_remainder: bool = False) -> str:
         """The description a dataset over this read carries to other processes (JSON, no secret): the
         connection as :mod:`tensorflow_ignite.client.described` writes it and :meth:`describe` with
-        ``batch_size``; :func:`tensorflow_ignite.data.portable.rebuild` reads it back."""
+        ``batch_size`` and ``drop_remainder``; :func:`tensorflow_ignite.data.portable.rebuild` reads it back."""
         return dump_description(
             {
                 "kind": "ignite3",
                 "connection": describe_options(self.options, self.options.endpoints, credentials),
-                "read": {**self.describe(), "batch_size": batch_size},
+                "read": {**self.describe(), "batch_size": batch_size, "drop_remainder": drop_remainder},
             }
         )
 
@@ -307,6 +323,7 @@ class TableReader:
             failover_timeout=float(d["failover_timeout"]),
             table_sql=d["table_sql"],
             per_node=bool(d.get("per_node", True)),
+            shuffle_seed=d.get("shuffle_seed"),
         )
 
     def element_spec(self) -> dict[str, Any]:
@@ -367,11 +384,19 @@ class TableRun:
 
     def __init__(self, reader: TableReader, resume: ResumeState | None) -> None:
         self.reader = reader
+        order: Sequence[int] = reader.partitions
+        #: The shuffled epoch this run reads (its partition order), None when unshuffled.
+        self.epoch: int | None = None
+        if reader.shuffle is not None:
+            self.epoch = reader.shuffle.start(resume.epoch if resume is not None else None)
+            order = [reader.partitions[i] for i in reader.shuffle.order(self.epoch, len(reader.partitions))]
         # No partition is complete until the query reading it has ended: tentative ends are never trusted.
-        self.progress = ReadProgress(reader.fingerprint, resume, trust=lambda _parts: set())
+        self.progress = ReadProgress(reader.fingerprint, resume, trust=lambda _parts: set(), epoch=self.epoch)
         #: ``emitted(rows)``: ``rows`` more rows were handed to TensorFlow.
         self.emitted = self.progress.emitted
-        self._todo = [p for p in reader.partitions if resume is None or p not in resume.done]
+        self._todo = [p for p in order if resume is None or p not in resume.done]
+        #: Shuffled: the partitions still to launch, one query each, in order (one runs at a time).
+        self._pending = list(self._todo) if reader.shuffle is not None else []
         # Identities to drop per partition: handed out before the saved state, or before a failover.
         self._skip: dict[int, np.ndarray] = {}
         if resume is not None:
@@ -555,7 +580,7 @@ class TableRun:
             if not self._todo:
                 return
             self._connect()
-            self._launch(self._todo)
+            self._launch(self._next_queries())
             while self._running:
                 item = self._take()
                 kind, serial = item[0], item[1]
@@ -578,6 +603,8 @@ class TableRun:
                         self.progress.complete(p)
                         seen.pop(p, None)
                         self._skip.pop(p, None)
+                    if self._pending:  # shuffled: the next partition of the epoch's order
+                        self._launch(self._next_queries())
                 else:
                     del self._running[serial]
                     exc = item[2]
@@ -619,6 +646,12 @@ class TableRun:
             for client in self._clients.values():
                 client.close()
             self._clients.clear()
+
+    def _next_queries(self) -> list[int]:
+        """The partitions to launch now: all of them, or shuffled the next in the epoch's order."""
+        if self.reader.shuffle is None:
+            return self._todo
+        return [self._pending.pop(0)]
 
     def _relaunch(self, partitions: Sequence[int], deadline: float) -> None:
         """Send the queries of failed ``partitions`` again, dialling and asking the assignment anew."""

@@ -74,13 +74,6 @@ def table_exists(client: "Ignite3Client", table: str) -> bool:
     return True
 
 
-def _count(client: "Ignite3Client", table: str) -> int:
-    from ...ignite3.dataset import _identifier
-
-    with client.query(f"SELECT COUNT(*) FROM {_identifier(table)}") as cursor:
-        return sum(int(np.asarray(page.values[0]).sum()) for page in cursor.column_pages())
-
-
 def write_table(
     cache_name: str,
     source: Source,
@@ -93,7 +86,7 @@ def write_table(
 ) -> "WriteResult":
     """``write(cache_name, ...)`` into the Ignite 3 table ``cache_name`` through ``client`` (the call's
     keywords without an Ignite 3 form, :data:`REFUSED`, were refused already: :func:`.on_ignite3.ignite3_call`)."""
-    from ...ignite3.dataset import _identifier
+    from ...ignite3.dataset import _identifier, count_rows
     from ...ignite3.write import write as write3
     from .api import WriteResult
 
@@ -111,7 +104,7 @@ def write_table(
     if key is not None and source.in_memory:
         check_unique_keys(key, source.first[key])
     existing = table_exists(client, table)
-    rows_there = _count(client, table) if existing and mode != "overwrite" else 0
+    rows_there = count_rows(client, table) if existing and mode != "overwrite" else 0
     if mode == "create" and rows_there:
         raise ConfigurationError(
             f"table {table} already holds {rows_there:,} rows; write with mode='append' or mode='overwrite'"
