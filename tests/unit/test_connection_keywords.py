@@ -22,6 +22,8 @@ ENTRY_POINTS = {
     "IgniteClient (Ignite 2)": lambda **kw: Ignite2Client("127.0.0.1:1", **kw),
     "write": lambda **kw: ti.write("c", {"x": [1]}, host="127.0.0.1", port=1, **kw),
     "predict": lambda **kw: ti.predict("model.keras", "src", "out", host="127.0.0.1", port=1, **kw),
+    "IgniteDataset.from_sql": lambda **kw: ti.IgniteDataset.from_sql("SELECT 1", (), "127.0.0.1", 1, **kw),
+    "IgniteDataset.follow": lambda **kw: ti.IgniteDataset.follow("c", "127.0.0.1", 1, **kw),
 }
 
 
@@ -32,10 +34,22 @@ def test_the_keywords_are_the_options_fields_but_the_endpoint() -> None:
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
 def test_every_entry_point_takes_the_connection_keywords(entry: str) -> None:
     target: Any = {"IgniteClient": ti.IgniteClient.__init__, "IgniteClient (Ignite 2)": Ignite2Client.__init__,
-                   "write": ti.write, "predict": ti.predict}[entry]
+                   "write": ti.write, "predict": ti.predict, "IgniteDataset.from_sql": ti.IgniteDataset.from_sql,
+                   "IgniteDataset.follow": ti.IgniteDataset.follow}[entry]
     params = inspect.signature(target).parameters
     assert "connection" in params and params["connection"].kind is inspect.Parameter.VAR_KEYWORD
     assert not set(params) & set(ConnectionKeywords.__annotations__), "spelled out besides **connection"
+
+
+def test_ignite_dataset_spells_every_keyword_out() -> None:
+    """``IgniteDataset`` keeps tf.contrib's positional signature (cache, host, port, local, part,
+    page_size, username, password, certfile, keyfile, cert_password), so it names each keyword."""
+    params = inspect.signature(ti.IgniteDataset.__init__).parameters
+    assert set(ConnectionKeywords.__annotations__) <= set(params)
+    assert list(params)[1:12] == ["cache_name", "host", "port", "local", "part", "page_size", "username", "password",
+                                  "certfile", "keyfile", "cert_password"]
+    for name in ConnectionKeywords.__annotations__:
+        assert params[name].default in (None, False), name  # None or off: ConnectionOptions' default
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)

@@ -30,12 +30,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 import tensorflow as tf
 
-from ..client import ConnectionOptions, IgniteClient, close_shared_clients
+from ..client import ConnectionKeywords, ConnectionOptions, IgniteClient, close_shared_clients
 from ..client.progress import ShuffledEpochs
 from ..errors import CacheNotFoundError, ConfigurationError, SchemaError
 from ..generation import on_ignite3
@@ -206,7 +206,9 @@ class IgniteDataset(SourceDataset):
         null_masks: bool = False,
         decimal_as: str = "float64",
         client: IgniteClient | None = None,
-        timeout: float = 30.0,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        idle_timeout: float | None = None,
         credentials: str | None = None,
         shapes: Mapping[str, Sequence[int]] | None = None,
         known_cardinality: bool = False,
@@ -401,7 +403,6 @@ class IgniteDataset(SourceDataset):
         parts: Sequence[int] | None = None,
         per_worker: bool = False,
         client: IgniteClient | None = None,
-        timeout: float = 30.0,
         value_type: str | None = None,
         key_type: str | int | None = None,
         fields: Sequence[str] | None = None,
@@ -410,14 +411,7 @@ class IgniteDataset(SourceDataset):
         decimal_as: str = "float64",
         shapes: Mapping[str, Sequence[int]] | None = None,
         page_size: int | None = None,
-        username: str | None = None,
-        password: str | None = None,
-        cafile: str | None = None,
-        certfile: str | None = None,
-        keyfile: str | None = None,
-        cert_password: str | None = None,
-        insecure_skip_verify: bool = False,
-        server_hostname: str | None = None,
+        **connection: Unpack[ConnectionKeywords],
     ) -> FollowDataset:
         """A dataset that follows a cache: its rows, then every insert and update as it happens.
 
@@ -455,12 +449,12 @@ class IgniteDataset(SourceDataset):
         (``stats.resyncs``).  The dataset runs in the process that built it
         (not on the tf.data service).
         """
-        keywords = dict(locals())  # as given: the connection settings among them (ConnectionOptions.settings_in)
+        settings = ConnectionOptions.settings_given("IgniteDataset.follow", connection)
         from .follow import FollowOptions
         from .follow_dataset import FollowDataset
         from .on_ignite3 import refuse_follow
 
-        refuse_follow(cache_name, client, host, port, keywords)
+        refuse_follow(cache_name, client, host, port, settings)
         options = FollowOptions(
             start=start,
             batch_size=batch_size,
@@ -474,7 +468,7 @@ class IgniteDataset(SourceDataset):
             cache_name,
             host,
             port,
-            **ConnectionOptions.settings_in(keywords),
+            **settings,
             page_size=page_size,
             parts=parts,
             value_type=value_type,
@@ -503,18 +497,10 @@ class IgniteDataset(SourceDataset):
         schema: str = "PUBLIC",
         column_types: Mapping[str, int] | None = None,
         null_masks: bool = False,
-        username: str | None = None,
-        password: str | None = None,
-        cafile: str | None = None,
-        certfile: str | None = None,
-        keyfile: str | None = None,
-        cert_password: str | None = None,
-        insecure_skip_verify: bool = False,
-        server_hostname: str | None = None,
-        insecure_skip_hostname_verification: bool = False,
         client: IgniteClient | None = None,
         lazy: bool = True,
         credentials: str | None = None,
+        **connection: Unpack[ConnectionKeywords],
     ) -> tf.data.Dataset:
         """A dataset of the rows of an SQL query: ``{COLUMN: tensor}`` per row (or batch of ``batch_size``;
         ``drop_remainder`` drops the short last one).
@@ -526,7 +512,8 @@ class IgniteDataset(SourceDataset):
         :class:`IgniteDataset`), but has no partitions: tf.data service workers
         read it whole (``"parallel_epochs"``) and its iterators cannot be saved.
         """
-        options = ConnectionOptions.from_env(**ConnectionOptions.settings_in(locals()), host=host, port=port)
+        settings = ConnectionOptions.settings_given("IgniteDataset.from_sql", connection)
+        options = ConnectionOptions.from_env(**settings, host=host, port=port)
         _check_remainder(f"IgniteDataset.from_sql({query[:60]!r})", batch_size, drop_remainder)
         if on_ignite3(client, options):
             from .on_ignite3 import sql_dataset
