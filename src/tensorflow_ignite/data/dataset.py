@@ -130,7 +130,11 @@ class IgniteDataset(SourceDataset):
         tensors known only when the dataset runs: the reads connect there).
       timeout: seconds to wait for a node's answer, and the longest a partition
         scan is retried on other nodes after its node failed before iteration
-        raises :class:`~tensorflow_ignite.errors.IgniteConnectionError`.
+        raises :class:`~tensorflow_ignite.errors.IgniteConnectionError` (default 30).
+      connect_timeout, idle_timeout: seconds to dial a node (default 5), and of
+        silence before a node is abandoned (default 8; see
+        :class:`~tensorflow_ignite.client.ConnectionOptions`).  The connection
+        keywords are those of every entry point (:class:`~tensorflow_ignite.client.ConnectionKeywords`).
       credentials: the name of a credentials source other processes use when
         they rebuild this dataset (tf.data service workers, a process restoring
         a checkpoint; see :mod:`.portable`): a provider registered with
