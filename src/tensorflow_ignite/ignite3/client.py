@@ -15,11 +15,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from ..client.client import parse_addresses
 from ..client.closeable import Closeable
-from ..client.options import ConnectionOptions
+from ..client.options import ConnectionKeywords, ConnectionOptions
 from ..errors import AuthenticationError, HandshakeError, IgniteConnectionError, ResourceNotFoundError, TLSError
 from .connection import Ignite3Connection
 from .kv import Table
@@ -48,9 +48,11 @@ class Ignite3Client(Closeable):
         self._nodes_lock = threading.Lock()
 
     @classmethod
-    def connect(cls, address: str = "127.0.0.1:10800", **options: Any) -> "Ignite3Client":
+    def connect(cls, address: str = "127.0.0.1:10800", **connection: Unpack[ConnectionKeywords]) -> "Ignite3Client":
         """A client of the cluster at ``address`` (``"host:port"``, or several, comma-separated)."""
-        return cls(ConnectionOptions.from_address(address, **options))
+        return cls(
+            ConnectionOptions.from_address(address, **ConnectionOptions.settings_given("Ignite3Client", connection))
+        )
 
     def connection(self) -> Ignite3Connection:
         """The open connection (dialled now if there is none)."""

@@ -22,13 +22,13 @@ per generator call, then ``unbatch`` (rows) or ``rebatch(batch_size)``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 
 from ..client.env import env_partitions
-from ..client.options import ConnectionOptions
+from ..client.options import ConnectionKeywords, ConnectionOptions
 from ..client.progress import ShuffledEpochs
 from ..errors import ConfigurationError, SchemaError, UnsupportedOperationError
 from .client import Ignite3Client
@@ -66,12 +66,15 @@ def element_dtypes(
     return out
 
 
-def _options(options: ConnectionOptions | None, host: str, port: int, fields: dict[str, Any]) -> ConnectionOptions:
+def _options(
+    options: ConnectionOptions | None, host: str, port: int, fields: Mapping[str, Any], what: str
+) -> ConnectionOptions:
+    """``options``, or those of ``host``/``port`` and the connection keywords ``fields`` that ``what`` was given."""
     if options is not None:
         if fields:
             raise ConfigurationError(f"pass either options= or connection keywords ({', '.join(fields)}), not both")
         return options
-    return ConnectionOptions.from_address(host, port=port, **fields)
+    return ConnectionOptions.from_address(host, port=port, **ConnectionOptions.settings_given(what, fields))
 
 
 def _check(decimal_as: str, page_size: int, batch_size: int | None, drop_remainder: bool) -> None:
@@ -99,7 +102,7 @@ def from_sql(
     decimal_as: str = "float64",
     schema: str | None = None,
     client: Ignite3Client | None = None,
-    **connection: Any,
+    **connection: Unpack[ConnectionKeywords],
 ) -> "tf.data.Dataset":
     """The rows of an SQL query on an Ignite 3 cluster as a ``tf.data.Dataset`` of dicts.
 
@@ -115,7 +118,7 @@ def from_sql(
     import tensorflow as tf
 
     _check(decimal_as, page_size, batch_size, drop_remainder)
-    opts = _options(options, host, port, connection) if client is None else client.options
+    opts = _options(options, host, port, connection, "ignite3.from_sql") if client is None else client.options
     if client is None:
         with Ignite3Client(opts) as probe:
             columns = probe.columns(query, schema=schema)
@@ -202,7 +205,7 @@ def from_table(
     seed: int | None = None,
     credentials: str | None = None,
     per_node: bool = True,
-    **connection: Any,
+    **connection: Unpack[ConnectionKeywords],
 ) -> "Ignite3TableDataset":
     """Every row of an Ignite 3 table (``schema.table`` or ``table``), or of ``columns`` of it,
     optionally filtered by an SQL ``where`` condition with ``args`` for its ``?``, read partition-aware
@@ -241,7 +244,7 @@ def from_table(
     shuffled = ShuffledEpochs.of(shuffle, seed)
     if failover_timeout <= 0:
         raise ConfigurationError(f"failover_timeout={failover_timeout}: give a positive number of seconds")
-    opts = _options(options, host, port, connection) if client is None else client.options
+    opts = _options(options, host, port, connection, "ignite3.from_table") if client is None else client.options
     probe = client if client is not None else Ignite3Client(opts)
     try:
         route = table_route(probe.connection(), table)

@@ -21,11 +21,11 @@ Two ways in (``method``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
-from ..client.options import ConnectionOptions
+from ..client.options import ConnectionKeywords, ConnectionOptions
 from ..errors import ConfigurationError, WriteError
 from .client import Ignite3Client
 from .dataset import _identifier, _options
@@ -167,7 +167,7 @@ def write(
     port: int = 10800,
     options: ConnectionOptions | None = None,
     client: Ignite3Client | None = None,
-    **connection: Any,
+    **connection: Unpack[ConnectionKeywords],
 ) -> int:
     """Write the rows of ``data`` (column name -> 1-D values) into ``table``; the rows written.
 
@@ -192,7 +192,7 @@ def write(
         )
     cols = _column_arrays(data)
     if client is None:
-        with Ignite3Client(_options(options, host, port, connection)) as own:
+        with Ignite3Client(_options(options, host, port, connection, "ignite3.write")) as own:
             return write(
                 table,
                 cols,
