@@ -9,6 +9,7 @@ Python's again afterwards (a request on it is answered).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -18,7 +19,7 @@ from tensorflow_ignite import IgniteDataset
 from tensorflow_ignite.client import IgniteClient, pump
 from tensorflow_ignite.local.cluster import LocalCluster
 from tensorflow_ignite.native import data_source
-from tensorflow_ignite.protocol.codes import TypeCode
+from tensorflow_ignite.protocol.codes import Op, TypeCode
 from tensorflow_ignite.protocol.columns import compiled as compiled_slots
 from tensorflow_ignite.protocol.values import BinaryObject, Typed
 
@@ -110,3 +111,75 @@ def test_a_pumped_connection_serves_requests_afterwards(ignite_node: LocalCluste
     # A full epoch afterwards on the same dataset (same pooled connections): every row once.
     keys = sorted(int(k) for batch in ds for k in batch["key"].numpy())
     assert keys == list(range(ROWS))
+
+
+def test_pumped_requests_share_the_connection_with_other_threads(ignite_node: LocalCluster, filled: str) -> None:
+    """The pump sends its page requests itself, under the send lock Python's senders share for the lease.
+
+    Another thread's requests on the same connection meanwhile are answered, the pump's requests are
+    counted with the connection's own, and the connection's own send lock is back afterwards.
+    """
+    data_source.ensure_loaded()
+    assert pump.scan_pump_reason() is None, pump.scan_pump_reason()
+    with IgniteClient(ignite_node.addresses()) as client:
+        conn = client.default_connection
+        own_lock = conn._send_lock
+        cache = client.cache(filled)
+        sent_before = conn.op_counts[Op.QUERY_SCAN_CURSOR_GET_PAGE]
+        compiled_before = pump.fetch_counts().get(pump.COMPILED, 0)
+        rows = 0
+        got: list[object] = []
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def other() -> None:  # single gets on the same connection while the pump holds it
+            try:
+                while not stop.is_set():
+                    got.append(cache.get(7))
+            except BaseException as exc:  # noqa: BLE001 - reported by the test
+                errors.append(exc)
+
+        thread = threading.Thread(target=other)
+        leased_lock = None
+        scan = cache.scan_pages(page_size=PAGE_ROWS, connection=conn, read_ahead=1 << 20)
+        for i, page in enumerate(scan):
+            rows += page.row_count
+            if i == 1:
+                leased_lock = conn._send_lock
+                thread.start()
+        stop.set()
+        thread.join(30)
+        assert not errors, errors
+        assert got and all(g is not None for g in got)
+        assert rows == ROWS
+        assert leased_lock is not own_lock and type(leased_lock).__name__ == "SendLock"
+        assert conn._send_lock is own_lock
+        pages_sent = conn.op_counts[Op.QUERY_SCAN_CURSOR_GET_PAGE] - sent_before
+        assert pages_sent >= ROWS // PAGE_ROWS - 1, pages_sent
+        assert pump.fetch_counts().get(pump.COMPILED, 0) - compiled_before >= ROWS // PAGE_ROWS - 2
+
+
+def test_a_pump_without_send_lock_sends_through_python(ignite_node: LocalCluster, filled: str) -> None:
+    """An op library built from older sources (no ScanPump.SendLock): its pump's requests go through Python."""
+    data_source.ensure_loaded()
+    saved = pump.installed_scan_pump()
+    assert saved is not None, pump.scan_pump_reason()
+
+    def older(*args: object, **kwargs: object) -> object:
+        assert not kwargs, kwargs  # the lease asks nothing of a pump without SendLock
+        return saved(*args)  # type: ignore[arg-type]
+
+    pump.set_scan_pump(older)  # type: ignore[arg-type]
+    try:
+        with IgniteClient(ignite_node.addresses()) as client:
+            conn = client.default_connection
+            own_lock = conn._send_lock
+            before = pump.fetch_counts().get(pump.COMPILED, 0)
+            rows = 0
+            for page in client.cache(filled).scan_pages(page_size=PAGE_ROWS, connection=conn, read_ahead=1 << 20):
+                rows += page.row_count
+                assert conn._send_lock is own_lock
+            assert rows == ROWS
+            assert pump.fetch_counts().get(pump.COMPILED, 0) - before >= ROWS // PAGE_ROWS - 2
+    finally:
+        pump.set_scan_pump(saved)

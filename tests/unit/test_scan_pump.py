@@ -67,6 +67,9 @@ class Peer:
         self.filed.append(frame)
 
 
+REQUEST = struct.pack("<ihqq", 18, 2001, 0, 0xC0FFEE)  # OP_QUERY_SCAN_CURSOR_GET_PAGE, request id 0, cursor
+
+
 def rid_page(rows: bytes, n: int, more: bool) -> bytes:
     frame = page_frame(0, rows, n, more)
     return frame[:4] + b"RID_____" + frame[12:]
@@ -156,9 +159,12 @@ def test_send_errors_reach_the_reader(ScanPump: type, pair: tuple[socket.socket,
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(stream=st.lists(st.binary(max_size=64), max_size=6), rid=st.integers(0, 3))
-def test_any_byte_stream_gives_frames_or_an_error(ScanPump: type, stream: list[bytes], rid: int) -> None:
-    """Fuzz: whatever a peer sends, the pump returns whole frames, None, or a typed error -- and stops."""
+@given(stream=st.lists(st.binary(max_size=64), max_size=6), rid=st.integers(0, 3), native=st.booleans())
+def test_any_byte_stream_gives_frames_or_an_error(ScanPump: type, stream: list[bytes], rid: int, native: bool) -> None:
+    """Fuzz: whatever a peer sends, the pump returns whole frames, None, or a typed error -- and stops.
+
+    ``native``: the pump sends the requests itself (ids ``rid``, ``rid + 1``, ...), else through Python.
+    """
     a, b = socket.socketpair()
     a.setblocking(False)
     try:
@@ -171,14 +177,20 @@ def test_any_byte_stream_gives_frames_or_an_error(ScanPump: type, stream: list[b
             sent.append(rid)
             return rid
 
-        pump = ScanPump(a.fileno(), send_next, lambda f: None, 4096, 2.0, 256, "fuzz:1")
+        if native:
+            pump = ScanPump(
+                a.fileno(), None, lambda f: None, 4096, 2.0, 256, "fuzz:1",
+                request=REQUEST, send_lock=ScanPump.SendLock(), take_ids=lambda n: send_next(),
+            )  # fmt: skip
+        else:
+            pump = ScanPump(a.fileno(), send_next, lambda f: None, 4096, 2.0, 256, "fuzz:1")
         try:
-            for _ in range(16):
+            for i in range(16):
                 frame = pump.next()
                 if frame is None:
                     break
                 assert 10 <= len(frame) <= 256
-                assert struct.unpack_from("<q", frame)[0] == rid
+                assert struct.unpack_from("<q", frame)[0] == rid + (i if native else 0)
         except (ConnectionError, ValueError):
             pass
         cursor_open, known = pump.stop()
@@ -186,3 +198,151 @@ def test_any_byte_stream_gives_frames_or_an_error(ScanPump: type, stream: list[b
     finally:
         a.close()
         b.close()
+
+
+# --- The pump sending the page requests itself (request=, send_lock=, take_ids=): no GIL per page.
+
+
+class NativePeer(threading.Thread):
+    """Reads the page requests the pump writes and answers each with the next scripted page."""
+
+    def __init__(self, sock: socket.socket, script: list[bytes]) -> None:
+        super().__init__(daemon=True)
+        self.sock = sock
+        self.script = script
+        self.requests: list[bytes] = []
+
+    def run(self) -> None:
+        reader = self.sock.makefile("rb")
+        while self.script:
+            head = reader.read(4)
+            if len(head) < 4:
+                return
+            frame = head + reader.read(struct.unpack("<i", head)[0])
+            self.requests.append(frame)
+            rid = frame[6:14]
+            self.sock.sendall(self.script.pop(0).replace(b"RID_____", rid))
+
+
+def test_native_requests_carry_ids_from_blocks_under_the_send_lock(
+    ScanPump: type, pair: tuple[socket.socket, socket.socket]
+) -> None:
+    a, b = pair
+    peer = NativePeer(b, [rid_page(b"x" * 10, 1, True), rid_page(b"y" * 5, 1, True), rid_page(b"", 0, False)])
+    peer.start()
+    blocks: list[int] = []
+
+    def take_ids(n: int) -> int:
+        blocks.append(n)
+        return 1000 * len(blocks)
+
+    lock = ScanPump.SendLock()
+    pump = ScanPump(
+        a.fileno(),
+        None,
+        lambda f: None,
+        1 << 20,
+        5.0,
+        1 << 20,
+        "peer:1",
+        request=REQUEST,
+        send_lock=lock,
+        take_ids=take_ids,
+    )
+    frames = []
+    while (frame := pump.next()) is not None:
+        frames.append(frame)
+    assert pump.stop() == (False, True)
+    peer.join(5)
+    assert pump.sent() == 3
+    assert len(blocks) == 1 and blocks[0] >= 3  # one block of ids for the whole scan
+    rids = [struct.unpack_from("<q", r, 6)[0] for r in peer.requests]
+    assert rids == [1000, 1001, 1002]
+    assert [struct.unpack_from("<q", f)[0] for f in frames] == rids
+    assert all(r[:6] == REQUEST[:6] and r[14:] == REQUEST[14:] for r in peer.requests)
+    assert not lock.locked()
+
+
+def test_native_requests_wait_for_the_send_lock(ScanPump: type, pair: tuple[socket.socket, socket.socket]) -> None:
+    """A Python thread holding the connection's send lock keeps the pump's request off the socket."""
+    a, b = pair
+    peer = NativePeer(b, [rid_page(b"", 0, False)])
+    peer.start()
+    lock = ScanPump.SendLock()
+    assert lock.acquire()
+    pump = ScanPump(
+        a.fileno(),
+        None,
+        lambda f: None,
+        1 << 20,
+        5.0,
+        1 << 20,
+        "peer:1",
+        request=REQUEST,
+        send_lock=lock,
+        take_ids=lambda n: 1,
+    )
+    threading.Event().wait(0.2)
+    assert peer.requests == []  # nothing written while Python sends
+    assert lock.acquire(timeout=0.05) is False
+    lock.release()
+    assert pump.next() is not None  # the last page
+    assert pump.next() is None
+    assert pump.stop() == (False, True)
+    assert len(peer.requests) == 1
+    with pytest.raises(RuntimeError, match="release unlocked lock"):
+        lock.release()
+
+
+def test_native_request_arguments_are_checked(ScanPump: type, pair: tuple[socket.socket, socket.socket]) -> None:
+    a, _ = pair
+    with pytest.raises(ValueError, match=r"send_lock a ScanPump\.SendLock"):
+        ScanPump(
+            a.fileno(),
+            None,
+            lambda f: None,
+            1 << 20,
+            5.0,
+            1 << 20,
+            "peer:1",
+            request=REQUEST,
+            send_lock=threading.Lock(),
+            take_ids=lambda n: 1,
+        )
+    with pytest.raises(ValueError, match="request must be a request frame"):
+        ScanPump(
+            a.fileno(),
+            None,
+            lambda f: None,
+            1 << 20,
+            5.0,
+            1 << 20,
+            "peer:1",
+            request=b"short",
+            send_lock=ScanPump.SendLock(),
+            take_ids=lambda n: 1,
+        )
+
+
+def test_take_ids_errors_reach_the_reader(ScanPump: type, pair: tuple[socket.socket, socket.socket]) -> None:
+    a, _ = pair
+
+    def take_ids(n: int) -> int:
+        raise RuntimeError("no ids")
+
+    pump = ScanPump(
+        a.fileno(),
+        None,
+        lambda f: None,
+        1 << 20,
+        5.0,
+        1 << 20,
+        "peer:1",
+        request=REQUEST,
+        send_lock=ScanPump.SendLock(),
+        take_ids=take_ids,
+    )
+    with pytest.raises(RuntimeError, match="no ids"):
+        pump.next()
+    assert pump.stop() == (False, True)
+    assert pump.sent() == 0

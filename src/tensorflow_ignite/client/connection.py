@@ -404,14 +404,15 @@ class Connection(SocketConnection, DirectAnswers, Notifications):
         if self._send_lock is self._recv_lock:  # TLS: the reader (this thread) holds the one lock
             self._sendall(frame)
             return True
-        if not self._send_lock.acquire(timeout=0.05):
+        lock = self._hold_send_lock(timeout=0.05)
+        if lock is None:
             with self._parked_cv:
                 self._heartbeats.discard(rid)
             return False
         try:
             self._sendall(frame)
         finally:
-            self._send_lock.release()
+            lock.release()
         return True
 
     def _send_stalled(self, stalled: float) -> float:
@@ -434,9 +435,12 @@ class Connection(SocketConnection, DirectAnswers, Notifications):
         """Send one request built by ``encode(request_id)``; returns the id for :meth:`receive`."""
         rid = self._take_ids(1)
         frame = encode(rid)
-        with self._send_lock:
+        lock = self._hold_send_lock()
+        try:
             self._sendall(frame)
             self._count_sent((frame,), len(frame))
+        finally:
+            lock.release()
         return rid
 
     def send_parts(self, encode_head: FrameEncoder, payload: memoryview) -> int:
@@ -450,9 +454,12 @@ class Connection(SocketConnection, DirectAnswers, Notifications):
         """
         rid = self._take_ids(1)
         head = encode_head(rid)
-        with self._send_lock:
+        lock = self._hold_send_lock()
+        try:
             self._sendall_parts(head, payload)
             self._count_sent((head,), len(head) + payload.nbytes)
+        finally:
+            lock.release()
         return rid
 
     def send_many(self, encoders: "list[FrameEncoder]") -> list[int]:
@@ -467,10 +474,36 @@ class Connection(SocketConnection, DirectAnswers, Notifications):
         first = self._take_ids(len(encoders))
         ids = list(range(first, first + len(encoders)))
         frames = [encode(rid) for encode, rid in zip(encoders, ids)]
-        with self._send_lock:
+        lock = self._hold_send_lock()
+        try:
             self._sendall(b"".join(frames))
             self._count_sent(frames, sum(len(f) for f in frames))
+        finally:
+            lock.release()
         return ids
+
+    def _hold_send_lock(self, timeout: float = -1) -> Any:
+        """Acquire the send lock in force and return it (None if ``timeout`` passed first).
+
+        The lock may change while a thread waits for it: a scan pump's lease
+        (``client/pump.py``) installs one its native thread shares, and puts
+        the old one back when it ends; a thread that got the replaced lock
+        tries again with the one in force.
+        """
+        while True:
+            lock = self._send_lock
+            if not lock.acquire(timeout=timeout):
+                return None
+            if lock is self._send_lock:
+                return lock
+            lock.release()
+
+    def _swap_send_lock(self, lock: Any) -> Any:
+        """Install ``lock`` as the send lock once no thread is sending; returns the one it replaced."""
+        old = self._hold_send_lock()
+        self._send_lock = lock
+        old.release()
+        return old
 
     def _take_ids(self, n: int) -> int:
         """Reserve ``n`` consecutive request ids; returns the first."""

@@ -10,12 +10,18 @@ framing and filing need the GIL.
 
 The lease: the reader's role on the connection (its receive lock) is taken
 for the pump's lifetime, so no Python thread reads the socket meanwhile.
-Requests stay Python's: the pump sends each page request through
-:meth:`Connection.send` (under the send lock, with a request id of the
-connection's sequence), so other threads may send on the connection, and
-answers to their requests that the pump reads are filed for them as the
-Python reader would (:func:`_file_frame`).  The pump reads frames exactly
-(never past the last one) and the lease ends with :meth:`PumpedPages.stop`:
+The pump sends the page requests itself, without the GIL: for the lease the
+connection's send lock is a ``ScanPump.SendLock`` that Python's senders and
+the pump's thread share (:meth:`Connection._swap_send_lock`), so other
+threads may still send on the connection, and the request ids come from the
+connection's sequence in blocks (:meth:`Connection._take_ids`).  (Through
+Python, each request waited for the GIL -- up to the interpreter's switch
+interval, about 3 ms a page measured while the reader decoded -- with the
+node idle.)  Answers to other threads' requests that the pump reads are
+filed for them as the Python reader would (:func:`_file_frame`).  The pump
+reads frames exactly (never past the last one) and hands each over as a
+read-only buffer that owns it (no copy); the lease ends with
+:meth:`PumpedPages.stop`:
 the pump answers its request in flight, the connection goes back to Python at
 a frame boundary, and a cursor the server still holds is closed.  A socket
 failure comes back as :class:`~tensorflow_ignite.errors.IgniteConnectionError`
@@ -103,6 +109,9 @@ class PumpedPages:
         cursor_id: int,
         next_op: int,
         decode_next: Callable[[memoryview], Any],
+        request: bytes,
+        send_lock: Any,
+        old_lock: Any,
     ) -> None:
         self._conn = conn
         self._pump = pump
@@ -110,6 +119,9 @@ class PumpedPages:
         self._cursor_id = cursor_id
         self._next_op = next_op
         self._decode_next = decode_next
+        self._request = request
+        self._send_lock = send_lock
+        self._old_lock = old_lock
         self._leased = True
 
     def pages(self) -> Iterator[Any]:
@@ -140,6 +152,8 @@ class PumpedPages:
         cursor_open, position_known = self._pump.stop()
         os.close(self._fd)
         conn = self._conn
+        sent = self._pump.sent() if self._send_lock is not None else 0
+        _restore_send_lock(conn, self._send_lock, self._old_lock, self._request, sent)
         conn._release_reader()
         if not position_known:
             conn.close()
@@ -188,10 +202,19 @@ def lease(
             return None
         assert sock is not None
         cid = cursor_id
+        request = _request_template(next_page, cid)
         # The pump reads a duplicate of the socket's descriptor: if another thread closes the
         # connection meanwhile, the number cannot be reused under the pump by another socket.
         fd = os.dup(sock.fileno())
+        send_lock = old_lock = None
         try:
+            # An op library built from older sources has no SendLock: its pump sends through Python.
+            lock_type = getattr(pump, "SendLock", None)
+            native: dict[str, Any] = {}
+            if lock_type is not None:
+                send_lock = lock_type()
+                old_lock = conn._swap_send_lock(send_lock)
+                native = {"request": request, "send_lock": send_lock, "take_ids": conn._take_ids}
             handle = pump(
                 fd,
                 lambda: conn.send(lambda rid: next_page(rid, cid)),
@@ -202,14 +225,36 @@ def lease(
                 min(conn.settings.timeout, conn.settings.idle_timeout),
                 conn.settings.max_frame,
                 conn.address,
+                **native,
             )
         except BaseException:
+            if old_lock is not None:
+                _restore_send_lock(conn, send_lock, old_lock, request, 0)
             os.close(fd)
             raise
     except BaseException:
         conn._release_reader()
         raise
-    return PumpedPages(conn, handle, fd, cursor_id, next_op, decode_next)
+    return PumpedPages(conn, handle, fd, cursor_id, next_op, decode_next, request, send_lock, old_lock)
+
+
+def _request_template(next_page: Callable[[int, int], bytes], cursor_id: int) -> bytes:
+    """The cursor's page request with request id 0: the pump writes each id at offset 6 (after length, op)."""
+    frame = bytes(next_page(0, cursor_id))
+    other = bytes(next_page(0x0102030405060708, cursor_id))
+    if frame[:6] + frame[14:] != other[:6] + other[14:] or other[6:14] != bytes(range(8, 0, -1)):
+        raise ProtocolError("a cursor page request does not carry its request id at offset 6")
+    return frame
+
+
+def _restore_send_lock(conn: Connection, send_lock: Any, old_lock: Any, request: bytes, sent: int) -> None:
+    """Put the connection's own send lock back after a lease, counting the requests the pump sent."""
+    if send_lock is None:  # the pump sent through Connection.send, which counted them
+        return
+    with send_lock:
+        if sent:
+            conn._count_sent([request] * sent, sent * len(request))
+        conn._send_lock = old_lock
 
 
 def _file_frame(conn: Connection, frame: memoryview) -> None:

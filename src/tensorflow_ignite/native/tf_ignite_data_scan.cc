@@ -2,12 +2,23 @@
 // (_tf_ignite_data.ScanPump): a scan cursor's pages fetched by a native thread
 // on the socket of a connection Python dialled, handshook and leased to it.
 //
-// ScanPump(fd, send_next, file_frame, limit, timeout, max_frame, peer)
+// ScanPump(fd, send_next, file_frame, limit, timeout, max_frame, peer,
+//          request=None, send_lock=None, take_ids=None)
 //   fd: the connection's socket (Python keeps it open, and keeps every other
 //     reader off it, for the pump's lifetime: client/pump.py leases it);
 //   send_next() -> int: sends the cursor's next page request on the
 //     connection (Python's Connection.send, under its send lock, so requests
 //     of other threads never interleave with it) and returns its request id;
+//     not called when the pump sends the requests itself (below);
+//   request, send_lock, take_ids: the pump sends the page requests itself,
+//     without the GIL: `request` is the request's frame (length prefix, op,
+//     an 8-byte request id at offset 6, body), sent with the id replaced,
+//     under `send_lock` (a ScanPump.SendLock that Python installed as the
+//     connection's send lock for the lease, so that no other thread's request
+//     interleaves with it); take_ids(n) -> int reserves n request ids of the
+//     connection's sequence and returns the first (called with the GIL once
+//     per block of ids).  Without the GIL, a request waited for it up to the
+//     interpreter's switch interval while Python decoded -- the node idle;
 //   file_frame(bytes): files a frame that answers another request (or is a
 //     notification) for whoever waits for it (Connection.file_frame);
 //   limit: bytes of received frames the pump holds before it waits for the
@@ -19,8 +30,9 @@
 // exactly (length prefix, then the frame): nothing past the last frame is
 // consumed, so the connection goes back to Python at a frame boundary.
 //
-//   next() -> bytes | None: the next answer frame of the cursor (without its
-//     length prefix; Python reads its header and page), None after the last
+//   next() -> ScanFrame | None: the next answer frame of the cursor (without
+//     its length prefix; a read-only buffer owning the received bytes, not a
+//     copy; Python reads its header and page), None after the last
 //     page; raises the error that ended the fetch after the frames before it
 //     (ConnectionError: the socket failed or stayed silent; ValueError: a frame
 //     that cannot be an answer; or what send_next/file_frame raised).
@@ -29,6 +41,11 @@
 //     cursor_open: the server still holds the cursor (Python closes it);
 //     position_known: False when the stream broke off mid-frame (Python closes
 //     the connection).
+//   sent() -> int: the requests the pump sent itself (Python counts them).
+//
+// ScanPump.SendLock(): a lock Python code and the pump's thread share: like
+// threading.Lock (acquire(blocking=True, timeout=-1) -> bool, release(),
+// locked(), a context manager), but the pump takes it without the GIL.
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -62,6 +79,8 @@ constexpr int kFlagNotification = 4;
 
 enum class Failure { kNone, kIo, kProtocol, kPython };
 
+struct LockState;
+
 struct Frame {
   std::unique_ptr<char[]> data;
   size_t size = 0;
@@ -75,6 +94,14 @@ struct PumpState {
   int timeout_ms = 0;
   int64_t max_frame = 0;
   std::string peer;
+  // Native requests (empty `request`: send_next sends them).
+  std::string request;
+  PyObject* send_lock_obj = nullptr;  // strong reference to the SendLock
+  LockState* send_lock = nullptr;  // send_lock_obj's state
+  PyObject* take_ids = nullptr;  // strong reference
+  int64_t next_id = 0;
+  int64_t ids_left = 0;
+  int64_t sent = 0;  // requests sent natively (the pump's thread only, read after join)
 
   std::mutex mu;
   std::condition_variable cv;
@@ -154,8 +181,183 @@ void KeepPythonError(PumpState* s, const char* what) {
   s->cursor_open = false;
 }
 
+
+// The state of a SendLock: a lock any thread may take, the GIL released while it waits.
+struct LockState {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool held = false;
+
+  // Returns whether the lock was taken (timeout_ms < 0: wait as long as it takes).
+  bool Acquire(int64_t timeout_ms) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (timeout_ms < 0) {
+      cv.wait(lock, [this] { return !held; });
+    } else if (!cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return !held; })) {
+      return false;
+    }
+    held = true;
+    return true;
+  }
+  bool Release() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!held) return false;
+    held = false;
+    cv.notify_one();
+    return true;
+  }
+};
+
+struct PySendLock {
+  PyObject_HEAD
+  LockState* state;
+};
+
+PyObject* LockNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  if (!PyArg_ParseTuple(args, ":SendLock") || (kwargs != nullptr && PyDict_Size(kwargs) > 0)) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "SendLock() takes no arguments");
+    return nullptr;
+  }
+  auto* self = reinterpret_cast<PySendLock*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  self->state = new LockState;
+  return reinterpret_cast<PyObject*>(self);
+}
+
+void LockDealloc(PyObject* obj) {
+  auto* self = reinterpret_cast<PySendLock*>(obj);
+  delete self->state;
+  self->state = nullptr;
+  PyTypeObject* type = Py_TYPE(obj);
+  type->tp_free(obj);
+  Py_DECREF(type);
+}
+
+PyObject* LockAcquire(PyObject* obj, PyObject* args, PyObject* kwargs) {
+  static const char* kwlist[] = {"blocking", "timeout", nullptr};
+  int blocking = 1;
+  double timeout = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|pd:acquire", const_cast<char**>(kwlist), &blocking, &timeout)) {
+    return nullptr;
+  }
+  LockState* l = reinterpret_cast<PySendLock*>(obj)->state;
+  const int64_t ms = !blocking ? 0 : timeout < 0 ? -1 : static_cast<int64_t>(std::min(timeout * 1000.0, 9.0e15));
+  bool ok = false;
+  Py_BEGIN_ALLOW_THREADS
+  ok = l->Acquire(ms);
+  Py_END_ALLOW_THREADS
+  return PyBool_FromLong(ok ? 1 : 0);
+}
+
+PyObject* LockRelease(PyObject* obj, PyObject*) {
+  if (!reinterpret_cast<PySendLock*>(obj)->state->Release()) {
+    PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* LockEnter(PyObject* obj, PyObject*) {
+  LockState* l = reinterpret_cast<PySendLock*>(obj)->state;
+  Py_BEGIN_ALLOW_THREADS
+  l->Acquire(-1);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_TRUE;
+}
+
+PyObject* LockExit(PyObject* obj, PyObject*) { return LockRelease(obj, nullptr); }
+
+PyObject* LockLocked(PyObject* obj, PyObject*) {
+  LockState* l = reinterpret_cast<PySendLock*>(obj)->state;
+  std::lock_guard<std::mutex> lock(l->mu);
+  return PyBool_FromLong(l->held ? 1 : 0);
+}
+
+PyMethodDef kLockMethods[] = {
+    {"acquire", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(LockAcquire)),
+     METH_VARARGS | METH_KEYWORDS, "acquire(blocking=True, timeout=-1) -> bool"},
+    {"release", LockRelease, METH_NOARGS, "release()"},
+    {"locked", LockLocked, METH_NOARGS, "locked() -> bool"},
+    {"__enter__", LockEnter, METH_NOARGS, nullptr},
+    {"__exit__", LockExit, METH_VARARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyType_Slot kLockSlots[] = {
+    {Py_tp_doc, const_cast<char*>("A send lock Python threads and a ScanPump's thread share (see client/pump.py).")},
+    {Py_tp_new, reinterpret_cast<void*>(LockNew)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(LockDealloc)},
+    {Py_tp_methods, kLockMethods},
+    {0, nullptr},
+};
+
+PyType_Spec kLockSpec = {
+    "_tf_ignite_data.SendLock", sizeof(PySendLock), 0, Py_TPFLAGS_DEFAULT, kLockSlots,
+};
+
+// Sends all of `data` before `deadline` (GIL released).  Returns "" or why not.
+std::string WriteAll(int fd, const char* data, size_t n, Clock::time_point deadline) {
+  while (n > 0) {
+    const ssize_t put = ::send(fd, data, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (put > 0) {
+      data += put;
+      n -= static_cast<size_t>(put);
+      continue;
+    }
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return std::string("send failed: ") + std::strerror(errno);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return "sending made no progress within the timeout";
+    pollfd p{fd, POLLOUT, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left));
+    if (ready < 0 && errno != EINTR) return std::string("poll failed: ") + std::strerror(errno);
+  }
+  return "";
+}
+
+// Reserves a block of request ids through Python (with the GIL); false when it failed (kept).
+bool TakeIds(PumpState* s) {
+  constexpr long long kBlock = 256;
+  tf_ignite_python::GilScope gil(true);
+  if (!gil.ok()) {
+    Fail(s, Failure::kIo, "the Python interpreter is shutting down", false);
+    return false;
+  }
+  PyObject* r = PyObject_CallFunction(s->take_ids, "L", kBlock);
+  const long long first = r != nullptr ? PyLong_AsLongLong(r) : -1;
+  Py_XDECREF(r);
+  if (PyErr_Occurred()) {
+    KeepPythonError(s, "reserving request ids");
+    return false;
+  }
+  s->next_id = first;
+  s->ids_left = kBlock;
+  return true;
+}
+
+// Sends the next page request itself, under the connection's SendLock; -1 when it failed (recorded).
+int64_t SendNative(PumpState* s) {
+  if (s->ids_left == 0 && !TakeIds(s)) return -1;
+  const int64_t rid = s->next_id++;
+  --s->ids_left;
+  std::string& frame = s->request;
+  for (int i = 0; i < 8; ++i) frame[6 + i] = static_cast<char>((static_cast<uint64_t>(rid) >> (8 * i)) & 0xFF);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(s->timeout_ms);
+  s->send_lock->Acquire(-1);
+  const std::string why = WriteAll(s->fd, frame.data(), frame.size(), deadline);
+  s->send_lock->Release();
+  if (!why.empty()) {
+    // A request cut short leaves the stream unusable: Python closes the connection.
+    Fail(s, Failure::kIo, why, true);
+    return -1;
+  }
+  ++s->sent;
+  return rid;
+}
+
 // Sends the next page request through Python; -1 when it failed (the error is kept).
 int64_t SendNext(PumpState* s) {
+  if (!s->request.empty()) return SendNative(s);
   tf_ignite_python::GilScope gil(true);
   if (!gil.ok()) {
     Fail(s, Failure::kIo, "the Python interpreter is shutting down", false);
@@ -279,20 +481,37 @@ void StopAndJoin(PumpState* s) {
 }
 
 PyObject* PumpNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  static const char* kwlist[] = {"fd", "send_next", "file_frame", "limit", "timeout", "max_frame", "peer", nullptr};
+  static const char* kwlist[] = {"fd",      "send_next", "file_frame", "limit",    "timeout", "max_frame",
+                                 "peer",    "request",   "send_lock",  "take_ids", nullptr};
   int fd = -1;
   PyObject *send_next = nullptr, *file_frame = nullptr;
   long long limit = 0, max_frame = 0;
   double timeout = 0;
   const char* peer = "";
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOOLdLs:ScanPump", const_cast<char**>(kwlist), &fd, &send_next,
-                                   &file_frame, &limit, &timeout, &max_frame, &peer)) {
+  PyObject *request = Py_None, *send_lock = Py_None, *take_ids = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOOLdLs|OOO:ScanPump", const_cast<char**>(kwlist), &fd,
+                                   &send_next, &file_frame, &limit, &timeout, &max_frame, &peer, &request,
+                                   &send_lock, &take_ids)) {
     return nullptr;
   }
-  if (fd < 0 || !PyCallable_Check(send_next) || !PyCallable_Check(file_frame) || limit <= 0 || timeout <= 0 ||
-      max_frame < 16) {
+  const bool native = request != Py_None;
+  if (fd < 0 || (!native && !PyCallable_Check(send_next)) || !PyCallable_Check(file_frame) || limit <= 0 ||
+      timeout <= 0 || max_frame < 16) {
     PyErr_SetString(PyExc_ValueError,
-                    "ScanPump: needs an open fd, two callables, limit > 0, timeout > 0 and max_frame >= 16");
+                    "ScanPump: needs an open fd, send_next (unless request is given) and file_frame callables, "
+                    "limit > 0, timeout > 0 and max_frame >= 16");
+    return nullptr;
+  }
+  PyObject* lock_type = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "SendLock");
+  if (lock_type == nullptr) return nullptr;
+  const int is_lock = native ? PyObject_IsInstance(send_lock, lock_type) : 1;
+  Py_DECREF(lock_type);
+  if (is_lock < 0) return nullptr;
+  if (native && (!PyBytes_Check(request) || PyBytes_GET_SIZE(request) < 14 || is_lock == 0 ||
+                 !PyCallable_Check(take_ids))) {
+    PyErr_SetString(PyExc_ValueError,
+                    "ScanPump: request must be a request frame (bytes, request id at offset 6), send_lock a "
+                    "ScanPump.SendLock and take_ids a callable");
     return nullptr;
   }
   auto* self = reinterpret_cast<PyScanPump*>(type->tp_alloc(type, 0));
@@ -307,6 +526,14 @@ PyObject* PumpNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   s->timeout_ms = static_cast<int>(std::min(timeout * 1000.0, 2.0e9));
   s->max_frame = max_frame;
   s->peer = peer;
+  if (native) {
+    s->request.assign(PyBytes_AS_STRING(request), static_cast<size_t>(PyBytes_GET_SIZE(request)));
+    Py_INCREF(send_lock);
+    Py_INCREF(take_ids);
+    s->send_lock_obj = send_lock;
+    s->send_lock = reinterpret_cast<PySendLock*>(send_lock)->state;
+    s->take_ids = take_ids;
+  }
   self->state = s;
   try {
     s->thread = std::thread(Run, s);
@@ -325,6 +552,8 @@ void PumpDealloc(PyObject* obj) {
     StopAndJoin(s);
     Py_XDECREF(s->send_next);
     Py_XDECREF(s->file_frame);
+    Py_XDECREF(s->send_lock_obj);
+    Py_XDECREF(s->take_ids);
     Py_XDECREF(s->error);
     delete s;
     self->state = nullptr;
@@ -332,6 +561,54 @@ void PumpDealloc(PyObject* obj) {
   PyTypeObject* type = Py_TYPE(obj);
   type->tp_free(obj);
   Py_DECREF(type);  // instances of a heap type hold a reference to it
+}
+
+// A received frame handed to Python without a copy: a read-only buffer owning the frame's memory
+// (memoryviews of it keep it alive).  Copying each page into a bytes object took the GIL for a
+// page-sized copy and page faults.
+struct PyFrameBuffer {
+  PyObject_HEAD
+  char* data;
+  Py_ssize_t size;
+};
+
+int FrameGetBuffer(PyObject* obj, Py_buffer* view, int flags) {
+  auto* self = reinterpret_cast<PyFrameBuffer*>(obj);
+  return PyBuffer_FillInfo(view, obj, self->data, self->size, 1, flags);
+}
+
+Py_ssize_t FrameLength(PyObject* obj) { return reinterpret_cast<PyFrameBuffer*>(obj)->size; }
+
+void FrameDealloc(PyObject* obj) {
+  auto* self = reinterpret_cast<PyFrameBuffer*>(obj);
+  delete[] self->data;
+  self->data = nullptr;
+  PyTypeObject* type = Py_TYPE(obj);
+  type->tp_free(obj);
+  Py_DECREF(type);
+}
+
+PyType_Slot kFrameSlots[] = {
+    {Py_tp_doc, const_cast<char*>("One answer frame a ScanPump received (a read-only buffer; len() is its size).")},
+    {Py_tp_dealloc, reinterpret_cast<void*>(FrameDealloc)},
+    {Py_bf_getbuffer, reinterpret_cast<void*>(FrameGetBuffer)},
+    {Py_mp_length, reinterpret_cast<void*>(FrameLength)},
+    {0, nullptr},
+};
+
+PyType_Spec kFrameSpec = {
+    "_tf_ignite_data.ScanFrame", sizeof(PyFrameBuffer), 0, Py_TPFLAGS_DEFAULT, kFrameSlots,
+};
+
+PyTypeObject* g_frame_type = nullptr;  // set once by AddScanPump (a strong reference, never released)
+
+// The frame as a ScanFrame owning its memory (GIL held); nullptr with a Python error.
+PyObject* FrameObject(Frame& frame) {
+  auto* self = reinterpret_cast<PyFrameBuffer*>(g_frame_type->tp_alloc(g_frame_type, 0));
+  if (self == nullptr) return nullptr;
+  self->size = static_cast<Py_ssize_t>(frame.size);
+  self->data = frame.data.release();
+  return reinterpret_cast<PyObject*>(self);
 }
 
 PyObject* PumpNext(PyObject* obj, PyObject*) {
@@ -350,7 +627,7 @@ PyObject* PumpNext(PyObject* obj, PyObject*) {
   }
   lock.unlock();
   Py_END_ALLOW_THREADS
-  if (got) return PyBytes_FromStringAndSize(frame.data.get(), static_cast<Py_ssize_t>(frame.size));
+  if (got) return FrameObject(frame);
   std::lock_guard<std::mutex> lock(s->mu);
   switch (s->failure) {
     case Failure::kNone:
@@ -385,13 +662,23 @@ PyObject* PumpHeld(PyObject* obj, PyObject*) {
   return PyLong_FromLongLong(s->queued);
 }
 
+PyObject* PumpSent(PyObject* obj, PyObject*) {
+  PumpState* s = reinterpret_cast<PyScanPump*>(obj)->state;
+  if (s->thread.joinable()) {
+    PyErr_SetString(PyExc_RuntimeError, "ScanPump.sent(): call stop() first");
+    return nullptr;
+  }
+  return PyLong_FromLongLong(s->sent);
+}
+
 PyMethodDef kPumpMethods[] = {
     {"next", PumpNext, METH_NOARGS,
-     "next() -> bytes | None: the cursor's next answer frame (None after the last page); raises what ended the "
-     "fetch"},
+     "next() -> ScanFrame | None: the cursor's next answer frame, a read-only buffer (None after the last "
+     "page); raises what ended the fetch"},
     {"stop", PumpStop, METH_NOARGS,
      "stop() -> (cursor_open, position_known): stop fetching, drop held frames, wait for the thread"},
     {"held", PumpHeld, METH_NOARGS, "held() -> int: bytes of received frames not yet taken"},
+    {"sent", PumpSent, METH_NOARGS, "sent() -> int: the requests the pump sent itself (after stop())"},
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -411,12 +698,20 @@ PyType_Spec kPumpSpec = {
 }  // namespace
 
 int AddScanPump(PyObject* module) {
+  if (g_frame_type == nullptr) {
+    g_frame_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&kFrameSpec));
+    if (g_frame_type == nullptr) return -1;
+  }
+  PyObject* lock_type = PyType_FromSpec(&kLockSpec);
+  if (lock_type == nullptr) return -1;
   PyObject* type = PyType_FromSpec(&kPumpSpec);
-  if (type == nullptr) return -1;
-  if (PyModule_AddObject(module, "ScanPump", type) < 0) {
-    Py_DECREF(type);
+  if (type == nullptr || PyObject_SetAttrString(type, "SendLock", lock_type) < 0 ||
+      PyModule_AddObject(module, "ScanPump", type) < 0) {
+    Py_XDECREF(type);
+    Py_DECREF(lock_type);
     return -1;
   }
+  Py_DECREF(lock_type);  // ScanPump.SendLock holds it
   return 0;
 }
 

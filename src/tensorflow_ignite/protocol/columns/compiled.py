@@ -93,17 +93,26 @@ def fallback(reason: str, what: str = "page decoded in Python, not by the compil
 
 
 class ScanPumpType(Protocol):
-    """``_tf_ignite_data.ScanPump`` (see ``native/tf_ignite_data_scan.cc`` and ``client/pump.py``)."""
+    """``_tf_ignite_data.ScanPump`` (see ``native/tf_ignite_data_scan.cc`` and ``client/pump.py``).
+
+    ``SendLock()`` (absent from a library built from older sources): the lock a lease installs as the
+    connection's send lock, shared with the pump's thread when the pump sends the page requests itself
+    (``request``, ``send_lock``, ``take_ids``).
+    """
 
     def __call__(
         self,
         fd: int,
-        send_next: Callable[[], int],
+        send_next: Callable[[], int] | None,
         file_frame: Callable[[bytes], None],
         limit: int,
         timeout: float,
         max_frame: int,
         peer: str,
+        *,
+        request: bytes | None = None,
+        send_lock: Any = None,
+        take_ids: Callable[[int], int] | None = None,
     ) -> Any: ...
 
 
