@@ -5,9 +5,11 @@ scan's later pages.  On a loaded machine single reads of the small-rows
 scenario vary by 2-5x from one repetition to the next, so the two fetchers
 are compared in *rounds*: each round reads the same MNIST-shaped rows with
 the pump, with the Python read-ahead and as raw scan pages (the node's own
-rate, nothing decoded), back to back and in a rotating order; each read is
-reported against the raw pages of its own round, and the medians over the
-rounds are printed.  ``--rows``/``--rounds`` size it; one node is started
+rate, nothing decoded), back to back and in a rotating order -- and with the
+pump sending its page requests through Python (``pysend``: the pump of an op
+library without ``ScanPump.SendLock``, as before the pump sent them itself);
+each read is reported against the raw pages of its own round, and the
+medians over the rounds are printed.  ``--rows``/``--rounds`` size it; one node is started
 (and stopped) for it.
 """
 
@@ -61,11 +63,16 @@ def main(argv: list[str] | None = None) -> int:
             _write(host, port, CACHE, mnist_arrays(args.rows, 10))
             ds = IgniteDataset(CACHE, host, port, page_size=args.page_size, batch_size=args.batch_size)
             client = ConnectionOptions(host=host, port=port).connect()
-            ratios: dict[str, list[float]] = {"compiled": [], "python": []}
-            seconds: dict[str, list[float]] = {"compiled": [], "python": [], "raw": []}
+            readers = ("compiled", "pysend", "python")
+            ratios: dict[str, list[float]] = {w: [] for w in readers}
+            seconds: dict[str, list[float]] = {w: [] for w in (*readers, "raw")}
+
+            def python_sends(*args: Any, **kwargs: Any) -> Any:  # no SendLock: requests through Python
+                return compiled(*args)
 
             def read(which: str) -> float:
-                pump.set_scan_pump(compiled if which == "compiled" else None, "turned off by bench.pump_ab")
+                installed = {"compiled": compiled, "pysend": python_sends}.get(which)
+                pump.set_scan_pump(installed, "turned off by bench.pump_ab")  # type: ignore[arg-type]
                 if args.fetch_only:
                     t0 = time.perf_counter()
                     pages = client.cache(CACHE).scan_pages(page_size=args.page_size, read_ahead=8 << 20)
@@ -73,10 +80,11 @@ def main(argv: list[str] | None = None) -> int:
                     return time.perf_counter() - t0
                 return drain(ds, unit_bytes=MNIST_ROW_BYTES).seconds
 
-            for which in ("compiled", "python"):  # warm-up: layouts, schemas, TensorFlow's first-run costs
+            for which in readers:  # warm-up: layouts, schemas, TensorFlow's first-run costs
                 read(which)
             _raw(client, args.page_size)
-            orders = [("compiled", "python", "raw"), ("python", "raw", "compiled"), ("raw", "compiled", "python")]
+            cycle = (*readers, "raw")
+            orders = [cycle[i:] + cycle[:i] for i in range(len(cycle))]
             for r in range(args.rounds):
                 took = {}
                 for which in orders[r % len(orders)]:
@@ -85,21 +93,22 @@ def main(argv: list[str] | None = None) -> int:
                     seconds[which].append(s)
                 for which in ratios:
                     ratios[which].append(took["raw"] / took[which])
-                print(f"round {r + 1}: " + ", ".join(f"{w} {took[w]:.3f} s" for w in ("compiled", "python", "raw"))
-                      + f"; vs raw: compiled {ratios['compiled'][-1]:.2f}x, python {ratios['python'][-1]:.2f}x",
-                      flush=True)
+                print(f"round {r + 1}: " + ", ".join(f"{w} {took[w]:.3f} s" for w in cycle) + "; vs raw: "
+                      + ", ".join(f"{w} {ratios[w][-1]:.2f}x" for w in readers), flush=True)
             pump.set_scan_pump(compiled)
             print(f"\n{args.rows:,} MNIST rows, page_size={args.page_size}, batch_size={args.batch_size}, "
                   f"{args.rounds} rounds (medians):")
-            for which in ("compiled", "python", "raw"):
+            for which in cycle:
                 med = statistics.median(seconds[which])
                 line = f"  {which:8s} {med:.3f} s  {args.rows / med:>10,.0f} rows/s"
                 if which in ratios:
                     line += f"  {statistics.median(ratios[which]):.2f}x the raw pages of its round"
                 print(line)
-            paired = [p / c for p, c in zip(seconds["python"], seconds["compiled"])]
-            print(f"  python/compiled time per round: median {statistics.median(paired):.2f}x "
-                  f"(min {min(paired):.2f}, max {max(paired):.2f}); fetch paths {ds.stats.fetch_paths}")
+            for slower in ("pysend", "python"):
+                paired = [p / c for p, c in zip(seconds[slower], seconds["compiled"])]
+                print(f"  {slower}/compiled time per round: median {statistics.median(paired):.2f}x "
+                      f"(min {min(paired):.2f}, max {max(paired):.2f})")
+            print(f"  fetch paths {ds.stats.fetch_paths}")
             client.close()
         finally:
             cluster.stop()
