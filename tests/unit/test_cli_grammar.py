@@ -199,14 +199,13 @@ def test_password_env_names_the_variable_and_no_terminal_is_an_error(monkeypatch
         client_settings(args)
 
 
-def test_write_and_predict_take_server_hostname() -> None:
+def test_write_and_predict_take_the_endpoint_and_every_connection_keyword() -> None:
     import tensorflow_ignite as ti
-    from tensorflow_ignite.client import ConnectionOptions
 
-    fields = set(ConnectionOptions.field_names()) - {"fallbacks", "timeout", "connect_timeout", "idle_timeout",
-                                                      "insecure_skip_verify", "insecure_skip_hostname_verification"}
     for fn in (ti.write, ti.predict):
-        assert fields <= set(inspect.signature(fn).parameters), fn.__name__
+        params = inspect.signature(fn).parameters
+        assert {"host", "port"} <= set(params), fn.__name__
+        assert "ConnectionKeywords" in str(params["connection"].annotation), fn.__name__  # server_hostname among them
 
 
 @pytest.mark.parametrize("text,value", [("4194304", 4 << 20), ("4M", 4 << 20), ("4MiB", 4 << 20), ("4mb", 4 << 20),
@@ -224,25 +223,32 @@ def test_bad_sizes(text: str) -> None:
 def test_job_durations_are_seconds_and_the_ms_keywords_warn() -> None:
     from tensorflow_ignite.launcher.jobs import job_durations
 
-    assert job_durations(None, None, None) == {"backoff_ms": 1000, "settle_ms": 1000, "grace_ms": 10_000}
-    assert job_durations(0.2, 0, 2.5) == {"backoff_ms": 200, "settle_ms": 0, "grace_ms": 2500}
+    defaults = {"max_restarts": 3, "backoff_ms": 1000, "settle_ms": 1000, "grace_ms": 10_000}
+    assert job_durations("f", {}) == defaults
+    assert job_durations("f", dict(backoff=0.2, settle=0, grace=2.5, max_restarts=0)) == {
+        "max_restarts": 0, "backoff_ms": 200, "settle_ms": 0, "grace_ms": 2500}
     with pytest.warns(DeprecationWarning, match=r"settle_ms= is deprecated: pass settle= in seconds \(settle=0.5\)"):
-        assert job_durations(None, None, None, settle_ms=500)["settle_ms"] == 500
+        assert job_durations("f", dict(settle_ms=500))["settle_ms"] == 500
     with pytest.raises(ConfigurationError, match="both given"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        job_durations(None, 1.0, None, settle_ms=500)
+        job_durations("f", dict(settle=1.0, settle_ms=500))
     with pytest.raises(ConfigurationError, match="seconds"):
-        job_durations(-1, None, None)
+        job_durations("f", dict(backoff=-1))
+    with pytest.raises(ConfigurationError, match="max_restarts=-1"):
+        job_durations("f", dict(max_restarts=-1))
+    with pytest.raises(TypeError, match=r"submit\(\) got an unexpected keyword argument 'retries'; the restart keywords"):
+        job_durations("submit", dict(retries=2))
 
 
-def test_submit_and_submit_predict_take_seconds() -> None:
-    from tensorflow_ignite.launcher.jobs import JobClient
+def test_submit_and_submit_predict_take_the_restart_keywords() -> None:
+    from tensorflow_ignite.launcher.jobs import JobClient, RestartKeywords
     from tensorflow_ignite.scoring.cluster import submit_predict
 
+    assert {"max_restarts", "backoff", "settle", "grace"} <= set(RestartKeywords.__annotations__)
     for fn in (JobClient.submit, submit_predict):
         params = inspect.signature(fn).parameters
-        assert {"backoff", "settle", "grace"} <= set(params), fn.__name__
-        assert all(params[n].default is None for n in ("backoff_ms", "settle_ms", "grace_ms")), fn.__name__
+        assert params["restart"].kind is inspect.Parameter.VAR_KEYWORD, fn.__name__
+        assert not set(params) & set(RestartKeywords.__annotations__), fn.__name__
 
 
 def test_tensorboard_host_names_the_cluster_of_an_ignite_logdir() -> None:

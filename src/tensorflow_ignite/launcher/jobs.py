@@ -22,7 +22,7 @@ import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ..client import ConnectionOptions, IgniteClient
 from ..client.closeable import Closeable
@@ -49,27 +49,51 @@ __all__ = [
     "plain",
     "new_job_id",
     "job_durations",
+    "RestartKeywords",
 ]
 
 
-def job_durations(
-    backoff: float | None,
-    settle: float | None,
-    grace: float | None,
-    *,
-    backoff_ms: int | None = None,
-    settle_ms: int | None = None,
-    grace_ms: int | None = None,
-) -> dict[str, int]:
-    """A job's ``backoff``/``settle``/``grace`` (seconds; defaults 1, 1 and 10) as the record's
-    ``*_ms`` fields.  The old ``*_ms`` keywords are accepted with a :class:`DeprecationWarning`;
-    giving both spellings of one is a :class:`~tensorflow_ignite.errors.ConfigurationError`."""
-    out: dict[str, int] = {}
-    for name, seconds, ms, default in (
-        ("backoff", backoff, backoff_ms, 1.0),
-        ("settle", settle, settle_ms, 1.0),
-        ("grace", grace, grace_ms, 10.0),
-    ):
+class RestartKeywords(TypedDict, total=False):
+    """How the launcher runs a job's attempts: the keywords :meth:`JobClient.submit` and
+    :func:`~tensorflow_ignite.scoring.cluster.submit_predict` share.
+
+    ``max_restarts`` (default 3): attempts after the first before the job fails.  Durations are
+    seconds: ``backoff`` (default 1) before the first restart, doubled each time up to 30 s;
+    ``settle`` (default 1), how long the partition map must hold still before workers start;
+    ``grace`` (default 10), what workers get after SIGTERM before SIGKILL when stopped.
+    ``backoff_ms``/``settle_ms``/``grace_ms`` are their deprecated millisecond spellings (a
+    :class:`DeprecationWarning`).
+    """
+
+    max_restarts: int
+    backoff: float | None
+    settle: float | None
+    grace: float | None
+    backoff_ms: int | None
+    settle_ms: int | None
+    grace_ms: int | None
+
+
+def job_durations(what: str, restart: Mapping[str, Any]) -> dict[str, int]:
+    """The :class:`RestartKeywords` ``what`` was given as the job record's fields: ``max_restarts``
+    and ``backoff_ms``/``settle_ms``/``grace_ms``.
+
+    A keyword that is not one is a TypeError naming it; giving both spellings of a duration,
+    or a negative one, is a :class:`~tensorflow_ignite.errors.ConfigurationError`; the ``*_ms``
+    spellings warn (:class:`DeprecationWarning`).
+    """
+    for name in restart:
+        if name not in RestartKeywords.__annotations__:
+            raise TypeError(
+                f"{what}() got an unexpected keyword argument {name!r}; "
+                f"the restart keywords are {', '.join(RestartKeywords.__annotations__)}"
+            )
+    max_restarts = restart.get("max_restarts", 3)
+    if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < 0:
+        raise ConfigurationError(f"max_restarts={max_restarts!r}: a number of restarts, 0 or more")
+    out: dict[str, int] = {"max_restarts": max_restarts}
+    for name, default in (("backoff", 1.0), ("settle", 1.0), ("grace", 10.0)):
+        seconds, ms = restart.get(name), restart.get(f"{name}_ms")
         if ms is not None:
             if seconds is not None:
                 raise ConfigurationError(f"{name}= and {name}_ms= both given: pass {name}= (seconds) only")
@@ -278,13 +302,7 @@ class JobClient(Closeable):
         checkpoint_dir: str | None = None,
         strategy: str = "multi_worker_mirrored",
         num_ps: int | None = None,
-        max_restarts: int = 3,
-        backoff: float | None = None,
-        settle: float | None = None,
-        grace: float | None = None,
-        backoff_ms: int | None = None,
-        settle_ms: int | None = None,
-        grace_ms: int | None = None,
+        **restart: Unpack[RestartKeywords],
     ) -> dict[str, Any]:
         """Ship ``job_dir`` through the files cache and submit the job; returns its record.
 
@@ -300,13 +318,10 @@ class JobClient(Closeable):
         TOKEN, API_KEY, ``*_PASS``, ...; values with ``scheme://user:password@``): workers get
         credentials from their node's ``TF_IGNITE_WORKER_*`` settings.
 
-        Durations are seconds (floats): ``backoff`` (default 1) before the first restart, doubled
-        each time up to 30 s; ``settle`` (default 1), how long the partition map must hold still
-        before workers start; ``grace`` (default 10), what workers get after SIGTERM before SIGKILL
-        when stopped.  ``backoff_ms``/``settle_ms``/``grace_ms`` are their deprecated millisecond
-        spellings (a :class:`DeprecationWarning`).
+        ``restart``: ``max_restarts`` and the durations ``backoff``, ``settle`` and ``grace``
+        (:class:`RestartKeywords`, seconds).
         """
-        durations = job_durations(backoff, settle, grace, backoff_ms=backoff_ms, settle_ms=settle_ms, grace_ms=grace_ms)
+        durations = job_durations("JobClient.submit", restart)
         if not command:
             raise ConfigurationError("the job needs a command after --, e.g. -- python train.py")
         canonical = STRATEGIES.get(strategy.lower().replace("-", "_"))
@@ -336,7 +351,6 @@ class JobClient(Closeable):
             # The archive bound to this call: the launcher refuses the job when the files cache
             # holds anything else by the time it reads it (another client rewrote the chunks).
             "files_sha256": hashlib.sha256(data).hexdigest(),
-            "max_restarts": int(max_restarts),
             **durations,
         }
         try:

@@ -28,14 +28,14 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..errors import ConfigurationError
 from .api import Mode, predict
 from .source import is_query
 
 if TYPE_CHECKING:
-    from ..launcher.jobs import JobClient
+    from ..launcher.jobs import JobClient, RestartKeywords
 
 __all__ = ["submit_predict", "SPEC_FILE", "WORKER_MODULE", "worker_command"]
 
@@ -65,13 +65,7 @@ def submit_predict(
     sql: bool = True,
     name: str | None = None,
     python: str | None = None,
-    max_restarts: int = 3,
-    backoff: float | None = None,
-    settle: float | None = None,
-    grace: float | None = None,
-    backoff_ms: int | None = None,
-    settle_ms: int | None = None,
-    grace_ms: int | None = None,
+    **restart: Unpack[RestartKeywords],
 ) -> dict[str, Any]:
     """Check everything, prepare ``output``, and submit the scoring job; returns the job's record.
 
@@ -79,17 +73,16 @@ def submit_predict(
     local (shipped with the job) or ``ignite://`` (read by every worker);
     ``source`` a cache name (an SQL query has no partitions to spread over
     nodes: score it with :func:`~tensorflow_ignite.scoring.predict`).  The other
-    arguments mean what they mean to ``predict``; ``name`` .. ``grace`` what
-    they mean to :meth:`JobClient.submit` (durations in seconds; the deprecated
-    ``backoff_ms``/``settle_ms``/``grace_ms`` are accepted with a
-    :class:`DeprecationWarning`).  Raises the errors ``predict`` raises
+    arguments mean what they mean to ``predict``; ``name``, ``python`` and
+    ``restart`` (:class:`~tensorflow_ignite.launcher.jobs.RestartKeywords`) what
+    they mean to :meth:`JobClient.submit`.  Raises the errors ``predict`` raises
     for bad input (nothing written, no job), and the launcher's errors
     (:class:`~tensorflow_ignite.errors.LauncherPermissionError`, ...) -- then an
     output this call created is removed again.
     """
     from ..launcher.jobs import job_durations
 
-    durations = job_durations(backoff, settle, grace, backoff_ms=backoff_ms, settle_ms=settle_ms, grace_ms=grace_ms)
+    durations = job_durations("submit_predict", restart)  # checked before anything is written
     if not isinstance(model, (str, os.PathLike)):
         raise ConfigurationError(
             "the cluster form loads the model on every node: pass a path (a .keras file or "
@@ -149,7 +142,7 @@ def submit_predict(
                 name=name or _job_name(output),
                 python=python,
                 checkpoint_dir="",
-                max_restarts=max_restarts,
+                max_restarts=durations["max_restarts"],
                 backoff=durations["backoff_ms"] / 1000,
                 settle=durations["settle_ms"] / 1000,
                 grace=durations["grace_ms"] / 1000,
