@@ -79,6 +79,9 @@ def test_the_pump_fetches_what_the_python_read_ahead_does(
     assert compiled >= ROWS // PAGE_ROWS - 2, (compiled, python)
     assert python == 0, (compiled, python)
     assert ds.stats.fetch_paths == {pump.COMPILED: compiled}, ds.stats.fetch_paths
+    # The pump's thread gave every page it fetched its rows' keys; the first pages got them in Python.
+    assert ds.stats.id_paths.get("pump") == compiled, ds.stats.id_paths
+    assert ds.stats.id_paths.get("python", 0) <= 2, ds.stats.id_paths
 
     saved = pump.installed_scan_pump()
     pump.set_scan_pump(None, "turned off by the test")
@@ -86,6 +89,7 @@ def test_the_pump_fetches_what_the_python_read_ahead_does(
         with caplog.at_level(logging.INFO, logger=compiled_slots.__name__):  # the one log line per reason
             slow, slow_ds = _read(ignite_node, filled)
         assert set(slow_ds.stats.fetch_paths) == {pump.PYTHON}, slow_ds.stats.fetch_paths
+        assert set(slow_ds.stats.id_paths) == {"python"}, slow_ds.stats.id_paths
         assert pump.fetch_counts().get(pump.PYTHON, 0) > after.get(pump.PYTHON, 0)
         assert any("turned off by the test" in r.getMessage() for r in caplog.records)
     finally:

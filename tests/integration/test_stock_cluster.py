@@ -186,6 +186,7 @@ def test_node_kill_mid_epoch_loses_and_repeats_nothing(stock_cluster: StockClust
         assert ds.stats.scan_mode == mode
         if mode == "nodes":  # the node scans' later pages came through the compiled scan pump
             assert ds.stats.fetch_paths.get("compiled", 0) > 0, ds.stats.fetch_paths
+            assert ds.stats.id_paths.get("pump", 0) > 0, ds.stats.id_paths  # rows' keys from the pump's thread
     finally:
         close_shared_clients()
         if not cluster.is_alive(victim):

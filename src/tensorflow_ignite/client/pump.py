@@ -20,7 +20,10 @@ interval, about 3 ms a page measured while the reader decoded -- with the
 node idle.)  Answers to other threads' requests that the pump reads are
 filed for them as the Python reader would (:func:`_file_frame`).  The pump
 reads frames exactly (never past the last one) and hands each over as a
-read-only buffer that owns it (no copy); the lease ends with
+read-only buffer that owns it (no copy).  For a scan cursor the pump's thread
+also computes each page's row identities (the LONG or INT keys) and their hash
+codes (``native/tf_ignite_data_rows.cc``), which :func:`pumped_row_ids` reads,
+so the node scan's reader does not compute them in Python.  The lease ends with
 :meth:`PumpedPages.stop`:
 the pump answers its request in flight, the connection goes back to Python at
 a frame boundary, and a cursor the server still holds is closed.  A socket
@@ -41,6 +44,8 @@ import os
 import threading
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..errors import IgniteConnectionError, ProtocolError, ServerError
 from ..protocol import requests
@@ -66,6 +71,7 @@ __all__ = [
     "installed_scan_pump",
     "scan_pump_reason",
     "fetch_counts",
+    "pumped_row_ids",
 ]
 
 log = logging.getLogger(__name__)
@@ -92,6 +98,26 @@ def count(path: str, paths: MutableMapping[str, int] | None = None) -> None:
         _counts[path] = _counts.get(path, 0) + 1
         if paths is not None:
             paths[path] = paths.get(path, 0) + 1
+
+
+def pumped_row_ids(rows: memoryview, row_count: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The keys (int64) and key hash codes (uint32) of a scan page's rows as the pump computed them.
+
+    ``rows`` is a page's rows region; they are known when it lies in a frame the
+    pump received and computed them for (a scan cursor's page whose keys are all
+    LONG or INT and whose values it could step over): else None, and the caller
+    computes them.
+    """
+    get = getattr(rows.obj, "row_ids", None)
+    if get is None:
+        return None
+    got = get()
+    if got is None:
+        return None
+    ids = np.frombuffer(got[0], np.int64)
+    if len(ids) != row_count:  # not this frame's whole page (cannot happen for pages decoded from it)
+        return None
+    return ids, np.frombuffer(got[1], np.uint32)
 
 
 def _fallback(reason: str) -> None:
@@ -215,6 +241,8 @@ def lease(
                 send_lock = lock_type()
                 old_lock = conn._swap_send_lock(send_lock)
                 native = {"request": request, "send_lock": send_lock, "take_ids": conn._take_ids}
+                if next_op == Op.QUERY_SCAN_CURSOR_GET_PAGE:
+                    native["row_ids"] = True
             handle = pump(
                 fd,
                 lambda: conn.send(lambda rid: next_page(rid, cid)),

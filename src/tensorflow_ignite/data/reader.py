@@ -38,6 +38,7 @@ from ..client.progress import (
     resume_from,
     row_identities,
 )
+from ..client.pump import pumped_row_ids
 from ..errors import ArrayLengthError, ConfigurationError, SchemaError, UnsupportedOperationError
 from ..protocol import columns as C
 from ..protocol.codes import TypeCode
@@ -139,6 +140,11 @@ class ReadStats:
     #: library's scan pump, on the connection leased to it) and ``"python"`` (the Python read-ahead:
     #: where the pump cannot run -- TLS, no op library, ``TF_IGNITE_SCAN=python`` -- a log line says why).
     fetch_paths: Mapping[str, int] = field(default_factory=dict)
+    #: Pages of node scans given their rows' keys and partitions, all epochs so far, per path:
+    #: ``"pump"`` (computed by the compiled scan pump's thread as it received the page, without the
+    #: GIL) and ``"python"`` (the rest: first pages, the Python read-ahead, keys or values the pump
+    #: does not step over).
+    id_paths: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -245,6 +251,8 @@ class ScanReader:
         self.decode_paths: dict[str, int] = {}
         #: Read-ahead pages fetched per fetcher (``ReadStats.fetch_paths``).
         self.fetch_paths: dict[str, int] = {}
+        #: Node-scan pages given row ids per path (``ReadStats.id_paths``).
+        self.id_paths: dict[str, int] = {}
         self._partition_rows = 0
         self._partitions_done = 0
         #: Read the partitions in an order drawn from a seed and the epoch (``shuffle=True``).
@@ -267,6 +275,7 @@ class ScanReader:
                 resumed_skips=self.resumed_skips,
                 decode_paths=dict(self.decode_paths),
                 fetch_paths=dict(self.fetch_paths),
+                id_paths=dict(self.id_paths),
             )
 
     def run(self, state: bytes | None = None, next_split: NextSplit | None = None) -> ScanRun:
@@ -430,7 +439,17 @@ class ScanReader:
         return budget if 2 * self.sizer.rows() * self.sizer.row_bytes() <= budget else 0
 
     def _row_ids(self, page: ScanPage) -> tuple[np.ndarray, np.ndarray]:
-        """Affinity partition and identity (the key) of every row of a page with LONG or INT keys."""
+        """Affinity partition and identity (the key) of every row of a page with LONG or INT keys.
+
+        The compiled scan pump computes keys and hash codes on its own thread for the pages it
+        fetches (:func:`~tensorflow_ignite.client.pump.pumped_row_ids`); other pages here.
+        """
+        pumped = pumped_row_ids(page.rows, page.row_count)
+        path = "python" if pumped is None else "pump"
+        with self._stats_lock:
+            self.id_paths[path] = self.id_paths.get(path, 0) + 1
+        if pumped is not None:
+            return affinity_partitions(pumped[1], self.partitions), pumped[0]
         starts = C.value_offsets(page.rows, page.row_count, 2)[:, 0]
         buf = np.frombuffer(page.rows, np.uint8)
         codes = C.take(buf, starts, np.uint8)

@@ -154,8 +154,17 @@ FS_PLUGIN = Library(
 DATA_OPS = Library(
     module_name="_tf_ignite_data",
     source=_HERE / "tf_ignite_data.cc",
-    extra_sources=(_HERE / "tf_ignite_data_layout.cc", _HERE / "tf_ignite_data_scan.cc"),
-    headers=(_HERE / "python_guard.h", _HERE / "tf_ignite_data_layout.h", _HERE / "tf_ignite_data_scan.h"),
+    extra_sources=(
+        _HERE / "tf_ignite_data_layout.cc",
+        _HERE / "tf_ignite_data_scan.cc",
+        _HERE / "tf_ignite_data_rows.cc",
+    ),
+    headers=(
+        _HERE / "python_guard.h",
+        _HERE / "tf_ignite_data_layout.h",
+        _HERE / "tf_ignite_data_scan.h",
+        _HERE / "tf_ignite_data_rows.h",
+    ),
     # The op and kernel register themselves from static initializers at dlopen.
     exported_symbols=("PyInit__tf_ignite_data",),
     tf_headers=(

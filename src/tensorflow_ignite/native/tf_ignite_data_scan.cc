@@ -24,6 +24,8 @@
 //   limit: bytes of received frames the pump holds before it waits for the
 //     reader; timeout: seconds one page may take; max_frame: the largest frame
 //     accepted; peer: the node's address, for messages.
+//   row_ids: a scan cursor's pages: the thread also computes each page's row
+//     identities and key hash codes (tf_ignite_data_rows.cc), ScanFrame.row_ids().
 // The thread asks for one page at a time (a node serves one page of a cursor
 // at a time) and receives frames with the GIL released, taking the GIL only to
 // send a request and to file another request's answer.  Frames are received
@@ -65,8 +67,10 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "python_guard.h"
+#include "tf_ignite_data_rows.h"
 #include "tf_ignite_data_scan.h"
 
 namespace tfi {
@@ -84,6 +88,9 @@ struct LockState;
 struct Frame {
   std::unique_ptr<char[]> data;
   size_t size = 0;
+  // The page's row identities and key hash codes (tf_ignite_data_rows.cc), when computed.
+  std::unique_ptr<std::vector<int64_t>> ids;
+  std::unique_ptr<std::vector<uint32_t>> hashes;
 };
 
 struct PumpState {
@@ -102,6 +109,7 @@ struct PumpState {
   int64_t next_id = 0;
   int64_t ids_left = 0;
   int64_t sent = 0;  // requests sent natively (the pump's thread only, read after join)
+  bool row_ids = false;  // compute each scan page's row identities (ScanFrame.row_ids)
 
   std::mutex mu;
   std::condition_variable cv;
@@ -438,6 +446,24 @@ bool HasMore(const Frame& frame) {
   return frame.data[frame.size - 1] == 1;
 }
 
+// The scan page's row identities, computed on the pump's thread (no GIL); none for an error
+// answer or a page ScanRowIds does not take (Python computes them then).
+void ComputeRowIds(Frame* frame) {
+  const int flags = static_cast<int>(LoadLE(frame->data.get() + 8, 2)) & 0xFFFF;
+  if ((flags & kFlagError) != 0) return;
+  const size_t body = 10 + ((flags & kFlagTopology) != 0 ? 12 : 0);
+  if (frame->size < body + 5) return;
+  const int64_t n = LoadLE(frame->data.get() + body, 4);
+  const auto* rows = reinterpret_cast<const unsigned char*>(frame->data.get() + body + 4);
+  const int64_t size = static_cast<int64_t>(frame->size - body - 5);
+  if (n <= 0 || n * 2 > size) return;
+  auto ids = std::make_unique<std::vector<int64_t>>(static_cast<size_t>(n));
+  auto hashes = std::make_unique<std::vector<uint32_t>>(static_cast<size_t>(n));
+  if (!ScanRowIds(rows, size, n, ids->data(), hashes->data())) return;
+  frame->ids = std::move(ids);
+  frame->hashes = std::move(hashes);
+}
+
 void Run(PumpState* s) {
   while (true) {
     {
@@ -450,6 +476,7 @@ void Run(PumpState* s) {
     Frame frame;
     if (!ReceiveAnswer(s, rid, &frame)) break;
     const bool more = HasMore(frame);
+    if (s->row_ids) ComputeRowIds(&frame);
     std::lock_guard<std::mutex> lock(s->mu);
     s->cursor_open = more;
     if (!s->stopping) {
@@ -482,16 +509,17 @@ void StopAndJoin(PumpState* s) {
 
 PyObject* PumpNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   static const char* kwlist[] = {"fd",      "send_next", "file_frame", "limit",    "timeout", "max_frame",
-                                 "peer",    "request",   "send_lock",  "take_ids", nullptr};
+                                 "peer",    "request",   "send_lock",  "take_ids", "row_ids", nullptr};
   int fd = -1;
   PyObject *send_next = nullptr, *file_frame = nullptr;
   long long limit = 0, max_frame = 0;
   double timeout = 0;
   const char* peer = "";
   PyObject *request = Py_None, *send_lock = Py_None, *take_ids = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOOLdLs|OOO:ScanPump", const_cast<char**>(kwlist), &fd,
+  int row_ids = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOOLdLs|OOOp:ScanPump", const_cast<char**>(kwlist), &fd,
                                    &send_next, &file_frame, &limit, &timeout, &max_frame, &peer, &request,
-                                   &send_lock, &take_ids)) {
+                                   &send_lock, &take_ids, &row_ids)) {
     return nullptr;
   }
   const bool native = request != Py_None;
@@ -526,6 +554,7 @@ PyObject* PumpNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   s->timeout_ms = static_cast<int>(std::min(timeout * 1000.0, 2.0e9));
   s->max_frame = max_frame;
   s->peer = peer;
+  s->row_ids = row_ids != 0;
   if (native) {
     s->request.assign(PyBytes_AS_STRING(request), static_cast<size_t>(PyBytes_GET_SIZE(request)));
     Py_INCREF(send_lock);
@@ -570,6 +599,8 @@ struct PyFrameBuffer {
   PyObject_HEAD
   char* data;
   Py_ssize_t size;
+  std::vector<int64_t>* ids;  // owned; nullptr when not computed
+  std::vector<uint32_t>* hashes;
 };
 
 int FrameGetBuffer(PyObject* obj, Py_buffer* view, int flags) {
@@ -583,12 +614,36 @@ void FrameDealloc(PyObject* obj) {
   auto* self = reinterpret_cast<PyFrameBuffer*>(obj);
   delete[] self->data;
   self->data = nullptr;
+  delete self->ids;
+  delete self->hashes;
+  self->ids = nullptr;
+  self->hashes = nullptr;
   PyTypeObject* type = Py_TYPE(obj);
   type->tp_free(obj);
   Py_DECREF(type);
 }
 
+PyObject* FrameRowIds(PyObject* obj, PyObject*) {
+  auto* self = reinterpret_cast<PyFrameBuffer*>(obj);
+  if (self->ids == nullptr) Py_RETURN_NONE;
+  return RowIdsTuple(*self->ids, *self->hashes);
+}
+
+PyMethodDef kFrameMethods[] = {
+    {"row_ids", FrameRowIds, METH_NOARGS,
+     "row_ids() -> (ids: bytes, hashes: bytes) | None: the scan page's keys (int64) and their hash codes "
+     "(uint32), computed by the pump (None: not computed)"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyMethodDef kRowMethods[] = {
+    {"scan_row_ids", PyScanRowIds, METH_VARARGS,
+     "scan_row_ids(rows, n) -> (ids: bytes, hashes: bytes) | None: a scan page's LONG/INT keys and hash codes"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
 PyType_Slot kFrameSlots[] = {
+    {Py_tp_methods, kFrameMethods},
     {Py_tp_doc, const_cast<char*>("One answer frame a ScanPump received (a read-only buffer; len() is its size).")},
     {Py_tp_dealloc, reinterpret_cast<void*>(FrameDealloc)},
     {Py_bf_getbuffer, reinterpret_cast<void*>(FrameGetBuffer)},
@@ -608,6 +663,8 @@ PyObject* FrameObject(Frame& frame) {
   if (self == nullptr) return nullptr;
   self->size = static_cast<Py_ssize_t>(frame.size);
   self->data = frame.data.release();
+  self->ids = frame.ids.release();
+  self->hashes = frame.hashes.release();
   return reinterpret_cast<PyObject*>(self);
 }
 
@@ -702,6 +759,7 @@ int AddScanPump(PyObject* module) {
     g_frame_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&kFrameSpec));
     if (g_frame_type == nullptr) return -1;
   }
+  if (PyModule_AddFunctions(module, kRowMethods) < 0) return -1;
   PyObject* lock_type = PyType_FromSpec(&kLockSpec);
   if (lock_type == nullptr) return -1;
   PyObject* type = PyType_FromSpec(&kPumpSpec);
