@@ -348,12 +348,13 @@ def sql_reader(host: str, port: int, query: str, *, row_bytes: int, page_size: i
     """The reader behind ``from_sql`` (``SqlReader.batches``) without TensorFlow."""
 
     def run() -> Run:
-        from tensorflow_ignite.data import dataset as D
+        from tensorflow_ignite.client import ConnectionOptions
+        from tensorflow_ignite.data.discover import sql_schema
         from tensorflow_ignite.data.reader import SqlReader
 
-        client = D.ConnectionOptions(host=host, port=port).connect()
+        client = ConnectionOptions(host=host, port=port).connect()
         kwargs = dict(schema="PUBLIC", page_size=page_size, lazy=True)
-        schema = D._sql_schema(client, query, (), kwargs, {})
+        schema = sql_schema(client, query, (), kwargs, {})
         reader = SqlReader(client, query, (), schema, kwargs)
         t0 = time.perf_counter()
         n = 0

@@ -122,7 +122,7 @@ def _keys(values: np.ndarray) -> np.ndarray:
 
 
 def _cache_source(client: "IgniteClient", cache: str, key: str | None, batch_size: int) -> ScoringSource:
-    from ..data.dataset import cache_schema
+    from ..data.discover import cache_schema
     from ..data.plan import PartitionPlan, ScanTask
     from ..data.reader import DEFAULT_PAGE_BYTES, PageSizer, ScanReader
     from ..data.schema import apply_shapes
