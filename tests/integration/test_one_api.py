@@ -102,6 +102,22 @@ def test_follow_on_ignite3_is_a_clear_error(ignite3_plain_nodes, cache_name: str
         ti.IgniteDataset.follow(cache_name, host, port)
 
 
+def test_the_launcher_on_ignite3_is_a_clear_error(  # type: ignore[no-untyped-def]
+    ignite3_plain_nodes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The launcher is an Ignite 2 service: its commands say so on an Ignite 3 address, not with the
+    Ignite 2 handshake's failure."""
+    from tensorflow_ignite.cli.main import main
+    from tensorflow_ignite.launcher.jobs import JobClient
+
+    host, port = ignite3_plain_nodes.address(0)
+    with pytest.raises(UnsupportedOperationError, match=f"cluster at {host}:{port} is Ignite 3: the job launcher"):
+        JobClient.connect(host, port)
+    assert main(["ps", "--host", host, "--port", str(port)]) != 0
+    err = capsys.readouterr().err
+    assert "is Ignite 3: the job launcher is a service" in err, err
+
+
 def test_options_without_an_ignite3_form_name_themselves(ignite3_plain_nodes, cache_name: str) -> None:  # type: ignore[no-untyped-def]
     host, port = ignite3_plain_nodes.address(0)
     ti.write(cache_name, {"v": np.arange(3)}, host=host, port=port, mode="overwrite")

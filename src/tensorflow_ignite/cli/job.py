@@ -190,7 +190,7 @@ def _job_command(
 
 
 def _connect(args: argparse.Namespace) -> JobClient:
-    return JobClient(connection_options(args).open(), owns_client=True)
+    return JobClient.from_options(connection_options(args))
 
 
 # ------------------------------------------------------------------- handlers

@@ -80,8 +80,8 @@ def start(args: argparse.Namespace, work_dir: Path) -> int:
 
 def _print_started(cluster: Ignite3Cluster) -> None:
     print_status(cluster)
-    endpoints = ",".join(cluster.endpoints)
-    print(f"Read them with: tensorflow_ignite.ignite3.from_table(TABLE, host={endpoints!r})")
+    host, port = cluster.endpoints[0].rsplit(":", 1)
+    print(f"Read its tables with: tensorflow_ignite.IgniteDataset(TABLE, {host!r}, {port})")
     print(
         f"Storage profiles: default (aipersist, on disk) and {MEMORY_PROFILE} (in memory: "
         f"CREATE ZONE ... STORAGE PROFILES ['{MEMORY_PROFILE}'], or IGNITE_FS_STORAGE={MEMORY_PROFILE} for ignite://)"

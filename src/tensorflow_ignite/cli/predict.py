@@ -132,7 +132,7 @@ def _on_cluster(args: argparse.Namespace) -> int:
             "--json with --on-cluster needs --detach (it prints the job's name; the job's "
             "output is followed as text: `ignite-tf describe JOB --json` reports on it)"
         )
-    with JobClient(connection_options(args).open(), owns_client=True) as jobs:
+    with JobClient.from_options(connection_options(args)) as jobs:
         try:
             rec = submit_predict(
                 jobs,

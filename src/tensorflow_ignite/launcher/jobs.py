@@ -29,11 +29,15 @@ from ..client.closeable import Closeable
 from ..client.services import invoke_service, plain
 from ..errors import (
     ConfigurationError,
+    HandshakeError,
+    IgniteError,
     JobNotFoundError,
     LauncherError,
     LauncherNotDeployedError,
     LauncherPermissionError,
     ServerError,
+    TLSError,
+    UnsupportedOperationError,
 )
 from ..protocol.endpoint import DEFAULT_HOST, DEFAULT_PORT
 from . import layout
@@ -242,7 +246,33 @@ class JobClient(Closeable):
 
         ``host`` may be ``"host:port"`` or a comma-separated list of them (as for
         :meth:`ConnectionOptions.from_address`); ``port`` is that of hosts given without one."""
-        return cls(ConnectionOptions.from_address(host, port, **settings).open(), owns_client=True)
+        return cls.from_options(ConnectionOptions.from_address(host, port, **settings))
+
+    @classmethod
+    def from_options(cls, options: ConnectionOptions) -> "JobClient":
+        """A job client with a client of its own for ``options``.
+
+        The launcher is a service the tensorflow-ignite module deploys on Ignite 2 server
+        nodes: an address that speaks Ignite 3 is an :class:`UnsupportedOperationError`
+        saying so, rather than the Ignite 2 handshake's failure.
+        """
+        try:
+            return cls(options.open(), owns_client=True)
+        except (HandshakeError, TLSError) as exc:
+            from ..generation import generation_at
+
+            try:
+                ignite3 = generation_at(options) == 3
+            except IgniteError:
+                ignite3 = False
+            if ignite3:
+                raise UnsupportedOperationError(
+                    f"the cluster at {options.endpoints[0]} is Ignite 3: the job launcher is a service of the "
+                    "tensorflow-ignite module on Ignite 2 server nodes, and Ignite 3.1 has no services to deploy "
+                    "it as; run the job's script yourself (IgniteDataset, write and predict work on Ignite 3) or "
+                    "point at an Ignite 2 cluster"
+                ) from exc
+            raise
 
     def close(self) -> None:
         if self._owns:
