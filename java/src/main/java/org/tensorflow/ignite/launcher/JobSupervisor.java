@@ -420,9 +420,21 @@ final class JobSupervisor {
             List<HashMap<String, Object>> probes = new ArrayList<>();
             List<String> addresses = new ArrayList<>();
             for (TaskLayout.Task t : tasks) {
-                HashMap<String, Object> p = compute(plan.nodes.get(t.node)).call(new AgentTasks.ProbeNode());
+                // Each node's JVM picks its port alone; nodes sharing a host (and one address) may pick
+                // the same one, so a node is asked again until every task's address is its own.
+                HashMap<String, Object> p;
+                String address;
+                int asked = 0;
+                do {
+                    p = compute(plan.nodes.get(t.node)).call(new AgentTasks.ProbeNode());
+                    address = hostPort(str(p.get("host")), lng(p.get("port"), 0));
+                }
+                while (addresses.contains(address) && ++asked < 20);
+                if (addresses.contains(address))
+                    throw new IllegalStateException("no port of its own for task " + t.type + ":" + t.typeIndex
+                        + " on " + JobPlan.label(plan.nodes.get(t.node)) + " (" + address + " is taken by another task)");
                 probes.add(p);
-                addresses.add(hostPort(str(p.get("host")), lng(p.get("port"), 0)));
+                addresses.add(address);
             }
             @SuppressWarnings("unchecked")
             Map<String, Object> userEnv = (Map<String, Object>)rec.get("env");
