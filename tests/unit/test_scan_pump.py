@@ -10,6 +10,7 @@ import socket
 import struct
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -224,6 +225,14 @@ class NativePeer(threading.Thread):
             self.sock.sendall(self.script.pop(0).replace(b"RID_____", rid))
 
 
+
+def native_pump(ScanPump: type, sock: socket.socket, *, send_lock: Any, take_ids: Any, request: bytes = REQUEST) -> Any:
+    """A pump on ``sock`` that sends its own page requests (``request``): the arguments the native tests share."""
+    return ScanPump(
+        sock.fileno(), None, lambda f: None, 1 << 20, 5.0, 1 << 20, "peer:1",
+        request=request, send_lock=send_lock, take_ids=take_ids,
+    )
+
 def test_native_requests_carry_ids_from_blocks_under_the_send_lock(
     ScanPump: type, pair: tuple[socket.socket, socket.socket]
 ) -> None:
@@ -237,18 +246,7 @@ def test_native_requests_carry_ids_from_blocks_under_the_send_lock(
         return 1000 * len(blocks)
 
     lock = ScanPump.SendLock()
-    pump = ScanPump(
-        a.fileno(),
-        None,
-        lambda f: None,
-        1 << 20,
-        5.0,
-        1 << 20,
-        "peer:1",
-        request=REQUEST,
-        send_lock=lock,
-        take_ids=take_ids,
-    )
+    pump = native_pump(ScanPump, a, send_lock=lock, take_ids=take_ids)
     frames = []
     while (frame := pump.next()) is not None:
         frames.append(frame)
@@ -270,18 +268,7 @@ def test_native_requests_wait_for_the_send_lock(ScanPump: type, pair: tuple[sock
     peer.start()
     lock = ScanPump.SendLock()
     assert lock.acquire()
-    pump = ScanPump(
-        a.fileno(),
-        None,
-        lambda f: None,
-        1 << 20,
-        5.0,
-        1 << 20,
-        "peer:1",
-        request=REQUEST,
-        send_lock=lock,
-        take_ids=lambda n: 1,
-    )
+    pump = native_pump(ScanPump, a, send_lock=lock, take_ids=lambda n: 1)
     threading.Event().wait(0.2)
     assert peer.requests == []  # nothing written while Python sends
     assert lock.acquire(timeout=0.05) is False
@@ -297,31 +284,9 @@ def test_native_requests_wait_for_the_send_lock(ScanPump: type, pair: tuple[sock
 def test_native_request_arguments_are_checked(ScanPump: type, pair: tuple[socket.socket, socket.socket]) -> None:
     a, _ = pair
     with pytest.raises(ValueError, match=r"send_lock a ScanPump\.SendLock"):
-        ScanPump(
-            a.fileno(),
-            None,
-            lambda f: None,
-            1 << 20,
-            5.0,
-            1 << 20,
-            "peer:1",
-            request=REQUEST,
-            send_lock=threading.Lock(),
-            take_ids=lambda n: 1,
-        )
+        native_pump(ScanPump, a, send_lock=threading.Lock(), take_ids=lambda n: 1)
     with pytest.raises(ValueError, match="request must be a request frame"):
-        ScanPump(
-            a.fileno(),
-            None,
-            lambda f: None,
-            1 << 20,
-            5.0,
-            1 << 20,
-            "peer:1",
-            request=b"short",
-            send_lock=ScanPump.SendLock(),
-            take_ids=lambda n: 1,
-        )
+        native_pump(ScanPump, a, send_lock=ScanPump.SendLock(), take_ids=lambda n: 1, request=b"short")
 
 
 def test_take_ids_errors_reach_the_reader(ScanPump: type, pair: tuple[socket.socket, socket.socket]) -> None:
@@ -330,18 +295,7 @@ def test_take_ids_errors_reach_the_reader(ScanPump: type, pair: tuple[socket.soc
     def take_ids(n: int) -> int:
         raise RuntimeError("no ids")
 
-    pump = ScanPump(
-        a.fileno(),
-        None,
-        lambda f: None,
-        1 << 20,
-        5.0,
-        1 << 20,
-        "peer:1",
-        request=REQUEST,
-        send_lock=ScanPump.SendLock(),
-        take_ids=take_ids,
-    )
+    pump = native_pump(ScanPump, a, send_lock=ScanPump.SendLock(), take_ids=take_ids)
     with pytest.raises(RuntimeError, match="no ids"):
         pump.next()
     assert pump.stop() == (False, True)
