@@ -30,7 +30,6 @@ request is :class:`~tensorflow_ignite.ignite3.client.Ignite3Client`'s,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
@@ -39,6 +38,7 @@ from ..client.client import parse_addresses
 from ..client.sql import SqlCursor
 from ..client.transactions import Transaction
 from ..errors import ConfigurationError, UnsupportedOperationError
+from ..ignite3.dataset import _identifier as sql_identifier  # keywords quoted too (VALUE, WHEN)
 from .client import IgniteClient
 
 if TYPE_CHECKING:
@@ -48,17 +48,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Cache3", "IgniteClient3", "SqlCursor3", "Transaction3"]
 
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
 
 def _unsupported(method: str, why: str, instead: str) -> NoReturn:
     raise UnsupportedOperationError(f"IgniteClient.{method} on an Ignite 3 cluster: {why}; {instead}")
-
-
-def sql_identifier(name: str) -> str:
-    """``name`` (a table as the cluster spells it, perhaps ``SCHEMA.TABLE``) as SQL text: plain parts as
-    they are, others quoted."""
-    return ".".join(p if _PLAIN.fullmatch(p) else '"' + p.replace('"', '""') + '"' for p in name.split("."))
 
 
 class IgniteClient3(IgniteClient):
